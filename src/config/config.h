@@ -1,0 +1,141 @@
+// Config: the typed run configuration (model, data, optim, train, log) with its defaults,
+// strict conversion from and to JSON, and validation. Enum-like fields stay strings spelled
+// exactly as in the JSON ("layernorm", "pre", ...) and are checked against their allowed values.
+// Not here: reading files, `extends` and `--key=value` overrides (see loader.h).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace sl {
+
+// A bad config value; the message starts with the origin (a file path) and names the JSON path.
+struct ConfigError : Error {
+  using Error::Error;
+};
+
+struct ModelConfig {
+  int n_layer = 4;
+  int n_head = 4;
+  int n_embd = 64;
+  int block_size = 64;
+  int vocab_size = 32;                    // text data: the trainer overwrites it with the corpus's
+  bool bias = true;
+  bool residual = true;
+  std::string norm = "layernorm";         // layernorm | rmsnorm | none
+  double norm_eps = 1e-5;
+  std::string norm_position = "pre";      // pre | post | sandwich
+  std::string residual_scale = "none";    // none | rezero | deepnorm
+  std::optional<bool> final_norm;         // unset = auto, see resolved_final_norm()
+  bool attention = true;
+  bool mlp = true;
+  int mlp_ratio = 4;
+  std::string activation = "gelu";        // gelu | gelu_tanh | relu | tanh
+  std::string init = "normal";            // normal | scaled | xavier
+  double init_std = 0.02;
+  std::string pos_emb = "learned";        // learned | sinusoidal | none
+  bool tie_weights = false;
+
+  // final_norm if set; otherwise true for pre and sandwich, false for post; always false for
+  // norm "none" (there is no norm to apply).
+  bool resolved_final_norm() const;
+  bool operator==(const ModelConfig&) const = default;
+};
+
+struct DataConfig {
+  std::string source = "markov";          // markov | text
+  int order = 2;                          // markov: context length, 1..3
+  double alpha = 0.5;                     // markov: Dirichlet concentration of the transitions
+  std::uint64_t seed = 1234;              // the data source's own seed
+  std::string path;                       // text: the corpus; the loader makes it absolute
+  double val_fraction = 0.1;
+  bool operator==(const DataConfig&) const = default;
+};
+
+struct OptimConfig {
+  std::string name = "adamw";             // adamw | sgd
+  double learning_rate = 1e-3;
+  double weight_decay = 0.0;
+  bool decay_exempt = true;               // no decay on biases, norm gains and embeddings
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double momentum = 0.9;                  // sgd
+  bool nesterov = false;                  // sgd
+  double grad_clip = 0.0;                 // global grad-norm clip; 0 = off
+  std::string schedule = "constant";      // constant | cosine | warmup_constant
+  int warmup_iters = 0;
+  int lr_decay_iters = 0;                 // 0 = train.max_iters
+  double min_lr = 0.0;
+  bool operator==(const OptimConfig&) const = default;
+};
+
+struct TrainConfig {
+  std::string name;                       // run name; the loader fills in the config file's stem
+  std::string out_dir = "runs";
+  int batch_size = 8;
+  int max_iters = 300;
+  int eval_interval = 100;
+  int eval_iters = 10;
+  std::uint64_t seed = 1337;
+  int ckpt_interval = 100;                // 0 = only at the end
+  int threads = 0;                        // 0 = all cores
+  bool operator==(const TrainConfig&) const = default;
+};
+
+struct LogConfig {
+  int log_interval = 10;
+  int layer_interval = 50;
+  bool params = true;                     // per-parameter grad norms
+  bool operator==(const LogConfig&) const = default;
+};
+
+struct Config {
+  ModelConfig model;
+  DataConfig data;
+  OptimConfig optim;
+  TrainConfig train;
+  LogConfig log;
+  std::string description;
+  std::string source_path;                // the file it was loaded from; not part of the JSON
+  bool operator==(const Config&) const = default;
+};
+
+// Which origin set each leaf ("model.n_layer" -> "configs/base.json"), for error messages.
+using Provenance = std::map<std::string, std::string>;
+
+// Every key with its default: the schema that strictness and override typing are checked against.
+const nlohmann::json& config_schema();
+
+// The full config, every key present; final_norm is null when unset so the round trip is exact.
+nlohmann::json to_json(const Config& cfg);
+// Values derived from the config that are not themselves keys (resolved final_norm, wiring).
+nlohmann::json derived_json(const Config& cfg);
+
+// Keys and types only, no ranges: missing keys keep their defaults. Throws ConfigError.
+Config parse_config(const nlohmann::json& j, const std::string& origin);
+// Ranges and cross-field rules. A key found in `where` is reported with its own origin.
+void validate_config(const Config& cfg, const std::string& origin, const Provenance* where = nullptr);
+// parse_config then validate_config.
+Config config_from_json(const nlohmann::json& j, const std::string& origin);
+
+// train.lr_decay_iters with 0 meaning train.max_iters.
+int resolved_lr_decay_iters(const Config& cfg);
+
+// The block formula in words, e.g. "pre-norm residual: x + f(layernorm(x))".
+std::string describe_wiring(const ModelConfig& m);
+// A short id for run names, e.g. "pre-layernorm-res", "post-rmsnorm-nores-deepnorm", "none-res".
+std::string wiring_id(const ModelConfig& m);
+
+// The candidate nearest to `key` by edit distance, or "" when none is plausibly meant.
+std::string closest_key(const std::string& key, const std::vector<std::string>& candidates);
+// "unknown key; did you mean 'n_layer'?" or "unknown key; valid keys: a, b, c".
+std::string unknown_key_message(const std::string& key, const std::vector<std::string>& candidates);
+
+}  // namespace sl

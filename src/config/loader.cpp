@@ -1,0 +1,210 @@
+// Loader: files, "extends" chains and overrides. Each file is checked on its own (unknown keys,
+// types) before merging, so an error names the file that holds the bad key; ranges and
+// cross-field rules are checked once on the merged result, with provenance for the origin.
+#include "config/loader.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace sl {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+// 1-based line and column of the 0-based byte index `at` in `text`.
+std::pair<std::size_t, std::size_t> line_column(const std::string& text, std::size_t at) {
+  at = std::min(at, text.size());
+  std::size_t line = 1, line_start = 0;
+  for (std::size_t i = 0; i < at; ++i)
+    if (text[i] == '\n') ++line, line_start = i + 1;
+  return {line, at - line_start + 1};
+}
+
+// nlohmann's what() is "[json.exception.parse_error.101] parse error at line 2, column 8: <detail>".
+std::string parse_error_detail(const std::string& what) {
+  std::size_t column = what.find("column ");
+  std::size_t colon = column == std::string::npos ? column : what.find(": ", column);
+  if (colon != std::string::npos) return what.substr(colon + 2);
+  std::size_t bracket = what.find("] ");
+  return bracket == std::string::npos ? what : what.substr(bracket + 2);
+}
+
+// Records every leaf of one config layer as set by `origin`.
+void record_provenance(const json& layer, const std::string& origin, Provenance& where) {
+  for (const auto& section : layer.items()) {
+    if (!section.value().is_object()) {
+      where[section.key()] = origin;
+      continue;
+    }
+    for (const auto& leaf : section.value().items())
+      where[section.key() + "." + leaf.key()] = origin;
+  }
+}
+
+// data.path is relative to the file (or, for an override, the working directory) that set it.
+void resolve_data_path(json& layer, const fs::path& base_dir) {
+  auto data = layer.find("data");
+  if (data == layer.end() || !data->is_object()) return;
+  auto path = data->find("path");
+  if (path == data->end() || !path->is_string()) return;
+  const std::string p = path->get<std::string>();
+  if (p.empty() || fs::path(p).is_absolute()) return;
+  *path = fs::absolute(base_dir / p).lexically_normal().string();
+}
+
+std::string chain_string(const std::vector<std::string>& chain, const std::string& last) {
+  std::string s;
+  for (const auto& f : chain) s += f + " -> ";
+  return s + last;
+}
+
+json load_layer(const fs::path& file, std::vector<std::string>& chain,
+                std::vector<std::string>& chain_keys, Provenance& where) {
+  const std::string name = file.string();
+  const std::string key = fs::weakly_canonical(fs::absolute(file)).string();
+  if (std::find(chain_keys.begin(), chain_keys.end(), key) != chain_keys.end())
+    throw ConfigError(chain.back() + ": extends: cycle " + chain_string(chain, name));
+  if (!chain.empty() && !fs::exists(file))
+    throw ConfigError(chain.back() + ": extends: base config '" + name + "' not found");
+  json layer = read_json_file(name);
+  if (!layer.is_object()) throw ConfigError(name + ": expected a JSON object at the top level");
+
+  json merged = json::object();
+  if (auto ext = layer.find("extends"); ext != layer.end()) {
+    if (!ext->is_string() || ext->get<std::string>().empty())
+      throw ConfigError(name + ": extends: expected a file name, got " + ext->dump());
+    const fs::path base = (file.parent_path() / ext->get<std::string>()).lexically_normal();
+    layer.erase(ext);
+    chain.push_back(name);
+    chain_keys.push_back(key);
+    merged = load_layer(base, chain, chain_keys, where);
+    chain.pop_back();
+    chain_keys.pop_back();
+  }
+  parse_config(layer, name);  // unknown keys and types, reported against this file
+  resolve_data_path(layer, file.parent_path());
+  record_provenance(layer, name, where);
+  merge_json(merged, layer);
+  return merged;
+}
+
+// How an override value is spelled for the key's type, for messages.
+std::string expected_type(const json& schema_value) {
+  if (schema_value.is_number_integer()) return "an integer";
+  if (schema_value.is_number()) return "a number";
+  if (schema_value.is_boolean()) return "true or false";
+  if (schema_value.is_null()) return "true, false or null";
+  return "a string";
+}
+
+}  // namespace
+
+json read_json_file(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw ConfigError("config file not found: " + path);
+  if (fs::is_directory(path, ec)) throw ConfigError(path + ": is a directory, not a config file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path + ": cannot open for reading");
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  const std::string text = buf.str();
+  try {
+    return json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
+  } catch (const json::parse_error& e) {
+    // e.byte counts bytes read, so the offending byte is at index byte - 1.
+    auto [line, column] = line_column(text, e.byte == 0 ? 0 : e.byte - 1);
+    throw ConfigError(path + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                      ": malformed JSON: " + parse_error_detail(e.what()));
+  }
+}
+
+void merge_json(json& base, const json& overlay) {
+  if (!base.is_object() || !overlay.is_object()) {
+    base = overlay;
+    return;
+  }
+  for (const auto& item : overlay.items()) {
+    auto it = base.find(item.key());
+    if (it != base.end() && it->is_object() && item.value().is_object()) merge_json(*it, item.value());
+    else base[item.key()] = item.value();
+  }
+}
+
+ResolvedJson resolve_extends(const std::string& path) {
+  ResolvedJson out;
+  std::vector<std::string> chain, chain_keys;
+  out.json = load_layer(fs::path(path), chain, chain_keys, out.where);
+  return out;
+}
+
+std::string apply_override(json& cfg, const std::string& kv, const std::string& context) {
+  const std::string origin = (context.empty() ? "" : context + ": ") + "override '" + kv + "'";
+  std::string text = kv.rfind("--", 0) == 0 ? kv.substr(2) : kv;
+  const std::size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw ConfigError(origin + ": expected key=value, e.g. --model.n_layer=8");
+  const std::string key = text.substr(0, eq), raw = text.substr(eq + 1);
+
+  const json& schema = config_schema();
+  std::vector<std::string> sections;
+  for (const auto& item : schema.items()) sections.push_back(item.key());
+  const std::size_t dot = key.find('.');
+  const std::string section = key.substr(0, dot);
+  if (schema.contains(section) && schema[section].is_object() && dot == std::string::npos)
+    throw ConfigError(origin + ": " + key + ": is a section; name a key in it, e.g. " + section +
+                      "." + schema[section].begin().key());
+  if (!schema.contains(section) || (!schema[section].is_object() && dot != std::string::npos))
+    throw ConfigError(origin + ": " + key + ": " + unknown_key_message(section, sections));
+  const json* slot = &schema[section];
+  std::string leaf;
+  if (dot != std::string::npos) {
+    leaf = key.substr(dot + 1);
+    std::vector<std::string> leaves;
+    for (const auto& item : slot->items()) leaves.push_back(item.key());
+    if (!slot->contains(leaf))
+      throw ConfigError(origin + ": " + key + ": " + unknown_key_message(leaf, leaves));
+    slot = &(*slot)[leaf];
+  }
+
+  json value;
+  if (slot->is_string()) {
+    value = raw;
+  } else {
+    try {
+      value = json::parse(raw);
+    } catch (const json::parse_error&) {
+      throw ConfigError(origin + ": " + key + ": expected " + expected_type(*slot) + ", got '" +
+                        raw + "'");
+    }
+  }
+  json single = leaf.empty() ? json{{section, value}} : json{{section, {{leaf, value}}}};
+  parse_config(single, origin);  // the key's type and allowed values, reported against the override
+
+  if (!cfg.is_object()) cfg = json::object();
+  if (leaf.empty()) {
+    cfg[section] = value;
+  } else {
+    if (!cfg.contains(section) || !cfg[section].is_object()) cfg[section] = json::object();
+    cfg[section][leaf] = value;
+  }
+  return key;
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  ResolvedJson resolved = resolve_extends(path);
+  for (const auto& kv : overrides) {
+    const std::string key = apply_override(resolved.json, kv, path);
+    if (key == "data.path") resolve_data_path(resolved.json, fs::current_path());
+    resolved.where[key] = path + " (override '" + kv + "')";
+  }
+  Config cfg = parse_config(resolved.json, path);
+  validate_config(cfg, path, &resolved.where);
+  if (cfg.train.name.empty()) cfg.train.name = fs::path(path).stem().string();
+  cfg.source_path = fs::absolute(path).lexically_normal().string();
+  return cfg;
+}
+
+}  // namespace sl
