@@ -1,0 +1,175 @@
+// File-system helpers on POSIX calls (open/write/fsync/rename), so that every failure is seen
+// with its errno rather than hidden behind a stream's bad bit.
+#include "core/fsutil.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "core/error.h"
+
+namespace sl {
+namespace {
+
+[[noreturn]] void fail(const std::string& what, const std::string& path, int err) {
+  throw Error("[fs] " + what + " '" + path + "': " + std::strerror(err));
+}
+
+// Writes all of `bytes`, retrying short writes and EINTR. Returns 0 or the errno.
+int write_all(int fd, std::string_view bytes) {
+  const char* p = bytes.data();
+  size_t left = bytes.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (n == 0) return EIO;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+std::string parent_dir(const std::string& path) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return dir.empty() ? "." : dir;
+}
+
+// Removes the temp file unless released (after the rename consumed it).
+struct TempFileGuard {
+  std::string path;
+  int fd = -1;
+  bool armed = true;
+  ~TempFileGuard() {
+    if (fd >= 0) ::close(fd);
+    if (armed) ::unlink(path.c_str());
+  }
+};
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, std::string_view bytes) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail("cannot create temp file for", path, errno);
+  TempFileGuard guard{tmp, fd};
+  if (int err = write_all(fd, bytes)) fail("cannot write", path, err);
+  if (::fsync(fd) != 0) fail("cannot fsync", path, errno);
+  guard.fd = -1;
+  if (::close(fd) != 0) fail("cannot close", path, errno);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename temp file over", path, errno);
+  guard.armed = false;
+
+  // The rename is durable only once the directory entry is on disk.
+  const std::string dir = parent_dir(path);
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) fail("cannot open directory of", path, errno);
+  int rc = ::fsync(dfd);
+  int err = errno;
+  ::close(dfd);
+  if (rc != 0) fail("cannot fsync directory of", path, err);
+}
+
+std::string read_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("cannot open", path, errno);
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      fail("cannot read", path, err);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+void make_dirs(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_directory(path, ec))
+    throw Error("[fs] cannot create directory '" + path + "': a file of that name exists");
+  std::filesystem::create_directories(path, ec);
+  if (ec) throw Error("[fs] cannot create directory '" + path + "': " + ec.message());
+}
+
+// ---- LineLog ----------------------------------------------------------------------------
+
+LineLog::LineLog(const std::string& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail("cannot open log", path, errno);
+}
+
+LineLog::~LineLog() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+LineLog::LineLog(LineLog&& other) noexcept
+    : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)) {}
+
+LineLog& LineLog::operator=(LineLog&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    path_ = std::move(other.path_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+void LineLog::write_line(std::string_view line) {
+  SL_CHECK(fd_ >= 0, "write_line on a moved-from LineLog");
+  if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+  if (line.find('\n') != std::string_view::npos)
+    throw Error("[fs] log '" + path_ + "': a line must not contain a newline");
+  std::string whole;
+  whole.reserve(line.size() + 1);
+  whole.append(line);
+  whole.push_back('\n');
+  // One write(2): O_APPEND places it atomically at the end. A short write means the disk is
+  // full; the torn tail is then cut off by truncate_torn_tail on resume.
+  ssize_t n;
+  do {
+    n = ::write(fd_, whole.data(), whole.size());
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) fail("cannot append to log", path_, errno);
+  if (static_cast<size_t>(n) != whole.size()) fail("short write to log", path_, ENOSPC);
+}
+
+void LineLog::sync() {
+  SL_CHECK(fd_ >= 0, "sync on a moved-from LineLog");
+  if (::fdatasync(fd_) != 0) fail("cannot sync log", path_, errno);
+}
+
+// ---- torn tails -------------------------------------------------------------------------
+
+std::vector<std::string> read_complete_lines(const std::string& path) {
+  const std::string text = read_file(path);
+  std::vector<std::string> lines;
+  size_t start = 0;
+  for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1)
+    lines.emplace_back(text, start, nl - start);
+  return lines;  // text[start..] has no newline: torn (or empty), dropped
+}
+
+void truncate_torn_tail(const std::string& path) {
+  const std::string text = read_file(path);
+  size_t keep = text.rfind('\n');
+  keep = keep == std::string::npos ? 0 : keep + 1;
+  if (keep == text.size()) return;
+  if (::truncate(path.c_str(), static_cast<off_t>(keep)) != 0) fail("cannot truncate", path, errno);
+}
+
+}  // namespace sl

@@ -1,0 +1,56 @@
+// File-system helpers with crash-safe semantics: atomic whole-file replacement (temp file, fsync,
+// rename, fsync of the directory), whole-file reads, mkdir -p, and an append-only line log whose
+// torn last line (from a crash mid-write) can be detected and cut off on resume.
+// Every failure throws sl::Error naming the path and the OS reason (strerror).
+// Not here: file formats (see core/safetensors.h), locking between processes.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sl {
+
+// Writes `bytes` to `path + ".tmp.<pid>"` in the same directory, fsyncs it, renames it over
+// `path` and fsyncs the directory. On failure the temp file is removed, any previous `path` is
+// left intact, and sl::Error is thrown.
+void write_file_atomic(const std::string& path, std::string_view bytes);
+
+// The whole content of `path`; sl::Error if it is missing or unreadable.
+std::string read_file(const std::string& path);
+
+// mkdir -p: creates `path` and its missing parents; fine if it already is a directory.
+void make_dirs(const std::string& path);
+
+// An append-only log of text lines (metrics.jsonl). Each line goes out in one write(2) call on
+// an O_APPEND descriptor, so it is in the file (or the kernel's page cache) when write_line
+// returns and a crash can tear at most the last line. Move-only; closes on destruction.
+class LineLog {
+ public:
+  explicit LineLog(const std::string& path);  // creates the file if needed, appends otherwise
+  ~LineLog();
+  LineLog(LineLog&& other) noexcept;
+  LineLog& operator=(LineLog&& other) noexcept;
+  LineLog(const LineLog&) = delete;
+  LineLog& operator=(const LineLog&) = delete;
+
+  // Appends `line` plus '\n'. `line` must not contain '\n' (a trailing one is accepted).
+  void write_line(std::string_view line);
+  // fdatasync: forces written lines to disk (write_line alone survives a process crash, not
+  // a power loss).
+  void sync();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+// The newline-terminated lines of `path`, without their '\n'; a last line with no newline
+// (torn by a crash) is dropped. sl::Error if the file cannot be read.
+std::vector<std::string> read_complete_lines(const std::string& path);
+
+// Cuts `path` back to its last '\n' (to empty if there is none), so appends after a resume
+// start on a fresh line. A file that already ends in '\n' is untouched.
+void truncate_torn_tail(const std::string& path);
+
+}  // namespace sl
