@@ -1,0 +1,77 @@
+// The DataSource defaults (integer decode/encode, no context-length limit) and the factory
+// that turns the data.* config fields into a source.
+#include "data/source.h"
+
+#include <sstream>
+
+#include "core/error.h"
+#include "data/markov.h"
+#include "data/text.h"
+
+namespace sl {
+
+nlohmann::json to_json(const ReferenceLosses& r) {
+  nlohmann::json j = {{"uniform", r.uniform}, {"unigram", r.unigram}};
+  j["optimal"] = r.optimal_known ? nlohmann::json(r.optimal) : nlohmann::json(nullptr);
+  return j;
+}
+
+void check_batch_args(const char* who, int n, int B, int T) {
+  if (n < 1 || B < 1 || T < 1)
+    throw Error(std::string(who) + ": batch count, batch size B and context length T must be "
+                "positive, got n=" + std::to_string(n) + " B=" + std::to_string(B) +
+                " T=" + std::to_string(T));
+}
+
+void DataSource::check_context_length(int T) const {
+  if (T < 1) throw Error("block_size must be >= 1, got " + std::to_string(T));
+}
+
+std::string DataSource::decode(const std::vector<int32_t>& ids) const {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= vocab_size())
+      throw Error("decode: token id " + std::to_string(ids[i]) + " is outside the vocabulary [0, " +
+                  std::to_string(vocab_size()) + ")");
+    if (i) s.push_back(' ');
+    s += std::to_string(ids[i]);
+  }
+  return s;
+}
+
+std::vector<int32_t> DataSource::encode(const std::string& text) const {
+  std::istringstream in(text);
+  std::vector<int32_t> ids;
+  std::string word;
+  while (in >> word) {
+    size_t used = 0;
+    long v = -1;
+    try {
+      v = std::stol(word, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != word.size() || v < 0 || v >= vocab_size())
+      throw Error("encode: '" + word + "' is not a token id in [0, " +
+                  std::to_string(vocab_size()) + "); give ids separated by spaces");
+    ids.push_back(static_cast<int32_t>(v));
+  }
+  return ids;
+}
+
+std::unique_ptr<DataSource> make_data_source(const std::string& source, int vocab_size, int order,
+                                             double alpha, uint64_t seed, const std::string& path,
+                                             double val_fraction, const std::string& vocab_path) {
+  if (source == "markov") return std::make_unique<MarkovSource>(vocab_size, order, alpha, seed);
+  if (source == "text") {
+    if (path.empty())
+      throw Error("data.path: the text source needs a file, e.g. --data.path=data/corpus.txt");
+    if (!vocab_path.empty())
+      return std::make_unique<TextSource>(path, val_fraction, seed,
+                                          TextSource::load_vocab(vocab_path));
+    return std::make_unique<TextSource>(path, val_fraction, seed);
+  }
+  throw Error("data.source: unknown source '" + source + "'; expected \"markov\" or \"text\"");
+}
+
+}  // namespace sl

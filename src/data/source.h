@@ -1,0 +1,74 @@
+// DataSource: where training tokens come from, behind one interface the trainer uses.
+// A source hands out (B, T) batches of next-token pairs, a fixed set of eval batches, and the
+// reference losses (uniform, unigram, optimal) that a run's loss curve is read against.
+// It is not a tokenizer library and not a loader of binary shards: sources are small and in memory.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/rng.h"
+
+namespace sl {
+
+// x, y: (B, T) row-major token ids; y[b, t] is the token that follows x[b, t].
+struct Batch {
+  int B = 0, T = 0;
+  std::vector<int32_t> x, y;
+};
+
+// Losses in nats per token for a model that predicts x[t+1] from x[0..t], t = 0..T-1.
+// uniform = ln V; unigram = entropy of the symbol marginal; optimal = the best achievable
+// average loss at context length T (known exactly only for synthetic sources).
+struct ReferenceLosses {
+  double uniform = 0.0;
+  double unigram = 0.0;
+  double optimal = 0.0;
+  bool optimal_known = false;
+};
+
+nlohmann::json to_json(const ReferenceLosses& r);  // optimal is null when not known
+
+class DataSource {
+ public:
+  virtual ~DataSource() = default;
+
+  virtual int vocab_size() const = 0;
+
+  // Draws with the caller's rng (the trainer's, saved in checkpoints), so a resumed run
+  // sees exactly the batches the uninterrupted run would have seen.
+  virtual Batch train_batch(int B, int T, Rng& rng) = 0;
+
+  // The same n batches on every call: seeded from the source's own seed and the split,
+  // never from the training rng. train_split=false gives the held-out split.
+  virtual std::vector<Batch> eval_batches(int n, int B, int T, bool train_split) = 0;
+
+  virtual ReferenceLosses reference_losses(int T) const = 0;
+
+  // Source name, parameters, vocab size and T-independent reference losses, for logs.
+  virtual nlohmann::json describe() const = 0;
+
+  // Throws sl::Error if batches of context length T cannot be drawn (e.g. text too short).
+  // Call once at startup so a bad block_size fails before training, not at the first eval.
+  virtual void check_context_length(int T) const;
+
+  // Default: ids as space-separated integers, and back (ids checked against vocab_size()).
+  virtual std::string decode(const std::vector<int32_t>& ids) const;
+  virtual std::vector<int32_t> encode(const std::string& text) const;
+};
+
+// source: "markov" (uses vocab_size, order, alpha, seed) or "text" (uses path, val_fraction,
+// seed; the vocabulary comes from the file, or from vocab_path when resuming a run).
+// Unknown names and out-of-range parameters throw sl::Error naming the data.* field.
+std::unique_ptr<DataSource> make_data_source(const std::string& source, int vocab_size, int order,
+                                             double alpha, uint64_t seed, const std::string& path,
+                                             double val_fraction,
+                                             const std::string& vocab_path = "");
+
+// Shared by the sources: checks B, T, n are positive, naming the caller.
+void check_batch_args(const char* who, int n, int B, int T);
+
+}  // namespace sl

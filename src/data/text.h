@@ -1,0 +1,57 @@
+// TextSource: character-level tokens from any UTF-8 file; the vocabulary is the file's sorted
+// set of Unicode code points (or a saved vocabulary, when a run is resumed or sampled from).
+// The first (1 - val_fraction) of the characters are the train split, the rest the val split.
+// Not a subword tokenizer: one token per code point, no normalisation.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "data/source.h"
+
+namespace sl {
+
+class TextSource : public DataSource {
+ public:
+  // Reads `path`, builds the vocabulary from all of its characters. Throws sl::Error naming
+  // the path for a missing, empty or non-UTF-8 file, and data.val_fraction if not in (0, 1).
+  TextSource(const std::string& path, double val_fraction, uint64_t seed);
+  // Same, with a given vocabulary (sorted, unique); a character of the file that is not in it
+  // is an error naming the character and its byte offset.
+  TextSource(const std::string& path, double val_fraction, uint64_t seed,
+             std::vector<char32_t> vocab);
+
+  // Vocabulary files: {"format": "stacklab.char_vocab", "version": 1, "code_points": [...]}.
+  void save_vocab(const std::string& path) const;
+  static std::vector<char32_t> load_vocab(const std::string& path);
+
+  int vocab_size() const override { return static_cast<int>(vocab_.size()); }
+  Batch train_batch(int B, int T, Rng& rng) override;
+  std::vector<Batch> eval_batches(int n, int B, int T, bool train_split) override;
+  ReferenceLosses reference_losses(int T) const override;  // optimal unknown
+  nlohmann::json describe() const override;
+  void check_context_length(int T) const override;
+  std::string decode(const std::vector<int32_t>& ids) const override;
+  std::vector<int32_t> encode(const std::string& text) const override;
+
+  const std::vector<char32_t>& vocab() const { return vocab_; }
+  size_t train_size() const { return n_train_; }  // characters in the train split
+  size_t val_size() const { return tokens_.size() - n_train_; }
+
+ private:
+  void load(const std::string& path, bool build_vocab);
+  Batch batch_from(const int32_t* split, size_t split_len, int B, int T, Rng& rng) const;
+  uint64_t eval_seed(bool train_split) const;
+
+  std::string path_;
+  double val_fraction_;
+  uint64_t seed_;
+  std::vector<char32_t> vocab_;                    // (V,) sorted code points; id = index
+  std::unordered_map<char32_t, int32_t> id_of_;    // code point -> id
+  std::vector<int32_t> tokens_;                    // (N,) the whole file as ids
+  size_t n_train_ = 0;                             // train = tokens_[0, n_train_), val = the rest
+  double unigram_ = 0.0;                           // entropy of train-split char frequencies
+};
+
+}  // namespace sl

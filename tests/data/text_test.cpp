@@ -1,0 +1,187 @@
+// Tests for TextSource: the vocabulary from a small multibyte file, each way a file can be
+// rejected (and that the message says where), the train/val split, batch reproducibility,
+// vocabulary save/load, and encode/decode. Temp files go under testing::TempDir().
+#include "data/text.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "core/error.h"
+
+namespace sl {
+namespace {
+
+std::string write_temp(const std::string& name, const std::string& bytes) {
+  const std::string path = testing::TempDir() + "stacklab_text_test_" + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+template <class F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+TEST(TextSource, VocabularyIsTheSortedSetOfCodePointsIncludingMultibyte) {
+  const std::string text = "h\xC3\xA9llo w\xC3\xB6rld \xE2\x9C\x93 \xF0\x9F\x98\x80 h\xC3\xA9";  // héllo wörld ✓ 😀 hé
+  const std::string path = write_temp("vocab.txt", text);
+  const TextSource src(path, 0.2, 1);
+  const std::vector<char32_t> expected = {U' ', U'd', U'h', U'l', U'o', U'r', U'w',
+                                          U'\u00E9', U'\u00F6', U'\u2713', U'\U0001F600'};
+  EXPECT_EQ(src.vocab(), expected);
+  EXPECT_EQ(src.vocab_size(), 11);
+  EXPECT_EQ(src.train_size() + src.val_size(), size_t{18});  // characters, not bytes
+  EXPECT_EQ(src.decode(src.encode(text)), text);
+}
+
+TEST(TextSource, InvalidUtf8IsRejectedWithItsByteOffset) {
+  const std::string path = write_temp("bad.txt", "abc\xC3(def");
+  const std::string msg = error_of([&] { TextSource(path, 0.1, 1); });
+  EXPECT_TRUE(contains(msg, "invalid UTF-8 at byte offset 3")) << msg;
+  EXPECT_TRUE(contains(msg, path)) << msg;
+}
+
+TEST(TextSource, EmptyFileIsRejected) {
+  const std::string path = write_temp("empty.txt", "");
+  const std::string msg = error_of([&] { TextSource(path, 0.1, 1); });
+  EXPECT_TRUE(contains(msg, "empty")) << msg;
+  EXPECT_TRUE(contains(msg, path)) << msg;
+}
+
+TEST(TextSource, MissingFileIsNamedInTheMessage) {
+  const std::string path = testing::TempDir() + "stacklab_no_such_file.txt";
+  const std::string msg = error_of([&] { TextSource(path, 0.1, 1); });
+  EXPECT_TRUE(contains(msg, path)) << msg;
+  EXPECT_TRUE(contains(msg, "data.path")) << msg;
+}
+
+TEST(TextSource, ValFractionOutsideZeroOneIsRejected) {
+  const std::string path = write_temp("frac.txt", "some text here");
+  EXPECT_TRUE(contains(error_of([&] { TextSource(path, 0.0, 1); }), "data.val_fraction"));
+  EXPECT_TRUE(contains(error_of([&] { TextSource(path, 1.0, 1); }), "data.val_fraction"));
+}
+
+TEST(TextSource, TextTooShortForTheBlockSizeIsRejectedWithLengths) {
+  const std::string path = write_temp("short.txt", std::string(20, 'x'));  // 18 train, 2 val
+  TextSource src(path, 0.1, 1);
+  EXPECT_NO_THROW(src.check_context_length(1));
+  const std::string msg = error_of([&] { src.check_context_length(8); });
+  EXPECT_TRUE(contains(msg, "block_size 8")) << msg;
+  EXPECT_TRUE(contains(msg, "18 train and 2 val")) << msg;
+  EXPECT_TRUE(contains(msg, "data.val_fraction=0.1")) << msg;
+  Rng rng(1);
+  EXPECT_THROW(src.train_batch(2, 8, rng), Error);
+  EXPECT_THROW(src.eval_batches(1, 2, 8, false), Error);
+  EXPECT_THROW(src.check_context_length(18), Error);  // train split needs 19
+}
+
+TEST(TextSource, TrainSplitIsTheStartAndValSplitTheEnd) {
+  const std::string path = write_temp("split.txt", std::string(90, 'a') + std::string(10, 'b'));
+  TextSource src(path, 0.1, 3);
+  EXPECT_EQ(src.train_size(), size_t{90});
+  EXPECT_EQ(src.val_size(), size_t{10});
+  Rng rng(2);
+  for (int32_t v : src.train_batch(8, 5, rng).x) EXPECT_EQ(v, 0);
+  for (const Batch& b : src.eval_batches(4, 8, 5, true)) for (int32_t v : b.y) EXPECT_EQ(v, 0);
+  for (const Batch& b : src.eval_batches(4, 8, 5, false)) for (int32_t v : b.x) EXPECT_EQ(v, 1);
+  const ReferenceLosses r = src.reference_losses(5);
+  EXPECT_NEAR(r.uniform, std::log(2.0), 1e-12);
+  EXPECT_NEAR(r.unigram, 0.0, 1e-12);  // the train split is all 'a'
+  EXPECT_FALSE(r.optimal_known);
+}
+
+TEST(TextSource, UnigramIsTheEntropyOfTrainCharacterFrequencies) {
+  const std::string path = write_temp("unigram.txt", "aabbccdd" + std::string(2, 'z'));
+  const TextSource src(path, 0.2, 1);  // train "aabbccdd": 4 equally likely chars
+  EXPECT_NEAR(src.reference_losses(1).unigram, std::log(4.0), 1e-12);
+  EXPECT_NEAR(src.reference_losses(1).uniform, std::log(5.0), 1e-12);
+}
+
+std::string counting_text() {
+  std::string s;
+  for (int i = 0; i < 400; ++i) s += std::to_string(i) + (i % 7 ? " " : "\n");
+  return s;
+}
+
+TEST(TextSource, TargetsAreTheNextCharactersOfAContiguousWindow) {
+  const std::string text = counting_text();
+  const std::string path = write_temp("window.txt", text);
+  TextSource src(path, 0.1, 1);
+  Rng rng(4);
+  const Batch b = src.train_batch(4, 16, rng);
+  ASSERT_EQ(b.x.size(), size_t{64});
+  for (int i = 0; i < 4; ++i) {
+    const std::vector<int32_t> row(b.x.begin() + i * 16, b.x.begin() + (i + 1) * 16);
+    const std::string window = src.decode(row);
+    const size_t at = text.find(window);
+    ASSERT_NE(at, std::string::npos);
+    EXPECT_EQ(src.decode({b.y[size_t(i * 16 + 15)]}), text.substr(at + 16, 1));
+    for (int t = 0; t + 1 < 16; ++t) EXPECT_EQ(b.y[size_t(i * 16 + t)], b.x[size_t(i * 16 + t + 1)]);
+  }
+}
+
+TEST(TextSource, EvalBatchesAreFixedAndTrainBatchesFollowTheCallersRng) {
+  const std::string path = write_temp("repro.txt", counting_text());
+  TextSource a(path, 0.2, 9), b(path, 0.2, 9), c(path, 0.2, 10);
+  Rng r1(5), r2(5), r3(6);
+  const auto first = a.eval_batches(3, 4, 8, false);
+  a.train_batch(4, 8, r3);
+  const auto again = a.eval_batches(3, 4, 8, false);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(first[i].x, again[i].x);
+  EXPECT_EQ(first[0].x, b.eval_batches(1, 4, 8, false)[0].x);
+  EXPECT_NE(first[0].x, c.eval_batches(1, 4, 8, false)[0].x) << "eval depends on the source seed";
+  EXPECT_EQ(a.train_batch(4, 8, r1).x, b.train_batch(4, 8, r2).x);
+  EXPECT_NE(a.train_batch(4, 8, r1).x, a.train_batch(4, 8, r3).x);
+}
+
+TEST(TextSource, SavedVocabularyLoadsBackAndRejectsUnknownCharacters) {
+  const std::string path = write_temp("saved.txt", "caf\xC3\xA9 bar");
+  const TextSource src(path, 0.3, 1);
+  const std::string vocab_path = testing::TempDir() + "stacklab_text_test_vocab.json";
+  src.save_vocab(vocab_path);
+  const std::vector<char32_t> vocab = TextSource::load_vocab(vocab_path);
+  EXPECT_EQ(vocab, src.vocab());
+  const TextSource same(path, 0.3, 1, vocab);
+  EXPECT_EQ(same.encode("bar caf\xC3\xA9"), src.encode("bar caf\xC3\xA9"));
+  const std::string other = write_temp("other.txt", "cab\xE2\x82\xAC");  // "cab€"
+  const std::string msg = error_of([&] { TextSource(other, 0.3, 1, vocab); });
+  EXPECT_TRUE(contains(msg, "U+20AC")) << msg;
+  EXPECT_TRUE(contains(msg, "byte offset 3")) << msg;
+  const std::string bad = write_temp("bad_vocab.json", R"({"format": "something else"})");
+  EXPECT_TRUE(contains(error_of([&] { TextSource::load_vocab(bad); }), "format"));
+}
+
+TEST(TextSource, EncodeNamesAnUnknownCharacterAndDecodeRejectsBadIds) {
+  const std::string path = write_temp("enc.txt", "abc abc");
+  const TextSource src(path, 0.3, 1);
+  const std::string msg = error_of([&] { src.encode("abz"); });
+  EXPECT_TRUE(contains(msg, "'z' (U+007A)")) << msg;
+  EXPECT_THROW(src.decode({0, 4}), Error);
+  EXPECT_EQ(src.decode(src.encode("cab a")), "cab a");
+}
+
+TEST(TextSource, CommittedCorpusLoadsAndFitsAContextOf256) {
+  const std::string path = std::string(STACKLAB_SOURCE_DIR) + "/data/corpus.txt";
+  TextSource src(path, 0.1, 1);
+  EXPECT_NO_THROW(src.check_context_length(256));
+  EXPECT_GT(src.train_size(), size_t{150000});
+  EXPECT_GT(src.vocab_size(), 30);
+  EXPECT_LT(src.vocab_size(), 100);
+  const ReferenceLosses r = src.reference_losses(256);
+  EXPECT_LT(r.unigram, r.uniform);
+  EXPECT_EQ(src.describe().at("source"), "text");
+}
+
+}  // namespace
+}  // namespace sl
