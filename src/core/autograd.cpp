@@ -57,10 +57,12 @@ void run_backward(Tensor& root) {
 
   // Iterative post-order DFS: `order` lists each tensor after every tensor it depends on.
   const uint64_t epoch = ++g_visit_epoch;
-  std::vector<TensorImpl*> order;
-  std::vector<std::pair<TensorImpl*, size_t>> stack;  // (tensor, index of next input to visit)
+  // `order` owns its tensors: releasing a node drops the last reference to its inputs, which
+  // must stay alive until the sweep reaches them.
+  std::vector<std::shared_ptr<TensorImpl>> order;
+  std::vector<std::pair<std::shared_ptr<TensorImpl>, size_t>> stack;  // (tensor, next input)
   root.impl()->visit_mark = epoch;
-  stack.emplace_back(root.impl(), 0);
+  stack.emplace_back(root.impl_ptr(), 0);
   while (!stack.empty()) {
     auto& [impl, next] = stack.back();
     Node* node = impl->node.get();
@@ -68,14 +70,14 @@ void run_backward(Tensor& root) {
       throw Error(std::string("[backward] the graph through op '") + node->op +
                   "' was already released by an earlier backward()");
     if (node && next < node->inputs.size()) {
-      TensorImpl* in = node->inputs[next++].impl();
+      const auto& in = node->inputs[next++].impl_ptr();
       if (in->visit_mark != epoch) {
         in->visit_mark = epoch;
         stack.emplace_back(in, 0);
       }
       continue;
     }
-    order.push_back(impl);
+    order.push_back(std::move(impl));
     stack.pop_back();
   }
 
@@ -86,7 +88,7 @@ void run_backward(Tensor& root) {
   }
   NoGradGuard no_grad;  // closures must not record
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    TensorImpl* impl = *it;
+    TensorImpl* impl = it->get();
     if (!impl->grad) continue;  // no gradient reached it (e.g. an index-only input)
     if (!impl->hooks.empty()) {
       auto view = std::make_shared<TensorImpl>();

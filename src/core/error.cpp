@@ -1,11 +1,15 @@
 // Formatting of internal check failures.
 #include "core/error.h"
 
+#include <sstream>
+
 namespace sl {
 
 void check_failed(const char* file, int line, const char* cond, const std::string& msg) {
-  throw InternalError(std::string("internal check failed at ") + file + ":" + std::to_string(line) +
-                      ": " + cond + (msg.empty() ? "" : " (" + msg + ")"));
+  std::ostringstream os;
+  os << "internal check failed at " << file << ":" << line << ": " << cond;
+  if (!msg.empty()) os << " (" << msg << ")";
+  throw InternalError(os.str());
 }
 
 }  // namespace sl

@@ -1,0 +1,186 @@
+// Elementwise kernels and their autograd wrappers.
+//
+// Derivatives: tanh' = 1 - y^2; relu' = [x > 0];
+// exact GELU g = x Phi(x), g' = Phi(x) + x phi(x);
+// tanh GELU g = 0.5 x (1 + tanh(u)), u = c (x + 0.044715 x^3), c = sqrt(2/pi),
+//   g' = 0.5 (1 + tanh(u)) + 0.5 x (1 - tanh(u)^2) c (1 + 3 * 0.044715 x^2).
+#include "core/ops/elementwise.h"
+
+#include <cmath>
+#include <string>
+
+#include "core/autograd.h"
+#include "core/error.h"
+
+namespace sl {
+
+void add_forward(float* out, const float* a, const float* b, int64_t n, int64_t nb) {
+  for (int64_t i = 0; i < n; i += nb)
+    for (int64_t j = 0; j < nb; ++j) out[i + j] = a[i + j] + b[j];
+}
+void add_backward(float* da, float* db, const float* dout, int64_t n, int64_t nb) {
+  if (da)
+    for (int64_t i = 0; i < n; ++i) da[i] += dout[i];
+  if (db)
+    for (int64_t i = 0; i < n; i += nb)
+      for (int64_t j = 0; j < nb; ++j) db[j] += dout[i + j];
+}
+
+void mul_forward(float* out, const float* a, const float* b, int64_t n, int64_t nb) {
+  for (int64_t i = 0; i < n; i += nb)
+    for (int64_t j = 0; j < nb; ++j) out[i + j] = a[i + j] * b[j];
+}
+void mul_backward(float* da, float* db, const float* dout, const float* a, const float* b, int64_t n, int64_t nb) {
+  for (int64_t i = 0; i < n; i += nb)
+    for (int64_t j = 0; j < nb; ++j) {
+      if (da) da[i + j] += dout[i + j] * b[j];
+      if (db) db[j] += dout[i + j] * a[i + j];
+    }
+}
+
+void tanh_forward(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
+}
+void tanh_backward(float* dx, const float* dy, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dx[i] += dy[i] * (1.0f - y[i] * y[i]);
+}
+
+void relu_forward(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+void relu_backward(float* dx, const float* dy, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dx[i] += x[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+namespace {
+constexpr float kInvSqrt2 = 0.70710678118654752f;
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+constexpr float kSqrt2OverPi = 0.79788456080286536f;
+constexpr float kGeluCubic = 0.044715f;
+}  // namespace
+
+void gelu_forward(float* y, const float* x, int64_t n, bool tanh_approx) {
+  if (tanh_approx) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = x[i];
+      y[i] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + kGeluCubic * v * v * v)));
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
+  }
+}
+void gelu_backward(float* dx, const float* dy, const float* x, int64_t n, bool tanh_approx) {
+  if (tanh_approx) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = x[i];
+      const float t = std::tanh(kSqrt2OverPi * (v + kGeluCubic * v * v * v));
+      const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * v * v);
+      dx[i] += dy[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = x[i];
+      const float cdf = 0.5f * (1.0f + std::erf(v * kInvSqrt2));
+      const float pdf = kInvSqrt2Pi * std::exp(-0.5f * v * v);
+      dx[i] += dy[i] * (cdf + v * pdf);
+    }
+  }
+}
+
+namespace {
+
+// Number of b elements repeated across a, or a ShapeError naming the op.
+int64_t broadcast_width(const char* op, const Tensor& a, const Tensor& b) {
+  if (b.numel() == 1) return 1;
+  const int na = a.ndim(), nb = b.ndim();
+  bool suffix = nb <= na;
+  for (int i = 1; suffix && i <= nb; ++i) suffix = a.size(-i) == b.size(-i);
+  if (!suffix)
+    throw ShapeError(std::string("[") + op + "] cannot broadcast " + b.shape().str() + " onto " + a.shape().str() +
+                     " (b must match a, a suffix of a's shape, or have one element)");
+  return b.numel();
+}
+
+template <typename Fwd, typename Bwd>
+Tensor unary(const char* op, const Tensor& x, Fwd fwd, Bwd bwd) {
+  Tensor y = Tensor::empty(x.shape());
+  fwd(y.data(), x.data(), x.numel());
+  if (needs_grad(x)) attach(y, op, {x}, [x, bwd](TensorImpl& o) { bwd(grad_of(x), o, x); });
+  return y;
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  const int64_t nb = broadcast_width("add", a, b);
+  Tensor out = Tensor::empty(a.shape());
+  add_forward(out.data(), a.data(), b.data(), a.numel(), nb);
+  if (needs_grad(a, b))
+    attach(out, "add", {a, b}, [a, b, nb](TensorImpl& o) {
+      add_backward(grad_of(a), grad_of(b), o.grad->data(), a.numel(), nb);
+    });
+  return out;
+}
+
+Tensor sub(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape()) throw ShapeError("[sub] shapes differ: " + a.shape().str() + " vs " + b.shape().str());
+  Tensor out = Tensor::empty(a.shape());
+  const int64_t n = a.numel();
+  for (int64_t i = 0; i < n; ++i) out.data()[i] = a.data()[i] - b.data()[i];
+  if (needs_grad(a, b))
+    attach(out, "sub", {a, b}, [a, b, n](TensorImpl& o) {
+      const float* d = o.grad->data();
+      if (float* da = grad_of(a))
+        for (int64_t i = 0; i < n; ++i) da[i] += d[i];
+      if (float* db = grad_of(b))
+        for (int64_t i = 0; i < n; ++i) db[i] -= d[i];
+    });
+  return out;
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+  const int64_t nb = broadcast_width("mul", a, b);
+  Tensor out = Tensor::empty(a.shape());
+  mul_forward(out.data(), a.data(), b.data(), a.numel(), nb);
+  if (needs_grad(a, b))
+    attach(out, "mul", {a, b}, [a, b, nb](TensorImpl& o) {
+      mul_backward(grad_of(a), grad_of(b), o.grad->data(), a.data(), b.data(), a.numel(), nb);
+    });
+  return out;
+}
+
+Tensor scale(const Tensor& x, float s) {
+  Tensor y = Tensor::empty(x.shape());
+  const int64_t n = x.numel();
+  for (int64_t i = 0; i < n; ++i) y.data()[i] = s * x.data()[i];
+  if (needs_grad(x))
+    attach(y, "scale", {x}, [x, s, n](TensorImpl& o) {
+      float* dx = grad_of(x);
+      const float* d = o.grad->data();
+      for (int64_t i = 0; i < n; ++i) dx[i] += s * d[i];
+    });
+  return y;
+}
+
+Tensor tanh(const Tensor& x) {
+  return unary("tanh", x, tanh_forward, [](float* dx, TensorImpl& o, const Tensor&) {
+    tanh_backward(dx, o.grad->data(), o.data->data(), o.shape.numel());
+  });
+}
+
+Tensor relu(const Tensor& x) {
+  return unary("relu", x, relu_forward, [](float* dx, TensorImpl& o, const Tensor& in) {
+    relu_backward(dx, o.grad->data(), in.data(), in.numel());
+  });
+}
+
+Tensor gelu(const Tensor& x, bool tanh_approx) {
+  return unary(
+      tanh_approx ? "gelu_tanh" : "gelu", x,
+      [tanh_approx](float* y, const float* in, int64_t n) { gelu_forward(y, in, n, tanh_approx); },
+      [tanh_approx](float* dx, TensorImpl& o, const Tensor& in) {
+        gelu_backward(dx, o.grad->data(), in.data(), in.numel(), tanh_approx);
+      });
+}
+
+}  // namespace sl

@@ -1,0 +1,30 @@
+// Elementwise ops: add, sub, mul with trailing broadcast, scale, and the activations.
+// Broadcast rule: b has a's shape, or b's shape is a suffix of a's (a bias (C) or a position
+// table (T, C) added to (B, T, C)), or b has one element (a learnable gate). Nothing else.
+#pragma once
+#include "core/tensor.h"
+
+namespace sl {
+
+// Kernel pairs over n elements of a and nb elements of b (b indexed i % nb).
+void add_forward(float* out, const float* a, const float* b, int64_t n, int64_t nb);
+void add_backward(float* da, float* db, const float* dout, int64_t n, int64_t nb);
+void mul_forward(float* out, const float* a, const float* b, int64_t n, int64_t nb);
+void mul_backward(float* da, float* db, const float* dout, const float* a, const float* b, int64_t n, int64_t nb);
+void tanh_forward(float* y, const float* x, int64_t n);
+void tanh_backward(float* dx, const float* dy, const float* y, int64_t n);
+void relu_forward(float* y, const float* x, int64_t n);
+void relu_backward(float* dx, const float* dy, const float* x, int64_t n);
+void gelu_forward(float* y, const float* x, int64_t n, bool tanh_approx);
+void gelu_backward(float* dx, const float* dy, const float* x, int64_t n, bool tanh_approx);
+
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor scale(const Tensor& x, float s);
+Tensor tanh(const Tensor& x);
+Tensor relu(const Tensor& x);
+// GELU: exact x * Phi(x) (erf form), or the tanh approximation of GPT-2 when tanh_approx.
+Tensor gelu(const Tensor& x, bool tanh_approx = false);
+
+}  // namespace sl

@@ -1,0 +1,64 @@
+// Cross-entropy: -log softmax(logits)[target], with the log-sum-exp computed stably.
+#include "core/ops/loss.h"
+
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "core/autograd.h"
+#include "core/error.h"
+
+namespace sl {
+
+double cross_entropy_forward(float* probs, const float* logits, const int32_t* targets, int64_t N, int64_t V) {
+  double total = 0.0;
+  for (int64_t r = 0; r < N; ++r) {
+    const float* lr = logits + r * V;
+    float* pr = probs + r * V;
+    float mx = lr[0];
+    for (int64_t j = 1; j < V; ++j) mx = lr[j] > mx ? lr[j] : mx;
+    double s = 0.0;
+    for (int64_t j = 0; j < V; ++j) {
+      pr[j] = std::exp(lr[j] - mx);
+      s += static_cast<double>(pr[j]);
+    }
+    const float inv = static_cast<float>(1.0 / s);
+    for (int64_t j = 0; j < V; ++j) pr[j] *= inv;
+    // -log p_t = log(sum) + mx - l_t, computed from the logits, not from a rounded probability
+    total += std::log(s) + static_cast<double>(mx) - static_cast<double>(lr[targets[r]]);
+  }
+  return N ? total / static_cast<double>(N) : 0.0;
+}
+
+void cross_entropy_backward(float* dlogits, float dloss, const float* probs, const int32_t* targets, int64_t N,
+                            int64_t V) {
+  const float g = dloss / static_cast<float>(N);
+  for (int64_t r = 0; r < N; ++r) {
+    float* dr = dlogits + r * V;
+    const float* pr = probs + r * V;
+    for (int64_t j = 0; j < V; ++j) dr[j] += g * pr[j];
+    dr[targets[r]] -= g;
+  }
+}
+
+Tensor cross_entropy(const Tensor& logits, const std::vector<int32_t>& targets) {
+  if (logits.ndim() < 2) throw ShapeError("[cross_entropy] logits must be (N, V), got " + logits.shape().str());
+  const int64_t V = logits.size(-1), N = logits.numel() / V;
+  if (static_cast<int64_t>(targets.size()) != N)
+    throw ShapeError("[cross_entropy] " + std::to_string(targets.size()) + " targets for " + std::to_string(N) +
+                     " rows of logits " + logits.shape().str());
+  for (size_t i = 0; i < targets.size(); ++i)
+    if (targets[i] < 0 || targets[i] >= V)
+      throw ShapeError("[cross_entropy] target " + std::to_string(targets[i]) + " at row " + std::to_string(i) +
+                       " is outside the vocabulary [0, " + std::to_string(V) + ")");
+  auto probs = make_buffer(static_cast<size_t>(N * V));
+  const double loss = cross_entropy_forward(probs->data(), logits.data(), targets.data(), N, V);
+  Tensor out = Tensor::scalar(static_cast<float>(loss));
+  if (needs_grad(logits))
+    attach(out, "cross_entropy", {logits}, [logits, targets, probs, N, V](TensorImpl& o) {
+      cross_entropy_backward(grad_of(logits), o.grad->data()[0], probs->data(), targets.data(), N, V);
+    });
+  return out;
+}
+
+}  // namespace sl

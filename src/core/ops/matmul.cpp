@@ -1,0 +1,122 @@
+// matmul, bmm and linear: forward and backward through sgemm.
+//
+// For C = op(A) op(B): d op(A) = dC op(B)^T and d op(B) = op(A)^T dC. When A is stored
+// transposed (trans_a) its gradient is the transpose of d op(A), i.e. op(B) dC^T; likewise for B.
+// Each case is one gemm call with beta = 1, so gradients accumulate in place.
+#include "core/ops/matmul.h"
+
+#include <string>
+
+#include "core/autograd.h"
+#include "core/blas.h"
+#include "core/error.h"
+
+namespace sl {
+
+void matmul_forward(float* C, const float* A, const float* B, int64_t M, int64_t N, int64_t K, bool trans_a,
+                    bool trans_b) {
+  gemm(trans_a, trans_b, M, N, K, 1.0f, A, B, 0.0f, C);
+}
+
+void matmul_backward(float* dA, float* dB, const float* dC, const float* A, const float* B, int64_t M,
+                     int64_t N, int64_t K, bool trans_a, bool trans_b) {
+  if (dA) {
+    if (!trans_a) gemm(false, !trans_b, M, K, N, 1.0f, dC, B, 1.0f, dA);  // dA (M,K) = dC op(B)^T
+    else gemm(trans_b, true, K, M, N, 1.0f, B, dC, 1.0f, dA);             // dA (K,M) = op(B) dC^T
+  }
+  if (dB) {
+    if (!trans_b) gemm(!trans_a, false, K, N, M, 1.0f, A, dC, 1.0f, dB);  // dB (K,N) = op(A)^T dC
+    else gemm(true, trans_a, N, K, M, 1.0f, dC, A, 1.0f, dB);             // dB (N,K) = dC^T op(A)
+  }
+}
+
+namespace {
+
+struct Dims {
+  int64_t batch, M, N, K;
+};
+
+Dims check_matmul(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb, bool batched) {
+  const int nd = a.ndim();
+  if (!batched && (nd != 2 || b.ndim() != 2))
+    throw ShapeError(std::string("[") + op + "] expects 2-D inputs, got " + a.shape().str() + " and " + b.shape().str());
+  if (batched && (nd < 3 || b.ndim() != nd))
+    throw ShapeError(std::string("[") + op + "] expects inputs of equal rank >= 3, got " + a.shape().str() + " and " +
+                     b.shape().str());
+  int64_t batch = 1;
+  for (int i = 0; i < nd - 2; ++i) {
+    if (a.size(i) != b.size(i))
+      throw ShapeError(std::string("[") + op + "] batch dims differ: " + a.shape().str() + " vs " + b.shape().str());
+    batch *= a.size(i);
+  }
+  const int64_t M = ta ? a.size(-1) : a.size(-2), Ka = ta ? a.size(-2) : a.size(-1);
+  const int64_t Kb = tb ? b.size(-1) : b.size(-2), N = tb ? b.size(-2) : b.size(-1);
+  if (Ka != Kb)
+    throw ShapeError(std::string("[") + op + "] inner dims differ: " + a.shape().str() + (ta ? "^T" : "") + " vs " +
+                     b.shape().str() + (tb ? "^T" : ""));
+  return {batch, M, N, Ka};
+}
+
+Tensor batched_product(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb, bool batched) {
+  const Dims d = check_matmul(op, a, b, ta, tb, batched);
+  std::vector<int64_t> out_dims = a.shape().to_vector();
+  out_dims[out_dims.size() - 2] = d.M;
+  out_dims[out_dims.size() - 1] = d.N;
+  Tensor out = Tensor::empty(Shape(out_dims));
+  const int64_t sa = d.M * d.K, sb = d.K * d.N, sc = d.M * d.N;
+  for (int64_t i = 0; i < d.batch; ++i)
+    matmul_forward(out.data() + i * sc, a.data() + i * sa, b.data() + i * sb, d.M, d.N, d.K, ta, tb);
+  if (needs_grad(a, b)) {
+    attach(out, op, {a, b}, [a, b, d, ta, tb](TensorImpl& o) {
+      float* da = grad_of(a);
+      float* db = grad_of(b);
+      const float* dc = o.grad->data();
+      const int64_t sa_ = d.M * d.K, sb_ = d.K * d.N, sc_ = d.M * d.N;
+      for (int64_t i = 0; i < d.batch; ++i)
+        matmul_backward(da ? da + i * sa_ : nullptr, db ? db + i * sb_ : nullptr, dc + i * sc_, a.data() + i * sa_,
+                        b.data() + i * sb_, d.M, d.N, d.K, ta, tb);
+    });
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  return batched_product("matmul", a, b, trans_a, trans_b, false);
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  return batched_product("bmm", a, b, trans_a, trans_b, true);
+}
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  if (w.ndim() != 2 || x.ndim() < 1 || x.size(-1) != w.size(1))
+    throw ShapeError("[linear] input " + x.shape().str() + " does not match weight (out,in) " + w.shape().str());
+  if (b.defined() && (b.ndim() != 1 || b.size(0) != w.size(0)))
+    throw ShapeError("[linear] bias " + b.shape().str() + " does not match weight " + w.shape().str());
+  const int64_t in = w.size(1), outf = w.size(0), rows = x.numel() / in;
+  std::vector<int64_t> dims = x.shape().to_vector();
+  dims.back() = outf;
+  Tensor y = Tensor::empty(Shape(dims));
+  float* yp = y.data();
+  if (b.defined()) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < outf; ++j) yp[r * outf + j] = b.data()[j];
+  }
+  // y (rows, out) = x (rows, in) w^T (in, out) [+ y]
+  gemm(false, true, rows, outf, in, 1.0f, x.data(), w.data(), b.defined() ? 1.0f : 0.0f, yp);
+  if (needs_grad(x, w, b)) {
+    attach(y, "linear", {x, w, b}, [x, w, b, rows, in, outf](TensorImpl& o) {
+      const float* dy = o.grad->data();
+      if (float* dx = grad_of(x)) gemm(false, false, rows, in, outf, 1.0f, dy, w.data(), 1.0f, dx);
+      if (float* dw = grad_of(w)) gemm(true, false, outf, in, rows, 1.0f, dy, x.data(), 1.0f, dw);
+      if (float* db = grad_of(b))
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < outf; ++j) db[j] += dy[r * outf + j];
+    });
+  }
+  return y;
+}
+
+}  // namespace sl

@@ -1,0 +1,23 @@
+// LayerNorm and RMSNorm over the last dimension, per position (no batch statistics).
+//   layer_norm: y_i = gamma_i (x_i - mu) / sqrt(sigma^2 + eps) + beta_i   (sigma^2 biased)
+//   rms_norm:   y_i = gamma_i x_i / sqrt(mean(x^2) + eps)                 (no mean subtracted)
+#pragma once
+#include "core/tensor.h"
+
+namespace sl {
+
+// Kernel pairs over `rows` rows of C entries. gamma/beta may be null (1 and 0). Forward saves
+// per-row mean (layer_norm only) and rstd = 1/sqrt(var + eps) for backward.
+void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, const float* gamma, const float* beta,
+                        int64_t rows, int64_t C, float eps);
+void layer_norm_backward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* mean,
+                         const float* rstd, const float* gamma, int64_t rows, int64_t C);
+void rms_norm_forward(float* y, float* rstd, const float* x, const float* gamma, int64_t rows, int64_t C, float eps);
+void rms_norm_backward(float* dx, float* dgamma, const float* dy, const float* x, const float* rstd,
+                       const float* gamma, int64_t rows, int64_t C);
+
+// x (..., C); gamma, beta (C) or undefined.
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps = 1e-5f);
+Tensor rms_norm(const Tensor& x, const Tensor& gamma, float eps = 1e-5f);
+
+}  // namespace sl

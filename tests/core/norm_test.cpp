@@ -1,0 +1,81 @@
+// LayerNorm and RMSNorm: the source texts' reference values and gradient checks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/ops.h"
+#include "support/gradcheck.h"
+
+namespace sl {
+namespace {
+using testing::grad_check;
+using testing::randn;
+
+TEST(LayerNorm, TwoAndFourNormalizeToAboutMinusOneAndOne) {
+  std::vector<float> y = layer_norm(Tensor::from({2}, {2, 4}), Tensor(), Tensor(), 1e-5f).to_vector();
+  EXPECT_NEAR(y[0], -1.0f, 1e-4);  // eps pulls it just inside: -0.999995
+  EXPECT_NEAR(y[1], 1.0f, 1e-4);
+  EXPECT_GT(y[0], -1.0f);
+}
+
+TEST(LayerNorm, TwentyAndFortyNormalizeToTheSameAsTwoAndFour) {
+  std::vector<float> small = layer_norm(Tensor::from({2}, {2, 4}), Tensor(), Tensor(), 1e-5f).to_vector();
+  std::vector<float> big = layer_norm(Tensor::from({2}, {20, 40}), Tensor(), Tensor(), 1e-5f).to_vector();
+  EXPECT_NEAR(big[0], -1.0f, 1e-6);
+  EXPECT_NEAR(big[1], 1.0f, 1e-6);
+  EXPECT_NEAR(big[0], small[0], 1e-4);
+}
+
+TEST(LayerNorm, OutputHasZeroMeanAndUnitVariancePerPositionNotPerBatch) {
+  Tensor x = randn({3, 5, 16}, 1, 4.0f, false);
+  for (int64_t i = 0; i < 3 * 5; ++i) x.data()[i * 16] += static_cast<float>(i);  // rows differ
+  Tensor y = layer_norm(x, Tensor(), Tensor(), 1e-5f);
+  for (int64_t r = 0; r < 15; ++r) {
+    double m = 0, v = 0;
+    for (int i = 0; i < 16; ++i) m += y.data()[r * 16 + i];
+    m /= 16;
+    for (int i = 0; i < 16; ++i) v += (y.data()[r * 16 + i] - m) * (y.data()[r * 16 + i] - m);
+    EXPECT_NEAR(m, 0.0, 1e-5);
+    EXPECT_NEAR(v / 16, 1.0, 1e-3);
+  }
+}
+
+TEST(LayerNorm, AppliesGammaAndBeta) {
+  Tensor y = layer_norm(Tensor::from({2}, {2, 4}), Tensor::from({2}, {2, 3}), Tensor::from({2}, {1, -1}), 1e-5f);
+  EXPECT_NEAR(y.data()[0], -1.0f, 1e-4);  // 2 * -1 + 1
+  EXPECT_NEAR(y.data()[1], 2.0f, 1e-4);   // 3 * 1 - 1
+}
+
+TEST(LayerNorm, BackwardMatchesFiniteDifferences) {
+  for (Shape s : {Shape{2, 3, 8}, Shape{5, 4}, Shape{1, 7}}) {
+    Tensor x = randn(s, 2), g = randn({s.back()}, 3), b = randn({s.back()}, 4);
+    EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], in[2], 1e-5f); },
+                           {x, g, b}))
+        << s.str();
+  }
+}
+
+TEST(LayerNorm, BackwardWithoutAffineParametersMatchesFiniteDifferences) {
+  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return layer_norm(in[0], Tensor(), Tensor(), 1e-5f); },
+                         {randn({4, 6}, 5)}));
+}
+
+TEST(RmsNorm, ScalesTwoAndFourWithoutSubtractingTheMean) {
+  // rms([2, 4]) = sqrt(10): both stay positive, unlike LayerNorm.
+  std::vector<float> y = rms_norm(Tensor::from({2}, {2, 4}), Tensor(), 1e-5f).to_vector();
+  EXPECT_NEAR(y[0], 2.0 / std::sqrt(10.0 + 1e-5), 1e-6);
+  EXPECT_NEAR(y[1], 4.0 / std::sqrt(10.0 + 1e-5), 1e-6);
+  EXPECT_GT(y[0], 0.0f);
+}
+
+TEST(RmsNorm, BackwardMatchesFiniteDifferences) {
+  Tensor x = randn({3, 2, 8}, 6), g = randn({8}, 7);
+  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return rms_norm(in[0], in[1], 1e-5f); }, {x, g}));
+}
+
+TEST(LayerNorm, RejectsGammaOfTheWrongSize) {
+  EXPECT_THROW(layer_norm(Tensor::zeros({2, 4}), Tensor::zeros({3}), Tensor(), 1e-5f), ShapeError);
+}
+
+}  // namespace
+}  // namespace sl
