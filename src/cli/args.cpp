@@ -1,0 +1,87 @@
+// Flag parsing with errors that name the command and the flag.
+#include "cli/args.h"
+
+#include <sstream>
+
+#include "core/error.h"
+
+namespace sl {
+
+std::string Args::get(const std::string& f, const std::string& fallback) const {
+  auto it = flags.find(f);
+  return it == flags.end() ? fallback : it->second;
+}
+
+static double to_double(const std::string& flag, const std::string& v) {
+  try {
+    size_t used = 0;
+    double d = std::stod(v, &used);
+    if (used == v.size()) return d;
+  } catch (const std::exception&) {
+  }
+  throw Error("--" + flag + ": expected a number, got '" + v + "'");
+}
+
+double Args::get_double(const std::string& f, double fallback) const {
+  return has(f) ? to_double(f, flags.at(f)) : fallback;
+}
+
+long long Args::get_int(const std::string& f, long long fallback) const {
+  if (!has(f)) return fallback;
+  const std::string& v = flags.at(f);
+  try {
+    size_t used = 0;
+    long long n = std::stoll(v, &used);
+    if (used == v.size()) return n;
+  } catch (const std::exception&) {
+  }
+  throw Error("--" + f + ": expected an integer, got '" + v + "'");
+}
+
+Args parse_args(const std::string& command, const std::vector<std::string>& argv,
+                const std::set<std::string>& value_flags, const std::set<std::string>& switch_flags,
+                bool allow_overrides) {
+  Args a;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& s = argv[i];
+    if (s.rfind("--", 0) != 0 || s == "--") {
+      a.positional.push_back(s);
+      continue;
+    }
+    const size_t eq = s.find('=');
+    const std::string name = s.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    if (name.find('.') != std::string::npos) {
+      if (!allow_overrides) throw Error("stacklab " + command + ": config overrides like " + s + " are not accepted here");
+      if (eq == std::string::npos) throw Error("stacklab " + command + ": override " + s + " needs a value: --" + name + "=VALUE");
+      a.overrides.push_back(s);
+    } else if (value_flags.count(name)) {
+      if (eq != std::string::npos) {
+        a.flags[name] = s.substr(eq + 1);
+      } else {
+        if (i + 1 >= argv.size()) throw Error("stacklab " + command + ": --" + name + " needs a value");
+        a.flags[name] = argv[++i];
+      }
+    } else if (switch_flags.count(name) && eq == std::string::npos) {
+      a.flags[name] = "true";
+    } else {
+      std::ostringstream os;
+      os << "stacklab " << command << ": unknown flag --" << name << "; valid flags:";
+      for (const auto& f : value_flags) os << " --" << f;
+      for (const auto& f : switch_flags) os << " --" << f;
+      if (allow_overrides) os << " (and config overrides --section.key=value)";
+      throw Error(os.str());
+    }
+  }
+  return a;
+}
+
+std::vector<float> parse_float_list(const std::string& flag, const std::string& text) {
+  std::vector<float> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(static_cast<float>(to_double(flag, item)));
+  if (out.empty()) throw Error("--" + flag + ": expected a comma-separated list of numbers, got '" + text + "'");
+  return out;
+}
+
+}  // namespace sl

@@ -1,0 +1,31 @@
+// Command-line parsing shared by the subcommands: positionals, `--flag value` / `--flag=value`
+// for the command's own flags, and dotted `--section.key=value` config overrides.
+// Unknown flags are errors that list the valid ones.
+#pragma once
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace sl {
+
+struct Args {
+  std::vector<std::string> positional;
+  std::map<std::string, std::string> flags;  // without the leading "--"
+  std::vector<std::string> overrides;        // "--model.n_layer=32" as given
+
+  bool has(const std::string& f) const { return flags.count(f) > 0; }
+  std::string get(const std::string& f, const std::string& fallback) const;
+  double get_double(const std::string& f, double fallback) const;
+  long long get_int(const std::string& f, long long fallback) const;
+};
+
+// `value_flags` take a value; `switch_flags` do not. Throws sl::Error for anything else.
+Args parse_args(const std::string& command, const std::vector<std::string>& argv,
+                const std::set<std::string>& value_flags, const std::set<std::string>& switch_flags,
+                bool allow_overrides);
+
+// "1,-1,2,0" -> {1, -1, 2, 0}; throws naming the flag.
+std::vector<float> parse_float_list(const std::string& flag, const std::string& text);
+
+}  // namespace sl

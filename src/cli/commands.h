@@ -1,0 +1,21 @@
+// The subcommands of `stacklab`, one file each (cmd_<name>.cpp). Each takes the arguments
+// after its name and returns the process exit code; errors are thrown, main() reports them.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace sl {
+
+// Exit codes, documented in the README.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;      // bad config, file, flag or data: the message says which
+inline constexpr int kExitDiverged = 3;   // training stopped on a non-finite loss or gradient
+inline constexpr int kExitInternal = 70;  // a bug in stacklab (an internal check failed)
+
+using ArgList = std::vector<std::string>;
+
+int cmd_toyblock(const ArgList& args);
+int cmd_gradients(const ArgList& args);
+int cmd_validate(const ArgList& args);
+
+}  // namespace sl

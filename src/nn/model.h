@@ -1,0 +1,45 @@
+// Model: the decoder-only transformer. Token embedding + position embedding (learned,
+// sinusoidal or none), n_layer Blocks (wiring in block.h), optional final norm, LM head
+// (own weight or tied to the token embedding). Reads top to bottom in model.cpp.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "config/config.h"
+#include "nn/block.h"
+
+namespace sl {
+
+// What forward() can record for metrics: the residual stream at every block boundary.
+struct ForwardTrace {
+  std::vector<Tensor> stream;  // n_layer + 1 tensors (B, T, C); [0] is the embedding output
+};
+
+class Model : public Module {
+ public:
+  explicit Model(const ModelConfig& cfg);
+
+  // Draws every parameter from model.init with this seed (deterministic, registration order).
+  void init_weights(uint64_t seed);
+  // ids (B, T) row-major -> logits (B, T, V).
+  Tensor forward(const std::vector<int32_t>& ids, int64_t B, int64_t T, ForwardTrace* trace = nullptr) const;
+  // Mean cross-entropy of logits (B, T, V) against targets (B, T).
+  static Tensor loss(const Tensor& logits, const std::vector<int32_t>& targets);
+
+  const ModelConfig& config() const { return cfg_; }
+  // Index of the block a parameter belongs to (-1 for embeddings, final norm and head).
+  static int block_of(const std::string& param_name);
+
+  Embedding tok_emb;
+  std::unique_ptr<Embedding> pos_emb;
+  std::vector<std::unique_ptr<Block>> blocks;
+  std::unique_ptr<Norm> norm_f;
+  std::unique_ptr<Linear> head;  // null when tied
+
+ private:
+  ModelConfig cfg_;
+  Tensor sinusoid_;  // (block_size, C), fixed, when pos_emb is "sinusoidal"
+};
+
+}  // namespace sl

@@ -1,0 +1,27 @@
+// Data-source construction from the config, and the one-line model description.
+#include "train/setup.h"
+
+#include <sstream>
+
+namespace sl {
+
+std::unique_ptr<DataSource> make_data(Config& cfg, const std::string& vocab_path) {
+  const DataConfig& d = cfg.data;
+  auto src = make_data_source(d.source, cfg.model.vocab_size, d.order, d.alpha, d.seed, d.path, d.val_fraction,
+                              vocab_path);
+  if (d.source == "text") cfg.model.vocab_size = src->vocab_size();
+  src->check_context_length(cfg.model.block_size);
+  return src;
+}
+
+std::string describe_model(const Config& cfg, int64_t n_params) {
+  const ModelConfig& m = cfg.model;
+  std::ostringstream os;
+  os << "model: " << m.n_layer << " layers, n_embd " << m.n_embd << ", " << m.n_head << " heads, block_size "
+     << m.block_size << ", vocab " << m.vocab_size << ", " << n_params << " parameters\n"
+     << "block: " << describe_wiring(m) << (m.attention ? "" : " [no attention]") << (m.mlp ? "" : " [no mlp]")
+     << ", final norm " << (m.resolved_final_norm() ? "on" : "off") << ", init " << m.init;
+  return os.str();
+}
+
+}  // namespace sl

@@ -1,0 +1,18 @@
+// What every command that builds a model from a config shares: the data source made from
+// the `data` section (which fixes model.vocab_size for text data), and the printed wiring.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "config/config.h"
+#include "data/source.h"
+
+namespace sl {
+
+// The data source of cfg.data. For text data, sets cfg.model.vocab_size to the corpus's.
+std::unique_ptr<DataSource> make_data(Config& cfg, const std::string& vocab_path = "");
+
+// "model: 4 layers x 64 wide, 4 heads, ... | block: pre-norm residual: x + f(layernorm(x))"
+std::string describe_model(const Config& cfg, int64_t n_params);
+
+}  // namespace sl
