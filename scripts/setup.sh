@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Installs the Debian packages stacklab needs (only the missing ones), then configures and builds
+# Release into build/. Idempotent: a second run installs nothing and rebuilds only what changed.
+# Not here: tests (scripts/test.sh) or training (scripts/run.sh).
+#
+#   scripts/setup.sh                         # from any directory
+#   STACKLAB_SKIP_INSTALL=1 scripts/setup.sh # build only, never touch apt
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="$ROOT/build"
+
+# Debian 12 package names. clang is for fuzzing; libbenchmark-dev for -DSTACKLAB_BUILD_BENCH=ON;
+# the python3-* packages for the PyTorch parity check and the plots.
+PACKAGES=(g++ cmake make libopenblas-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev
+          python3-numpy python3-matplotlib python3-torch clang)
+
+say() { printf 'setup: %s\n' "$*"; }
+die() { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }
+
+is_installed() {
+  [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" == "install ok installed" ]]
+}
+
+install_missing() {
+  if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
+    die "dpkg-query/apt-get not found: this script installs packages on Debian only.
+       Install these yourself, then rerun with STACKLAB_SKIP_INSTALL=1: ${PACKAGES[*]}"
+  fi
+  local missing=() p
+  for p in "${PACKAGES[@]}"; do
+    is_installed "$p" || missing+=("$p")
+  done
+  if ((${#missing[@]} == 0)); then
+    say "all ${#PACKAGES[@]} Debian packages already installed"
+    return
+  fi
+
+  local -a as_root=()
+  if ((EUID != 0)); then
+    command -v sudo >/dev/null 2>&1 ||
+      die "not root and sudo not found; as root run: apt-get install ${missing[*]}"
+    as_root=(sudo)
+  fi
+  local -a apt=("${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300)
+
+  say "installing ${#missing[@]} missing package(s): ${missing[*]}"
+  "${apt[@]}" update ||
+    die "'apt-get update' failed (network or apt sources?); the packages needed are: ${missing[*]}"
+  "${apt[@]}" install -y --no-install-recommends "${missing[@]}" ||
+    die "'apt-get install ${missing[*]}' failed; see apt's message above"
+  for p in "${missing[@]}"; do
+    is_installed "$p" || die "apt-get returned success but '$p' is still not installed"
+  done
+  say "installed: ${missing[*]}"
+}
+
+if [[ "${STACKLAB_SKIP_INSTALL:-0}" == "1" ]]; then
+  say "STACKLAB_SKIP_INSTALL=1: not checking Debian packages"
+else
+  install_missing
+fi
+
+command -v cmake >/dev/null 2>&1 || die "cmake not found (apt-get install cmake)"
+jobs="$(nproc 2>/dev/null || echo 2)"
+say "configuring Release build in $BUILD_DIR"
+cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release ||
+  die "cmake configure failed; see the message above"
+say "building with $jobs job(s)"
+cmake --build "$BUILD_DIR" -j"$jobs" || die "build failed; see the compiler output above"
+say "done: $BUILD_DIR/stacklab"
