@@ -1,0 +1,142 @@
+// The whole model: causality, loss at init, gradient check on a sample of parameters, names.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/ops.h"
+#include "core/rng.h"
+#include "nn/model.h"
+#include "nn/toyblock.h"
+#include "support/gradcheck.h"
+
+namespace sl {
+namespace {
+
+ModelConfig tiny(int n_layer = 2) {
+  ModelConfig c;
+  c.n_layer = n_layer;
+  c.n_embd = 8;
+  c.n_head = 2;
+  c.block_size = 6;
+  c.vocab_size = 7;
+  return c;
+}
+
+std::vector<int32_t> tokens(int n, uint64_t seed, int V) {
+  Rng r(seed);
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& v : t) v = static_cast<int32_t>(r.below(static_cast<uint64_t>(V)));
+  return t;
+}
+
+TEST(Model, FutureTokensDoNotChangePastLogits) {
+  for (std::string pos : {"pre", "post", "sandwich"}) {
+    ModelConfig c = tiny();
+    c.norm_position = pos;
+    c.init_std = 0.5;
+    Model m(c);
+    m.init_weights(1);
+    NoGradGuard ng;
+    std::vector<int32_t> a = tokens(6, 2, 7), b = a;
+    b[4] = (b[4] + 1) % 7;
+    b[5] = (b[5] + 3) % 7;
+    Tensor la = m.forward(a, 1, 6), lb = m.forward(b, 1, 6);
+    for (int i = 0; i < 4 * 7; ++i) EXPECT_EQ(la.data()[i], lb.data()[i]) << pos << " logit " << i;
+    bool later_changed = false;
+    for (int i = 4 * 7; i < 6 * 7; ++i) later_changed |= la.data()[i] != lb.data()[i];
+    EXPECT_TRUE(later_changed) << "the test must be able to fail";
+  }
+}
+
+TEST(Model, LossAtInitIsNearLnV) {
+  ModelConfig c = tiny(4);
+  c.vocab_size = 32;
+  c.n_embd = 32;
+  c.block_size = 16;
+  Model m(c);
+  m.init_weights(3);
+  NoGradGuard ng;
+  std::vector<int32_t> x = tokens(4 * 16, 4, 32), y = tokens(4 * 16, 5, 32);
+  const float loss = Model::loss(m.forward(x, 4, 16), y).item();
+  EXPECT_NEAR(loss, std::log(32.0), 0.05);
+}
+
+TEST(Model, GradientsOfASampleOfParametersMatchFiniteDifferences) {
+  for (bool tied : {false, true}) {
+    ModelConfig c = tiny();
+    c.tie_weights = tied;
+    c.init_std = 0.3;
+    Model m(c);
+    m.init_weights(6);
+    std::vector<int32_t> x = tokens(2 * 5, 7, 7), y = tokens(2 * 5, 8, 7);
+    std::vector<Tensor> params;
+    for (auto& p : m.parameters()) params.push_back(p.tensor);
+    testing::GradCheck opt;
+    opt.max_elements = 12;
+    EXPECT_TRUE(testing::grad_check([&](const std::vector<Tensor>&) { return Model::loss(m.forward(x, 2, 5), y); },
+                                    params, opt))
+        << "tied=" << tied;
+  }
+}
+
+TEST(Model, ParameterNamesAreStableDottedPaths) {
+  ModelConfig c = tiny(2);
+  Model m(c);
+  std::vector<std::string> names;
+  for (auto& p : m.parameters()) names.push_back(p.name);
+  EXPECT_EQ(names.front(), "tok_emb.weight");
+  EXPECT_EQ(names[1], "pos_emb.weight");
+  EXPECT_EQ(names[2], "blocks.0.norm1.weight");
+  EXPECT_NE(std::find(names.begin(), names.end(), "blocks.1.attn.qkv.weight"), names.end());
+  EXPECT_EQ(names[names.size() - 3], "norm_f.weight");
+  EXPECT_EQ(names.back(), "head.weight");
+  EXPECT_EQ(m.parameters()[5].tensor.name(), names[5]) << "tensors carry their names";
+  EXPECT_EQ(Model::block_of("blocks.13.mlp.fc.weight"), 13);
+  EXPECT_EQ(Model::block_of("head.weight"), -1);
+  c.tie_weights = true;
+  c.norm_position = "post";
+  Model tied(c);
+  EXPECT_EQ(tied.parameters().back().name, "blocks.1.mlp.proj.bias") << "post-norm: no final norm; tied: no head";
+}
+
+TEST(Model, ScaledInitShrinksOutputProjectionsByRootTwoN) {
+  ModelConfig c = tiny(8);
+  c.n_embd = 64;
+  c.init = "scaled";
+  Model m(c);
+  m.init_weights(1);
+  auto rms = [](const Tensor& t) {
+    double s = 0;
+    for (int64_t i = 0; i < t.numel(); ++i) s += static_cast<double>(t.data()[i]) * t.data()[i];
+    return std::sqrt(s / static_cast<double>(t.numel()));
+  };
+  EXPECT_NEAR(rms(m.blocks[0]->attn->qkv.weight), 0.02, 0.002);
+  EXPECT_NEAR(rms(m.blocks[0]->attn->proj.weight), 0.02 / 4.0, 0.0005);
+}
+
+TEST(ToyBlock, PreNormReproducesTheSourceTextsTable) {
+  ToyBlockResult r = run_toy_block({1, -1, 2, 0}, 0.8f, 1e-5f, "pre");
+  EXPECT_NEAR(r.mean, 0.500, 5e-4);
+  EXPECT_NEAR(r.variance, 1.250, 5e-4);
+  const std::vector<float> norm = {0.447f, -1.342f, 1.342f, -0.447f}, f = {-0.107f, -0.306f, 0.468f, -0.107f},
+                           out = {0.893f, -1.306f, 2.468f, -0.107f};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_NEAR(r.f_input[i], norm[i], 5e-4);
+    EXPECT_NEAR(r.f[i], f[i], 5e-4);
+    EXPECT_NEAR(r.output[i], out[i], 5e-4);
+  }
+}
+
+TEST(ToyBlock, PreNormJacobianIsIdentityPlusBranchAndPostNormNormalizesTheSum) {
+  ToyBlockResult pre = run_toy_block({1, -1, 2, 0}, 0.0f, 1e-5f, "pre");  // F = 0: pure skip
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) EXPECT_FLOAT_EQ(pre.jacobian[i][j], i == j ? 1.0f : 0.0f);
+  ToyBlockResult post = run_toy_block({1, -1, 2, 0}, 0.8f, 1e-5f, "post");
+  double m = 0;
+  for (float v : post.output) m += v;
+  EXPECT_NEAR(m, 0.0, 1e-5);
+  EXPECT_NEAR(post.mean, (1.233 - 1.0 + 2.667 + 0.233) / 4, 1e-3);
+}
+
+}  // namespace
+}  // namespace sl
