@@ -1,0 +1,391 @@
+"""A plain-PyTorch re-implementation of stacklab's decoder-only transformer, for parity checks.
+
+Same parameter names, shapes and block wiring as src/nn (the formulas are in the Block docstring);
+built from the `model` section of a resolved config. Not here: initialisation schemes, training,
+speed work. Attention is written out (torch 1.13 has no scaled_dot_product_attention).
+
+    model = build_model(cfg["model"]).double()
+    logits, loss = model(idx, targets)   # idx, targets (B, T) int64
+"""
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# Mirrors ModelConfig in src/config/config.h; unknown keys are rejected so drift shows up here.
+MODEL_DEFAULTS = {
+    "n_layer": 4, "n_head": 4, "n_embd": 64, "block_size": 64, "vocab_size": 32, "bias": True,
+    "residual": True, "norm": "layernorm", "norm_eps": 1e-5, "norm_position": "pre",
+    "residual_scale": "none", "final_norm": None, "attention": True, "mlp": True, "mlp_ratio": 4,
+    "activation": "gelu", "init": "normal", "init_std": 0.02, "pos_emb": "learned",
+    "tie_weights": False,
+}
+_CHOICES = {
+    "norm": ("layernorm", "rmsnorm", "none"),
+    "norm_position": ("pre", "post", "sandwich"),
+    "residual_scale": ("none", "rezero", "deepnorm"),
+    "activation": ("gelu", "gelu_tanh", "relu", "tanh"),
+    "pos_emb": ("learned", "sinusoidal", "none"),
+}
+
+
+def resolve_model_config(model_cfg):
+    """The model section with defaults filled in and final_norm resolved to a bool."""
+    unknown = sorted(set(model_cfg) - set(MODEL_DEFAULTS))
+    if unknown:
+        raise ValueError(f"[torch_model] unknown model keys {unknown}; known: {sorted(MODEL_DEFAULTS)}")
+    m = {**MODEL_DEFAULTS, **model_cfg}
+    for key, allowed in _CHOICES.items():
+        if m[key] not in allowed:
+            raise ValueError(f"[torch_model] model.{key}: expected one of {allowed}, got {m[key]!r}")
+    if m["n_embd"] % m["n_head"]:
+        raise ValueError(f"[torch_model] model.n_embd {m['n_embd']} is not divisible by n_head {m['n_head']}")
+    if m["norm"] == "none":
+        m["final_norm"] = False
+    elif m["final_norm"] is None:
+        m["final_norm"] = m["norm_position"] != "post"
+    return m
+
+
+# ---- norms --------------------------------------------------------------------------------------
+
+class LayerNorm(nn.Module):
+    """gamma (x - mu) / sqrt(var + eps) + beta, var biased; beta only with model.bias."""
+
+    def __init__(self, C, bias, eps):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(C))
+        self.bias = nn.Parameter(torch.zeros(C)) if bias else None
+
+    def forward(self, x):  # (..., C)
+        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, self.eps)
+
+
+class RMSNorm(nn.Module):
+    """gamma x / sqrt(mean(x^2) + eps); never a bias."""
+
+    def __init__(self, C, eps):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(C))
+
+    def forward(self, x):  # (..., C)
+        return self.weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+
+def make_norm(m):
+    if m["norm"] == "layernorm":
+        return LayerNorm(m["n_embd"], m["bias"], m["norm_eps"])
+    if m["norm"] == "rmsnorm":
+        return RMSNorm(m["n_embd"], m["norm_eps"])
+    raise AssertionError("make_norm called with norm 'none'")
+
+
+# ---- branches -----------------------------------------------------------------------------------
+
+class Attention(nn.Module):
+    """Causal multi-head self-attention: qkv Linear(C, 3C), softmax(q k^T / sqrt(HS)) v, proj."""
+
+    def __init__(self, m):
+        super().__init__()
+        C = m["n_embd"]
+        self.n_head = m["n_head"]
+        self.qkv = nn.Linear(C, 3 * C, bias=m["bias"])
+        self.proj = nn.Linear(C, C, bias=m["bias"])
+
+    def forward(self, x):  # (B, T, C)
+        B, T, C = x.shape
+        NH, HS = self.n_head, C // self.n_head
+        q, k, v = self.qkv(x).split(C, dim=-1)                   # 3 x (B, T, C)
+        q, k, v = (t.view(B, T, NH, HS).transpose(1, 2) for t in (q, k, v))  # (B, NH, T, HS)
+        att = q @ k.transpose(-2, -1) / math.sqrt(HS)            # (B, NH, T, T)
+        future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)  # key j > query i
+        att = att.masked_fill(future, float("-inf")).softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(B, T, C)           # (B, NH, T, HS) -> (B, T, C)
+        return self.proj(y)
+
+
+_ACTIVATIONS = {
+    "gelu": F.gelu,                                              # exact, erf
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "relu": F.relu,
+    "tanh": torch.tanh,
+}
+
+
+class MLP(nn.Module):
+    """fc Linear(C, mlp_ratio C), activation, proj Linear(mlp_ratio C, C)."""
+
+    def __init__(self, m):
+        super().__init__()
+        C, H = m["n_embd"], m["mlp_ratio"] * m["n_embd"]
+        self.fc = nn.Linear(C, H, bias=m["bias"])
+        self.proj = nn.Linear(H, C, bias=m["bias"])
+        self.act = _ACTIVATIONS[m["activation"]]
+
+    def forward(self, x):  # (B, T, C)
+        return self.proj(self.act(self.fc(x)))
+
+
+# ---- block --------------------------------------------------------------------------------------
+
+class Block(nn.Module):
+    """Attention (sub-layer 1) then MLP (sub-layer 2), each wired as configured, g the gate, a
+    the deepnorm scale:
+
+        pre       residual on: x + g f(norm(x))             off: f(norm(x))
+        post      residual on: norm(a x + g f(x))           off: norm(f(x))
+        sandwich  residual on: x + g norm_out(f(norm(x)))   off: norm_out(f(norm(x)))
+        no norm   residual on: x + g f(x)                   off: f(x)
+
+    g = 1 except rezero (learnable attn_gate / mlp_gate, shape (1,)); a = 1 except deepnorm
+    (post only), a = (2 n_layer)^(1/4).
+    """
+
+    def __init__(self, m):
+        super().__init__()
+        self.residual = m["residual"]
+        self.position = m["norm_position"] if m["norm"] != "none" else "none"
+        self.alpha = (2 * m["n_layer"]) ** 0.25 if m["residual_scale"] == "deepnorm" else 1.0
+        rezero = m["residual_scale"] == "rezero"
+        self.subs = []  # (k, branch name, gate name)
+        if m["attention"]:
+            self.attn = Attention(m)
+            self.subs.append((1, "attn", "attn_gate"))
+        if m["mlp"]:
+            self.mlp = MLP(m)
+            self.subs.append((2, "mlp", "mlp_gate"))
+        for k, _, gate in self.subs:
+            if self.position != "none":
+                setattr(self, f"norm{k}", make_norm(m))
+            if self.position == "sandwich":
+                setattr(self, f"norm{k}_out", make_norm(m))
+            if rezero:
+                setattr(self, gate, nn.Parameter(torch.zeros(1)))
+
+    def sublayer(self, x, k, f, g):
+        pos, res = self.position, self.residual
+        if pos == "pre":
+            y = f(getattr(self, f"norm{k}")(x))
+            return x + g * y if res else y
+        if pos == "post":
+            norm = getattr(self, f"norm{k}")
+            return norm(self.alpha * x + g * f(x)) if res else norm(f(x))
+        if pos == "sandwich":
+            y = getattr(self, f"norm{k}_out")(f(getattr(self, f"norm{k}")(x)))
+            return x + g * y if res else y
+        return x + g * f(x) if res else f(x)  # no norm
+
+    def forward(self, x):  # (B, T, C)
+        for k, branch, gate in self.subs:
+            x = self.sublayer(x, k, getattr(self, branch), getattr(self, gate, 1.0))
+        return x
+
+
+# ---- model --------------------------------------------------------------------------------------
+
+def sinusoidal_table(T, C, dtype=torch.float64):
+    """PE[t, 2i] = sin(t / 10000^(2i/C)), PE[t, 2i+1] = cos(t / 10000^(2i/C)); (T, C)."""
+    pe = torch.zeros(T, C, dtype=torch.float64)
+    t = torch.arange(T, dtype=torch.float64)[:, None]               # (T, 1)
+    two_i = torch.arange(0, C, 2, dtype=torch.float64)               # (ceil(C/2),)
+    angle = t / torch.pow(10000.0, two_i / C)                        # (T, ceil(C/2))
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle[:, : C // 2])
+    return pe.to(dtype)
+
+
+class Transformer(nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.cfg = m
+        C, V = m["n_embd"], m["vocab_size"]
+        self.tok_emb = nn.Embedding(V, C)
+        if m["pos_emb"] == "learned":
+            self.pos_emb = nn.Embedding(m["block_size"], C)
+        self.blocks = nn.ModuleList(Block(m) for _ in range(m["n_layer"]))
+        if m["final_norm"]:
+            self.norm_f = make_norm(m)
+        if not m["tie_weights"]:
+            self.head = nn.Linear(C, V, bias=False)
+
+    def forward(self, idx, targets=None):  # idx, targets (B, T) int64
+        B, T = idx.shape
+        if T > self.cfg["block_size"]:
+            raise ValueError(f"[torch_model] sequence length {T} exceeds block_size {self.cfg['block_size']}")
+        x = self.tok_emb(idx)                                        # (B, T, C)
+        if self.cfg["pos_emb"] == "learned":
+            x = x + self.pos_emb.weight[:T]
+        elif self.cfg["pos_emb"] == "sinusoidal":
+            x = x + sinusoidal_table(T, x.shape[-1], x.dtype).to(x.device)
+        for block in self.blocks:
+            x = block(x)
+        if self.cfg["final_norm"]:
+            x = self.norm_f(x)
+        w = self.tok_emb.weight if self.cfg["tie_weights"] else self.head.weight  # (V, C)
+        logits = x @ w.t()                                           # (B, T, V)
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T))
+        return logits, loss
+
+
+def build_model(model_cfg):
+    """A Transformer for the `model` config section (defaults filled in, final_norm resolved)."""
+    return Transformer(resolve_model_config(model_cfg))
+
+
+def randomize_(model, std, generator=None):
+    """Every parameter random, for tests: matrices and embeddings N(0, std), biases N(0, std),
+    norm gains 1 + N(0, std), gates N(0.5, std) so no branch is switched off."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=generator, dtype=torch.float64).to(p.dtype) * std
+            if name.endswith("_gate"):
+                p.copy_(0.5 + noise)
+            elif ".norm" in name or name.startswith("norm_f"):
+                p.copy_((1.0 if name.endswith(".weight") else 0.0) + noise)
+            else:
+                p.copy_(noise)
+    return model
+
+
+# ---- self-checks of the reference itself (run by torch_parity.py --self-test) -------------------
+
+def _tiny(**over):
+    return {"n_layer": 1, "n_head": 2, "n_embd": 8, "block_size": 6, "vocab_size": 7, **over}
+
+
+def _seeded(cfg, seed=0, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    model = build_model(cfg).to(dtype)
+    return randomize_(model, 0.3, g), g
+
+
+def check_names():
+    """Hand-written parameter lists for a few wirings against named_parameters()."""
+    def block(l, *names):
+        return [f"blocks.{l}.{n}" for n in names]
+    lin = lambda p, bias=True: [f"{p}.weight"] + ([f"{p}.bias"] if bias else [])  # noqa: E731
+    cases = [
+        (_tiny(), ["tok_emb.weight", "pos_emb.weight", *block(0, "norm1.weight", "norm1.bias",
+          *lin("attn.qkv"), *lin("attn.proj"), "norm2.weight", "norm2.bias", *lin("mlp.fc"),
+          *lin("mlp.proj")), "norm_f.weight", "norm_f.bias", "head.weight"]),
+        (_tiny(norm_position="sandwich", norm="rmsnorm", bias=False, mlp=False, tie_weights=True),
+         ["tok_emb.weight", "pos_emb.weight", *block(0, "norm1.weight", "attn.qkv.weight",
+          "attn.proj.weight", "norm1_out.weight"), "norm_f.weight"]),
+        (_tiny(n_layer=2, norm="none", residual_scale="rezero", attention=False, pos_emb="sinusoidal"),
+         ["tok_emb.weight", *[n for l in (0, 1) for n in block(l, *lin("mlp.fc"), *lin("mlp.proj"),
+          "mlp_gate")], "head.weight"]),
+        (_tiny(norm_position="post", residual_scale="deepnorm", pos_emb="none"),
+         ["tok_emb.weight", *block(0, *lin("norm1"), *lin("attn.qkv"), *lin("attn.proj"), "norm2.weight",
+          "norm2.bias", *lin("mlp.fc"), *lin("mlp.proj")), "head.weight"]),
+        (_tiny(norm_position="post", final_norm=True, attention=False, bias=False, pos_emb="none"),
+         ["tok_emb.weight", *block(0, "norm2.weight", "mlp.fc.weight", "mlp.proj.weight"),
+          "norm_f.weight", "head.weight"]),
+    ]
+    fails = []
+    for cfg, want in cases:
+        got = [n for n, _ in build_model(cfg).named_parameters()]
+        if sorted(got) != sorted(want):
+            fails.append(f"names for {cfg}: missing {sorted(set(want) - set(got))}, extra {sorted(set(got) - set(want))}")
+    return fails
+
+
+def check_causal():
+    """Changing tokens at t >= t0 leaves logits at t < t0 unchanged, and does change them at t0."""
+    fails = []
+    for cfg in (_tiny(n_layer=2), _tiny(n_layer=2, norm_position="post", residual=False),
+                _tiny(n_layer=2, norm_position="sandwich", norm="rmsnorm", pos_emb="sinusoidal")):
+        model, g = _seeded(cfg)
+        idx = torch.randint(0, 7, (2, 6), generator=g)
+        other = idx.clone()
+        other[:, 3:] = (idx[:, 3:] + 1) % 7
+        a, _ = model(idx)
+        b, _ = model(other)
+        if not torch.equal(a[:, :3], b[:, :3]):
+            fails.append(f"causal: future tokens changed past logits for {cfg}")
+        if torch.allclose(a[:, 3], b[:, 3]):
+            fails.append(f"causal: changing token 3 did not change its logits for {cfg}")
+    return fails
+
+
+def check_finite_differences():
+    """Central differences in float64 against autograd for sampled entries of every parameter."""
+    fails = []
+    for cfg in (_tiny(n_layer=2), _tiny(n_layer=2, norm_position="sandwich", norm="rmsnorm", residual=False,
+                                        activation="gelu_tanh", tie_weights=True),
+                _tiny(n_layer=2, norm_position="post", residual_scale="deepnorm", pos_emb="sinusoidal"),
+                _tiny(n_layer=2, norm="none", residual_scale="rezero", activation="tanh", bias=False)):
+        model, g = _seeded(cfg, seed=1)
+        idx = torch.randint(0, 7, (2, 6), generator=g)
+        tgt = torch.randint(0, 7, (2, 6), generator=g)
+        model.zero_grad()
+        model(idx, tgt)[1].backward()
+        worst = 0.0
+        for name, p in model.named_parameters():
+            flat = p.data.view(-1)
+            for i in torch.randint(0, flat.numel(), (3,), generator=g).tolist():
+                old, h = flat[i].item(), 1e-6
+                with torch.no_grad():
+                    flat[i] = old + h
+                    up = model(idx, tgt)[1].item()
+                    flat[i] = old - h
+                    down = model(idx, tgt)[1].item()
+                    flat[i] = old
+                num, ana = (up - down) / (2 * h), p.grad.view(-1)[i].item()
+                # The floor: some entries are exactly 0 (a key bias shifts every score equally).
+                err = abs(num - ana) / max(abs(num), abs(ana), 1e-4)
+                worst = max(worst, err)
+                if err > 1e-5:
+                    fails.append(f"finite differences: {name}[{i}] numeric {num:.8g} autograd {ana:.8g} for {cfg}")
+        print(f"    finite differences {cfg.get('norm_position', 'pre')}/{cfg.get('norm', 'layernorm')}: "
+              f"worst rel err {worst:.1e}")
+    return fails
+
+
+def check_values():
+    """Hand-checkable numbers: LayerNorm of [2, 4] ~ [-1, 1], sinusoid entries, zero-gate identity,
+    initial loss near ln V."""
+    fails = []
+    ln = LayerNorm(2, True, 1e-5).double()
+    y = ln(torch.tensor([[2.0, 4.0], [20.0, 40.0]], dtype=torch.float64))
+    if not torch.allclose(y, torch.tensor([[-1.0, 1.0], [-1.0, 1.0]], dtype=torch.float64), atol=1e-4):
+        fails.append(f"LayerNorm([2, 4]) = {y.tolist()}, expected about [-1, 1]")
+    pe = sinusoidal_table(5, 6)
+    want = {(0, 0): 0.0, (0, 1): 1.0, (1, 0): math.sin(1), (1, 1): math.cos(1),
+            (3, 2): math.sin(3 / 10000 ** (2 / 6)), (3, 5): math.cos(3 / 10000 ** (4 / 6))}
+    for (t, c), v in want.items():
+        if abs(pe[t, c].item() - v) > 1e-12:
+            fails.append(f"sinusoid PE[{t},{c}] = {pe[t, c].item()}, expected {v}")
+    cfg = _tiny(n_layer=3, residual_scale="rezero")
+    model, g = _seeded(cfg)
+    with torch.no_grad():
+        for block in model.blocks:
+            block.attn_gate.zero_()
+            block.mlp_gate.zero_()
+    idx = torch.randint(0, 7, (2, 6), generator=g)
+    x = model.tok_emb(idx) + model.pos_emb.weight[:6]
+    if not torch.allclose(model(idx)[0], model.norm_f(x) @ model.head.weight.t(), atol=1e-12):
+        fails.append("rezero with zero gates is not the identity block")
+    model = build_model({**_tiny(vocab_size=50), "n_embd": 16})
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 2:
+                p.normal_(0, 0.02, generator=g)
+    loss = model(idx, idx)[1].item()
+    if abs(loss - math.log(50)) > 0.05:
+        fails.append(f"initial loss {loss:.4f} is not near ln 50 = {math.log(50):.4f}")
+    return fails
+
+
+def self_check():
+    """All reference self-checks; a list of failure messages (empty when all pass)."""
+    fails = []
+    for check in (check_names, check_causal, check_finite_differences, check_values):
+        got = check()
+        print(f"    {check.__name__:28s} {'ok' if not got else f'{len(got)} FAILED'}")
+        fails += got
+    return fails
