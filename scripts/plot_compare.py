@@ -1,0 +1,274 @@
+"""Compares stacklab runs across depth and wiring: gradient norms per block, final loss, the
+first/last block gradient ratio, and the state of the residual stream at the last boundary.
+
+    /usr/bin/python3 scripts/plot_compare.py PATH... [--out DIR] [--step 0]
+
+PATHs are run dirs, sweep dirs (run dirs one or two levels down) or `stacklab probe` JSON files
+(a probe counts as a run with one step-0 layers record: its seed means). Writes into --out
+(default PATH/plots for a single sweep dir, else ./compare_plots): grad_norm_by_block.png,
+final_loss_vs_depth.png, grad_ratio_vs_depth.png, rank_vs_layer.png, and prints each path.
+Runs are grouped by their wiring id; runs with the same wiring and depth (seeds) are averaged,
+with a min-max band. Not here: one run's curves (plot_run.py).
+"""
+import argparse
+import math
+import os
+import re
+import sys
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import runlog  # noqa: E402
+
+HUES = ["Blues", "Oranges", "Greens", "Reds", "Purples", "Greys", "YlOrBr", "PuRd"]
+REF_STYLE = {"uniform": ("0.45", ":"), "unigram": ("tab:purple", "--"), "optimal": ("tab:green", "-.")}
+
+
+def arr(values):
+    return np.array([np.nan if v is None else float(v) for v in (values or [])], dtype=float)
+
+
+def wiring_label(runs):
+    """The wiring's formula without the depth-specific constant (deepnorm's alpha for N=...)."""
+    f = runs[0].formula
+    return re.sub(r", alpha=\(2N\)\^\(1/4\)=[0-9.]+ for N=\d+", ", alpha=(2N)^(1/4)", f)
+
+
+def wiring_colors(runs):
+    """One hue per wiring id; the run's own colour darkens with depth."""
+    wirings = sorted({r.wiring for r in runs})
+    depths = sorted({r.n_layer or 0 for r in runs})
+    hue = {w: plt.get_cmap(HUES[i % len(HUES)]) for i, w in enumerate(wirings)}
+    line = {w: hue[w](0.7) for w in wirings}
+
+    def shade(run):
+        k = depths.index(run.n_layer or 0)
+        return hue[run.wiring](0.45 + 0.5 * k / max(1, len(depths) - 1))
+    return line, shade
+
+
+def save(fig, out_dir, name, written):
+    path = os.path.join(out_dir, name)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    written.append(path)
+
+
+def legend_below(ax, n):
+    """Below the axes, so ~12 long formula labels neither cover the data nor squeeze it."""
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=7.5, frameon=False,
+              ncol=1 if n <= 6 else 2)
+
+
+def depth_axis(ax, depths):
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator(sorted(depths)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlabel("depth (number of blocks, L)")
+
+
+def layers_record(run, step, note):
+    if run.is_probe and step != 0:
+        note.add(f"{run.path}: a probe has only step 0; left out at step {step}")
+        return None
+    rec = run.layers_at(step)
+    if rec is not None and rec.get("step") != step:
+        note.add(f"{run.path}: no layers record at step {step}; used step {rec.get('step')}")
+    return rec
+
+
+def plot_grad_by_block(runs, step, out_dir, written, note):
+    _, shade = wiring_colors(runs)
+    labels = [runlog.label(r) for r in runs]
+    dup = {l for l in labels if labels.count(l) > 1}
+    fig, ax = plt.subplots(figsize=(10, 5.5))
+    n = 0
+    for run, lab in zip(runs, labels):
+        rec = layers_record(run, step, note)
+        g = arr(rec.get("grad_norm")) if rec else np.array([])
+        g[~(g > 0)] = np.nan
+        if not np.isfinite(g).any():
+            note.add(f"{run.path}: no finite grad_norm at step {step}; left out of grad_norm_by_block")
+            continue
+        if lab in dup:
+            lab += f" seed={run.config.get('train', {}).get('seed', '?')}"
+        ls = "-" if run.status in ("completed", "probe") else "--"
+        ax.plot(np.arange(len(g)), g, ls, marker="o", ms=3, lw=1.4, color=shade(run), label=lab)
+        n += 1
+    if not n:
+        plt.close(fig)
+        return print("plot_compare: skipping grad_norm_by_block.png: no run has a layers record")
+    ax.set_yscale("log")
+    ax.set_xlabel("block index (0 = next to the embedding)")
+    ax.set_ylabel("grad norm of the block's parameters (log)")
+    ax.grid(alpha=0.3, which="both")
+    ax.set_title(f"Gradient norm per block at step {step} (dashed = diverged or incomplete)", fontsize=10)
+    legend_below(ax, n)
+    save(fig, out_dir, "grad_norm_by_block.png", written)
+
+
+def group_by_wiring_depth(runs, value):
+    """{wiring: {depth: [values]}} for runs where value(run) is a finite number."""
+    groups = defaultdict(lambda: defaultdict(list))
+    for run in runs:
+        v = value(run)
+        if v is not None and math.isfinite(v) and run.n_layer:
+            groups[run.wiring][run.n_layer].append(v)
+    return groups
+
+
+def plot_groups(ax, runs, groups, geometric=False):
+    """One line per wiring: the seed mean (geometric for log axes) with a min-max band."""
+    line, _ = wiring_colors(runs)
+    by_wiring = defaultdict(list)
+    for r in runs:
+        by_wiring[r.wiring].append(r)
+    for w in sorted(groups):
+        depths = sorted(groups[w])
+        vals = [np.array(groups[w][d]) for d in depths]
+        mean = [np.exp(np.log(v).mean()) if geometric else v.mean() for v in vals]
+        seeds = max(len(v) for v in vals)
+        lab = wiring_label(by_wiring[w]) + (f" ({seeds} seeds, min-max band)" if seeds > 1 else "")
+        ax.plot(depths, mean, "o-", color=line[w], lw=1.8, ms=5, label=lab)
+        ax.fill_between(depths, [v.min() for v in vals], [v.max() for v in vals], color=line[w], alpha=0.2)
+    return [d for w in groups for d in groups[w]]
+
+
+def plot_final_loss(runs, out_dir, written):
+    trained = [r for r in runs if not r.is_probe]
+    if len(trained) < len(runs):
+        print(f"plot_compare: final_loss_vs_depth.png: {len(runs) - len(trained)} probe file(s) left out (no training)")
+    done = [r for r in trained if r.status == "completed"]
+    for r in trained:
+        if r.status not in ("completed", "diverged"):
+            print(f"plot_compare: final_loss_vs_depth.png: {r.path} left out:{runlog.status_mark(r)}")
+    groups = group_by_wiring_depth(done, lambda r: r.final_val_loss)
+    diverged = [r for r in trained if r.status == "diverged"]
+    if not groups and not diverged:
+        return print("plot_compare: skipping final_loss_vs_depth.png: no completed run with a final val loss")
+    fig, ax = plt.subplots(figsize=(10, 5.5))
+    depths = plot_groups(ax, runs, groups)
+    if diverged:
+        line, _ = wiring_colors(runs)
+        xs = [r.n_layer for r in diverged]
+        ax.scatter(xs, [0.97] * len(xs), transform=ax.get_xaxis_transform(), marker="x", s=60,
+                   color=[line[r.wiring] for r in diverged], zorder=5,
+                   label=f"diverged ({len(diverged)} run(s); drawn at the top, in the wiring's colour)")
+        depths += xs
+    refs = next((r.reference_losses for r in trained if r.reference_losses), {})
+    for name, v in refs.items():
+        if v is not None and math.isfinite(v):
+            color, ls = REF_STYLE.get(name, ("0.3", ":"))
+            ax.axhline(v, color=color, ls=ls, lw=1)
+            ax.text(1.01, v, f"{name} {v:.3f}", transform=ax.get_yaxis_transform(), color=color,
+                    va="center", fontsize=8, clip_on=False)
+    depth_axis(ax, set(depths))
+    ax.set_ylabel("final val loss (nats/token)")
+    ax.grid(alpha=0.3)
+    ax.set_title("Final validation loss vs depth (completed runs; seeds averaged)", fontsize=10)
+    legend_below(ax, len(groups) + bool(diverged))
+    save(fig, out_dir, "final_loss_vs_depth.png", written)
+
+
+def first_last_ratio(run, step, note):
+    rec = layers_record(run, step, note)
+    if rec is None:
+        return None
+    if run.is_probe and rec.get("ratio_first_last") is not None:
+        return rec["ratio_first_last"]
+    g = arr(rec.get("grad_norm"))
+    if g.size < 1 or not (g[0] > 0 and g[-1] > 0):
+        return None
+    return float(g[0] / g[-1])
+
+
+def plot_ratio(runs, step, out_dir, written, note):
+    groups = group_by_wiring_depth(runs, lambda r: first_last_ratio(r, step, note))
+    if not groups:
+        return print("plot_compare: skipping grad_ratio_vs_depth.png: no finite grad_norm ratios")
+    fig, ax = plt.subplots(figsize=(10, 5.5))
+    depths = plot_groups(ax, runs, groups, geometric=True)
+    ax.axhline(1.0, color="0.3", lw=1, ls=":")
+    ax.text(1.01, 1.0, "equal", transform=ax.get_yaxis_transform(), fontsize=8, va="center", color="0.3")
+    ax.set_yscale("log")
+    depth_axis(ax, set(depths))
+    ax.set_ylabel("grad norm of block 0 / grad norm of the last block (log)")
+    ax.grid(alpha=0.3, which="both")
+    ax.set_title(f"First/last block gradient ratio at step {step} (>1: early blocks get larger "
+                 "gradients)", fontsize=10)
+    legend_below(ax, len(groups))
+    save(fig, out_dir, "grad_ratio_vs_depth.png", written)
+
+
+def last_boundary(run, key, step, note):
+    rec = layers_record(run, step, note)
+    a = arr(rec.get(key)) if rec else np.array([])
+    return float(a[-1]) if a.size and np.isfinite(a[-1]) else None
+
+
+def plot_rank(runs, step, out_dir, written, note):
+    rank = group_by_wiring_depth(runs, lambda r: last_boundary(r, "rank_ratio", step, note))
+    rms = group_by_wiring_depth(runs, lambda r: last_boundary(r, "act_rms", step, note))
+    if not rank and not rms:
+        return print("plot_compare: skipping rank_vs_layer.png: no rank_ratio or act_rms")
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5.5))
+    for ax, groups, ylabel, what in (
+            (axes[0], rank, "rank ratio at the last boundary (1 = full rank)", "Rank of the final stream"),
+            (axes[1], rms, "activation RMS at the last boundary (log)", "Size of the final stream")):
+        depths = plot_groups(ax, runs, groups, geometric=ax is axes[1])
+        if depths:
+            depth_axis(ax, set(depths))
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        ax.set_title(f"{what} vs depth, step {step}", fontsize=10)
+    axes[0].set_ylim(0, 1.05)
+    if rms:
+        axes[1].set_yscale("log")
+    handles, labels = max((a.get_legend_handles_labels() for a in axes), key=lambda hl: len(hl[0]))
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), fontsize=7.5,
+               frameon=False, ncol=1 if len(labels) <= 6 else 2)
+    fig.tight_layout()
+    save(fig, out_dir, "rank_vs_layer.png", written)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="Compare stacklab runs across depth and wiring.")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="run dir, sweep dir or probe JSON")
+    p.add_argument("--out", help="output directory")
+    p.add_argument("--step", type=int, default=0, help="layers-record step to compare (default 0)")
+    args = p.parse_args(argv)
+
+    runs = runlog.find_runs(args.paths)
+    runs = [r for r in runs if r.has_metrics]
+    if not runs:
+        print("plot_compare: no runs with metrics.jsonl (or probe files) under: " + " ".join(args.paths),
+              file=sys.stderr)
+        return 1
+    first = args.paths[0]
+    single_sweep = len(args.paths) == 1 and os.path.isdir(first) and not runlog._is_run_dir(first)
+    out_dir = args.out or (os.path.join(first, "plots") if single_sweep else "compare_plots")
+    os.makedirs(out_dir, exist_ok=True)
+    print(f"plot_compare: {len(runs)} run(s), wirings: {', '.join(sorted({r.wiring for r in runs}))}")
+
+    written, note = [], set()
+    plot_grad_by_block(runs, args.step, out_dir, written, note)
+    plot_final_loss(runs, out_dir, written)
+    plot_ratio(runs, args.step, out_dir, written, note)
+    plot_rank(runs, args.step, out_dir, written, note)
+    for n in sorted(note):
+        print(f"plot_compare: {n}")
+    for path in written:
+        print(path)
+    return 0 if written else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,243 @@
+"""Reads stacklab run directories (config.json, metrics.jsonl, summary.json) and probe files.
+
+Shared by plot_run.py and plot_compare.py. Tolerant: a missing or unreadable file, a torn last
+line of metrics.jsonl, a non-finite value written as null give a warning on stderr and an empty
+or None field, never an exception. Not here: plotting, anything that needs numpy.
+
+    run = load_run("runs/quickstart")      # or a probe JSON written by `stacklab probe`
+    runs = find_runs(["runs/depth_sweep"])  # run dirs one or two levels down, plus probe files
+    print(label(run))                       # "L=32 pre-norm residual: x + f(layernorm(x))"
+"""
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+
+RUN_FILES = ("metrics.jsonl", "config.json", "summary.json")
+KINDS = ("start", "train", "eval", "layers", "diverged")
+
+
+def warn(msg):
+    print(f"runlog: warning: {msg}", file=sys.stderr)
+
+
+@dataclass
+class Run:
+    path: str                      # the run dir, or the probe file
+    config: dict = field(default_factory=dict)
+    derived: dict = field(default_factory=dict)
+    records: dict = field(default_factory=lambda: {k: [] for k in KINDS})  # kind -> [record]
+    summary: dict | None = None
+    is_probe: bool = False
+    has_metrics: bool = False      # metrics.jsonl existed and was readable
+    probe_seeds: int = 0
+
+    @property
+    def name(self):
+        return os.path.basename(os.path.normpath(self.path))
+
+    @property
+    def start(self):
+        return self.records["start"][0] if self.records["start"] else {}
+
+    @property
+    def n_layer(self):
+        n = self.config.get("model", {}).get("n_layer") or self.start.get("n_layer")
+        if n is None and self.records["layers"]:
+            n = len(self.records["layers"][0].get("grad_norm") or []) or None
+        return n
+
+    @property
+    def wiring(self):
+        """The short wiring id, e.g. "pre-layernorm-res"; runs are grouped by it."""
+        return self.derived.get("wiring") or self.start.get("wiring") or "unknown-wiring"
+
+    @property
+    def formula(self):
+        """The block formula in words, e.g. "pre-norm residual: x + f(layernorm(x))"."""
+        return self.derived.get("formula") or self.start.get("formula") or self.wiring
+
+    @property
+    def status(self):
+        """"completed" | "diverged" | "interrupted" | "running" | "probe" | "incomplete"."""
+        if self.is_probe:
+            return "probe"
+        if self.summary and self.summary.get("status"):
+            return self.summary["status"]
+        return "diverged" if self.records["diverged"] else "incomplete"
+
+    @property
+    def diverged_step(self):
+        d = (self.summary or {}).get("diverged")
+        if isinstance(d, dict) and d.get("step") is not None:
+            return d["step"]
+        return self.records["diverged"][0].get("step") if self.records["diverged"] else None
+
+    @property
+    def last_step(self):
+        steps = [r["step"] for recs in self.records.values() for r in recs
+                 if isinstance(r.get("step"), (int, float))]
+        return max(steps) if steps else None
+
+    @property
+    def reference_losses(self):
+        return (self.start.get("reference_losses") or (self.summary or {}).get("reference_losses")
+                or {})
+
+    @property
+    def final_val_loss(self):
+        """summary's final_val_loss, else the last eval's; None when unknown or non-finite."""
+        v = (self.summary or {}).get("final_val_loss")
+        if v is None:
+            evals = [r.get("val_loss") for r in self.records["eval"] if r.get("val_loss") is not None]
+            v = evals[-1] if evals else None
+        return v
+
+    def layers_at(self, step):
+        """The layers record at `step`, else the nearest one; None when there is none."""
+        recs = self.records["layers"]
+        if not recs:
+            return None
+        return min(recs, key=lambda r: (abs(r.get("step", 0) - step), r.get("step", 0)))
+
+
+def _read_json(path, what):
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        warn(f"{path}: unreadable {what} ({e}); ignoring it")
+        return None
+
+
+def read_metrics(path):
+    """Records of a metrics.jsonl grouped by kind. A last line without a newline (a torn write)
+    is dropped; other unparsable lines are dropped with a warning."""
+    records = {k: [] for k in KINDS}
+    with open(path, "rb") as f:
+        data = f.read()
+    lines = data.split(b"\n")
+    if lines and lines[-1].strip():
+        warn(f"{path}: last line has no trailing newline (torn write?); ignoring it")
+    lines = lines[:-1]  # everything after the last newline: empty or torn
+    for i, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            warn(f"{path}:{i}: not a JSON object; ignoring the line")
+            continue
+        if not isinstance(rec, dict) or "kind" not in rec:
+            warn(f"{path}:{i}: record without 'kind'; ignoring it")
+            continue
+        records.setdefault(rec["kind"], []).append(rec)
+    return records
+
+
+def is_probe_file(path):
+    if not (path.endswith(".json") and os.path.isfile(path)):
+        return False
+    if os.path.basename(path) in ("config.json", "summary.json", "manifest.json"):
+        return False
+    j = _read_json(path, "JSON file")
+    return isinstance(j, dict) and isinstance(j.get("mean"), dict) and "seeds" in j
+
+
+def load_probe(path):
+    """A `stacklab probe` file as a Run with one step-0 layers record: the seed means."""
+    j = _read_json(path, "probe file") or {}
+    run = Run(path=path, config=j.get("config") or {}, derived=j.get("derived") or {},
+              is_probe=True, has_metrics=True)
+    mean = dict(j.get("mean") or {})
+    mean.update(kind="layers", step=0)
+    if j.get("ratio_first_last") is not None:
+        mean["ratio_first_last"] = j["ratio_first_last"]
+    seeds = j.get("seeds") or []
+    run.probe_seeds = len(seeds)
+    if mean.get("loss") is None and seeds:
+        losses = [s.get("loss") for s in seeds if s.get("loss") is not None]
+        mean["loss"] = sum(losses) / len(losses) if losses else None
+    run.records["layers"].append(mean)
+    return run
+
+
+def load_run(path):
+    """A run directory (or a probe file) as a Run; missing pieces warn and stay empty."""
+    if os.path.isfile(path):
+        return load_probe(path)
+    run = Run(path=path)
+    cfg = _read_json(os.path.join(path, "config.json"), "config")
+    if cfg is None:
+        warn(f"{os.path.join(path, 'config.json')}: missing or unreadable; using metrics only")
+    else:
+        run.derived = cfg.get("derived") or {}
+        run.config = {k: v for k, v in cfg.items() if k != "derived"}
+    metrics = os.path.join(path, "metrics.jsonl")
+    if os.path.isfile(metrics):
+        try:
+            run.records = read_metrics(metrics)
+            run.has_metrics = True
+        except OSError as e:
+            warn(f"{metrics}: cannot read ({e})")
+    else:
+        warn(f"{metrics}: no such file")
+    run.summary = _read_json(os.path.join(path, "summary.json"), "summary")
+    return run
+
+
+def _is_run_dir(path):
+    return any(os.path.isfile(os.path.join(path, f)) for f in RUN_FILES)
+
+
+def find_runs(paths, depth=2):
+    """Runs under each path: the path itself if it is a run dir or probe file, else run dirs
+    and probe files up to `depth` levels below it. Sorted by (wiring, n_layer, path)."""
+    found, seen = [], set()
+
+    def visit(p, level):
+        real = os.path.realpath(p)
+        if real in seen:
+            return
+        if os.path.isdir(p) and _is_run_dir(p) or is_probe_file(p):
+            seen.add(real)
+            found.append(load_run(p))
+        elif os.path.isdir(p) and level < depth:
+            for child in sorted(os.listdir(p)):
+                visit(os.path.join(p, child), level + 1)
+
+    for p in paths:
+        if not os.path.exists(p):
+            warn(f"{p}: no such file or directory")
+            continue
+        before = len(found)
+        visit(p, 0)
+        if len(found) == before:
+            warn(f"{p}: no run directories (with {', '.join(RUN_FILES)}) or probe files found")
+    found.sort(key=lambda r: (r.wiring, r.n_layer or 0, r.path))
+    return found
+
+
+def status_mark(run):
+    """"" for a completed run or a probe, else e.g. " [diverged at step 120]", " [incomplete]"."""
+    s = run.status
+    if s in ("completed", "probe"):
+        return ""
+    if s == "diverged":
+        step = run.diverged_step
+        return f" [diverged at step {step}]" if step is not None else " [diverged]"
+    where = f" at step {run.last_step}" if run.last_step is not None else ""
+    if s in ("interrupted", "running"):
+        return f" [incomplete: {s}{where}]"
+    return f" [incomplete{where}]"
+
+
+def label(run):
+    """The wiring formula with depth, marked when the run did not complete."""
+    depth = run.n_layer if run.n_layer is not None else "?"
+    text = f"L={depth} {run.formula}{status_mark(run)}"
+    if run.is_probe:
+        text += f" [probe, {run.probe_seeds} seed{'s' if run.probe_seeds != 1 else ''}]"
+    return text
