@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
+
 namespace sl {
 
 // Exit codes, documented in the README.
@@ -14,8 +16,13 @@ inline constexpr int kExitInternal = 70;  // a bug in stacklab (an internal chec
 
 using ArgList = std::vector<std::string>;
 
+// The resolved config a run directory was started with (RUN/config.json).
+Config load_run_config(const std::string& run_dir);
+
 int cmd_toyblock(const ArgList& args);
 int cmd_gradients(const ArgList& args);
 int cmd_validate(const ArgList& args);
+int cmd_train(const ArgList& args);
+int cmd_sample(const ArgList& args);
 
 }  // namespace sl

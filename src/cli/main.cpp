@@ -16,6 +16,10 @@ struct Command {
 };
 
 const Command kCommands[] = {
+    {"train", sl::cmd_train,
+     "train CONFIG [--section.key=value ...] [--out DIR] [--force] | train --resume RUN_DIR   train a model"},
+    {"sample", sl::cmd_sample,
+     "sample RUN_DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]   generate text"},
     {"validate", sl::cmd_validate, "validate CONFIG [--section.key=value ...]   check a config, print it resolved"},
     {"toyblock", sl::cmd_toyblock,
      "toyblock [--x 1,-1,2,0] [--strength 0.8] [--norm pre|post|both] [--eps 1e-5]   the source texts' toy block"},

@@ -1,0 +1,31 @@
+// Trainer: runs one training job from a resolved Config into a run directory:
+//   config.json     the resolved config (all defaults) plus derived values (wiring, final_norm)
+//   metrics.jsonl   one JSON record per line: start, train, eval, layers, diverged (README)
+//   summary.json    status (completed | diverged | interrupted | running), losses, references
+//   checkpoints/latest.safetensors   weights + optimizer state + train state, atomic
+// Divergence (a non-finite loss or gradient) ends the run cleanly as a result; a stop request
+// (SIGINT/SIGTERM, set by the CLI) finishes the step, checkpoints, and returns.
+#pragma once
+#include <atomic>
+#include <string>
+
+#include "config/config.h"
+
+namespace sl {
+
+enum class RunStatus { kCompleted, kDiverged, kInterrupted };
+
+struct TrainOptions {
+  std::string run_dir;                       // where everything is written
+  bool resume = false;                       // continue from run_dir/checkpoints/latest.safetensors
+  std::string command_line;                  // recorded in summary.json
+  const std::atomic<int>* stop = nullptr;    // non-zero: stop after the current step
+  bool progress_tty = false;                 // a live progress line (stdout is a terminal)
+};
+
+RunStatus train(Config cfg, const TrainOptions& opt);
+
+// The directory a config trains into: train.out_dir / train.name.
+std::string default_run_dir(const Config& cfg);
+
+}  // namespace sl
