@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <thread>
 
@@ -91,7 +92,7 @@ RunStatus train(Config cfg, const TrainOptions& opt) {
   const int threads = cfg.train.threads > 0 ? cfg.train.threads : static_cast<int>(std::thread::hardware_concurrency());
   blas_set_threads(threads);
 
-  auto data = make_data(cfg, opt.resume && cfg.data.source == "text" ? dir + "/vocab.json" : "");
+  auto data = make_data(cfg, opt.resume && std::filesystem::exists(dir + "/vocab.json") && cfg.data.source == "text" ? dir + "/vocab.json" : "");
   nlohmann::json config_json = to_json(cfg);
   config_json["derived"] = derived_json(cfg);
   const int B = cfg.train.batch_size, T = cfg.model.block_size, L = cfg.model.n_layer;
@@ -106,7 +107,12 @@ RunStatus train(Config cfg, const TrainOptions& opt) {
   double best_val = kInf, wall_before = 0.0;
   std::vector<double> update_norms;
 
-  if (opt.resume) {
+  bool resume = opt.resume;
+  if (resume && !std::filesystem::exists(ckpt_path)) {
+    std::printf("%s: no checkpoint yet (the run stopped before its first one); starting from step 0\n", dir.c_str());
+    resume = false;
+  }
+  if (resume) {
     Checkpoint c = load_checkpoint(ckpt_path, model, *optimizer, config_json);
     const auto& st = c.train_state;
     start_step = st.at("step").get<int64_t>();
@@ -121,7 +127,7 @@ RunStatus train(Config cfg, const TrainOptions& opt) {
     write_file_atomic(dir + "/config.json", config_json.dump(2) + "\n");
     write_file_atomic(dir + "/metrics.jsonl", "");
   }
-  if (cfg.data.source == "text" && !opt.resume) {
+  if (cfg.data.source == "text" && !resume) {
     // The vocabulary is part of the run: sampling and resuming must not depend on the corpus file.
     if (auto* text = dynamic_cast<TextSource*>(data.get())) text->save_vocab(dir + "/vocab.json");
   }
@@ -132,13 +138,13 @@ RunStatus train(Config cfg, const TrainOptions& opt) {
   const std::vector<Batch> train_eval_batches = data->eval_batches(cfg.train.eval_iters, B, T, true);
 
   std::printf("%s\n%s%s -> %s\n", describe_model(cfg, model.num_parameters()).c_str(),
-              opt.resume ? "resuming at step " : "training", opt.resume ? std::to_string(start_step).c_str() : "",
+              resume ? "resuming at step " : "training", resume ? std::to_string(start_step).c_str() : "",
               dir.c_str());
   std::printf("reference losses: uniform %.4f, unigram %.4f, optimal %s\n", refs_json["uniform"].get<double>(),
               refs_json["unigram"].get<double>(), refs_json["optimal"].is_null() ? "unknown" : std::to_string(refs_json["optimal"].get<double>()).c_str());
   std::fflush(stdout);
   metrics.write_line(nlohmann::json{{"step", start_step},
-                                    {"kind", opt.resume ? "resume" : "start"},
+                                    {"kind", resume ? "resume" : "start"},
                                     {"n_layer", L},
                                     {"n_params", model.num_parameters()},
                                     {"wiring", wiring_id(cfg.model)},
@@ -148,6 +154,7 @@ RunStatus train(Config cfg, const TrainOptions& opt) {
                          .dump());
 
   double last_train_loss = NAN, last_val = NAN, last_train_eval = NAN;
+  int64_t last_eval_step = -1;
   nlohmann::json diverged = false;
   RunStatus status = RunStatus::kCompleted;
   const auto t_start = Clock::now();
@@ -160,6 +167,7 @@ RunStatus train(Config cfg, const TrainOptions& opt) {
     nlohmann::json s = {{"status", state},
                         {"final_train_loss", finite_or_null(last_train_eval)},
                         {"final_val_loss", finite_or_null(last_val)},
+                        {"final_eval_step", last_eval_step < 0 ? nlohmann::json(nullptr) : nlohmann::json(last_eval_step)},
                         {"best_val_loss", finite_or_null(best_val)},
                         {"last_batch_loss", finite_or_null(last_train_loss)},
                         {"reference_losses", refs_json},
@@ -184,6 +192,7 @@ RunStatus train(Config cfg, const TrainOptions& opt) {
     save_checkpoint(ckpt_path, model, *optimizer, config_json, st);
   };
   auto evaluate = [&](int64_t step) {
+    last_eval_step = step;
     last_val = eval_loss(model, val_batches);
     last_train_eval = eval_loss(model, train_eval_batches);
     if (last_val < best_val) best_val = last_val;
@@ -230,8 +239,8 @@ RunStatus train(Config cfg, const TrainOptions& opt) {
       const std::string reason = !std::isfinite(last_train_loss) ? "non-finite loss" : "non-finite gradient norm";
       diverged = {{"step", step}, {"reason", reason}, {"blocks", blocks}};
       metrics.write_line(nlohmann::json{{"step", step}, {"kind", "diverged"}, {"reason", reason}, {"blocks", blocks}}.dump());
-      std::printf("%sstep %lld: diverged (%s, %zu blocks non-finite); the run stops here, weights before this step "
-                  "are in the last checkpoint\n",
+      std::printf("%sstep %lld: diverged (%s, %zu blocks non-finite); the run stops here without applying "
+                  "this step\n",
                   opt.progress_tty ? "\r\033[K" : "", static_cast<long long>(step), reason.c_str(), blocks.size());
       status = RunStatus::kDiverged;
       break;
