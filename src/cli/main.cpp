@@ -20,6 +20,11 @@ const Command kCommands[] = {
      "train CONFIG [--section.key=value ...] [--out DIR] [--force] | train --resume RUN_DIR   train a model"},
     {"sample", sl::cmd_sample,
      "sample RUN_DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]   generate text"},
+    {"probe", sl::cmd_probe,
+     "probe CONFIG [--seeds 0,1,2] [--out FILE] [--section.key=value ...]   gradient flow at init, no training"},
+    {"bench", sl::cmd_bench,
+     "bench CONFIG [--steps N] [--warmup W] [--threads T] [--json] [--section.key=value ...] | bench --sgemm "
+     "[CONFIG] [--threads T] [--json]   time training steps; sgemm ceiling"},
     {"validate", sl::cmd_validate, "validate CONFIG [--section.key=value ...]   check a config, print it resolved"},
     {"toyblock", sl::cmd_toyblock,
      "toyblock [--x 1,-1,2,0] [--strength 0.8] [--norm pre|post|both] [--eps 1e-5]   the source texts' toy block"},
