@@ -1,0 +1,82 @@
+// `stacklab bench CONFIG [--steps N] [--warmup W] [--threads T] [--json] [--section.key=value ...]`
+// times full training steps (forward, backward, optimizer) and reports ms/step, its split,
+// tokens/s, GFLOP/s (formula in train/bench.h) and peak RSS.
+// `stacklab bench --sgemm [CONFIG] [--threads T] [--json]` times OpenBLAS sgemm on the shapes of
+// CONFIG's Linear layers (default: configs/bench/b5.json from the current directory): the
+// machine's own ceiling.
+#include <cstdio>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "config/loader.h"
+#include "train/bench.h"
+
+namespace sl {
+namespace {
+
+int run_sgemm(const Args& a, const Config& cfg) {
+  const int threads = static_cast<int>(a.get_int("threads", 0));
+  const auto timings = time_gemms(model_gemm_shapes(cfg.model, cfg.train.batch_size, cfg.model.block_size), threads);
+  const double ceiling = gemm_ceiling_gflops(timings);
+  if (a.has("json")) {
+    nlohmann::json shapes = nlohmann::json::array();
+    for (const auto& t : timings)
+      shapes.push_back({{"name", t.shape.name}, {"M", t.shape.M}, {"N", t.shape.N}, {"K", t.shape.K},
+                        {"trans_a", t.shape.trans_a}, {"trans_b", t.shape.trans_b}, {"ms", t.ms}, {"gflops", t.gflops}});
+    nlohmann::json j = {{"config", cfg.source_path}, {"threads", threads}, {"shapes", shapes},
+                        {"ceiling_gflops", ceiling}};
+    std::printf("%s\n", j.dump().c_str());
+    return kExitOk;
+  }
+  std::printf("sgemm on the Linear shapes of %s (B*T = %d rows), %d threads\n", cfg.source_path.c_str(),
+              cfg.train.batch_size * cfg.model.block_size, threads);
+  std::printf("  %-16s %6s %6s %6s  %5s %9s %9s\n", "gemm", "M", "N", "K", "op", "ms", "GFLOP/s");
+  for (const auto& t : timings)
+    std::printf("  %-16s %6lld %6lld %6lld  %c%c %9.3f %9.1f\n", t.shape.name.c_str(),
+                static_cast<long long>(t.shape.M), static_cast<long long>(t.shape.N),
+                static_cast<long long>(t.shape.K), t.shape.trans_a ? 'T' : 'N', t.shape.trans_b ? 'T' : 'N', t.ms,
+                t.gflops);
+  std::printf("ceiling (total FLOPs / total time over these shapes): %.1f GFLOP/s\n", ceiling);
+  return kExitOk;
+}
+
+}  // namespace
+
+int cmd_bench(const ArgList& argv) {
+  Args a = parse_args("bench", argv, {"steps", "warmup", "threads"}, {"json", "sgemm"}, true);
+  if (a.positional.size() > 1) throw Error("stacklab bench: expected one CONFIG file");
+  if (a.positional.empty() && !a.has("sgemm")) throw Error("stacklab bench: expected a CONFIG file (or --sgemm)");
+  const std::string path = a.positional.empty() ? std::string("configs/bench/b5.json")
+                                                : a.positional[0];
+  Config cfg = load_config(path, a.overrides);
+  if (a.has("threads")) cfg.train.threads = static_cast<int>(a.get_int("threads", 0));
+  if (a.has("sgemm")) return run_sgemm(a, cfg);
+
+  BenchOptions opt;
+  opt.steps = static_cast<int>(a.get_int("steps", opt.steps));
+  opt.warmup = static_cast<int>(a.get_int("warmup", opt.warmup));
+  opt.threads = cfg.train.threads;
+  const BenchResult r = run_bench(cfg, opt);
+  const nlohmann::json j = to_json(r, cfg);
+  if (a.has("json")) {
+    std::printf("%s\n", j.dump().c_str());
+    return kExitOk;
+  }
+  const ModelConfig& m = cfg.model;
+  std::printf("bench %s: %d layers x %d wide, %d heads, T %d, B %d, vocab %d; %lld parameters (%lld in Linear "
+              "weights); %d threads, %d steps after %d warm-up\n",
+              path.c_str(), m.n_layer, m.n_embd, m.n_head, m.block_size, cfg.train.batch_size, m.vocab_size,
+              static_cast<long long>(r.n_params), static_cast<long long>(r.n_matmul_params), r.threads, opt.steps,
+              opt.warmup);
+  std::printf("  step       %8.2f ms median (min %.2f, max %.2f)\n", j["ms_per_step"].get<double>(),
+              j["ms_min"].get<double>(), j["ms_max"].get<double>());
+  std::printf("  forward    %8.2f ms\n  backward   %8.2f ms\n  optimizer  %8.2f ms\n", j["forward_ms"].get<double>(),
+              j["backward_ms"].get<double>(), j["optimizer_ms"].get<double>());
+  std::printf("  tokens/s   %8.0f\n", j["tokens_per_sec"].get<double>());
+  std::printf("  GFLOP/s    %8.2f  (%.3g FLOPs/step = 6*N_matmul*B*T + 12*L*B*T^2*C, full T^2)\n",
+              j["gflops"].get<double>(), r.flops_per_step);
+  std::printf("  peak RSS   %8.1f MB\n", j["peak_rss_mb"].get<double>());
+  return kExitOk;
+}
+
+}  // namespace sl

@@ -1,0 +1,179 @@
+// Step timing and the sgemm ceiling for `stacklab bench` (formulas in bench.h).
+#include "train/bench.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "core/blas.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "nn/model.h"
+#include "train/optimizer.h"
+#include "train/setup.h"
+
+namespace sl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+bool is_linear_weight(const std::string& name) {
+  auto ends = [&](const char* s) {
+    const std::string suf(s);
+    return name.size() >= suf.size() && name.compare(name.size() - suf.size(), suf.size(), suf) == 0;
+  };
+  return ends("qkv.weight") || ends("proj.weight") || ends("fc.weight") || name == "head.weight";
+}
+
+int resolve_threads(int requested) {
+  return requested > 0 ? requested : static_cast<int>(std::thread::hardware_concurrency());
+}
+
+}  // namespace
+
+double median(std::vector<double> v) {
+  SL_CHECK(!v.empty(), "median of an empty list");
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double train_step_flops(const ModelConfig& m, int64_t B, int64_t T, int64_t n_matmul_params) {
+  const double tokens = static_cast<double>(B * T);
+  const double attn = m.attention ? 12.0 * m.n_layer * static_cast<double>(B) * static_cast<double>(T * T) * m.n_embd
+                                  : 0.0;
+  return 6.0 * static_cast<double>(n_matmul_params) * tokens + attn;
+}
+
+BenchResult run_bench(Config cfg, const BenchOptions& opt) {
+  if (opt.steps < 1) throw Error("stacklab bench: --steps must be >= 1, got " + std::to_string(opt.steps));
+  if (opt.warmup < 0) throw Error("stacklab bench: --warmup must be >= 0, got " + std::to_string(opt.warmup));
+  BenchResult r;
+  r.threads = resolve_threads(opt.threads > 0 ? opt.threads : cfg.train.threads);
+  set_num_threads(r.threads);
+
+  auto data = make_data(cfg);
+  const int B = cfg.train.batch_size, T = cfg.model.block_size;
+  Model model(cfg.model);
+  model.init_weights(cfg.train.seed);
+  std::vector<ParamRef> refs;
+  for (const auto& p : model.parameters()) {
+    refs.push_back({p.name, p.tensor, true});
+    r.n_params += p.tensor.numel();
+    if (is_linear_weight(p.name)) r.n_matmul_params += p.tensor.numel();
+  }
+  if (cfg.model.tie_weights) r.n_matmul_params += static_cast<int64_t>(cfg.model.vocab_size) * cfg.model.n_embd;
+  auto optimizer = make_optimizer(cfg.optim, refs);
+  Rng rng(cfg.train.seed);
+  const Batch batch = data->train_batch(B, T, rng);  // one fixed batch: data loading is not timed
+  r.tokens_per_step = static_cast<int64_t>(B) * T;
+  r.flops_per_step = train_step_flops(cfg.model, B, T, r.n_matmul_params);
+  const auto lr = static_cast<float>(cfg.optim.learning_rate);
+
+  for (int s = 0; s < opt.warmup + opt.steps; ++s) {
+    const auto t0 = Clock::now();
+    Tensor loss = Model::loss(model.forward(batch.x, B, T), batch.y);
+    const auto t1 = Clock::now();
+    loss.backward();
+    const auto t2 = Clock::now();
+    optimizer->step(lr);
+    optimizer->zero_grad();
+    const auto t3 = Clock::now();
+    r.final_loss = static_cast<double>(loss.item());
+    if (s < opt.warmup) continue;
+    r.forward_ms.push_back(ms_between(t0, t1));
+    r.backward_ms.push_back(ms_between(t1, t2));
+    r.optimizer_ms.push_back(ms_between(t2, t3));
+    r.step_ms.push_back(ms_between(t0, t3));
+  }
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  r.peak_rss_kb = ru.ru_maxrss;
+  return r;
+}
+
+nlohmann::json to_json(const BenchResult& r, const Config& cfg) {
+  const double med = median(r.step_ms);
+  const auto [lo, hi] = std::minmax_element(r.step_ms.begin(), r.step_ms.end());
+  return {{"config", cfg.source_path},
+          {"model", to_json(cfg)["model"]},
+          {"batch_size", cfg.train.batch_size},
+          {"threads", r.threads},
+          {"steps", r.step_ms.size()},
+          {"n_params", r.n_params},
+          {"n_matmul_params", r.n_matmul_params},
+          {"tokens_per_step", r.tokens_per_step},
+          {"flops_per_step", r.flops_per_step},
+          {"flops_formula", "6*N_matmul*B*T + 12*L*B*T^2*C (full T^2)"},
+          {"ms_per_step", med},
+          {"ms_min", *lo},
+          {"ms_max", *hi},
+          {"forward_ms", median(r.forward_ms)},
+          {"backward_ms", median(r.backward_ms)},
+          {"optimizer_ms", median(r.optimizer_ms)},
+          {"tokens_per_sec", static_cast<double>(r.tokens_per_step) / (med / 1000.0)},
+          {"gflops", r.flops_per_step / (med * 1e6)},
+          {"peak_rss_mb", static_cast<double>(r.peak_rss_kb) / 1024.0},
+          {"final_loss", r.final_loss}};
+}
+
+std::vector<GemmShape> model_gemm_shapes(const ModelConfig& m, int64_t B, int64_t T) {
+  const int64_t R = B * T, C = m.n_embd, H = static_cast<int64_t>(m.mlp_ratio) * C, V = m.vocab_size;
+  std::vector<GemmShape> out;
+  // A Linear (in -> out) on R rows: y = x w^T, dx = dy w, dw = dy^T x (as core/ops/matmul.cpp).
+  auto linear = [&](const std::string& name, int64_t in, int64_t outf) {
+    out.push_back({name + ".fwd", R, outf, in, false, true});
+    out.push_back({name + ".dx", R, in, outf, false, false});
+    out.push_back({name + ".dw", outf, in, R, true, false});
+  };
+  if (m.attention) {
+    linear("qkv", C, 3 * C);
+    linear("attn.proj", C, C);
+  }
+  if (m.mlp) {
+    linear("mlp.fc", C, H);
+    linear("mlp.proj", H, C);
+  }
+  linear("head", C, V);
+  return out;
+}
+
+std::vector<GemmTiming> time_gemms(const std::vector<GemmShape>& shapes, int threads, double min_seconds) {
+  set_num_threads(resolve_threads(threads));
+  std::vector<GemmTiming> out;
+  Rng rng(1);
+  for (const GemmShape& s : shapes) {
+    std::vector<float> a(static_cast<size_t>(s.M * s.K)), b(static_cast<size_t>(s.K * s.N)),
+        c(static_cast<size_t>(s.M * s.N), 0.0f);
+    for (float& x : a) x = static_cast<float>(rng.normal());
+    for (float& x : b) x = static_cast<float>(rng.normal());
+    for (int i = 0; i < 3; ++i) gemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, a.data(), b.data(), 0.0f, c.data());
+    std::vector<double> per_call;
+    const auto start = Clock::now();
+    while (per_call.size() < 5 || ms_between(start, Clock::now()) < min_seconds * 1000.0) {
+      const auto t0 = Clock::now();
+      gemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, a.data(), b.data(), 0.0f, c.data());
+      per_call.push_back(ms_between(t0, Clock::now()));
+    }
+    GemmTiming t{s, median(per_call), 0.0};
+    t.gflops = 2.0 * static_cast<double>(s.M * s.N * s.K) / (t.ms * 1e6);
+    out.push_back(t);
+  }
+  return out;
+}
+
+double gemm_ceiling_gflops(const std::vector<GemmTiming>& t) {
+  double flops = 0.0, ms = 0.0;
+  for (const auto& g : t) {
+    flops += 2.0 * static_cast<double>(g.shape.M * g.shape.N * g.shape.K);
+    ms += g.ms;
+  }
+  return ms > 0 ? flops / (ms * 1e6) : 0.0;
+}
+
+}  // namespace sl

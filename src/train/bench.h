@@ -1,0 +1,65 @@
+// Bench: times full training steps (forward, backward, AdamW step) of a config's model after a
+// warm-up, and measures this machine's OpenBLAS sgemm on the matrix shapes that model uses, so
+// a step's GFLOP/s can be read against the machine's own ceiling. Used by `stacklab bench`.
+// Not here: comparing against PyTorch (scripts/bench_vs_torch.py does that), printing.
+//
+// FLOPs per training step (the same formula as scripts/bench_vs_torch.py's torch side):
+//   6 * N_matmul * B * T  +  12 * L * B * T^2 * C
+// N_matmul counts the weights of every Linear (qkv, attn.proj, mlp.fc, mlp.proj, head; not
+// embeddings, biases or norm gains). The attention term is q k^T and att v, 2 * B * T^2 * C
+// FLOPs each forward, times 3 for forward + backward, counted over the full T x T square
+// (causal masking would halve the useful part; torch computes the full square too).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/config.h"
+
+namespace sl {
+
+struct BenchOptions {
+  int steps = 20;
+  int warmup = 3;
+  int threads = 0;  // 0 = train.threads (0 there = all cores)
+};
+
+struct BenchResult {
+  std::vector<double> step_ms, forward_ms, backward_ms, optimizer_ms;  // one per timed step
+  int64_t n_params = 0, n_matmul_params = 0, tokens_per_step = 0;
+  double flops_per_step = 0.0;
+  long peak_rss_kb = 0;
+  int threads = 0;
+  double final_loss = 0.0;
+};
+
+// FLOPs of one training step of `m` on B x T tokens (formula above).
+double train_step_flops(const ModelConfig& m, int64_t B, int64_t T, int64_t n_matmul_params);
+
+BenchResult run_bench(Config cfg, const BenchOptions& opt);
+nlohmann::json to_json(const BenchResult& r, const Config& cfg);
+
+// One sgemm shape, row-major C (M, N) = op(A) op(B), timed over `reps` calls after a warm-up.
+struct GemmShape {
+  std::string name;
+  int64_t M, N, K;
+  bool trans_a, trans_b;
+};
+struct GemmTiming {
+  GemmShape shape;
+  double ms = 0.0, gflops = 0.0;
+};
+
+// The gemms of one training step's Linear layers (forward, dx, dW for qkv, attn.proj, mlp.fc,
+// mlp.proj, head) for config `m` at B x T tokens.
+std::vector<GemmShape> model_gemm_shapes(const ModelConfig& m, int64_t B, int64_t T);
+std::vector<GemmTiming> time_gemms(const std::vector<GemmShape>& shapes, int threads, double min_seconds = 0.2);
+// The ceiling: total FLOPs of all shapes over their total time (a FLOP-weighted harmonic mean).
+double gemm_ceiling_gflops(const std::vector<GemmTiming>& t);
+
+// Median and extrema of a non-empty list.
+double median(std::vector<double> v);
+
+}  // namespace sl
