@@ -25,7 +25,6 @@ int cmd_validate(const ArgList& args);
 int cmd_train(const ArgList& args);
 int cmd_sample(const ArgList& args);
 int cmd_bench(const ArgList& args);
-int cmd_bench(const ArgList& args);
 int cmd_probe(const ArgList& args);
 
 }  // namespace sl
