@@ -26,5 +26,6 @@ int cmd_train(const ArgList& args);
 int cmd_sample(const ArgList& args);
 int cmd_bench(const ArgList& args);
 int cmd_probe(const ArgList& args);
+int cmd_sweep(const ArgList& args);
 
 }  // namespace sl
