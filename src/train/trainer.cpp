@@ -88,11 +88,11 @@ std::string default_run_dir(const Config& cfg) { return cfg.train.out_dir + "/" 
 
 RunStatus train(Config cfg, const TrainOptions& opt) {
   const std::string dir = opt.run_dir, ckpt_path = dir + "/checkpoints/latest.safetensors";
-  make_dirs(dir + "/checkpoints");
   const int threads = cfg.train.threads > 0 ? cfg.train.threads : static_cast<int>(std::thread::hardware_concurrency());
-  blas_set_threads(threads);
+  set_num_threads(threads);  // BLAS and the OpenMP kernels alike
 
   auto data = make_data(cfg, opt.resume && std::filesystem::exists(dir + "/vocab.json") && cfg.data.source == "text" ? dir + "/vocab.json" : "");
+  make_dirs(dir + "/checkpoints");  // after the data loaded: bad data leaves no run directory behind
   nlohmann::json config_json = to_json(cfg);
   config_json["derived"] = derived_json(cfg);
   const int B = cfg.train.batch_size, T = cfg.model.block_size, L = cfg.model.n_layer;

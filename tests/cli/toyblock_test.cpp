@@ -1,0 +1,37 @@
+// `stacklab toyblock`: prints the seed numbers of the toy pre-norm block (README, "The seed facts").
+#include <gtest/gtest.h>
+
+#include "support/cli.h"
+
+namespace sl {
+namespace {
+
+using testing::run_stacklab;
+
+// The line of `output` that starts (after indentation) with `label`, or "".
+std::string line_with(const std::string& output, const std::string& label) {
+  const size_t at = output.find(label);
+  if (at == std::string::npos) return "";
+  return output.substr(at, output.find('\n', at) - at);
+}
+
+TEST(ToyblockCommand, PrintsTheSeedNumbersOfThePreNormBlock) {
+  const auto r = run_stacklab({"toyblock", "--norm", "pre"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_NE(r.output.find("mean 0.500, variance 1.250"), std::string::npos) << r;
+  EXPECT_NE(line_with(r.output, "input of F = LayerNorm(x)").find("[  0.447,  -1.342,   1.342,  -0.447]"),
+            std::string::npos) << r;
+  EXPECT_NE(line_with(r.output, "branch update F").find("[ -0.107,  -0.306,   0.468,  -0.107]"), std::string::npos) << r;
+  EXPECT_NE(line_with(r.output, "residual sum x + F(LayerNorm(x))").find("[  0.893,  -1.306,   2.468,  -0.107]"),
+            std::string::npos) << r;
+  EXPECT_EQ(r.output.find("post-norm"), std::string::npos) << "--norm pre prints only the pre-norm block";
+}
+
+TEST(ToyblockCommand, RejectsAnUnknownNormPosition) {
+  const auto r = run_stacklab({"toyblock", "--norm", "middle"});
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_NE(r.output.find("--norm: expected pre, post or both, got 'middle'"), std::string::npos) << r;
+}
+
+}  // namespace
+}  // namespace sl

@@ -1,0 +1,210 @@
+// `stacklab train` end to end on tiny models: the files of a run directory and the documented
+// keys of every metrics.jsonl record; divergence (exit 3); refusing to overwrite a run; text data
+// (vocab.json, vocab_size from the corpus, and the errors for an empty or non-UTF-8 file).
+// Stopping and resuming are in train_resume_test.cpp.
+#include <filesystem>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "config/config.h"
+#include "nn/model.h"
+#include "support/cli.h"
+
+namespace sl {
+namespace {
+
+using nlohmann::json;
+using testing::base_config;
+using testing::concat;
+using testing::make_temp_dir;
+using testing::read_json;
+using testing::read_jsonl;
+using testing::records_of;
+using testing::run_stacklab;
+using testing::tiny_model_args;
+namespace fs = std::filesystem;
+
+std::vector<int64_t> steps_of(const std::vector<json>& records) {
+  std::vector<int64_t> s;
+  for (const auto& r : records) s.push_back(r.at("step").get<int64_t>());
+  return s;
+}
+
+void expect_numbers(const json& array, size_t n, const std::string& what) {
+  ASSERT_TRUE(array.is_array()) << what << ": " << array;
+  EXPECT_EQ(array.size(), n) << what;
+  for (const auto& v : array) EXPECT_TRUE(v.is_number()) << what << ": " << array;
+}
+
+class TrainedTinyRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = make_temp_dir("train") + "/run";
+    result_ = run_stacklab(concat(concat({"train", base_config()}, tiny_model_args()),
+                                  {"--train.eval_interval=10", "--log.layer_interval=10", "--log.log_interval=5",
+                                   "--out", dir_}));
+    ASSERT_EQ(result_.exit_code, 0) << result_;
+  }
+  std::string dir_;
+  testing::RunResult result_;
+};
+
+TEST_F(TrainedTinyRun, WritesConfigMetricsSummaryAndCheckpoint) {
+  EXPECT_TRUE(fs::exists(dir_ + "/checkpoints/latest.safetensors"));
+  const json cfg = read_json(dir_ + "/config.json");
+  EXPECT_EQ(cfg.at("model").at("n_layer"), 2);
+  ASSERT_TRUE(cfg.contains("derived"));
+  EXPECT_TRUE(cfg.at("derived").is_object());
+  const json summary = read_json(dir_ + "/summary.json");
+  EXPECT_EQ(summary.at("status"), "completed");
+  EXPECT_EQ(summary.at("steps"), 40);
+  EXPECT_EQ(summary.at("diverged"), false);
+  EXPECT_TRUE(summary.at("final_val_loss").is_number());
+  EXPECT_NE(result_.output.find("done: completed after 40 steps"), std::string::npos) << result_;
+}
+
+TEST_F(TrainedTinyRun, EveryMetricsLineEndsWithANewlineAndParses) {
+  const std::string text = testing::read_text(dir_ + "/metrics.jsonl");
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.back(), '\n');
+  const auto records = read_jsonl(dir_ + "/metrics.jsonl");  // fails the test on a line that does not parse
+  for (const auto& r : records) {
+    EXPECT_TRUE(r.at("step").is_number_integer()) << r;
+    EXPECT_TRUE(r.at("kind").is_string()) << r;
+  }
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records.front().at("kind"), "start");
+  EXPECT_EQ(records_of(records, "start").size(), 1u);
+  EXPECT_EQ(records.front().at("n_layer"), 2);
+  EXPECT_TRUE(records.front().at("reference_losses").at("uniform").is_number());
+}
+
+TEST_F(TrainedTinyRun, TrainAndEvalRecordsHaveTheDocumentedKeys) {
+  const auto records = read_jsonl(dir_ + "/metrics.jsonl");
+  const auto train = records_of(records, "train");
+  EXPECT_EQ(steps_of(train), (std::vector<int64_t>{0, 5, 10, 15, 20, 25, 30, 35, 39}));
+  for (const auto& r : train)
+    for (const char* key : {"loss", "lr", "grad_norm", "tokens_per_sec", "ms_per_step"})
+      EXPECT_TRUE(r.contains(key) && r.at(key).is_number()) << key << " in " << r;
+  const auto eval = records_of(records, "eval");
+  EXPECT_EQ(steps_of(eval), (std::vector<int64_t>{0, 10, 20, 30, 40}));
+  for (const auto& r : eval)
+    for (const char* key : {"val_loss", "train_loss"}) EXPECT_TRUE(r.contains(key) && r.at(key).is_number()) << key << " in " << r;
+}
+
+TEST_F(TrainedTinyRun, LayersRecordsCoverEveryLayerBoundaryAndParameter) {
+  json cfg_json = read_json(dir_ + "/config.json");
+  cfg_json.erase("derived");
+  const Config cfg = config_from_json(cfg_json, "config.json");
+  std::set<std::string> names;
+  for (const auto& p : Model(cfg.model).parameters()) names.insert(p.name);
+  const size_t L = 2;
+
+  const auto layers = records_of(read_jsonl(dir_ + "/metrics.jsonl"), "layers");
+  ASSERT_EQ(steps_of(layers), (std::vector<int64_t>{0, 10, 20, 30}));
+  EXPECT_TRUE(layers[0].at("update_ratio").is_null()) << "no update has happened at step 0";
+  for (const auto& r : layers) {
+    const std::string at = "step " + std::to_string(r.at("step").get<int>());
+    for (const char* key : {"grad_norm", "attn_grad_norm", "mlp_grad_norm", "norm_grad_norm"})
+      expect_numbers(r.at(key), L, at + " " + key);
+    if (r.at("step") != 0) expect_numbers(r.at("update_ratio"), L, at + " update_ratio");
+    for (const char* key : {"act_rms", "stream_grad_norm", "rank_ratio"}) expect_numbers(r.at(key), L + 1, at + " " + key);
+    std::set<std::string> logged;
+    for (const auto& [name, v] : r.at("params").items()) {
+      logged.insert(name);
+      EXPECT_TRUE(v.is_number()) << at << " " << name;
+    }
+    EXPECT_EQ(logged, names) << at;
+  }
+}
+
+TEST(TrainCommand, AHugeLearningRateDivergesWithExitCode3) {
+  // The 4 x 64 model of base.json: at this rate its gradients overflow within a few dozen steps.
+  const std::string dir = make_temp_dir("diverge") + "/run";
+  const auto r = run_stacklab({"train", base_config(), "--train.max_iters=60", "--train.threads=1",
+                               "--optim.learning_rate=1e4", "--out", dir});
+  ASSERT_EQ(r.exit_code, 3) << r;
+  EXPECT_NE(r.output.find("diverged"), std::string::npos) << r;
+  const json summary = read_json(dir + "/summary.json");
+  EXPECT_EQ(summary.at("status"), "diverged");
+  ASSERT_TRUE(summary.at("diverged").is_object()) << summary;
+  EXPECT_TRUE(summary.at("diverged").at("step").is_number_integer());
+  EXPECT_TRUE(summary.at("diverged").at("reason").is_string());
+  const auto diverged = records_of(read_jsonl(dir + "/metrics.jsonl"), "diverged");
+  ASSERT_EQ(diverged.size(), 1u);
+  EXPECT_EQ(diverged[0].at("step"), summary.at("diverged").at("step"));
+  EXPECT_EQ(diverged[0].at("reason"), summary.at("diverged").at("reason"));
+}
+
+TEST(TrainCommand, RefusesToOverwriteARunWithoutForceOrResume) {
+  const std::string dir = make_temp_dir("existing") + "/run";
+  const auto args = concat(concat({"train", base_config()}, tiny_model_args()), {"--out", dir});
+  ASSERT_EQ(run_stacklab(args).exit_code, 0);
+  const std::string before = testing::read_text(dir + "/metrics.jsonl");
+
+  const auto again = run_stacklab(args);
+  EXPECT_EQ(again.exit_code, 1) << again;
+  EXPECT_NE(again.output.find("already holds a run"), std::string::npos) << again;
+  EXPECT_NE(again.output.find("--resume " + dir), std::string::npos) << again;
+  EXPECT_EQ(testing::read_text(dir + "/metrics.jsonl"), before) << "the refused run must not touch the old one";
+
+  const auto forced = run_stacklab(concat(args, {"--force"}));
+  EXPECT_EQ(forced.exit_code, 0) << forced;
+  EXPECT_EQ(records_of(read_jsonl(dir + "/metrics.jsonl"), "start").size(), 1u) << "--force starts the run over";
+}
+
+// ---- text data ---------------------------------------------------------------------------
+
+TEST(TrainCommand, TrainsOnATextFileWithAVocabularyOfItsDistinctCharacters) {
+  const std::string tmp = make_temp_dir("text");
+  const std::vector<std::string> words = {"stack", "norm", "résidu", "layer", "grad", "loss"};  // é: 2 bytes
+  std::string text;
+  uint64_t x = 1;
+  while (text.size() < 4000) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    text += words[(x >> 33) % words.size()] + ((x >> 20) % 7 == 0 ? ".\n" : " ");
+  }
+  testing::write_text(tmp + "/corpus.txt", text);
+  std::set<std::string> distinct;  // characters, each as its UTF-8 bytes
+  for (size_t i = 0; i < text.size();) {
+    size_t n = 1;
+    while (i + n < text.size() && (static_cast<unsigned char>(text[i + n]) & 0xC0) == 0x80) ++n;
+    distinct.insert(text.substr(i, n));
+    i += n;
+  }
+  ASSERT_EQ(distinct.size(), 20u) << "every word, space, '.', newline and the 2-byte 'é'";
+  const std::string dir = tmp + "/run";
+  const auto r = run_stacklab(concat(concat({"train", base_config()}, tiny_model_args()),
+                                     {"--data.source=text", "--data.path=" + tmp + "/corpus.txt", "--out", dir}));
+  ASSERT_EQ(r.exit_code, 0) << r;
+  ASSERT_TRUE(fs::exists(dir + "/vocab.json"));
+  EXPECT_EQ(read_json(dir + "/vocab.json").at("vocab_size"), distinct.size());
+  EXPECT_EQ(read_json(dir + "/config.json").at("model").at("vocab_size"), distinct.size());
+  EXPECT_EQ(read_json(dir + "/summary.json").at("status"), "completed");
+}
+
+TEST(TrainCommand, AnEmptyTextFileFailsNamingTheFile) {
+  const std::string tmp = make_temp_dir("text");
+  testing::write_text(tmp + "/empty.txt", "");
+  const auto r = run_stacklab(concat(concat({"train", base_config()}, tiny_model_args()),
+                                     {"--data.source=text", "--data.path=" + tmp + "/empty.txt", "--out", tmp + "/run"}));
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_NE(r.output.find(tmp + "/empty.txt"), std::string::npos) << r;
+  EXPECT_NE(r.output.find("empty"), std::string::npos) << r;
+  EXPECT_FALSE(fs::exists(tmp + "/run")) << "bad data must not leave a run directory behind";
+}
+
+TEST(TrainCommand, InvalidUtf8FailsNamingTheFileAndTheOffset) {
+  const std::string tmp = make_temp_dir("text");
+  testing::write_text(tmp + "/bad.txt", std::string("abc\xff\xfe" "def", 8));
+  const auto r = run_stacklab(concat(concat({"train", base_config()}, tiny_model_args()),
+                                     {"--data.source=text", "--data.path=" + tmp + "/bad.txt", "--out", tmp + "/run"}));
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_NE(r.output.find(tmp + "/bad.txt"), std::string::npos) << r;
+  EXPECT_NE(r.output.find("invalid UTF-8 at byte offset 3"), std::string::npos) << r;
+  EXPECT_FALSE(fs::exists(tmp + "/run")) << "bad data must not leave a run directory behind";
+}
+
+}  // namespace
+}  // namespace sl
