@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Checks scripts/report.py end to end on a tiny real study written by `build/stacklab sweep` into
+# a temp dir (a 3-depth probe sweep and a 4-run train sweep of a 16-wide model, 4 steps): the
+# report has the findings table with computed numbers and a seen/not-seen mark per finding, and
+# a run made to look diverged and one made incomplete are left out of the numbers and listed.
+# Run by scripts/test.sh from the repo root. Exit 0 pass, 77 skip (no binary or no numpy), 1 fail.
+# Not here: whether the findings hold at full scale (that is scripts/reproduce.sh's report).
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+BIN="${STACKLAB_BIN:-build/stacklab}"
+[[ -x "$BIN" ]] || { echo "check_report: SKIPPED: $BIN not built (run scripts/setup.sh)" >&2; exit 77; }
+PY=""
+if [[ -n "${STACKLAB_PYTHON:-}" ]] && "$STACKLAB_PYTHON" -c "import numpy" >/dev/null 2>&1; then
+  PY="$STACKLAB_PYTHON"
+elif ! PY="$(bash scripts/find_python.sh --plot)"; then
+  echo "check_report: SKIPPED: no Python with numpy" >&2
+  exit 77
+fi
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "check_report: FAIL: $*" >&2; fails=$((fails + 1)); }
+BASE="$PWD/configs/base.json"
+TINY='"model.n_embd": 16, "model.n_head": 2, "model.block_size": 16, "model.norm": "layernorm",
+      "train.batch_size": 2, "train.max_iters": 4, "train.eval_interval": 2, "train.eval_iters": 1,
+      "train.ckpt_interval": 0, "log.layer_interval": 2, "log.log_interval": 2'
+VARIANTS='[{"name": "a", "model.norm_position": "pre", "model.residual": true},
+           {"name": "b", "model.norm_position": "pre", "model.residual": false}]'
+cat >"$tmp/probe_grid.json" <<EOF
+{"name": "probe_grid", "base": "$BASE", "mode": "probe", "out_dir": "$tmp/study/probe_grid", "seeds": [0, 1],
+ "overrides": {$TINY}, "grid": {"model.n_layer": [1, 2, 4]},
+ "variants": [{"name": "pre-res", "model.norm_position": "pre", "model.residual": true},
+              {"name": "post-res", "model.norm_position": "post", "model.residual": true},
+              {"name": "none-nores", "model.norm": "none", "model.residual": false},
+              {"name": "pre-nores", "model.norm_position": "pre", "model.residual": false}]}
+EOF
+cat >"$tmp/train_grid.json" <<EOF
+{"name": "train_grid", "base": "$BASE", "mode": "train", "out_dir": "$tmp/study/train_grid",
+ "overrides": {$TINY}, "grid": {"model.n_layer": [1, 2]}, "variants": $VARIANTS}
+EOF
+for s in probe_grid train_grid; do
+  "$BIN" sweep "$tmp/$s.json" --jobs 2 >"$tmp/$s.log" 2>&1 || { cat "$tmp/$s.log" >&2; fail "stacklab sweep $s"; }
+done
+
+# One run diverged (as the trainer records it), one interrupted before its summary.
+T="$tmp/study/train_grid"
+"$PY" - "$T/L2-pre-layernorm-res-s0/summary.json" <<'EOF' || fail "marking a run diverged"
+import json, sys
+s = json.load(open(sys.argv[1]))
+s.update(status="diverged", final_val_loss=None, diverged={"step": 2, "reason": "non-finite loss", "blocks": [1]})
+json.dump(s, open(sys.argv[1], "w"))
+EOF
+rm -f "$T/L2-pre-layernorm-nores-s0/summary.json"
+
+"$PY" scripts/report.py "$tmp/study" >"$tmp/report.log" 2>&1 || { cat "$tmp/report.log" >&2; fail "report.py exited non-zero"; }
+R="$tmp/study/report.md"
+[[ -s "$R" ]] || fail "no report.md"
+"$PY" - "$R" "$tmp/study/findings.json" <<'EOF' || fail "report content (see above)"
+import json, re, sys
+md = open(sys.argv[1]).read()
+fj = json.load(open(sys.argv[2]))
+rows = [l for l in md.splitlines() if re.match(r"\| \([abcd]\) \|", l)]
+assert [r[3] for r in rows] == list("abcd"), f"findings table rows: {[r[:8] for r in rows]}"
+for r in rows:
+    cells = r.split(" | ")
+    assert cells[-1].strip(" |") in ("**seen**", "**not seen**"), f"no seen/not-seen mark: {r[:60]}"
+    assert re.search(r"\d\.\d", cells[3]), f"no computed number in the measured cell: {r[:60]}"
+assert "| | finding | criterion | measured | seen? |" in md, "findings table header missing"
+assert [f["id"] for f in fj["findings"]] == list("abcd") and all(isinstance(f["seen"], bool) for f in fj["findings"])
+ex = {e["id"]: e["reason"] for e in fj["excluded"]}
+assert "L2-pre-layernorm-res-s0" in ex and "diverged" in ex["L2-pre-layernorm-res-s0"], ex
+assert "L2-pre-layernorm-nores-s0" in ex and "incomplete" in ex["L2-pre-layernorm-nores-s0"], ex
+excl = md.split("## Excluded runs")[1].split("##")[0]
+for rid in ex:
+    assert rid in excl, f"{rid} not listed under Excluded runs"
+# Left out of the numbers: finding (c) lists only the completed L=1 runs for these wirings.
+c = next(f for f in fj["findings"] if f["id"] == "c")
+text = " ".join(c["measured"])
+for w in ("pre-layernorm-res", "pre-layernorm-nores"):
+    line = next(m for m in c["measured"] if m.startswith(w + ":"))
+    assert "L=1:" in line and "L=2:" not in line, f"an excluded run is in the numbers: {line}"
+loss_table = md.split("## Final validation loss")[1].split("##")[0]
+assert loss_table.count("excluded (") == 2, f"the loss table must mark 2 excluded cells:\n{loss_table}"
+print("check_report: report ok:", len(rows), "findings,", len(ex), "excluded runs")
+EOF
+
+if ((fails)); then
+  echo "check_report: $fails check(s) failed" >&2
+  exit 1
+fi
+echo "check_report: PASS"
