@@ -75,7 +75,8 @@ int cmd_bench(const ArgList& argv) {
   std::printf("  tokens/s   %8.0f\n", j["tokens_per_sec"].get<double>());
   std::printf("  GFLOP/s    %8.2f  (%.3g FLOPs/step = 6*N_matmul*B*T + 12*L*B*T^2*C, full T^2)\n",
               j["gflops"].get<double>(), r.flops_per_step);
-  std::printf("  peak RSS   %8.1f MB\n", j["peak_rss_mb"].get<double>());
+  std::printf("  peak RSS   %8.1f MB (%.0f page faults per timed step)\n", j["peak_rss_mb"].get<double>(),
+              r.page_faults_per_step);
   return kExitOk;
 }
 

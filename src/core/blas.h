@@ -13,13 +13,15 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
 void gemm_ld(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
              const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
-// Threads OpenBLAS may use (0 = leave its default).
+// The same as set_num_threads (kept for callers that only think of BLAS); blas_get_threads is
+// OpenBLAS's own count (1 when built with OpenMP).
 void blas_set_threads(int n);
 int blas_get_threads();
 
-// The one thread setting: OpenBLAS and the OpenMP loops of the non-BLAS kernels both use n
-// threads. They never run at the same time (a kernel is either a gemm or an OpenMP loop), so
-// they share the cores instead of oversubscribing them. n <= 0 leaves the defaults.
+// The one thread setting (n <= 0 leaves the defaults). With OpenMP: n OpenMP threads run the
+// non-BLAS kernels and share out large gemms block by block (core/blas.cpp), while OpenBLAS
+// itself stays single-threaded, so the two pools never oversubscribe the cores. Without
+// OpenMP: OpenBLAS gets n threads.
 void set_num_threads(int n);
 int num_threads();
 

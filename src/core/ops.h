@@ -3,6 +3,7 @@
 #pragma once
 #include "core/autograd.h"
 #include "core/error.h"
+#include "core/ops/attention.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/embedding.h"
 #include "core/ops/loss.h"

@@ -31,15 +31,11 @@ CausalSelfAttention::CausalSelfAttention(int64_t C, int64_t n_head_, bool bias)
 }
 
 Tensor CausalSelfAttention::forward(const Tensor& x) const {
-  const int64_t C = x.size(-1), HS = C / n_head;
-  Tensor qkv_out = qkv.forward(x);                              // (B, T, 3C)
-  Tensor q = split_heads(slice_last(qkv_out, 0, C), n_head);    // (B, NH, T, HS)
-  Tensor k = split_heads(slice_last(qkv_out, C, C), n_head);
-  Tensor v = split_heads(slice_last(qkv_out, 2 * C, C), n_head);
-  Tensor scores = scale(bmm(q, k, false, true), 1.0f / std::sqrt(static_cast<float>(HS)));  // (B, NH, T, T)
-  Tensor att = softmax(scores, /*causal=*/true);
-  Tensor y = merge_heads(bmm(att, v));                          // (B, T, C)
-  return proj.forward(y);
+  // One fused op (core/ops/attention.h) in place of the composition
+  //   q, k, v = split_heads(slice_last(qkv(x), 0 | C | 2C, C))      (B, NH, T, HS) each
+  //   y = merge_heads(softmax(q k^T / sqrt(HS), causal) v)           (B, T, C)
+  // which tests/core/attention_test.cpp keeps as the reference it is checked against.
+  return proj.forward(causal_attention(qkv.forward(x), n_head));  // (B, T, 3C) -> (B, T, C) -> (B, T, C)
 }
 
 Tensor activate(const Tensor& x, const std::string& activation) {

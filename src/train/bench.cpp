@@ -75,7 +75,13 @@ BenchResult run_bench(Config cfg, const BenchOptions& opt) {
   r.flops_per_step = train_step_flops(cfg.model, B, T, r.n_matmul_params);
   const auto lr = static_cast<float>(cfg.optim.learning_rate);
 
+  long faults_at_start = 0;
   for (int s = 0; s < opt.warmup + opt.steps; ++s) {
+    if (s == opt.warmup) {
+      rusage ru{};
+      getrusage(RUSAGE_SELF, &ru);
+      faults_at_start = ru.ru_minflt + ru.ru_majflt;
+    }
     const auto t0 = Clock::now();
     Tensor loss = Model::loss(model.forward(batch.x, B, T), batch.y);
     const auto t1 = Clock::now();
@@ -94,6 +100,7 @@ BenchResult run_bench(Config cfg, const BenchOptions& opt) {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   r.peak_rss_kb = ru.ru_maxrss;
+  r.page_faults_per_step = static_cast<double>(ru.ru_minflt + ru.ru_majflt - faults_at_start) / opt.steps;
   return r;
 }
 
@@ -119,6 +126,7 @@ nlohmann::json to_json(const BenchResult& r, const Config& cfg) {
           {"tokens_per_sec", static_cast<double>(r.tokens_per_step) / (med / 1000.0)},
           {"gflops", r.flops_per_step / (med * 1e6)},
           {"peak_rss_mb", static_cast<double>(r.peak_rss_kb) / 1024.0},
+          {"page_faults_per_step", r.page_faults_per_step},
           {"final_loss", r.final_loss}};
 }
 

@@ -31,6 +31,7 @@ struct BenchResult {
   int64_t n_params = 0, n_matmul_params = 0, tokens_per_step = 0;
   double flops_per_step = 0.0;
   long peak_rss_kb = 0;
+  double page_faults_per_step = 0.0;  // over the timed steps: 0 when nothing new is touched
   int threads = 0;
   double final_loss = 0.0;
 };

@@ -2,7 +2,8 @@
 // single-tensor implementations; torch's add(x, alpha) kernel is a fused multiply-add, hence
 // std::fma there. Scalars (bias corrections, 1 - lr*wd) are computed in double and rounded once,
 // as torch does with Python floats. On scripts/optim_reference.py's fixture the results are
-// bit-identical to torch's. Not here: vectorised or multi-threaded kernels.
+// bit-identical to torch's. AdamW runs each parameter in fixed chunks over the threads (the
+// element formula is unchanged; the update norm's partial sums are added in chunk order).
 #include "train/optimizer.h"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/parallel.h"
 
 namespace sl {
 
@@ -64,17 +66,25 @@ class AdamW final : public Optimizer {
       const float* g = p.grad_data();
       float* m = m_[k].data();
       float* v = v_[k].data();
+      const int64_t n = p.numel();
+      constexpr int64_t kChunk = 1 << 13;
+      std::vector<double> part(static_cast<size_t>((n + kChunk - 1) / kChunk), 0.0);
+      parallel_chunks(n, kChunk, [&](int64_t lo, int64_t hi) {
+        double dsq = 0.0;
+        for (int64_t i = lo; i < hi; ++i) {
+          const float old = w[i];
+          const float decayed = old * decay;
+          m[i] = std::fma(one_minus_b1, g[i], m[i] * b1);
+          v[i] = v[i] * b2 + one_minus_b2 * g[i] * g[i];
+          const float denom = std::sqrt(v[i]) / bias2_sqrt + eps;
+          w[i] = decayed + neg_step * m[i] / denom;
+          const double d = static_cast<double>(w[i]) - static_cast<double>(old);
+          dsq += d * d;
+        }
+        part[static_cast<size_t>(lo / kChunk)] = dsq;
+      });
       double delta_sq = 0.0;
-      for (int64_t i = 0, n = p.numel(); i < n; ++i) {
-        const float old = w[i];
-        const float decayed = old * decay;
-        m[i] = std::fma(one_minus_b1, g[i], m[i] * b1);
-        v[i] = v[i] * b2 + one_minus_b2 * g[i] * g[i];
-        const float denom = std::sqrt(v[i]) / bias2_sqrt + eps;
-        w[i] = decayed + neg_step * m[i] / denom;
-        const double d = static_cast<double>(w[i]) - static_cast<double>(old);
-        delta_sq += d * d;
-      }
+      for (double d : part) delta_sq += d;
       last_update_norms_[k] = std::sqrt(delta_sq);
     }
     ++steps_;

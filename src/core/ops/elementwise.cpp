@@ -4,6 +4,8 @@
 // exact GELU g = x Phi(x), g' = Phi(x) + x phi(x);
 // tanh GELU g = 0.5 x (1 + tanh(u)), u = c (x + 0.044715 x^3), c = sqrt(2/pi),
 //   g' = 0.5 (1 + tanh(u)) + 0.5 x (1 - tanh(u)^2) c (1 + 3 * 0.044715 x^2).
+// GELU's erf, exp and tanh are core/fastmath.h's vectorisable versions (tanh(u) =
+// 1 - 2 / (e^(2u) + 1)); the loops run over chunks in parallel (core/parallel.h).
 #include "core/ops/elementwise.h"
 
 #include <cmath>
@@ -11,17 +13,35 @@
 
 #include "core/autograd.h"
 #include "core/error.h"
+#include "core/fastmath.h"
+#include "core/parallel.h"
 
 namespace sl {
 
+namespace {
+constexpr int64_t kChunk = 1 << 14;  // elements per parallel chunk
+}  // namespace
+
 void add_forward(float* out, const float* a, const float* b, int64_t n, int64_t nb) {
+  if (nb == n) {
+    parallel_chunks(n, kChunk, [=](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) out[i] = a[i] + b[i];
+    });
+    return;
+  }
   for (int64_t i = 0; i < n; i += nb)
     for (int64_t j = 0; j < nb; ++j) out[i + j] = a[i + j] + b[j];
 }
 void add_backward(float* da, float* db, const float* dout, int64_t n, int64_t nb) {
   if (da)
-    for (int64_t i = 0; i < n; ++i) da[i] += dout[i];
-  if (db)
+    parallel_chunks(n, kChunk, [=](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) da[i] += dout[i];
+    });
+  if (db && nb == n)
+    parallel_chunks(n, kChunk, [=](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) db[i] += dout[i];
+    });
+  else if (db)
     for (int64_t i = 0; i < n; i += nb)
       for (int64_t j = 0; j < nb; ++j) db[j] += dout[i + j];
 }
@@ -59,32 +79,40 @@ constexpr float kSqrt2OverPi = 0.79788456080286536f;
 constexpr float kGeluCubic = 0.044715f;
 }  // namespace
 
+namespace {
+inline float fast_tanh(float u) { return 1.0f - 2.0f / (fast_exp(2.0f * u) + 1.0f); }
+}  // namespace
+
 void gelu_forward(float* y, const float* x, int64_t n, bool tanh_approx) {
-  if (tanh_approx) {
-    for (int64_t i = 0; i < n; ++i) {
-      const float v = x[i];
-      y[i] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + kGeluCubic * v * v * v)));
+  parallel_chunks(n, kChunk, [=](int64_t lo, int64_t hi) {
+    if (tanh_approx) {
+      for (int64_t i = lo; i < hi; ++i) {
+        const float v = x[i];
+        y[i] = 0.5f * v * (1.0f + fast_tanh(kSqrt2OverPi * (v + kGeluCubic * v * v * v)));
+      }
+    } else {
+      for (int64_t i = lo; i < hi; ++i) y[i] = 0.5f * x[i] * (1.0f + fast_erf(x[i] * kInvSqrt2));
     }
-  } else {
-    for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
-  }
+  });
 }
 void gelu_backward(float* dx, const float* dy, const float* x, int64_t n, bool tanh_approx) {
-  if (tanh_approx) {
-    for (int64_t i = 0; i < n; ++i) {
-      const float v = x[i];
-      const float t = std::tanh(kSqrt2OverPi * (v + kGeluCubic * v * v * v));
-      const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * v * v);
-      dx[i] += dy[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
+  parallel_chunks(n, kChunk, [=](int64_t lo, int64_t hi) {
+    if (tanh_approx) {
+      for (int64_t i = lo; i < hi; ++i) {
+        const float v = x[i];
+        const float t = fast_tanh(kSqrt2OverPi * (v + kGeluCubic * v * v * v));
+        const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * v * v);
+        dx[i] += dy[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
+      }
+    } else {
+      for (int64_t i = lo; i < hi; ++i) {
+        const float v = x[i];
+        const float cdf = 0.5f * (1.0f + fast_erf(v * kInvSqrt2));
+        const float pdf = kInvSqrt2Pi * fast_exp(-0.5f * v * v);
+        dx[i] += dy[i] * (cdf + v * pdf);
+      }
     }
-  } else {
-    for (int64_t i = 0; i < n; ++i) {
-      const float v = x[i];
-      const float cdf = 0.5f * (1.0f + std::erf(v * kInvSqrt2));
-      const float pdf = kInvSqrt2Pi * std::exp(-0.5f * v * v);
-      dx[i] += dy[i] * (cdf + v * pdf);
-    }
-  }
+  });
 }
 
 namespace {

@@ -1,4 +1,5 @@
-// Cross-entropy: -log softmax(logits)[target], with the log-sum-exp computed stably.
+// Cross-entropy: -log softmax(logits)[target], with the log-sum-exp computed stably. Rows run in
+// parallel; the per-row losses are summed in row order (deterministic for any thread count).
 #include "core/ops/loss.h"
 
 #include <cmath>
@@ -7,38 +8,53 @@
 
 #include "core/autograd.h"
 #include "core/error.h"
+#include "core/fastmath.h"
+#include "core/parallel.h"
 
 namespace sl {
 
 double cross_entropy_forward(float* probs, const float* logits, const int32_t* targets, int64_t N, int64_t V) {
+  auto row_loss = make_buffer(static_cast<size_t>(N));  // (N)
+  float* rl = row_loss->data();
+  parallel_chunks(
+      N, 16,
+      [=](int64_t lo, int64_t hi) {
+        for (int64_t r = lo; r < hi; ++r) {
+          const float* lr = logits + r * V;
+          float* pr = probs + r * V;
+          float mx = lr[0];
+          for (int64_t j = 1; j < V; ++j) mx = lr[j] > mx ? lr[j] : mx;
+          float s = 0.0f;
+          for (int64_t j = 0; j < V; ++j) {
+            pr[j] = fast_exp(lr[j] - mx);
+            s += pr[j];
+          }
+          const float inv = 1.0f / s;
+          for (int64_t j = 0; j < V; ++j) pr[j] *= inv;
+          // -log p_t = log(sum) + mx - l_t, computed from the logits, not from a rounded probability
+          rl[r] = std::log(s) + mx - lr[targets[r]];
+        }
+      },
+      V);
   double total = 0.0;
-  for (int64_t r = 0; r < N; ++r) {
-    const float* lr = logits + r * V;
-    float* pr = probs + r * V;
-    float mx = lr[0];
-    for (int64_t j = 1; j < V; ++j) mx = lr[j] > mx ? lr[j] : mx;
-    double s = 0.0;
-    for (int64_t j = 0; j < V; ++j) {
-      pr[j] = std::exp(lr[j] - mx);
-      s += static_cast<double>(pr[j]);
-    }
-    const float inv = static_cast<float>(1.0 / s);
-    for (int64_t j = 0; j < V; ++j) pr[j] *= inv;
-    // -log p_t = log(sum) + mx - l_t, computed from the logits, not from a rounded probability
-    total += std::log(s) + static_cast<double>(mx) - static_cast<double>(lr[targets[r]]);
-  }
+  for (int64_t r = 0; r < N; ++r) total += static_cast<double>(rl[r]);
   return N ? total / static_cast<double>(N) : 0.0;
 }
 
 void cross_entropy_backward(float* dlogits, float dloss, const float* probs, const int32_t* targets, int64_t N,
                             int64_t V) {
   const float g = dloss / static_cast<float>(N);
-  for (int64_t r = 0; r < N; ++r) {
-    float* dr = dlogits + r * V;
-    const float* pr = probs + r * V;
-    for (int64_t j = 0; j < V; ++j) dr[j] += g * pr[j];
-    dr[targets[r]] -= g;
-  }
+  parallel_chunks(
+      N, 16,
+      [=](int64_t lo, int64_t hi) {
+        for (int64_t r = lo; r < hi; ++r) {
+          float* dr = dlogits + r * V;
+          const float* pr = probs + r * V;
+          for (int64_t j = 0; j < V; ++j) dr[j] += g * pr[j];
+          dr[targets[r]] -= g;
+        }
+      },
+      V);
 }
 
 Tensor cross_entropy(const Tensor& logits, const std::vector<int32_t>& targets) {

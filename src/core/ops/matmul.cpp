@@ -5,11 +5,13 @@
 // Each case is one gemm call with beta = 1, so gradients accumulate in place.
 #include "core/ops/matmul.h"
 
+#include <algorithm>
 #include <string>
 
 #include "core/autograd.h"
 #include "core/blas.h"
 #include "core/error.h"
+#include "core/parallel.h"
 
 namespace sl {
 
@@ -101,8 +103,14 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   Tensor y = Tensor::empty(Shape(dims));
   float* yp = y.data();
   if (b.defined()) {
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = 0; j < outf; ++j) yp[r * outf + j] = b.data()[j];
+    const float* bp = b.data();
+    parallel_chunks(
+        rows, 64,
+        [=](int64_t lo, int64_t hi) {
+          for (int64_t r = lo; r < hi; ++r)
+            for (int64_t j = 0; j < outf; ++j) yp[r * outf + j] = bp[j];
+        },
+        outf);
   }
   // y (rows, out) = x (rows, in) w^T (in, out) [+ y]
   gemm(false, true, rows, outf, in, 1.0f, x.data(), w.data(), b.defined() ? 1.0f : 0.0f, yp);
@@ -111,9 +119,11 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
       const float* dy = o.grad->data();
       if (float* dx = grad_of(x)) gemm(false, false, rows, in, outf, 1.0f, dy, w.data(), 1.0f, dx);
       if (float* dw = grad_of(w)) gemm(true, false, outf, in, rows, 1.0f, dy, x.data(), 1.0f, dw);
-      if (float* db = grad_of(b))
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t j = 0; j < outf; ++j) db[j] += dy[r * outf + j];
+      if (float* db = grad_of(b)) {  // db (out) += dy^T (out, rows) 1 (rows): a gemm, not a serial loop
+        auto ones = make_buffer(static_cast<size_t>(rows));
+        std::fill(ones->data(), ones->data() + rows, 1.0f);
+        gemm(true, false, outf, 1, rows, 1.0f, dy, ones->data(), 1.0f, db);
+      }
     });
   }
   return y;

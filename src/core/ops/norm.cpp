@@ -1,7 +1,8 @@
 // LayerNorm / RMSNorm kernels. Backward, with xhat = (x - mu) * rstd and g = dy * gamma:
 //   layer_norm: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)); dgamma += dy xhat; dbeta += dy
 //   rms_norm:   xhat = x * rstd, dx = rstd * (g - xhat * mean(g * xhat)); dgamma += dy xhat
-// Row statistics are accumulated in double.
+// Row statistics are accumulated in double. Rows run in parallel in fixed chunks of kRows;
+// dgamma/dbeta are summed per chunk and the chunk partials added in order (deterministic).
 #include "core/ops/norm.h"
 
 #include <cmath>
@@ -9,12 +10,41 @@
 
 #include "core/autograd.h"
 #include "core/error.h"
+#include "core/parallel.h"
 
 namespace sl {
+namespace {
+
+constexpr int64_t kRows = 32;  // rows per parallel chunk
+
+// Runs body(lo, hi, dg, db) over row chunks, each with its own zeroed partial dgamma/dbeta (C
+// each; null when the caller's is null), then adds the partials into dgamma/dbeta in order.
+template <typename Body>
+void rows_with_param_grads(int64_t rows, int64_t C, float* dgamma, float* dbeta, Body body) {
+  const int64_t chunks = (rows + kRows - 1) / kRows;
+  auto part = make_buffer(static_cast<size_t>(chunks * 2 * C), /*zero=*/true);  // (chunks, 2, C)
+  parallel_chunks(
+      rows, kRows,
+      [&](int64_t lo, int64_t hi) {
+        float* p = part->data() + (lo / kRows) * 2 * C;
+        body(lo, hi, dgamma ? p : nullptr, dbeta ? p + C : nullptr);
+      },
+      C);
+  for (int64_t c = 0; c < chunks; ++c) {
+    const float* p = part->data() + c * 2 * C;
+    if (dgamma)
+      for (int64_t i = 0; i < C; ++i) dgamma[i] += p[i];
+    if (dbeta)
+      for (int64_t i = 0; i < C; ++i) dbeta[i] += p[C + i];
+  }
+}
+
+}  // namespace
 
 void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, const float* gamma, const float* beta,
                         int64_t rows, int64_t C, float eps) {
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_chunks(rows, kRows, [=](int64_t lo, int64_t hi) {
+  for (int64_t r = lo; r < hi; ++r) {
     const float* xr = x + r * C;
     double s = 0.0;
     for (int64_t i = 0; i < C; ++i) s += static_cast<double>(xr[i]);
@@ -31,11 +61,13 @@ void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, cons
     mean[r] = m;
     rstd[r] = rs;
   }
+  }, C);
 }
 
 void layer_norm_backward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* mean,
                          const float* rstd, const float* gamma, int64_t rows, int64_t C) {
-  for (int64_t r = 0; r < rows; ++r) {
+  rows_with_param_grads(rows, C, dgamma, dbeta, [=](int64_t lo, int64_t hi, float* dg, float* db) {
+  for (int64_t r = lo; r < hi; ++r) {
     const float* xr = x + r * C;
     const float* dyr = dy + r * C;
     const float m = mean[r], rs = rstd[r];
@@ -45,8 +77,8 @@ void layer_norm_backward(float* dx, float* dgamma, float* dbeta, const float* dy
       const float g = dyr[i] * (gamma ? gamma[i] : 1.0f);
       sg += static_cast<double>(g);
       sgx += static_cast<double>(g * xh);
-      if (dgamma) dgamma[i] += dyr[i] * xh;
-      if (dbeta) dbeta[i] += dyr[i];
+      if (dg) dg[i] += dyr[i] * xh;
+      if (db) db[i] += dyr[i];
     }
     if (!dx) continue;
     const float mg = static_cast<float>(sg / static_cast<double>(C));
@@ -58,10 +90,12 @@ void layer_norm_backward(float* dx, float* dgamma, float* dbeta, const float* dy
       dxr[i] += rs * (g - mg - xh * mgx);
     }
   }
+  });
 }
 
 void rms_norm_forward(float* y, float* rstd, const float* x, const float* gamma, int64_t rows, int64_t C, float eps) {
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_chunks(rows, kRows, [=](int64_t lo, int64_t hi) {
+  for (int64_t r = lo; r < hi; ++r) {
     const float* xr = x + r * C;
     double ss = 0.0;
     for (int64_t i = 0; i < C; ++i) ss += static_cast<double>(xr[i]) * static_cast<double>(xr[i]);
@@ -70,11 +104,13 @@ void rms_norm_forward(float* y, float* rstd, const float* x, const float* gamma,
     for (int64_t i = 0; i < C; ++i) yr[i] = (gamma ? gamma[i] : 1.0f) * xr[i] * rs;
     rstd[r] = rs;
   }
+  }, C);
 }
 
 void rms_norm_backward(float* dx, float* dgamma, const float* dy, const float* x, const float* rstd,
                        const float* gamma, int64_t rows, int64_t C) {
-  for (int64_t r = 0; r < rows; ++r) {
+  rows_with_param_grads(rows, C, dgamma, nullptr, [=](int64_t lo, int64_t hi, float* dg, float*) {
+  for (int64_t r = lo; r < hi; ++r) {
     const float* xr = x + r * C;
     const float* dyr = dy + r * C;
     const float rs = rstd[r];
@@ -82,7 +118,7 @@ void rms_norm_backward(float* dx, float* dgamma, const float* dy, const float* x
     for (int64_t i = 0; i < C; ++i) {
       const float xh = xr[i] * rs;
       sgx += static_cast<double>(dyr[i] * (gamma ? gamma[i] : 1.0f) * xh);
-      if (dgamma) dgamma[i] += dyr[i] * xh;
+      if (dg) dg[i] += dyr[i] * xh;
     }
     if (!dx) continue;
     const float mgx = static_cast<float>(sgx / static_cast<double>(C));
@@ -92,6 +128,7 @@ void rms_norm_backward(float* dx, float* dgamma, const float* dy, const float* x
       dxr[i] += rs * (dyr[i] * (gamma ? gamma[i] : 1.0f) - xh * mgx);
     }
   }
+  });
 }
 
 namespace {

@@ -1,0 +1,102 @@
+// Fused causal attention, per (batch b, head h), with Q, K, V (T, HS) the column blocks of qkv
+// (row stride 3C) and s = 1/sqrt(HS):
+//   forward:  S = s Q K^T;  P = softmax(S) over keys j <= i (P_ij = 0 for j > i);  Y = P V
+//   backward: dV += P^T dY;  dP = dY V^T;  dS = P * (dP - rowsum(dP * P));
+//             dQ += s dS K;  dK += s dS^T Q
+// The rows of P above the diagonal are 0, so dS is 0 there too and the full-square gemms add
+// nothing from the future. Y and dY are (T, HS) column blocks of (B, T, C) (row stride C).
+#include "core/ops/attention.h"
+
+#include <cmath>
+#include <string>
+
+#include "core/autograd.h"
+#include "core/blas.h"
+#include "core/error.h"
+#include "core/parallel.h"
+
+namespace sl {
+namespace {
+
+// Causal softmax of one (T, T) block in place: row i over columns 0..i, zeros after.
+void causal_softmax_rows(float* p, int64_t T) {
+  for (int64_t i = 0; i < T; ++i) {
+    float* row = p + i * T;
+    float mx = row[0];
+    for (int64_t j = 1; j <= i; ++j) mx = row[j] > mx ? row[j] : mx;
+    float sum = 0.0f;
+    for (int64_t j = 0; j <= i; ++j) {
+      row[j] = std::exp(row[j] - mx);
+      sum += row[j];
+    }
+    const float inv = 1.0f / sum;
+    for (int64_t j = 0; j <= i; ++j) row[j] *= inv;
+    for (int64_t j = i + 1; j < T; ++j) row[j] = 0.0f;
+  }
+}
+
+}  // namespace
+
+void attention_forward(float* y, float* att, const float* qkv, int64_t B, int64_t T, int64_t C, int64_t NH) {
+  const int64_t HS = C / NH, C3 = 3 * C;
+  const float s = 1.0f / std::sqrt(static_cast<float>(HS));
+  blas_serial_for(B * NH, [&](int64_t bh) {
+    const int64_t b = bh / NH, h = bh % NH;
+    const float* q = qkv + b * T * C3 + h * HS;  // (T, HS), row stride 3C
+    const float* k = q + C;
+    const float* v = q + 2 * C;
+    float* p = att + bh * T * T;  // (T, T)
+    gemm_ld(false, true, T, T, HS, s, q, C3, k, C3, 0.0f, p, T);
+    causal_softmax_rows(p, T);
+    gemm_ld(false, false, T, HS, T, 1.0f, p, T, v, C3, 0.0f, y + b * T * C + h * HS, C);
+  });
+}
+
+void attention_backward(float* dqkv, const float* dy, const float* att, const float* qkv, int64_t B, int64_t T,
+                        int64_t C, int64_t NH) {
+  const int64_t HS = C / NH, C3 = 3 * C;
+  const float s = 1.0f / std::sqrt(static_cast<float>(HS));
+  auto scratch = make_buffer(static_cast<size_t>(num_threads() * T * T));  // one dP (T, T) per thread
+  blas_serial_for(B * NH, [&](int64_t bh) {
+    const int64_t b = bh / NH, h = bh % NH;
+    const int64_t off = b * T * C3 + h * HS;
+    const float* q = qkv + off;
+    const float* k = q + C;
+    const float* v = q + 2 * C;
+    float* dq = dqkv + off;
+    float* dk = dq + C;
+    float* dv = dq + 2 * C;
+    const float* p = att + bh * T * T;             // (T, T)
+    const float* dyb = dy + b * T * C + h * HS;    // (T, HS), row stride C
+    float* dp = scratch->data() + thread_index() * T * T;  // (T, T)
+    gemm_ld(true, false, T, HS, T, 1.0f, p, T, dyb, C, 1.0f, dv, C3);   // dV += P^T dY
+    gemm_ld(false, true, T, T, HS, 1.0f, dyb, C, v, C3, 0.0f, dp, T);   // dP = dY V^T
+    for (int64_t i = 0; i < T; ++i) {                                     // dS = P (dP - <dP, P>)
+      const float* pr = p + i * T;
+      float* dr = dp + i * T;
+      float dot = 0.0f;
+      for (int64_t j = 0; j <= i; ++j) dot += dr[j] * pr[j];
+      for (int64_t j = 0; j <= i; ++j) dr[j] = pr[j] * (dr[j] - dot);
+      for (int64_t j = i + 1; j < T; ++j) dr[j] = 0.0f;
+    }
+    gemm_ld(false, false, T, HS, T, s, dp, T, k, C3, 1.0f, dq, C3);     // dQ += s dS K
+    gemm_ld(true, false, T, HS, T, s, dp, T, q, C3, 1.0f, dk, C3);      // dK += s dS^T Q
+  });
+}
+
+Tensor causal_attention(const Tensor& qkv, int64_t n_head) {
+  if (qkv.ndim() != 3 || n_head <= 0 || qkv.size(2) % (3 * n_head) != 0)
+    throw ShapeError("[causal_attention] needs qkv (B, T, 3C) with C divisible by n_head=" + std::to_string(n_head) +
+                     ", got " + qkv.shape().str());
+  const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3;
+  Tensor y = Tensor::empty(Shape{B, T, C});
+  auto att = make_buffer(static_cast<size_t>(B * n_head * T * T));  // (B, NH, T, T)
+  attention_forward(y.data(), att->data(), qkv.data(), B, T, C, n_head);
+  if (needs_grad(qkv))
+    attach(y, "causal_attention", {qkv}, [qkv, att, B, T, C, n_head](TensorImpl& o) {
+      attention_backward(grad_of(qkv), o.grad->data(), att->data(), qkv.data(), B, T, C, n_head);
+    });
+  return y;
+}
+
+}  // namespace sl

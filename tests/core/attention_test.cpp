@@ -1,0 +1,62 @@
+// The fused causal attention op: against the composed reference (slice, split_heads, bmm,
+// causal softmax, merge_heads), gradient-checked, and causal.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/ops.h"
+#include "core/ops/attention.h"
+#include "support/gradcheck.h"
+
+namespace sl {
+namespace {
+using testing::grad_check;
+using testing::randn;
+
+// The readable reference path the fused op replaces.
+Tensor composed_attention(const Tensor& qkv, int64_t NH) {
+  const int64_t C = qkv.size(2) / 3, HS = C / NH;
+  Tensor q = split_heads(slice_last(qkv, 0, C), NH);
+  Tensor k = split_heads(slice_last(qkv, C, C), NH);
+  Tensor v = split_heads(slice_last(qkv, 2 * C, C), NH);
+  Tensor att = softmax(scale(bmm(q, k, false, true), 1.0f / std::sqrt(static_cast<float>(HS))), true);
+  return merge_heads(bmm(att, v));
+}
+
+TEST(CausalAttention, MatchesTheComposedOpsForwardAndBackward) {
+  Tensor a = randn({2, 5, 24}, 11);  // B 2, T 5, C 8, NH 2
+  Tensor b = a.detach().clone().set_requires_grad(true);
+  Tensor ya = causal_attention(a, 2), yb = composed_attention(b, 2);
+  std::vector<float> va = ya.to_vector(), vb = yb.to_vector();
+  for (size_t i = 0; i < va.size(); ++i) EXPECT_NEAR(va[i], vb[i], 1e-5f) << i;
+  Tensor r = randn({2, 5, 8}, 12, 1.0f, false);
+  sum(mul(ya, r)).backward();
+  sum(mul(yb, r)).backward();
+  std::vector<float> ga = a.grad().to_vector(), gb = b.grad().to_vector();
+  for (size_t i = 0; i < ga.size(); ++i) EXPECT_NEAR(ga[i], gb[i], 1e-5f) << i;
+}
+
+TEST(CausalAttention, BackwardMatchesFiniteDifferences) {
+  for (int64_t NH : {1, 2, 4})
+    EXPECT_TRUE(grad_check([NH](const std::vector<Tensor>& in) { return causal_attention(in[0], NH); },
+                           {randn({2, 4, 24}, 13)}))
+        << "n_head=" << NH;
+}
+
+TEST(CausalAttention, FutureTokensDoNotChangeThePast) {
+  Tensor x = randn({1, 6, 12}, 14, 1.0f, false);
+  std::vector<float> y = causal_attention(x, 2).to_vector();
+  Tensor x2 = x.clone();
+  for (int64_t c = 0; c < 12; ++c) x2.data()[4 * 12 + c] += 3.0f;  // change token 4
+  std::vector<float> y2 = causal_attention(x2, 2).to_vector();
+  for (int64_t t = 0; t < 4; ++t)
+    for (int64_t c = 0; c < 4; ++c) EXPECT_EQ(y[t * 4 + c], y2[t * 4 + c]) << "t=" << t;
+  EXPECT_NE(y[4 * 4], y2[4 * 4]);
+}
+
+TEST(CausalAttention, RejectsAWidthThatDoesNotSplitIntoHeads) {
+  EXPECT_THROW(causal_attention(randn({1, 2, 10}, 1, 1.0f, false), 2), ShapeError);
+}
+
+}  // namespace
+}  // namespace sl
