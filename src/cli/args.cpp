@@ -1,4 +1,4 @@
-// Flag parsing with errors that name the command and the flag.
+// Flag parsing with errors that name the flag (main() prefixes them with the command).
 #include "cli/args.h"
 
 #include <sstream>
@@ -38,7 +38,7 @@ long long Args::get_int(const std::string& f, long long fallback) const {
   throw Error("--" + f + ": expected an integer, got '" + v + "'");
 }
 
-Args parse_args(const std::string& command, const std::vector<std::string>& argv,
+Args parse_args(const std::string& /*command: main() prefixes errors with it*/, const std::vector<std::string>& argv,
                 const std::set<std::string>& value_flags, const std::set<std::string>& switch_flags,
                 bool allow_overrides) {
   Args a;
@@ -51,21 +51,21 @@ Args parse_args(const std::string& command, const std::vector<std::string>& argv
     const size_t eq = s.find('=');
     const std::string name = s.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     if (name.find('.') != std::string::npos) {
-      if (!allow_overrides) throw Error("stacklab " + command + ": config overrides like " + s + " are not accepted here");
-      if (eq == std::string::npos) throw Error("stacklab " + command + ": override " + s + " needs a value: --" + name + "=VALUE");
+      if (!allow_overrides) throw Error("config overrides like " + s + " are not accepted here");
+      if (eq == std::string::npos) throw Error("override " + s + " needs a value: --" + name + "=VALUE");
       a.overrides.push_back(s);
     } else if (value_flags.count(name)) {
       if (eq != std::string::npos) {
         a.flags[name] = s.substr(eq + 1);
       } else {
-        if (i + 1 >= argv.size()) throw Error("stacklab " + command + ": --" + name + " needs a value");
+        if (i + 1 >= argv.size()) throw Error("--" + name + " needs a value");
         a.flags[name] = argv[++i];
       }
     } else if (switch_flags.count(name) && eq == std::string::npos) {
       a.flags[name] = "true";
     } else {
       std::ostringstream os;
-      os << "stacklab " << command << ": unknown flag --" << name << "; valid flags:";
+      os << "unknown flag --" << name << "; valid flags:";
       for (const auto& f : value_flags) os << " --" << f;
       for (const auto& f : switch_flags) os << " --" << f;
       if (allow_overrides) os << " (and config overrides --section.key=value)";

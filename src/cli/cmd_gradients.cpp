@@ -17,8 +17,8 @@ namespace sl {
 
 int cmd_gradients(const ArgList& argv) {
   Args a = parse_args("gradients", argv, {"out"}, {}, true);
-  if (a.positional.size() != 1) throw Error("stacklab gradients: expected one CONFIG file");
-  if (!a.has("out")) throw Error("stacklab gradients: --out DIR is required");
+  if (a.positional.size() != 1) throw Error("expected one CONFIG file");
+  if (!a.has("out")) throw Error("--out DIR is required");
   Config cfg = load_config(a.positional[0], a.overrides);
   auto data = make_data(cfg);
   Model model(cfg.model);

@@ -18,7 +18,7 @@ namespace sl {
 
 int cmd_probe(const ArgList& argv) {
   Args a = parse_args("probe", argv, {"seeds", "out"}, {"quiet"}, true);
-  if (a.positional.size() != 1) throw Error("stacklab probe: expected one CONFIG file");
+  if (a.positional.size() != 1) throw Error("expected one CONFIG file");
   Config cfg = load_config(a.positional[0], a.overrides);
   std::vector<uint64_t> seeds;
   for (float s : parse_float_list("seeds", a.get("seeds", "0,1,2"))) {

@@ -8,6 +8,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "core/blas.h"
 #include "core/error.h"
 #include "core/ops.h"
 #include "core/rng.h"
@@ -20,9 +21,10 @@ namespace sl {
 
 int cmd_sample(const ArgList& argv) {
   Args a = parse_args("sample", argv, {"prompt", "tokens", "temperature", "top-k", "seed"}, {}, false);
-  if (a.positional.size() != 1) throw Error("stacklab sample: expected one RUN_DIR");
+  if (a.positional.size() != 1) throw Error("expected one RUN_DIR");
   const std::string dir = a.positional[0];
   Config cfg = load_run_config(dir);
+  set_num_threads(1);  // one sequence at a time: more threads only add overhead
   auto data = make_data(cfg, cfg.data.source == "text" ? dir + "/vocab.json" : "");
   Model model(cfg.model);
   const std::string ckpt = dir + "/checkpoints/latest.safetensors";

@@ -67,7 +67,7 @@ std::vector<std::string> child_args(const SweepPlan& plan, const SweepRun& r, co
 
 pid_t spawn(const std::vector<std::string>& args, const std::string& log_path) {
   const pid_t pid = fork();
-  if (pid < 0) throw Error("stacklab sweep: fork failed");
+  if (pid < 0) throw Error("fork failed");
   if (pid == 0) {
     const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
@@ -109,7 +109,7 @@ std::string fmt_time(double s) {
 
 int cmd_sweep(const ArgList& argv) {
   Args a = parse_args("sweep", argv, {"jobs"}, {"dry-run"}, false);
-  if (a.positional.size() != 1) throw Error("stacklab sweep: expected one SWEEP.json file");
+  if (a.positional.size() != 1) throw Error("expected one SWEEP.json file");
   const SweepPlan plan = expand_sweep(a.positional[0]);
   const long long jobs_flag = a.get_int("jobs", 0);
   if (jobs_flag < 0) throw Error("--jobs: must be >= 1 (or 0 for one per core)");

@@ -44,7 +44,7 @@ void print_result(const ToyBlockResult& r) {
 
 int cmd_toyblock(const ArgList& argv) {
   Args a = parse_args("toyblock", argv, {"x", "strength", "norm", "eps"}, {}, false);
-  if (!a.positional.empty()) throw Error("stacklab toyblock: unexpected argument '" + a.positional[0] + "'");
+  if (!a.positional.empty()) throw Error("unexpected argument '" + a.positional[0] + "'");
   const std::vector<float> x = parse_float_list("x", a.get("x", "1,-1,2,0"));
   const auto s = static_cast<float>(a.get_double("strength", 0.8));
   const auto eps = static_cast<float>(a.get_double("eps", 1e-5));

@@ -49,15 +49,15 @@ int cmd_train(const ArgList& argv) {
   Config cfg;
   TrainOptions opt;
   if (a.has("resume")) {
-    if (!a.positional.empty()) throw Error("stacklab train: give either CONFIG or --resume RUN_DIR, not both");
+    if (!a.positional.empty()) throw Error("give either CONFIG or --resume RUN_DIR, not both");
     if (!a.overrides.empty())
-      throw Error("stacklab train --resume: config overrides (" + a.overrides[0] +
+      throw Error("--resume: config overrides (" + a.overrides[0] +
                   ") are not accepted; a resumed run keeps the config it started with");
     opt.run_dir = a.get("resume", "");
     cfg = load_run_config(opt.run_dir);
     opt.resume = true;
   } else {
-    if (a.positional.size() != 1) throw Error("stacklab train: expected one CONFIG file (or --resume RUN_DIR)");
+    if (a.positional.size() != 1) throw Error("expected one CONFIG file (or --resume RUN_DIR)");
     cfg = load_config(a.positional[0], a.overrides);
     opt.run_dir = a.get("out", default_run_dir(cfg));
     if (std::filesystem::exists(opt.run_dir + "/metrics.jsonl") && !a.has("force"))
