@@ -6,7 +6,8 @@ first/last block gradient ratio, and the state of the residual stream at the las
 PATHs are run dirs, sweep dirs (run dirs one or two levels down) or `stacklab probe` JSON files
 (a probe counts as a run with one step-0 layers record: its seed means). Writes into --out
 (default PATH/plots for a single sweep dir, else ./compare_plots): grad_norm_by_block.png,
-final_loss_vs_depth.png, grad_ratio_vs_depth.png, rank_vs_layer.png, and prints each path.
+final_loss_vs_depth.png, grad_ratio_vs_depth.png, rank_vs_layer.png, last_grad_vs_depth.png, and
+prints each path.
 Runs are grouped by their wiring id; runs with the same wiring and depth (seeds) are averaged,
 with a min-max band. Not here: one run's curves (plot_run.py).
 """
@@ -239,6 +240,32 @@ def plot_rank(runs, step, out_dir, written, note):
     save(fig, out_dir, "rank_vs_layer.png", written)
 
 
+def plot_last_grad(runs, step, out_dir, written, note):
+    """The last block's gradient norm vs depth, log-log, with 1/sqrt(L) and flat guides: the
+    pre-norm vs post-norm scaling of Xiong et al. 2020, Theorem 1."""
+    def last(run):
+        rec = layers_record(run, step, note)
+        g = arr(rec.get("grad_norm")) if rec else np.array([])
+        return float(g[-1]) if g.size and g[-1] > 0 else None
+    groups = group_by_wiring_depth(runs, last)
+    if not groups:
+        return print("plot_compare: skipping last_grad_vs_depth.png: no finite last-block grad norms")
+    fig, ax = plt.subplots(figsize=(10, 5.5))
+    depths = plot_groups(ax, runs, groups, geometric=True)
+    d = np.array(sorted(set(depths)), dtype=float)
+    if d.size > 1:
+        lo = min(min(v) for g in groups.values() for v in g.values())
+        ax.plot(d, lo * np.sqrt(d[-1] / d) * 0.5, color="0.4", ls="--", lw=1, label="guide: slope -1/2 (1/sqrt(L))")
+        ax.plot(d, np.full_like(d, lo * 0.25), color="0.4", ls=":", lw=1, label="guide: slope 0 (flat)")
+    ax.set_yscale("log")
+    depth_axis(ax, set(depths))
+    ax.set_ylabel("grad norm of the last block's parameters (log)")
+    ax.grid(alpha=0.3, which="both")
+    ax.set_title(f"Last block's gradient norm vs depth at step {step}", fontsize=10)
+    legend_below(ax, len(groups) + 2)
+    save(fig, out_dir, "last_grad_vs_depth.png", written)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description="Compare stacklab runs across depth and wiring.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="run dir, sweep dir or probe JSON")
@@ -263,6 +290,7 @@ def main(argv=None):
     plot_final_loss(runs, out_dir, written)
     plot_ratio(runs, args.step, out_dir, written, note)
     plot_rank(runs, args.step, out_dir, written, note)
+    plot_last_grad(runs, args.step, out_dir, written, note)
     for n in sorted(note):
         print(f"plot_compare: {n}")
     for path in written:
