@@ -299,6 +299,9 @@ struct Validator {
   void at_least(const std::string& path, long long v, long long lo) const {
     if (v < lo) fail(path, "must be >= " + std::to_string(lo) + ", got " + std::to_string(v));
   }
+  void at_most(const std::string& path, long long v, long long hi, const char* why) const {
+    if (v > hi) fail(path, "must be <= " + std::to_string(hi) + ", got " + std::to_string(v) + " (" + why + ")");
+  }
   void positive(const std::string& path, double v) const {
     if (!(v > 0)) fail(path, "must be > 0, got " + json(v).dump());
   }
@@ -317,6 +320,12 @@ void validate_model(const ModelConfig& m, const Validator& v) {
   v.at_least("model.block_size", m.block_size, 1);
   v.at_least("model.vocab_size", m.vocab_size, 1);
   v.at_least("model.mlp_ratio", m.mlp_ratio, 1);
+  // Sanity limits: far above any toy run, low enough that sizes multiply without overflow.
+  v.at_most("model.n_layer", m.n_layer, 4096, "a sanity limit; a typo?");
+  v.at_most("model.n_embd", m.n_embd, 65536, "a sanity limit; a typo?");
+  v.at_most("model.block_size", m.block_size, 65536, "a sanity limit; a typo?");
+  v.at_most("model.vocab_size", m.vocab_size, 1 << 24, "a sanity limit; a typo?");
+  v.at_most("model.mlp_ratio", m.mlp_ratio, 64, "a sanity limit; a typo?");
   v.positive("model.norm_eps", m.norm_eps);
   v.positive("model.init_std", m.init_std);
   if (m.n_embd % m.n_head != 0)
@@ -367,6 +376,9 @@ void validate_optim(const OptimConfig& o, const Validator& v) {
 void validate_run(const TrainConfig& t, const LogConfig& l, const Validator& v) {
   if (t.out_dir.empty()) v.fail("train.out_dir", "must not be empty");
   v.at_least("train.batch_size", t.batch_size, 1);
+  v.at_most("train.batch_size", t.batch_size, 65536, "a sanity limit; a typo?");
+  v.at_most("train.eval_iters", t.eval_iters, 100000, "a sanity limit; a typo?");
+  v.at_most("train.threads", t.threads, 1024, "a sanity limit; a typo?");
   v.at_least("train.max_iters", t.max_iters, 0);
   v.at_least("train.eval_interval", t.eval_interval, 1);
   v.at_least("train.eval_iters", t.eval_iters, 1);

@@ -3,6 +3,8 @@
 
 #include <sstream>
 
+#include "train/memory.h"
+
 namespace sl {
 
 std::unique_ptr<DataSource> make_data(Config& cfg, const std::string& vocab_path) {
@@ -11,6 +13,9 @@ std::unique_ptr<DataSource> make_data(Config& cfg, const std::string& vocab_path
                               vocab_path);
   if (d.source == "text") cfg.model.vocab_size = src->vocab_size();
   src->check_context_length(cfg.model.block_size);
+  // Before the model, its gradients and the optimizer state are allocated: an absurd size is
+  // refused with the estimate rather than ending in the OOM killer (train, probe, bench, ...).
+  check_memory_fits(cfg);
   return src;
 }
 

@@ -10,6 +10,8 @@
 namespace sl {
 
 // The data source of cfg.data. For text data, sets cfg.model.vocab_size to the corpus's.
+// Then refuses (sl::Error) a config whose memory estimate exceeds the machine's available
+// memory (train/memory.h), so every command that builds a model checks it before allocating.
 std::unique_ptr<DataSource> make_data(Config& cfg, const std::string& vocab_path = "");
 
 // "model: 4 layers x 64 wide, 4 heads, ... | block: pre-norm residual: x + f(layernorm(x))"
