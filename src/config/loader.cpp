@@ -108,9 +108,15 @@ json read_json_file(const std::string& path) {
   if (fs::is_directory(path, ec)) throw ConfigError(path + ": is a directory, not a config file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path + ": cannot open for reading");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  const std::string text = buf.str();
+  // Bounded: "extends": "/dev/zero" (or any endless stream) must fail, not read forever.
+  constexpr std::size_t kMaxConfigBytes = 16u << 20;
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxConfigBytes)
+      throw ConfigError(path + ": larger than " + std::to_string(kMaxConfigBytes >> 20) + " MB; not a config file?");
+  }
   try {
     return json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
   } catch (const json::parse_error& e) {

@@ -64,6 +64,9 @@ json parse_header_json(std::string_view text, const std::string& origin) {
 
 Entry parse_entry(const std::string& name, const json& v, const std::string& origin) {
   const std::string where = "tensor '" + name + "'";
+  // The writer refuses an empty name, so the reader must too (found by fuzz_safetensors'
+  // round-trip property: parse accepted what serialize then threw on).
+  if (name.empty()) bad(origin, "a tensor has an empty name");
   if (!v.is_object()) bad(origin, where + ": entry must be an object, got " + v.type_name());
   for (const char* key : {"dtype", "shape", "data_offsets"})
     if (!v.contains(key)) bad(origin, where + ": missing \"" + key + "\"");
@@ -193,6 +196,10 @@ TensorFile parse_safetensors(std::string_view bytes, const std::string& origin) 
     bad(origin, "header length " + std::to_string(n) + " exceeds the " + std::to_string(bytes.size() - 8) +
                     " bytes after the length field (file truncated?)");
 
+  // nlohmann's parser stops at a NUL byte, so "{...}\0<anything>" would pass; the header is
+  // JSON padded with spaces, never NUL (a flipped bit turns a padding space into one).
+  if (const size_t nul = bytes.substr(8, n).find('\0'); nul != std::string_view::npos)
+    bad(origin, "header holds a NUL byte at offset " + std::to_string(8 + nul) + " (corrupt file?)");
   const json header = parse_header_json(bytes.substr(8, n), origin);
   if (!header.is_object()) bad(origin, std::string("header must be a JSON object, got ") + header.type_name());
 

@@ -1,6 +1,9 @@
 // Checkpoint files: model + optimizer tensors, config and train state in the metadata.
 #include "train/checkpoint.h"
 
+#include <algorithm>
+#include <cstdio>
+
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "nn/weights.h"
@@ -9,6 +12,34 @@ namespace sl {
 
 namespace {
 const char* kOptimPrefix = "optim.";
+const char* kChecksumKey = "checksum";
+const char* kFormatV1 = "stacklab.checkpoint.v1";  // before checksums: still read
+const char* kFormatV2 = "stacklab.checkpoint.v2";  // v1 + a required checksum
+
+// FNV-1a 64 over every metadata entry but the checksum and every tensor's name, shape and
+// bytes, in name order: safetensors has no integrity check of its own, and a flipped bit in the
+// data or in train_state would otherwise resume silently from a corrupt state.
+std::string checkpoint_checksum(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  auto mix = [&h](const void* p, size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001b3ULL;
+  };
+  auto mix_str = [&mix](const std::string& s) { mix(s.data(), s.size() + 1); };  // with its NUL
+  for (const auto& [k, v] : metadata)
+    if (k != kChecksumKey) mix_str(k), mix_str(v);
+  std::vector<const std::pair<std::string, Tensor>*> order;
+  for (const auto& nt : tensors) order.push_back(&nt);
+  std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->first < b->first; });
+  for (const auto* nt : order) {
+    mix_str(nt->first);
+    mix_str(nt->second.shape().str());
+    if (nt->second.numel() > 0) mix(nt->second.data(), static_cast<size_t>(nt->second.numel()) * sizeof(float));
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
 
 std::string value_at(const nlohmann::json& j, const std::string& dotted) {
   const nlohmann::json* cur = &j;
@@ -44,8 +75,10 @@ void save_checkpoint(const std::string& path, const Model& model, const Optimize
                      const nlohmann::json& train_state) {
   NamedTensors tensors = module_state(model);
   for (auto& [name, t] : opt.state_tensors()) tensors.emplace_back(kOptimPrefix + name, t);
-  save_safetensors(path, tensors, {{"format", "stacklab.checkpoint.v1"}, {"config", config.dump()},
-                                   {"train_state", train_state.dump()}});
+  std::map<std::string, std::string> metadata = {
+      {"format", kFormatV2}, {"config", config.dump()}, {"train_state", train_state.dump()}};
+  metadata[kChecksumKey] = checkpoint_checksum(tensors, metadata);
+  save_safetensors(path, tensors, metadata);
 }
 
 Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt, const nlohmann::json& expected_config) {
@@ -59,6 +92,22 @@ Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt
       throw Error(path + ": metadata '" + key + "' is not valid JSON: " + e.what());
     }
   };
+  // Checked first: a corrupt file gets this message, not a confusing config difference. The
+  // format decides whether a checksum is required, so a flipped bit in the key name cannot
+  // turn a v2 file into one that skips the check.
+  const auto format = file.metadata.find("format");
+  if (format == file.metadata.end() || (format->second != kFormatV1 && format->second != kFormatV2))
+    throw Error(path + ": not a stacklab checkpoint (metadata 'format' is " +
+                (format == file.metadata.end() ? std::string("missing") : "'" + format->second + "'") +
+                ", expected '" + kFormatV2 + "'); the file is corrupt or from another program");
+  if (format->second == kFormatV2) {
+    const auto stored = file.metadata.find(kChecksumKey);
+    if (stored == file.metadata.end()) throw Error(path + ": corrupt checkpoint: its 'checksum' metadata is missing");
+    const std::string actual = checkpoint_checksum(file.tensors, file.metadata);
+    if (actual != stored->second)
+      throw Error(path + ": checksum mismatch (stored " + stored->second + ", computed " + actual +
+                  "): the file is corrupt (a flipped bit or a damaged copy); restore it or start the run over");
+  }
   Checkpoint c;
   c.config = meta("config");
   c.train_state = meta("train_state");
@@ -70,7 +119,9 @@ Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt
   StateTensors state;
   for (const auto& [name, t] : file.tensors)
     if (name.rfind(kOptimPrefix, 0) == 0) state.emplace_back(name.substr(6), t);
-  if (!c.train_state.contains("optimizer_steps")) throw Error(path + ": train_state has no 'optimizer_steps'");
+  if (!c.train_state.is_object() || !c.train_state.contains("optimizer_steps") ||
+      !c.train_state.at("optimizer_steps").is_number_integer())
+    throw Error(path + ": train_state has no integer 'optimizer_steps'");
   opt.load_state_tensors(state, c.train_state.at("optimizer_steps").get<int64_t>());
   return c;
 }

@@ -82,6 +82,23 @@ void rewind_metrics(const std::string& path, int64_t step) {
   write_file_atomic(path, kept);
 }
 
+// A process killed inside write_file_atomic leaves its "<file>.tmp.<pid>" behind; the file
+// itself is intact (the rename never happened), so the leftover is only clutter to remove.
+void remove_stale_temp_files(const std::string& dir) {
+  for (const std::string& d : {dir, dir + "/checkpoints"}) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(d, ec)) {
+      const std::string name = e.path().filename().string();
+      const size_t at = name.rfind(".tmp");
+      if (at == std::string::npos || at == 0) continue;
+      const std::string tail = name.substr(at + 4);  // "" (vocab.json.tmp) or ".<pid>"
+      const bool ours = tail.empty() || (tail.size() > 1 && tail[0] == '.' &&
+                                         tail.find_first_not_of("0123456789", 1) == std::string::npos);
+      if (ours && e.is_regular_file(ec)) std::filesystem::remove(e.path(), ec);
+    }
+  }
+}
+
 }  // namespace
 
 std::string default_run_dir(const Config& cfg) { return cfg.train.out_dir + "/" + cfg.train.name; }
@@ -93,6 +110,7 @@ RunStatus train(Config cfg, const TrainOptions& opt) {
 
   auto data = make_data(cfg, opt.resume && std::filesystem::exists(dir + "/vocab.json") && cfg.data.source == "text" ? dir + "/vocab.json" : "");
   make_dirs(dir + "/checkpoints");  // after the data loaded: bad data leaves no run directory behind
+  remove_stale_temp_files(dir);
   nlohmann::json config_json = to_json(cfg);
   config_json["derived"] = derived_json(cfg);
   const int B = cfg.train.batch_size, T = cfg.model.block_size, L = cfg.model.n_layer;
@@ -115,11 +133,20 @@ RunStatus train(Config cfg, const TrainOptions& opt) {
   if (resume) {
     Checkpoint c = load_checkpoint(ckpt_path, model, *optimizer, config_json);
     const auto& st = c.train_state;
-    start_step = st.at("step").get<int64_t>();
-    rng.set_state(rng_from_json(st.at("rng")));
-    best_val = st.at("best_val_loss").is_null() ? kInf : st.at("best_val_loss").get<double>();
-    wall_before = st.value("wall_seconds", 0.0);
-    update_norms = st.at("last_update_norms").get<std::vector<double>>();
+    try {  // a hand-edited or foreign train_state: a clear error, not an internal one
+      start_step = st.at("step").get<int64_t>();
+      rng.set_state(rng_from_json(st.at("rng")));
+      best_val = st.at("best_val_loss").is_null() ? kInf : st.at("best_val_loss").get<double>();
+      wall_before = st.value("wall_seconds", 0.0);
+      update_norms = st.at("last_update_norms").get<std::vector<double>>();
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(ckpt_path + ": train_state is malformed: " + e.what());
+    } catch (const std::logic_error& e) {  // std::stoull on a bad rng word
+      throw Error(ckpt_path + ": train_state.rng is malformed: " + e.what());
+    }
+    if (start_step < 0 || start_step > max_iters)
+      throw Error(ckpt_path + ": train_state.step " + std::to_string(start_step) + " is outside [0, train.max_iters=" +
+                  std::to_string(max_iters) + "]");
     truncate_torn_tail(dir + "/metrics.jsonl");
     rewind_metrics(dir + "/metrics.jsonl", start_step);
   } else {

@@ -269,5 +269,21 @@ TEST(Safetensors, MetadataValuesMustBeStrings) {
   EXPECT_EQ(f.metadata.at("step"), "12");
 }
 
+// Found by tests/cli/reliability_test.cpp flipping bit 5 of a padding space: nlohmann stops at a
+// NUL, so the rest of the header was ignored and the corrupt file accepted.
+TEST(Safetensors, ANulByteInTheHeaderIsRejected) {
+  EXPECT_REJECTED(make_file(std::string(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})") + '\0' + "  ", 4),
+                  "header holds a NUL byte");
+  EXPECT_REJECTED(make_file(std::string(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})") + '\0' + "xyz", 4),
+                  "header holds a NUL byte");
+}
+
+// Found by fuzz_safetensors' round-trip property: the reader accepted a tensor named "" that the
+// writer refuses, so a file could be loaded but not saved back.
+TEST(Safetensors, AnEmptyTensorNameIsRejected) {
+  EXPECT_REJECTED(make_file(R"({"":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4),
+                  "a tensor has an empty name");
+}
+
 }  // namespace
 }  // namespace sl
