@@ -215,7 +215,7 @@ def finding_c(train):
     crit = (f"seen if (1) every completed residual run (`x + f(norm(x))`, `norm(x + f(x))`, `x + f(x)`) ends at "
             f"least {C_TRAIN_MARGIN} nats below the unigram loss, (2) every completed no-residual run with "
             f"L >= {C_DEEP} ends above unigram - {C_STUCK_MARGIN}, and (3) for each no-residual wiring the "
-            f"final loss rises with depth (Spearman rho > 0 over its depths)")
+            f"final loss rises with depth (Spearman rho > 0 over its depths, losses rounded to 1e-3, ties averaged)")
     if not train or not train.runs:
         return finding("c", claim, crit, ["no completed training run"], False)
     uni = train.runs[0].reference_losses.get("unigram")
@@ -244,11 +244,24 @@ def finding_c(train):
                 ok3 = False
     rows.append(f"(1) residual stacks train: {'yes' if ok1 else 'no'}; (2) deep no-residual stacks stuck: "
                 f"{'yes' if ok2 else 'no'}; (3) worse with depth: {'yes' if ok3 else 'no'}")
-    return finding("c", claim, crit, rows, ok1 and ok2 and ok3)
+    # (4) coverage: the claim is about every depth of the grid, so a missing point fails it.
+    planned = sorted({int(e["id"][1:].split("-")[0]) for e in train.manifest.get("runs", [])
+                      if e.get("id", "").startswith("L") and e["id"][1:].split("-")[0].isdigit()})
+    missing = [f"{w} L={d}" for w in GRID_WIRINGS for d in planned if not train.by(w, d)]
+    if missing:
+        rows.append(f"(4) grid incomplete, so not testable at every depth: no completed run for {', '.join(missing)}")
+    return finding("c", claim, crit + "; (4) every wiring has a completed run at every depth of the grid",
+                   rows, ok1 and ok2 and ok3 and not missing)
+
+
+def ranks(v):
+    """Ranks with ties averaged (equal losses must not look like a trend)."""
+    v = np.asarray(v, float)
+    return np.array([np.mean(np.nonzero(np.sort(v) == x)[0]) for x in v])
 
 
 def spearman(x, y):
-    rx, ry = np.argsort(np.argsort(x)).astype(float), np.argsort(np.argsort(y)).astype(float)
+    rx, ry = ranks(x), ranks(np.round(y, 3))
     if np.std(rx) == 0 or np.std(ry) == 0:
         return 0.0
     return float(np.corrcoef(rx, ry)[0, 1])
