@@ -7,12 +7,19 @@
 // nothing from the future. Y and dY are (T, HS) column blocks of (B, T, C) (row stride C).
 #include "core/ops/attention.h"
 
+// GCC if-converts (and so vectorises) the clamps and selects of core/fastmath.h only when FP
+// exceptions need not be preserved; stacklab never inspects FP exception flags.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
 #include <cmath>
 #include <string>
 
 #include "core/autograd.h"
 #include "core/blas.h"
 #include "core/error.h"
+#include "core/fastmath.h"
 #include "core/parallel.h"
 
 namespace sl {
@@ -26,7 +33,7 @@ void causal_softmax_rows(float* p, int64_t T) {
     for (int64_t j = 1; j <= i; ++j) mx = row[j] > mx ? row[j] : mx;
     float sum = 0.0f;
     for (int64_t j = 0; j <= i; ++j) {
-      row[j] = std::exp(row[j] - mx);
+      row[j] = fast_exp(row[j] - mx);
       sum += row[j];
     }
     const float inv = 1.0f / sum;

@@ -2,6 +2,12 @@
 // parallel; the per-row losses are summed in row order (deterministic for any thread count).
 #include "core/ops/loss.h"
 
+// GCC if-converts (and so vectorises) the clamps and selects of core/fastmath.h only when FP
+// exceptions need not be preserved; stacklab never inspects FP exception flags.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
 #include <cmath>
 #include <memory>
 #include <string>
