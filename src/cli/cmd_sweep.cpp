@@ -75,6 +75,8 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& log_path) {
       dup2(fd, STDERR_FILENO);
       close(fd);
     }
+    // Each child is single-threaded (--train.threads=1); OpenMP must not start (or spin) more.
+    setenv("OMP_NUM_THREADS", "1", 1);
     std::vector<char*> argv;
     static char self[] = "stacklab";
     argv.push_back(self);
