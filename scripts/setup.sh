@@ -10,10 +10,11 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="$ROOT/build"
 
-# Debian 12 package names. clang is for fuzzing; libbenchmark-dev for -DSTACKLAB_BUILD_BENCH=ON;
-# the python3-* packages for the PyTorch parity check and the plots.
+# Debian 12 package names. clang and libclang-rt-14-dev (its libFuzzer runtime) are for fuzzing;
+# libbenchmark-dev for -DSTACKLAB_BUILD_BENCH=ON; the python3-* packages for the PyTorch parity
+# check and the plots.
 PACKAGES=(g++ cmake make libopenblas-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev
-          python3-numpy python3-matplotlib python3-torch clang)
+          python3-numpy python3-matplotlib python3-torch clang libclang-rt-14-dev)
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }

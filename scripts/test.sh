@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs, builds (scripts/setup.sh) and runs every test: all CTest tests, then the Python-side
-# checks (scripts/torch_parity.py when present, then each scripts/check_*.sh). Extra arguments go
+# Installs, builds (scripts/setup.sh) and runs every test: all CTest tests, the same tests again
+# built with ASan + UBSan (build-asan/; STACKLAB_SKIP_SANITIZE=1 skips), the libFuzzer targets for
+# 40 s each (scripts/fuzz.sh; STACKLAB_SKIP_FUZZ=1 skips), then the Python-side checks
+# (scripts/torch_parity.py when present, then each scripts/check_*.sh). Extra arguments go
 # to ctest (e.g. scripts/test.sh -R LayerNorm). Ends with one line
 #   stacklab tests: N passed, M failed
-# (N and M count ctest's tests plus one per Python check) and exits non-zero when M > 0.
+# (N and M count both ctest runs' tests plus one per other check) and exits non-zero when M > 0.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -51,28 +53,61 @@ if ! bash "$ROOT/scripts/setup.sh"; then
   exit 1
 fi
 
-echo "==> ctest"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
-ctest_rc=0
-ctest --test-dir build --output-on-failure --no-tests=error -j2 "$@" 2>&1 | tee "$log" || ctest_rc=$?
-# ctest's own count line: "95% tests passed, 2 tests failed out of 40"
-counts="$(sed -nE 's/^[0-9]+% tests passed, ([0-9]+) tests? failed out of ([0-9]+).*/\1 \2/p' "$log" | tail -n 1)"
-if [[ -n "$counts" ]]; then
-  read -r c_failed c_total <<<"$counts"
-  # ctest counts a skipped test (GTEST_SKIP) as passed; count it as skipped here instead.
-  c_skipped="$(grep -cE '^[[:space:]]+[0-9]+ - .* \(Skipped\)$' "$log" || true)"
-  ((c_skipped == 0)) || skipped+=("ctest: $c_skipped test(s) skipped themselves (listed above)")
-  passed=$((passed + c_total - c_failed - c_skipped))
-  failed=$((failed + c_failed))
-  ((c_failed == 0)) || failures+=("ctest: $c_failed of $c_total tests")
-  if ((ctest_rc != 0 && c_failed == 0)); then
+
+# run_ctest LABEL BUILD_DIR [ctest args...]: runs CTest in BUILD_DIR and adds its counts.
+run_ctest() {
+  local label="$1" dir="$2" ctest_rc=0 counts c_failed c_total c_skipped
+  shift 2
+  echo "==> $label"
+  ctest --test-dir "$dir" --output-on-failure --no-tests=error -j2 "$@" 2>&1 | tee "$log" || ctest_rc=$?
+  # ctest's own count line: "95% tests passed, 2 tests failed out of 40"
+  counts="$(sed -nE 's/^[0-9]+% tests passed, ([0-9]+) tests? failed out of ([0-9]+).*/\1 \2/p' "$log" | tail -n 1)"
+  if [[ -n "$counts" ]]; then
+    read -r c_failed c_total <<<"$counts"
+    # ctest counts a skipped test (GTEST_SKIP) as passed; count it as skipped here instead.
+    c_skipped="$(grep -cE '^[[:space:]]+[0-9]+ - .* \(Skipped\)$' "$log" || true)"
+    ((c_skipped == 0)) || skipped+=("$label: $c_skipped test(s) skipped themselves (listed above)")
+    passed=$((passed + c_total - c_failed - c_skipped))
+    failed=$((failed + c_failed))
+    ((c_failed == 0)) || failures+=("$label: $c_failed of $c_total tests")
+    if ((ctest_rc != 0 && c_failed == 0)); then
+      failed=$((failed + 1))
+      failures+=("$label exited $ctest_rc")
+    fi
+  else
     failed=$((failed + 1))
-    failures+=("ctest exited $ctest_rc")
+    failures+=("$label (exit $ctest_rc, no test counts: no tests found or ctest did not run)")
   fi
+}
+
+run_ctest ctest build "$@"
+
+# ---- the unit tests again under ASan + UBSan (build-asan/) ------------------------------------
+# Any sanitizer report aborts the test that triggered it, which then fails. STACKLAB_SKIP_SANITIZE=1
+# skips this stage for quick local runs (CI never sets it).
+if [[ "${STACKLAB_SKIP_SANITIZE:-0}" == "1" ]]; then
+  loud_skip "ASan+UBSan tests (STACKLAB_SKIP_SANITIZE=1)"
 else
-  failed=$((failed + 1))
-  failures+=("ctest (exit $ctest_rc, no test counts: no tests found or ctest did not run)")
+  echo "==> build-asan (ASan + UBSan, RelWithDebInfo)"
+  if cmake -S "$ROOT" -B build-asan -DSTACKLAB_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
+     cmake --build build-asan -j"$(nproc 2>/dev/null || echo 2)"; then
+    ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
+    LSAN_OPTIONS="suppressions=$ROOT/tests/sanitize/lsan.supp" \
+    UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
+      run_ctest "ctest (ASan+UBSan)" build-asan "$@"
+  else
+    failed=$((failed + 1))
+    failures+=("build-asan: configure or build failed (see above)")
+  fi
+fi
+
+# ---- fuzzing: each libFuzzer target for a bounded time (scripts/fuzz.sh) -----------------------
+if [[ "${STACKLAB_SKIP_FUZZ:-0}" == "1" ]]; then
+  loud_skip "fuzzing (STACKLAB_SKIP_FUZZ=1)"
+else
+  run_check "fuzzing (scripts/fuzz.sh ${STACKLAB_FUZZ_SECONDS:-40})" bash scripts/fuzz.sh "${STACKLAB_FUZZ_SECONDS:-40}"
 fi
 
 # ---- Python-side checks ---------------------------------------------------------------------
