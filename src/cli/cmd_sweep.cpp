@@ -31,6 +31,17 @@ using Clock = std::chrono::steady_clock;
 std::atomic<int> g_sweep_stop{0};
 extern "C" void on_sweep_signal(int sig) { g_sweep_stop.store(sig); }
 
+// sigaction without SA_RESTART: std::signal on glibc restarts the blocking waitpid() after the
+// handler, so the stop would reach the children only when one of them happened to finish.
+void set_stop_handler(void (*handler)(int)) {
+  struct sigaction sa{};
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
 // "completed", "diverged", "resumable" or "new", from what the run dir holds.
 std::string run_state(const SweepPlan& plan, const SweepRun& r) {
   if (plan.mode == "probe") return fs::exists(r.dir + "/probe.json") ? "completed" : "new";
@@ -146,8 +157,7 @@ int cmd_sweep(const ArgList& argv) {
   };
   write_manifest();
 
-  std::signal(SIGINT, on_sweep_signal);
-  std::signal(SIGTERM, on_sweep_signal);
+  set_stop_handler(on_sweep_signal);
   std::map<pid_t, const SweepRun*> running;
   std::map<pid_t, Clock::time_point> started;
   size_t next = 0, finished = 0, failed = 0;
@@ -204,8 +214,7 @@ int cmd_sweep(const ArgList& argv) {
     std::fflush(stdout);
     write_manifest();
   }
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  set_stop_handler(SIG_DFL);
   write_manifest();
   size_t diverged = 0;
   for (const auto& [id, st] : status) diverged += st == "diverged";
