@@ -343,28 +343,32 @@ def read_timing(root):
 
 
 def timing_lines(stages, sweeps):
+    """One block per reproduce.sh invocation (a resumed study has several)."""
     start = next((s for s in stages if s.get("stage") == "start"), None)
     lines = []
-    if start:
-        lines.append(f"- stacklab version {start.get('version', '?')}, commit `{start.get('commit', '?')}`"
-                     + (" with uncommitted changes in src/ or CMakeLists.txt" if start.get("dirty") else "")
-                     + f"; {start.get('nproc', '?')} cores, {start.get('jobs', '?')} runs at once, load average "
-                     f"at start {start.get('loadavg', '?')}")
-    else:
+    if not start:
         lines.append("- no timing.jsonl (not run by scripts/reproduce.sh): version and wall time unknown")
-    sweep_s = [s for s in stages if s.get("stage") == "sweep"]
+    n = 0
     for s in stages:
-        if s.get("stage") == "setup":
-            lines.append(f"- setup (build): {fmt(s['seconds'], 4)} s")
-        elif s.get("stage") == "sweep":
-            lines.append(f"- sweep {s['sweep']}: {fmt(s['seconds'], 4)} s")
-        elif s.get("stage") == "plots":
-            lines.append(f"- plots: {fmt(s['seconds'], 3)} s")
+        st = s.get("stage")
+        if st == "start":
+            n += 1
+            lines.append(f"- invocation {n} of reproduce.sh: stacklab version {s.get('version', '?')}, commit "
+                         f"`{s.get('commit', '?')}`"
+                         + (" with uncommitted changes in src/ or CMakeLists.txt" if s.get("dirty") else "")
+                         + f", binary {s.get('binary', '?')}; {s.get('nproc', '?')} cores, {s.get('jobs', '?')} runs "
+                         f"at once, load average at start {s.get('loadavg', '?')}")
+        elif st == "setup":
+            lines.append("  - setup (build): " + ("skipped (STACKLAB_BIN)" if s.get("skipped") else f"{fmt(s['seconds'], 4)} s"))
+        elif st == "sweep":
+            stop = " (stopped by a signal: incomplete)" if (s.get("exit") or 0) >= 128 else ""
+            lines.append(f"  - sweep {s['sweep']}: {fmt(s['seconds'], 4)} s{stop}")
+        elif st == "plots":
+            lines.append(f"  - plots: {fmt(s['seconds'], 3)} s")
+    sweep_s = [s for s in stages if s.get("stage") == "sweep"]
     if sweep_s:
-        lines.append(f"- **suite wall time (all sweeps): {sum(s['seconds'] for s in sweep_s) / 60:.1f} min**")
-    end = next((s for s in stages if s.get("stage") == "end"), None)
-    if start and end:
-        lines.append(f"- setup + suite + plots: {(end['time'] - start['time']) / 60:.1f} min")
+        lines.append(f"- **suite wall time (all sweeps, all invocations): "
+                     f"{sum(s['seconds'] for s in sweep_s) / 60:.1f} min**")
     run_secs = [r.summary.get("wall_seconds") for s in sweeps for r in s.runs
                 if r.summary and r.summary.get("wall_seconds")]
     if run_secs:

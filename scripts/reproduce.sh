@@ -47,7 +47,7 @@ TIMING="$OUT/timing.jsonl"
   printf '{"stage": "start", "time": %s, "version": "%s", "commit": "%s", "dirty": %s, "nproc": %s, "jobs": %s, "loadavg": "%s", "binary": "%s"}\n' \
     "$T0" "$("$BIN" --version 2>/dev/null | awk '{print $2}')" "$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
     "$(git diff --quiet HEAD -- src CMakeLists.txt 2>/dev/null && echo false || echo true)" \
-    "$(nproc)" "$JOBS" "$(cut -d' ' -f1-3 /proc/loadavg)" "$BIN"
+    "$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc --all)" "$JOBS" "$(cut -d' ' -f1-3 /proc/loadavg)" "$BIN"
   printf '{"stage": "setup", "seconds": %s, "skipped": %s}\n' "$(awk -v a="$T0" -v b="$T_SETUP" 'BEGIN { printf "%.1f", b - a }')" \
     "$([[ -n "${STACKLAB_BIN:-}" ]] && echo true || echo false)"
 } >>"$TIMING"
@@ -56,9 +56,17 @@ status=0
 for s in "${SWEEPS[@]}"; do
   t="$(now)"
   say "sweep $s"
-  # A failed run is recorded in the manifest and the report; it does not stop the study.
-  "$BIN" sweep "configs/experiments/$s.json" --jobs "$JOBS" || { say "sweep $s: some runs failed"; status=1; }
-  printf '{"stage": "sweep", "sweep": "%s", "seconds": %s}\n' "$s" "$(since "$t")" >>"$TIMING"
+  # A failed run is recorded in the manifest and the report; it does not stop the study. A
+  # signal does: the sweep's runs checkpoint, and running this script again resumes them.
+  rc=0
+  "$BIN" sweep "configs/experiments/$s.json" --jobs "$JOBS" || rc=$?
+  printf '{"stage": "sweep", "sweep": "%s", "seconds": %s, "exit": %s}\n' "$s" "$(since "$t")" "$rc" >>"$TIMING"
+  if ((rc >= 128)); then
+    die "sweep $s stopped by a signal (exit $rc); run this script again to resume"
+  elif ((rc != 0)); then
+    say "sweep $s: some runs failed (see its manifest.json)"
+    status=1
+  fi
 done
 
 t="$(now)"
