@@ -68,7 +68,7 @@ class Run:
 
     @property
     def diverged_step(self):
-        d = (self.summary or {}).get("diverged")
+        d = (self.summary or {}).get("divergence")
         if isinstance(d, dict) and d.get("step") is not None:
             return d["step"]
         return self.records["diverged"][0].get("step") if self.records["diverged"] else None

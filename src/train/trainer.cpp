@@ -182,7 +182,7 @@ RunStatus train(Config cfg, const TrainOptions& opt) {
 
   double last_train_loss = NAN, last_val = NAN, last_train_eval = NAN;
   int64_t last_eval_step = -1;
-  nlohmann::json diverged = false;
+  nlohmann::json divergence = nullptr;  // {step, reason, blocks} once the run diverged
   RunStatus status = RunStatus::kCompleted;
   const auto t_start = Clock::now();
   auto window_start = Clock::now();
@@ -202,7 +202,8 @@ RunStatus train(Config cfg, const TrainOptions& opt) {
                         {"max_iters", max_iters},
                         {"wall_seconds", wall},
                         {"tokens_per_sec", wall > 0 ? static_cast<double>(steps_done - start_step) * B * T / seconds_since(t_start) : 0.0},
-                        {"diverged", diverged},
+                        {"diverged", !divergence.is_null()},
+                        {"divergence", divergence},
                         {"wiring", wiring_id(cfg.model)},
                         {"n_layer", L},
                         {"version", STACKLAB_VERSION},
@@ -264,7 +265,7 @@ RunStatus train(Config cfg, const TrainOptions& opt) {
       for (int l = 0; l < L; ++l)
         if (!std::isfinite(stats.grad_norm[static_cast<size_t>(l)])) blocks.push_back(l);
       const std::string reason = !std::isfinite(last_train_loss) ? "non-finite loss" : "non-finite gradient norm";
-      diverged = {{"step", step}, {"reason", reason}, {"blocks", blocks}};
+      divergence = {{"step", step}, {"reason", reason}, {"blocks", blocks}};
       metrics.write_line(nlohmann::json{{"step", step}, {"kind", "diverged"}, {"reason", reason}, {"blocks", blocks}}.dump());
       std::printf("%sstep %lld: diverged (%s, %zu blocks non-finite); the run stops here without applying "
                   "this step\n",

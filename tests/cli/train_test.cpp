@@ -128,9 +128,11 @@ TEST(TrainCommand, AHugeLearningRateDivergesWithExitCode3) {
   EXPECT_NE(r.output.find("diverged"), std::string::npos) << r;
   const json summary = read_json(dir + "/summary.json");
   EXPECT_EQ(summary.at("status"), "diverged");
-  ASSERT_TRUE(summary.at("diverged").is_object()) << summary;
-  EXPECT_TRUE(summary.at("diverged").at("step").is_number_integer());
-  EXPECT_TRUE(summary.at("diverged").at("reason").is_string());
+  EXPECT_EQ(summary.at("diverged"), true) << summary;
+  ASSERT_TRUE(summary.at("divergence").is_object()) << summary;
+  EXPECT_TRUE(summary.at("divergence").at("step").is_number_integer());
+  EXPECT_TRUE(summary.at("divergence").at("reason").is_string());
+  EXPECT_TRUE(summary.at("divergence").at("blocks").is_array());
   const auto diverged = records_of(read_jsonl(dir + "/metrics.jsonl"), "diverged");
   ASSERT_EQ(diverged.size(), 1u);
   EXPECT_EQ(diverged[0].at("step"), summary.at("diverged").at("step"));
