@@ -135,8 +135,8 @@ TEST(TrainCommand, AHugeLearningRateDivergesWithExitCode3) {
   EXPECT_TRUE(summary.at("divergence").at("blocks").is_array());
   const auto diverged = records_of(read_jsonl(dir + "/metrics.jsonl"), "diverged");
   ASSERT_EQ(diverged.size(), 1u);
-  EXPECT_EQ(diverged[0].at("step"), summary.at("diverged").at("step"));
-  EXPECT_EQ(diverged[0].at("reason"), summary.at("diverged").at("reason"));
+  EXPECT_EQ(diverged[0].at("step"), summary.at("divergence").at("step"));
+  EXPECT_EQ(diverged[0].at("reason"), summary.at("divergence").at("reason"));
 }
 
 TEST(TrainCommand, RefusesToOverwriteARunWithoutForceOrResume) {
