@@ -57,6 +57,11 @@ int main(int argc, char** argv) {
   sl::ArgList args(argv + 2, argv + argc);
   for (const auto& c : kCommands) {
     if (name != c.name) continue;
+    for (const auto& a : args)
+      if (a == "--help" || a == "-h") {
+        std::printf("usage: stacklab %s\n", c.usage);
+        return sl::kExitOk;
+      }
     try {
       return c.run(args);
     } catch (const sl::Error& e) {
