@@ -117,7 +117,8 @@ def bench_config(args, cfg):
     ceilings = []  # one sgemm measurement per round, in the alternation like the rest
     ours, theirs = {n: [] for n in args.stacklab_threads}, {1: [], 2: []}
     for rep in range(args.repeats):
-        ceilings.append(run_json([args.stacklab, "bench", "--sgemm", cfg, "--threads", "2", "--json"])["ceiling_gflops"])
+        ceilings.append(run_json([args.stacklab, "bench", "--sgemm", cfg, "--threads", "2", "--json"],
+                                 env=dict(os.environ, OMP_WAIT_POLICY=args.omp_wait_policy))["ceiling_gflops"])
         for n in args.stacklab_threads:
             ours[n].append(stacklab_run(args, cfg, n))
         first = ours[args.stacklab_threads[0]][-1]
