@@ -24,7 +24,7 @@ fails=0
 fail() { echo "check_plots: FAIL: $*" >&2; fails=$((fails + 1)); }
 
 # 1. The reader: the torn last line is dropped, records are grouped, the label is honest.
-"$PY" - "$FIXTURE" <<'EOF' 2>"$tmp/runlog.err" || fail "runlog on $FIXTURE (see above)"
+"$PY" - "$FIXTURE" <<'EOF' 2>"$tmp/runlog.err" || { cat "$tmp/runlog.err" >&2; fail "runlog on $FIXTURE (see above)"; }
 import sys
 sys.path.insert(0, "scripts")
 import runlog
@@ -34,7 +34,7 @@ want = {"start": 1, "train": 13, "eval": 4, "layers": 4, "diverged": 0}
 assert counts == want, f"record counts {counts}, expected {want} (torn last line must be dropped)"
 assert run.n_layer == 4 and run.wiring == "pre-layernorm-res", (run.n_layer, run.wiring)
 assert runlog.label(run) == "L=4 pre-norm residual: x + f(layernorm(x))", runlog.label(run)
-run.summary = {"status": "diverged", "diverged": {"step": 120, "reason": "nan", "blocks": [3]}}
+run.summary = {"status": "diverged", "diverged": True, "divergence": {"step": 120, "reason": "nan", "blocks": [3]}}
 assert runlog.label(run).endswith(" [diverged at step 120]"), runlog.label(run)
 run.summary = None
 assert runlog.label(run).endswith(" [incomplete at step 60]"), runlog.label(run)
