@@ -124,6 +124,9 @@ json read_json_file(const std::string& path) {
     auto [line, column] = line_column(text, e.byte == 0 ? 0 : e.byte - 1);
     throw ConfigError(path + ":" + std::to_string(line) + ":" + std::to_string(column) +
                       ": malformed JSON: " + parse_error_detail(e.what()));
+  } catch (const json::exception& e) {
+    // e.g. out_of_range 406, a number too large for any JSON number type (found by fuzz_config)
+    throw ConfigError(path + ": malformed JSON: " + parse_error_detail(e.what()));
   }
 }
 
@@ -181,7 +184,7 @@ std::string apply_override(json& cfg, const std::string& kv, const std::string& 
   } else {
     try {
       value = json::parse(raw);
-    } catch (const json::parse_error&) {
+    } catch (const json::exception&) {  // parse_error, or out_of_range for a number too large
       throw ConfigError(origin + ": " + key + ": expected " + expected_type(*slot) + ", got '" +
                         raw + "'");
     }

@@ -200,3 +200,32 @@ TEST_F(Loader, RangeErrorFromAnOverrideNamesTheOverride) {
 
 }  // namespace
 }  // namespace sl
+
+namespace sl {
+namespace {
+
+// Regression for a fuzz_config crash: nlohmann throws out_of_range (not parse_error) for a
+// number too large for any JSON number type, which escaped as an internal error.
+TEST_F(Loader, ANumberTooLargeForJsonIsAConfigErrorNamingTheFile) {
+  const std::string path = write("huge.json", R"({"model": {"n_layer": 8888881e98888888777777777764}})");
+  try {
+    load_config(path);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("malformed JSON"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(Loader, AnOverrideWithANumberTooLargeIsAConfigErrorNamingTheKey) {
+  const std::string path = write("ok.json", R"({"model": {"n_layer": 2}})");
+  try {
+    load_config(path, {"--model.n_layer=1e999999"});
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.n_layer"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace sl
