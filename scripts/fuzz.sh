@@ -47,7 +47,7 @@ for t in "${TARGETS[@]}"; do
   log="$BUILD/$t.log"
   say "$t: ${SECONDS_PER_TARGET}s from $(ls "$seeds" | wc -l) seeds"
   rc=0
-  (cd "$work" && "$BUILD/$t" -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 \
+  (cd "$work" && "$BUILD/$t" -max_total_time="$SECONDS_PER_TARGET" -seed="${STACKLAB_FUZZ_SEED:-1}" -timeout=10 -rss_limit_mb=2048 \
       -max_len=4096 -print_final_stats=1 -artifact_prefix="$artifacts/" "${dict[@]}" \
       "$work" "$seeds") >"$log" 2>&1 || rc=$?
   execs="$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+).*/\1/p' "$log" | tail -n 1)"
