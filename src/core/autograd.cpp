@@ -44,6 +44,14 @@ float* grad_of(const Tensor& t) {
   return impl->grad->data();
 }
 
+GradSlot grad_slot(const Tensor& t) {
+  if (!t.defined() || !t.requires_grad()) return {};
+  TensorImpl* impl = t.impl();
+  if (impl->grad) return {impl->grad->data(), false};
+  impl->grad = make_buffer(static_cast<size_t>(impl->shape.numel()), /*zero=*/false);
+  return {impl->grad->data(), true};
+}
+
 void run_backward(Tensor& root) {
   if (!root.defined()) throw Error("[backward] called on an undefined tensor");
   if (root.numel() != 1)

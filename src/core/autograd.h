@@ -58,4 +58,15 @@ void attach(Tensor& out, const char* op, std::vector<Tensor> inputs,
 // undefined or does not require grad: backward closures skip such inputs.
 float* grad_of(const Tensor& t);
 
+// For kernels that can overwrite as well as accumulate (the common case of a tensor with one
+// consumer): `t`'s gradient buffer and whether it is fresh, i.e. just allocated and NOT zeroed.
+// A fresh slot must be written in full (`=`, or a gemm with beta 0); a used one added to (`+=`,
+// beta 1). Saves the zero fill and one read of every such gradient. data is nullptr as in grad_of.
+struct GradSlot {
+  float* data = nullptr;
+  bool fresh = false;
+  float beta() const { return fresh ? 0.0f : 1.0f; }  // the gemm beta that does the right thing
+};
+GradSlot grad_slot(const Tensor& t);
+
 }  // namespace sl

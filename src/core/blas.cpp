@@ -9,6 +9,8 @@
 #include "core/blas.h"
 
 #include <cblas.h>
+
+#include <algorithm>  // std::fill
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -45,6 +47,10 @@ void gemm_ld(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float 
              const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   SL_CHECK(M >= 0 && N >= 0 && K >= 0, "negative gemm size");
   if (M == 0 || N == 0) return;
+  if (K == 0 && beta == 0.0f) {  // C = 0 exactly, whatever C held (a fresh GradSlot may hold anything)
+    for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
+    return;
+  }
 #ifdef _OPENMP
   static const bool blas_single = (openblas_set_num_threads(1), true);  // before the first gemm
   (void)blas_single;

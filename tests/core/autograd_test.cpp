@@ -24,6 +24,36 @@ TEST(Autograd, ATensorUsedTwiceReceivesBothGradients) {
   EXPECT_FLOAT_EQ(x.grad().item(), 6.0f);
 }
 
+TEST(Autograd, AGradSlotIsFreshOnlyUntilItsFirstWriter) {
+  Tensor x = Tensor::from({2}, {1, 2}, true);
+  const GradSlot first = grad_slot(x);
+  const GradSlot second = grad_slot(x);
+  EXPECT_TRUE(first.fresh);
+  EXPECT_FALSE(second.fresh);
+  EXPECT_EQ(first.data, second.data);
+  EXPECT_EQ(second.beta(), 1.0f);
+}
+
+// The overwriting kernels (linear, gelu, add, layer_norm, attention) write a fresh gradient and
+// add to a used one: a tensor feeding several of them gets the sum, in whichever order they run,
+// even when a kernel is handed the same tensor twice or the backward is run a second time.
+TEST(Autograd, OverwritingKernelsStillSumTheGradientsOfATensorWithSeveralConsumers) {
+  Tensor x = Tensor::from({2, 3}, {0.5f, -1.0f, 2.0f, 0.1f, 0.3f, -0.7f}, true);
+  Tensor w = Tensor::from({3, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1}, true);
+  Tensor b = Tensor::from({3}, {0, 0, 0}, true);
+  // loss = sum(x + x) + sum(linear(x, I, 0)) + sum(gelu(x)): dloss/dx = 2 + 1 + gelu'(x)
+  auto loss_of = [&] { return add(add(sum(add(x, x)), sum(linear(x, w, b))), sum(gelu(x, false))); };
+  loss_of().backward();
+  const std::vector<float> once = x.grad().to_vector();
+  for (size_t i = 0; i < once.size(); ++i) {
+    const double v = x.to_vector()[i];
+    const double gelu_grad = 0.5 * (1.0 + std::erf(v / std::sqrt(2.0))) + v * std::exp(-0.5 * v * v) / std::sqrt(2.0 * M_PI);
+    EXPECT_NEAR(once[i], 3.0 + gelu_grad, 1e-5) << "element " << i;
+  }
+  loss_of().backward();  // accumulates onto the leaf's existing gradient
+  for (size_t i = 0; i < once.size(); ++i) EXPECT_NEAR(x.grad().to_vector()[i], 2.0f * once[i], 1e-5);
+}
+
 TEST(Autograd, SecondBackwardOnAReleasedGraphThrows) {
   Tensor x = Tensor::from({2}, {1, 2}, true);
   Tensor loss = sum(tanh(x));

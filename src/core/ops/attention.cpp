@@ -60,9 +60,10 @@ void attention_forward(float* y, float* att, const float* qkv, int64_t B, int64_
 }
 
 void attention_backward(float* dqkv, const float* dy, const float* att, const float* qkv, int64_t B, int64_t T,
-                        int64_t C, int64_t NH) {
+                        int64_t C, int64_t NH, bool overwrite) {
   const int64_t HS = C / NH, C3 = 3 * C;
   const float s = 1.0f / std::sqrt(static_cast<float>(HS));
+  const float beta = overwrite ? 0.0f : 1.0f;  // each head's dQ, dK, dV columns are written once
   auto scratch = make_buffer(static_cast<size_t>(num_threads() * T * T));  // one dP (T, T) per thread
   blas_serial_for(B * NH, [&](int64_t bh) {
     const int64_t b = bh / NH, h = bh % NH;
@@ -76,7 +77,7 @@ void attention_backward(float* dqkv, const float* dy, const float* att, const fl
     const float* p = att + bh * T * T;             // (T, T)
     const float* dyb = dy + b * T * C + h * HS;    // (T, HS), row stride C
     float* dp = scratch->data() + thread_index() * T * T;  // (T, T)
-    gemm_ld(true, false, T, HS, T, 1.0f, p, T, dyb, C, 1.0f, dv, C3);   // dV += P^T dY
+    gemm_ld(true, false, T, HS, T, 1.0f, p, T, dyb, C, beta, dv, C3);   // dV += P^T dY
     gemm_ld(false, true, T, T, HS, 1.0f, dyb, C, v, C3, 0.0f, dp, T);   // dP = dY V^T
     for (int64_t i = 0; i < T; ++i) {                                     // dS = P (dP - <dP, P>)
       const float* pr = p + i * T;
@@ -86,8 +87,8 @@ void attention_backward(float* dqkv, const float* dy, const float* att, const fl
       for (int64_t j = 0; j <= i; ++j) dr[j] = pr[j] * (dr[j] - dot);
       for (int64_t j = i + 1; j < T; ++j) dr[j] = 0.0f;
     }
-    gemm_ld(false, false, T, HS, T, s, dp, T, k, C3, 1.0f, dq, C3);     // dQ += s dS K
-    gemm_ld(true, false, T, HS, T, s, dp, T, q, C3, 1.0f, dk, C3);      // dK += s dS^T Q
+    gemm_ld(false, false, T, HS, T, s, dp, T, k, C3, beta, dq, C3);     // dQ += s dS K
+    gemm_ld(true, false, T, HS, T, s, dp, T, q, C3, beta, dk, C3);      // dK += s dS^T Q
   });
 }
 
@@ -101,7 +102,8 @@ Tensor causal_attention(const Tensor& qkv, int64_t n_head) {
   attention_forward(y.data(), att->data(), qkv.data(), B, T, C, n_head);
   if (needs_grad(qkv))
     attach(y, "causal_attention", {qkv}, [qkv, att, B, T, C, n_head](TensorImpl& o) {
-      attention_backward(grad_of(qkv), o.grad->data(), att->data(), qkv.data(), B, T, C, n_head);
+      const GradSlot dqkv = grad_slot(qkv);
+      attention_backward(dqkv.data, o.grad->data(), att->data(), qkv.data(), B, T, C, n_head, dqkv.fresh);
     });
   return y;
 }

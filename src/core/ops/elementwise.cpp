@@ -14,6 +14,7 @@
 #pragma GCC optimize("no-trapping-math")
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -28,28 +29,36 @@ namespace {
 constexpr int64_t kChunk = 1 << 14;  // elements per parallel chunk
 }  // namespace
 
+namespace {
+SL_SIMD_CLONES void add_span(float* out, const float* a, const float* b, int64_t lo, int64_t hi) {
+  for (int64_t i = lo; i < hi; ++i) out[i] = a[i] + b[i];
+}
+SL_SIMD_CLONES void accumulate_span(float* acc, const float* x, int64_t lo, int64_t hi, bool overwrite) {
+  if (overwrite)
+    for (int64_t i = lo; i < hi; ++i) acc[i] = x[i];
+  else
+    for (int64_t i = lo; i < hi; ++i) acc[i] += x[i];
+}
+}  // namespace
+
 void add_forward(float* out, const float* a, const float* b, int64_t n, int64_t nb) {
   if (nb == n) {
-    parallel_chunks(n, kChunk, [=](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) out[i] = a[i] + b[i];
-    });
+    parallel_chunks(n, kChunk, [=](int64_t lo, int64_t hi) { add_span(out, a, b, lo, hi); });
     return;
   }
   for (int64_t i = 0; i < n; i += nb)
     for (int64_t j = 0; j < nb; ++j) out[i + j] = a[i + j] + b[j];
 }
-void add_backward(float* da, float* db, const float* dout, int64_t n, int64_t nb) {
-  if (da)
-    parallel_chunks(n, kChunk, [=](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) da[i] += dout[i];
-    });
+void add_backward(float* da, float* db, const float* dout, int64_t n, int64_t nb, bool overwrite_a,
+                  bool overwrite_b) {
+  if (da) parallel_chunks(n, kChunk, [=](int64_t lo, int64_t hi) { accumulate_span(da, dout, lo, hi, overwrite_a); });
   if (db && nb == n)
-    parallel_chunks(n, kChunk, [=](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) db[i] += dout[i];
-    });
-  else if (db)
+    parallel_chunks(n, kChunk, [=](int64_t lo, int64_t hi) { accumulate_span(db, dout, lo, hi, overwrite_b); });
+  else if (db) {
+    if (overwrite_b) std::fill(db, db + nb, 0.0f);
     for (int64_t i = 0; i < n; i += nb)
       for (int64_t j = 0; j < nb; ++j) db[j] += dout[i + j];
+  }
 }
 
 void mul_forward(float* out, const float* a, const float* b, int64_t n, int64_t nb) {
@@ -90,30 +99,39 @@ inline float fast_tanh(float u) { return 1.0f - 2.0f / (fast_exp(2.0f * u) + 1.0
 
 // The loops over one chunk [lo, hi), as plain functions: GCC vectorises these, not the same
 // loops written inside the OpenMP lambdas.
-void gelu_forward_span(float* y, const float* x, int64_t lo, int64_t hi) {
+SL_SIMD_CLONES void gelu_forward_span(float* y, const float* x, int64_t lo, int64_t hi) {
   for (int64_t i = lo; i < hi; ++i) y[i] = 0.5f * x[i] * (1.0f + fast_erf(x[i] * kInvSqrt2));
 }
-void gelu_tanh_forward_span(float* y, const float* x, int64_t lo, int64_t hi) {
+SL_SIMD_CLONES void gelu_tanh_forward_span(float* y, const float* x, int64_t lo, int64_t hi) {
   for (int64_t i = lo; i < hi; ++i) {
     const float v = x[i];
     y[i] = 0.5f * v * (1.0f + fast_tanh(kSqrt2OverPi * (v + kGeluCubic * v * v * v)));
   }
 }
-void gelu_backward_span(float* dx, const float* dy, const float* x, int64_t lo, int64_t hi) {
-  for (int64_t i = lo; i < hi; ++i) {
-    const float v = x[i];
-    const float cdf = 0.5f * (1.0f + fast_erf(v * kInvSqrt2));
-    const float pdf = kInvSqrt2Pi * fast_exp(-0.5f * v * v);
-    dx[i] += dy[i] * (cdf + v * pdf);
-  }
+inline float gelu_grad(float v) {
+  const float cdf = 0.5f * (1.0f + fast_erf(v * kInvSqrt2));
+  const float pdf = kInvSqrt2Pi * fast_exp(-0.5f * v * v);
+  return cdf + v * pdf;
 }
-void gelu_tanh_backward_span(float* dx, const float* dy, const float* x, int64_t lo, int64_t hi) {
-  for (int64_t i = lo; i < hi; ++i) {
-    const float v = x[i];
-    const float t = fast_tanh(kSqrt2OverPi * (v + kGeluCubic * v * v * v));
-    const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * v * v);
-    dx[i] += dy[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
-  }
+inline float gelu_tanh_grad(float v) {
+  const float t = fast_tanh(kSqrt2OverPi * (v + kGeluCubic * v * v * v));
+  const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * v * v);
+  return 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du;
+}
+// dx = or += dy * g'(x): the branch is outside the loops, each of which vectorises.
+SL_SIMD_CLONES void gelu_backward_span(float* dx, const float* dy, const float* x, int64_t lo, int64_t hi,
+                                       bool overwrite) {
+  if (overwrite)
+    for (int64_t i = lo; i < hi; ++i) dx[i] = dy[i] * gelu_grad(x[i]);
+  else
+    for (int64_t i = lo; i < hi; ++i) dx[i] += dy[i] * gelu_grad(x[i]);
+}
+SL_SIMD_CLONES void gelu_tanh_backward_span(float* dx, const float* dy, const float* x, int64_t lo, int64_t hi,
+                                            bool overwrite) {
+  if (overwrite)
+    for (int64_t i = lo; i < hi; ++i) dx[i] = dy[i] * gelu_tanh_grad(x[i]);
+  else
+    for (int64_t i = lo; i < hi; ++i) dx[i] += dy[i] * gelu_tanh_grad(x[i]);
 }
 }  // namespace
 
@@ -122,9 +140,10 @@ void gelu_forward(float* y, const float* x, int64_t n, bool tanh_approx) {
     tanh_approx ? gelu_tanh_forward_span(y, x, lo, hi) : gelu_forward_span(y, x, lo, hi);
   });
 }
-void gelu_backward(float* dx, const float* dy, const float* x, int64_t n, bool tanh_approx) {
+void gelu_backward(float* dx, const float* dy, const float* x, int64_t n, bool tanh_approx, bool overwrite) {
   parallel_chunks(n, kChunk, [=](int64_t lo, int64_t hi) {
-    tanh_approx ? gelu_tanh_backward_span(dx, dy, x, lo, hi) : gelu_backward_span(dx, dy, x, lo, hi);
+    tanh_approx ? gelu_tanh_backward_span(dx, dy, x, lo, hi, overwrite)
+                : gelu_backward_span(dx, dy, x, lo, hi, overwrite);
   });
 }
 
@@ -146,7 +165,7 @@ template <typename Fwd, typename Bwd>
 Tensor unary(const char* op, const Tensor& x, Fwd fwd, Bwd bwd) {
   Tensor y = Tensor::empty(x.shape());
   fwd(y.data(), x.data(), x.numel());
-  if (needs_grad(x)) attach(y, op, {x}, [x, bwd](TensorImpl& o) { bwd(grad_of(x), o, x); });
+  if (needs_grad(x)) attach(y, op, {x}, [x, bwd](TensorImpl& o) { bwd(o, x); });
   return y;
 }
 
@@ -158,7 +177,8 @@ Tensor add(const Tensor& a, const Tensor& b) {
   add_forward(out.data(), a.data(), b.data(), a.numel(), nb);
   if (needs_grad(a, b))
     attach(out, "add", {a, b}, [a, b, nb](TensorImpl& o) {
-      add_backward(grad_of(a), grad_of(b), o.grad->data(), a.numel(), nb);
+      const GradSlot da = grad_slot(a), db = grad_slot(b);
+      add_backward(da.data, db.data, o.grad->data(), a.numel(), nb, da.fresh, db.fresh);
     });
   return out;
 }
@@ -204,14 +224,14 @@ Tensor scale(const Tensor& x, float s) {
 }
 
 Tensor tanh(const Tensor& x) {
-  return unary("tanh", x, tanh_forward, [](float* dx, TensorImpl& o, const Tensor&) {
-    tanh_backward(dx, o.grad->data(), o.data->data(), o.shape.numel());
+  return unary("tanh", x, tanh_forward, [](TensorImpl& o, const Tensor& in) {
+    tanh_backward(grad_of(in), o.grad->data(), o.data->data(), o.shape.numel());
   });
 }
 
 Tensor relu(const Tensor& x) {
-  return unary("relu", x, relu_forward, [](float* dx, TensorImpl& o, const Tensor& in) {
-    relu_backward(dx, o.grad->data(), in.data(), in.numel());
+  return unary("relu", x, relu_forward, [](TensorImpl& o, const Tensor& in) {
+    relu_backward(grad_of(in), o.grad->data(), in.data(), in.numel());
   });
 }
 
@@ -219,8 +239,9 @@ Tensor gelu(const Tensor& x, bool tanh_approx) {
   return unary(
       tanh_approx ? "gelu_tanh" : "gelu", x,
       [tanh_approx](float* y, const float* in, int64_t n) { gelu_forward(y, in, n, tanh_approx); },
-      [tanh_approx](float* dx, TensorImpl& o, const Tensor& in) {
-        gelu_backward(dx, o.grad->data(), in.data(), in.numel(), tanh_approx);
+      [tanh_approx](TensorImpl& o, const Tensor& in) {
+        const GradSlot dx = grad_slot(in);
+        gelu_backward(dx.data, o.grad->data(), in.data(), in.numel(), tanh_approx, dx.fresh);
       });
 }
 

@@ -117,12 +117,14 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   if (needs_grad(x, w, b)) {
     attach(y, "linear", {x, w, b}, [x, w, b, rows, in, outf](TensorImpl& o) {
       const float* dy = o.grad->data();
-      if (float* dx = grad_of(x)) gemm(false, false, rows, in, outf, 1.0f, dy, w.data(), 1.0f, dx);
-      if (float* dw = grad_of(w)) gemm(true, false, outf, in, rows, 1.0f, dy, x.data(), 1.0f, dw);
-      if (float* db = grad_of(b)) {  // db (out) += dy^T (out, rows) 1 (rows): a gemm, not a serial loop
+      if (const GradSlot dx = grad_slot(x); dx.data)
+        gemm(false, false, rows, in, outf, 1.0f, dy, w.data(), dx.beta(), dx.data);
+      if (const GradSlot dw = grad_slot(w); dw.data)
+        gemm(true, false, outf, in, rows, 1.0f, dy, x.data(), dw.beta(), dw.data);
+      if (const GradSlot db = grad_slot(b); db.data) {  // db (out) += dy^T (out, rows) 1 (rows): a gemm
         auto ones = make_buffer(static_cast<size_t>(rows));
         std::fill(ones->data(), ones->data() + rows, 1.0f);
-        gemm(true, false, outf, 1, rows, 1.0f, dy, ones->data(), 1.0f, db);
+        gemm(true, false, outf, 1, rows, 1.0f, dy, ones->data(), db.beta(), db.data);
       }
     });
   }

@@ -10,6 +10,7 @@
 
 #include "core/autograd.h"
 #include "core/error.h"
+#include "core/fastmath.h"
 #include "core/parallel.h"
 
 namespace sl {
@@ -41,93 +42,143 @@ void rows_with_param_grads(int64_t rows, int64_t C, float* dgamma, float* dbeta,
 
 }  // namespace
 
-void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, const float* gamma, const float* beta,
-                        int64_t rows, int64_t C, float eps) {
-  parallel_chunks(rows, kRows, [=](int64_t lo, int64_t hi) {
+namespace {
+
+// One chunk of rows [lo, hi) of each kernel, as plain functions cloned for AVX2 (core/fastmath.h).
+// Row sums run in double under `omp simd` (lanes of partial sums, added at the end); the
+// per-element loops have no branch inside, so both vectorise.
+
+SL_SIMD_CLONES void layer_norm_rows(float* y, float* mean, float* rstd, const float* x, const float* gamma,
+                                    const float* beta, int64_t lo, int64_t hi, int64_t C, float eps) {
   for (int64_t r = lo; r < hi; ++r) {
     const float* xr = x + r * C;
     double s = 0.0;
+#pragma omp simd reduction(+ : s)
     for (int64_t i = 0; i < C; ++i) s += static_cast<double>(xr[i]);
     const double mu = s / static_cast<double>(C);
     double v = 0.0;
+#pragma omp simd reduction(+ : v)
     for (int64_t i = 0; i < C; ++i) v += (static_cast<double>(xr[i]) - mu) * (static_cast<double>(xr[i]) - mu);
     const float rs = static_cast<float>(1.0 / std::sqrt(v / static_cast<double>(C) + static_cast<double>(eps)));
     const float m = static_cast<float>(mu);
     float* yr = y + r * C;
-    for (int64_t i = 0; i < C; ++i) {
-      const float xh = (xr[i] - m) * rs;
-      yr[i] = (gamma ? gamma[i] : 1.0f) * xh + (beta ? beta[i] : 0.0f);
-    }
+    for (int64_t i = 0; i < C; ++i) yr[i] = (xr[i] - m) * rs;
+    if (gamma)
+      for (int64_t i = 0; i < C; ++i) yr[i] = gamma[i] * yr[i];
+    if (beta)
+      for (int64_t i = 0; i < C; ++i) yr[i] = yr[i] + beta[i];
     mean[r] = m;
     rstd[r] = rs;
   }
-  }, C);
 }
 
-void layer_norm_backward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* mean,
-                         const float* rstd, const float* gamma, int64_t rows, int64_t C) {
-  rows_with_param_grads(rows, C, dgamma, dbeta, [=](int64_t lo, int64_t hi, float* dg, float* db) {
+// g = dy * gamma into `g` (C), or dy itself when there is no gamma.
+inline const float* scaled_grad(float* g, const float* dyr, const float* gamma, int64_t C) {
+  if (!gamma) return dyr;
+  for (int64_t i = 0; i < C; ++i) g[i] = dyr[i] * gamma[i];
+  return g;
+}
+
+SL_SIMD_CLONES void layer_norm_backward_rows(float* dx, float* dg, float* db, float* scratch, const float* dy,
+                                             const float* x, const float* mean, const float* rstd,
+                                             const float* gamma, int64_t lo, int64_t hi, int64_t C, bool overwrite) {
+  float* xh = scratch;  // (C) xhat of the row
   for (int64_t r = lo; r < hi; ++r) {
     const float* xr = x + r * C;
     const float* dyr = dy + r * C;
     const float m = mean[r], rs = rstd[r];
+    for (int64_t i = 0; i < C; ++i) xh[i] = (xr[i] - m) * rs;
+    const float* g = scaled_grad(scratch + C, dyr, gamma, C);
     double sg = 0.0, sgx = 0.0;
+#pragma omp simd reduction(+ : sg, sgx)
     for (int64_t i = 0; i < C; ++i) {
-      const float xh = (xr[i] - m) * rs;
-      const float g = dyr[i] * (gamma ? gamma[i] : 1.0f);
-      sg += static_cast<double>(g);
-      sgx += static_cast<double>(g * xh);
-      if (dg) dg[i] += dyr[i] * xh;
-      if (db) db[i] += dyr[i];
+      sg += static_cast<double>(g[i]);
+      sgx += static_cast<double>(g[i] * xh[i]);
     }
+    if (dg)
+      for (int64_t i = 0; i < C; ++i) dg[i] += dyr[i] * xh[i];
+    if (db)
+      for (int64_t i = 0; i < C; ++i) db[i] += dyr[i];
     if (!dx) continue;
     const float mg = static_cast<float>(sg / static_cast<double>(C));
     const float mgx = static_cast<float>(sgx / static_cast<double>(C));
     float* dxr = dx + r * C;
-    for (int64_t i = 0; i < C; ++i) {
-      const float xh = (xr[i] - m) * rs;
-      const float g = dyr[i] * (gamma ? gamma[i] : 1.0f);
-      dxr[i] += rs * (g - mg - xh * mgx);
-    }
+    if (overwrite)
+      for (int64_t i = 0; i < C; ++i) dxr[i] = rs * (g[i] - mg - xh[i] * mgx);
+    else
+      for (int64_t i = 0; i < C; ++i) dxr[i] += rs * (g[i] - mg - xh[i] * mgx);
   }
-  });
 }
 
-void rms_norm_forward(float* y, float* rstd, const float* x, const float* gamma, int64_t rows, int64_t C, float eps) {
-  parallel_chunks(rows, kRows, [=](int64_t lo, int64_t hi) {
+SL_SIMD_CLONES void rms_norm_rows(float* y, float* rstd, const float* x, const float* gamma, int64_t lo, int64_t hi,
+                                  int64_t C, float eps) {
   for (int64_t r = lo; r < hi; ++r) {
     const float* xr = x + r * C;
     double ss = 0.0;
+#pragma omp simd reduction(+ : ss)
     for (int64_t i = 0; i < C; ++i) ss += static_cast<double>(xr[i]) * static_cast<double>(xr[i]);
     const float rs = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(C) + static_cast<double>(eps)));
     float* yr = y + r * C;
-    for (int64_t i = 0; i < C; ++i) yr[i] = (gamma ? gamma[i] : 1.0f) * xr[i] * rs;
+    if (gamma)
+      for (int64_t i = 0; i < C; ++i) yr[i] = gamma[i] * xr[i] * rs;
+    else
+      for (int64_t i = 0; i < C; ++i) yr[i] = xr[i] * rs;
     rstd[r] = rs;
   }
-  }, C);
 }
 
-void rms_norm_backward(float* dx, float* dgamma, const float* dy, const float* x, const float* rstd,
-                       const float* gamma, int64_t rows, int64_t C) {
-  rows_with_param_grads(rows, C, dgamma, nullptr, [=](int64_t lo, int64_t hi, float* dg, float*) {
+SL_SIMD_CLONES void rms_norm_backward_rows(float* dx, float* dg, float* scratch, const float* dy, const float* x,
+                                           const float* rstd, const float* gamma, int64_t lo, int64_t hi, int64_t C,
+                                           bool overwrite) {
+  float* xh = scratch;  // (C)
   for (int64_t r = lo; r < hi; ++r) {
     const float* xr = x + r * C;
     const float* dyr = dy + r * C;
     const float rs = rstd[r];
+    for (int64_t i = 0; i < C; ++i) xh[i] = xr[i] * rs;
+    const float* g = scaled_grad(scratch + C, dyr, gamma, C);
     double sgx = 0.0;
-    for (int64_t i = 0; i < C; ++i) {
-      const float xh = xr[i] * rs;
-      sgx += static_cast<double>(dyr[i] * (gamma ? gamma[i] : 1.0f) * xh);
-      if (dg) dg[i] += dyr[i] * xh;
-    }
+#pragma omp simd reduction(+ : sgx)
+    for (int64_t i = 0; i < C; ++i) sgx += static_cast<double>(g[i] * xh[i]);
+    if (dg)
+      for (int64_t i = 0; i < C; ++i) dg[i] += dyr[i] * xh[i];
     if (!dx) continue;
     const float mgx = static_cast<float>(sgx / static_cast<double>(C));
     float* dxr = dx + r * C;
-    for (int64_t i = 0; i < C; ++i) {
-      const float xh = xr[i] * rs;
-      dxr[i] += rs * (dyr[i] * (gamma ? gamma[i] : 1.0f) - xh * mgx);
-    }
+    if (overwrite)
+      for (int64_t i = 0; i < C; ++i) dxr[i] = rs * (g[i] - xh[i] * mgx);
+    else
+      for (int64_t i = 0; i < C; ++i) dxr[i] += rs * (g[i] - xh[i] * mgx);
   }
+}
+
+}  // namespace
+
+void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, const float* gamma, const float* beta,
+                        int64_t rows, int64_t C, float eps) {
+  parallel_chunks(
+      rows, kRows, [=](int64_t lo, int64_t hi) { layer_norm_rows(y, mean, rstd, x, gamma, beta, lo, hi, C, eps); }, C);
+}
+
+void layer_norm_backward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* mean,
+                         const float* rstd, const float* gamma, int64_t rows, int64_t C, bool overwrite_dx) {
+  auto scratch = make_buffer(static_cast<size_t>(num_threads() * 2 * C));  // xhat and g per thread
+  rows_with_param_grads(rows, C, dgamma, dbeta, [=, &scratch](int64_t lo, int64_t hi, float* dg, float* db) {
+    layer_norm_backward_rows(dx, dg, db, scratch->data() + thread_index() * 2 * C, dy, x, mean, rstd, gamma, lo, hi,
+                             C, overwrite_dx);
+  });
+}
+
+void rms_norm_forward(float* y, float* rstd, const float* x, const float* gamma, int64_t rows, int64_t C, float eps) {
+  parallel_chunks(rows, kRows, [=](int64_t lo, int64_t hi) { rms_norm_rows(y, rstd, x, gamma, lo, hi, C, eps); }, C);
+}
+
+void rms_norm_backward(float* dx, float* dgamma, const float* dy, const float* x, const float* rstd,
+                       const float* gamma, int64_t rows, int64_t C, bool overwrite_dx) {
+  auto scratch = make_buffer(static_cast<size_t>(num_threads() * 2 * C));
+  rows_with_param_grads(rows, C, dgamma, nullptr, [=, &scratch](int64_t lo, int64_t hi, float* dg, float*) {
+    rms_norm_backward_rows(dx, dg, scratch->data() + thread_index() * 2 * C, dy, x, rstd, gamma, lo, hi, C,
+                           overwrite_dx);
   });
 }
 
@@ -150,8 +201,9 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, floa
   layer_norm_forward(y.data(), stats->data(), stats->data() + rows, x.data(), ptr(gamma), ptr(beta), rows, C, eps);
   if (needs_grad(x, gamma, beta))
     attach(y, "layer_norm", {x, gamma, beta}, [x, gamma, beta, stats, rows, C](TensorImpl& o) {
-      layer_norm_backward(grad_of(x), grad_of(gamma), grad_of(beta), o.grad->data(), x.data(), stats->data(),
-                          stats->data() + rows, ptr(gamma), rows, C);
+      const GradSlot dx = grad_slot(x);
+      layer_norm_backward(dx.data, grad_of(gamma), grad_of(beta), o.grad->data(), x.data(), stats->data(),
+                          stats->data() + rows, ptr(gamma), rows, C, dx.fresh);
     });
   return y;
 }
@@ -165,7 +217,8 @@ Tensor rms_norm(const Tensor& x, const Tensor& gamma, float eps) {
   rms_norm_forward(y.data(), rstd->data(), x.data(), ptr(gamma), rows, C, eps);
   if (needs_grad(x, gamma))
     attach(y, "rms_norm", {x, gamma}, [x, gamma, rstd, rows, C](TensorImpl& o) {
-      rms_norm_backward(grad_of(x), grad_of(gamma), o.grad->data(), x.data(), rstd->data(), ptr(gamma), rows, C);
+      const GradSlot dx = grad_slot(x);
+      rms_norm_backward(dx.data, grad_of(gamma), o.grad->data(), x.data(), rstd->data(), ptr(gamma), rows, C, dx.fresh);
     });
   return y;
 }

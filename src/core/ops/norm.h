@@ -11,10 +11,10 @@ namespace sl {
 void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, const float* gamma, const float* beta,
                         int64_t rows, int64_t C, float eps);
 void layer_norm_backward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* mean,
-                         const float* rstd, const float* gamma, int64_t rows, int64_t C);
+                         const float* rstd, const float* gamma, int64_t rows, int64_t C, bool overwrite_dx = false);
 void rms_norm_forward(float* y, float* rstd, const float* x, const float* gamma, int64_t rows, int64_t C, float eps);
 void rms_norm_backward(float* dx, float* dgamma, const float* dy, const float* x, const float* rstd,
-                       const float* gamma, int64_t rows, int64_t C);
+                       const float* gamma, int64_t rows, int64_t C, bool overwrite_dx = false);
 
 // x (..., C); gamma, beta (C) or undefined.
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps = 1e-5f);
