@@ -32,7 +32,7 @@ if [[ -n "${STACKLAB_BIN:-}" ]]; then
   BIN="$(realpath "$STACKLAB_BIN")"
   say "STACKLAB_BIN=$BIN: not running scripts/setup.sh"
 else
-  bash scripts/setup.sh || die "scripts/setup.sh failed"
+  bash scripts/setup.sh stacklab || die "scripts/setup.sh failed"
   BIN="$ROOT/build/stacklab"
 fi
 T_SETUP="$(now)"

@@ -11,7 +11,7 @@ BIN="$ROOT/build/stacklab"
 CONFIG="configs/quickstart.json"
 RUN_DIR="${STACKLAB_RUN_DIR:-runs/quickstart}"
 
-bash "$ROOT/scripts/setup.sh"
+bash "$ROOT/scripts/setup.sh" stacklab
 
 echo "==> stacklab train $CONFIG --out $RUN_DIR --force $*"
 "$BIN" train "$CONFIG" --out "$RUN_DIR" --force "$@"

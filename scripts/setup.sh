@@ -5,6 +5,8 @@
 #
 #   scripts/setup.sh                         # from any directory
 #   STACKLAB_SKIP_INSTALL=1 scripts/setup.sh # build only, never touch apt
+#   scripts/setup.sh stacklab                # build only these targets (run.sh, reproduce.sh: the
+#                                            # binary, not the test executables)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -67,6 +69,8 @@ jobs="$(nproc 2>/dev/null || echo 2)"
 say "configuring Release build in $BUILD_DIR"
 cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release ||
   die "cmake configure failed; see the message above"
-say "building with $jobs job(s)"
-cmake --build "$BUILD_DIR" -j"$jobs" || die "build failed; see the compiler output above"
+targets=()
+for t in "$@"; do targets+=(--target "$t"); done
+say "building ${*:-all targets} with $jobs job(s)"
+cmake --build "$BUILD_DIR" -j"$jobs" "${targets[@]}" || die "build failed; see the compiler output above"
 say "done: $BUILD_DIR/stacklab"

@@ -25,20 +25,35 @@
 namespace sl {
 namespace {
 
-// Causal softmax of one (T, T) block in place: row i over columns 0..i, zeros after.
-void causal_softmax_rows(float* p, int64_t T) {
+// Causal softmax of one (T, T) block in place: row i over columns 0..i, zeros after. The max
+// and the sum are `omp simd` reductions (lane partials, combined at the end: a fixed order, so
+// still deterministic), which lets the exp loop vectorise too.
+SL_SIMD_CLONES void causal_softmax_rows(float* p, int64_t T) {
   for (int64_t i = 0; i < T; ++i) {
     float* row = p + i * T;
     float mx = row[0];
+#pragma omp simd reduction(max : mx)
     for (int64_t j = 1; j <= i; ++j) mx = row[j] > mx ? row[j] : mx;
+    for (int64_t j = 0; j <= i; ++j) row[j] = fast_exp(row[j] - mx);
     float sum = 0.0f;
-    for (int64_t j = 0; j <= i; ++j) {
-      row[j] = fast_exp(row[j] - mx);
-      sum += row[j];
-    }
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j <= i; ++j) sum += row[j];
     const float inv = 1.0f / sum;
     for (int64_t j = 0; j <= i; ++j) row[j] *= inv;
     for (int64_t j = i + 1; j < T; ++j) row[j] = 0.0f;
+  }
+}
+
+// dS = P * (dP - rowsum(dP * P)) of one causal (T, T) block, in place over dP.
+SL_SIMD_CLONES void causal_softmax_backward_rows(float* dp, const float* p, int64_t T) {
+  for (int64_t i = 0; i < T; ++i) {
+    const float* pr = p + i * T;
+    float* dr = dp + i * T;
+    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t j = 0; j <= i; ++j) dot += dr[j] * pr[j];
+    for (int64_t j = 0; j <= i; ++j) dr[j] = pr[j] * (dr[j] - dot);
+    for (int64_t j = i + 1; j < T; ++j) dr[j] = 0.0f;
   }
 }
 
@@ -79,14 +94,7 @@ void attention_backward(float* dqkv, const float* dy, const float* att, const fl
     float* dp = scratch->data() + thread_index() * T * T;  // (T, T)
     gemm_ld(true, false, T, HS, T, 1.0f, p, T, dyb, C, beta, dv, C3);   // dV += P^T dY
     gemm_ld(false, true, T, T, HS, 1.0f, dyb, C, v, C3, 0.0f, dp, T);   // dP = dY V^T
-    for (int64_t i = 0; i < T; ++i) {                                     // dS = P (dP - <dP, P>)
-      const float* pr = p + i * T;
-      float* dr = dp + i * T;
-      float dot = 0.0f;
-      for (int64_t j = 0; j <= i; ++j) dot += dr[j] * pr[j];
-      for (int64_t j = 0; j <= i; ++j) dr[j] = pr[j] * (dr[j] - dot);
-      for (int64_t j = i + 1; j < T; ++j) dr[j] = 0.0f;
-    }
+    causal_softmax_backward_rows(dp, p, T);                              // dS = P (dP - <dP, P>)
     gemm_ld(false, false, T, HS, T, s, dp, T, k, C3, beta, dq, C3);     // dQ += s dS K
     gemm_ld(true, false, T, HS, T, s, dp, T, q, C3, beta, dk, C3);      // dK += s dS^T Q
   });

@@ -108,10 +108,13 @@ SL_SIMD_CLONES void gelu_tanh_forward_span(float* y, const float* x, int64_t lo,
     y[i] = 0.5f * v * (1.0f + fast_tanh(kSqrt2OverPi * (v + kGeluCubic * v * v * v)));
   }
 }
+// Phi(v) + v phi(v) with one exp: fast_erf(a) is 1 - poly(a) e^(-a^2), and at a = |v|/sqrt(2)
+// e^(-a^2) = e^(-v^2/2) is phi's exponential too.
 inline float gelu_grad(float v) {
-  const float cdf = 0.5f * (1.0f + fast_erf(v * kInvSqrt2));
-  const float pdf = kInvSqrt2Pi * fast_exp(-0.5f * v * v);
-  return cdf + v * pdf;
+  const float e = fast_exp(-0.5f * v * v);
+  const float erf_abs = 1.0f - erf_poly(__builtin_fabsf(v) * kInvSqrt2) * e;
+  const float cdf = 0.5f * (1.0f + __builtin_copysignf(erf_abs, v));
+  return cdf + v * (kInvSqrt2Pi * e);
 }
 inline float gelu_tanh_grad(float v) {
   const float t = fast_tanh(kSqrt2OverPi * (v + kGeluCubic * v * v * v));
