@@ -31,7 +31,7 @@ mkdir -p "$BUILD"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DSTACKLAB_FUZZ=ON \
   -DSTACKLAB_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$BUILD/configure.log" 2>&1 ||
   { cat "$BUILD/configure.log"; say "cmake configure failed"; exit 1; }
-cmake --build "$BUILD" -j"$(nproc 2>/dev/null || echo 2)" --target "${TARGETS[@]}" ||
+cmake --build "$BUILD" -j"$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)" --target "${TARGETS[@]}" ||
   { say "build failed"; exit 1; }
 
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:allocator_may_return_null=1"

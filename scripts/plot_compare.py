@@ -132,14 +132,23 @@ def plot_groups(ax, runs, groups, geometric=False):
     by_wiring = defaultdict(list)
     for r in runs:
         by_wiring[r.wiring].append(r)
+    zeros = 0
     for w in sorted(groups):
         depths = sorted(groups[w])
         vals = [np.array(groups[w][d]) for d in depths]
+        if geometric:  # a log axis cannot show 0 (a gradient that underflowed float32): leave it out
+            zeros += sum(int((v <= 0).sum()) for v in vals)
+            kept = [(d, v[v > 0]) for d, v in zip(depths, vals) if (v > 0).any()]
+            depths, vals = [d for d, _ in kept], [v for _, v in kept]
+            if not vals:
+                continue
         mean = [np.exp(np.log(v).mean()) if geometric else v.mean() for v in vals]
         seeds = max(len(v) for v in vals)
         lab = wiring_label(by_wiring[w]) + (f" ({seeds} seeds, min-max band)" if seeds > 1 else "")
         ax.plot(depths, mean, "o-", color=line[w], lw=1.8, ms=5, label=lab)
         ax.fill_between(depths, [v.min() for v in vals], [v.max() for v in vals], color=line[w], alpha=0.2)
+    if zeros:
+        print(f"plot_compare: {zeros} value(s) of exactly 0 (float32 underflow) not drawn on the log axis")
     return [d for w in groups for d in groups[w]]
 
 

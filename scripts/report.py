@@ -349,6 +349,7 @@ def timing_lines(stages, sweeps):
     if not start:
         lines.append("- no timing.jsonl (not run by scripts/reproduce.sh): version and wall time unknown")
     n = 0
+    t_start = None
     for s in stages:
         st = s.get("stage")
         if st == "start":
@@ -365,6 +366,10 @@ def timing_lines(stages, sweeps):
             lines.append(f"  - sweep {s['sweep']}: {fmt(s['seconds'], 4)} s{stop}")
         elif st == "plots":
             lines.append(f"  - plots: {fmt(s['seconds'], 3)} s")
+        elif st == "end" and t_start is not None and s.get("time"):
+            lines.append(f"  - **whole invocation (setup, sweeps, plots): {(float(s['time']) - t_start) / 60:.1f} min**")
+        if st == "start":
+            t_start = float(s["time"]) if s.get("time") else None
     sweep_s = [s for s in stages if s.get("stage") == "sweep"]
     if sweep_s:
         lines.append(f"- **suite wall time (all sweeps, all invocations): "

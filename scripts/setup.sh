@@ -65,7 +65,8 @@ else
 fi
 
 command -v cmake >/dev/null 2>&1 || die "cmake not found (apt-get install cmake)"
-jobs="$(nproc 2>/dev/null || echo 2)"
+# Plain nproc honours OMP_NUM_THREADS, which reproduce.sh sets to 1 for its runs: unset it here.
+jobs="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)"
 say "configuring Release build in $BUILD_DIR"
 cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release ||
   die "cmake configure failed; see the message above"

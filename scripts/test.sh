@@ -92,7 +92,7 @@ if [[ "${STACKLAB_SKIP_SANITIZE:-0}" == "1" ]]; then
 else
   echo "==> build-asan (ASan + UBSan, RelWithDebInfo)"
   if cmake -S "$ROOT" -B build-asan -DSTACKLAB_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
-     cmake --build build-asan -j"$(nproc 2>/dev/null || echo 2)"; then
+     cmake --build build-asan -j"$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)"; then
     ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
     LSAN_OPTIONS="suppressions=$ROOT/tests/sanitize/lsan.supp" \
     UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
