@@ -40,9 +40,23 @@ cat >"$tmp/train_grid.json" <<EOF
 {"name": "train_grid", "base": "$BASE", "mode": "train", "out_dir": "$tmp/study/train_grid",
  "overrides": {$TINY}, "grid": {"model.n_layer": [1, 2]}, "variants": $VARIANTS}
 EOF
+# Both sweeps in one call, as scripts/reproduce.sh runs them: one pool, a manifest per sweep.
+"$BIN" sweep "$tmp/probe_grid.json" "$tmp/train_grid.json" --jobs 2 >"$tmp/sweep.log" 2>&1 ||
+  { cat "$tmp/sweep.log" >&2; fail "stacklab sweep probe_grid.json train_grid.json"; }
+grep -q "2 sweeps in one pool: 16 runs to do, 2 at once" "$tmp/sweep.log" ||
+  { cat "$tmp/sweep.log" >&2; fail "the pooled sweep did not announce its 16 runs"; }
 for s in probe_grid train_grid; do
-  "$BIN" sweep "$tmp/$s.json" --jobs 2 >"$tmp/$s.log" 2>&1 || { cat "$tmp/$s.log" >&2; fail "stacklab sweep $s"; }
+  "$PY" -c "import json, sys; m = json.load(open(sys.argv[1])); \
+assert m['name'] == sys.argv[2] and m['runs'] and all(r['status'] == 'completed' for r in m['runs']), m" \
+    "$tmp/study/$s/manifest.json" "$s" || fail "$s/manifest.json: not every run completed"
 done
+# Two sweeps that would write into the same directory are refused before anything runs.
+sed 's/"name": "train_grid"/"name": "again"/' "$tmp/train_grid.json" >"$tmp/again.json"
+if "$BIN" sweep "$tmp/train_grid.json" "$tmp/again.json" >"$tmp/same.log" 2>&1; then
+  fail "two sweeps with one out_dir were accepted"
+elif ! grep -q "write to the same out_dir" "$tmp/same.log"; then
+  cat "$tmp/same.log" >&2; fail "the same-out_dir error does not say so"
+fi
 
 # One run diverged (as the trainer records it), one interrupted before its summary.
 T="$tmp/study/train_grid"

@@ -15,6 +15,8 @@ cd "$ROOT"
 OUT="runs/deep_stacking"
 JOBS="${STACKLAB_JOBS:-2}"
 SWEEPS=(probe_grid train_grid extras extras_init extras_lr)
+SWEEP_FILES=("${SWEEPS[@]/#/configs/experiments/}")
+SWEEP_FILES=("${SWEEP_FILES[@]/%/.json}")
 
 say() { printf 'reproduce: %s\n' "$*"; }
 die() { printf 'reproduce: ERROR: %s\n' "$*" >&2; exit 1; }
@@ -53,21 +55,21 @@ TIMING="$OUT/timing.jsonl"
 } >>"$TIMING"
 
 status=0
-for s in "${SWEEPS[@]}"; do
-  t="$(now)"
-  say "sweep $s"
-  # A failed run is recorded in the manifest and the report; it does not stop the study. A
-  # signal does: the sweep's runs checkpoint, and running this script again resumes them.
-  rc=0
-  "$BIN" sweep "configs/experiments/$s.json" --jobs "$JOBS" || rc=$?
-  printf '{"stage": "sweep", "sweep": "%s", "seconds": %s, "exit": %s}\n' "$s" "$(since "$t")" "$rc" >>"$TIMING"
-  if ((rc >= 128)); then
-    die "sweep $s stopped by a signal (exit $rc); run this script again to resume"
-  elif ((rc != 0)); then
-    say "sweep $s: some runs failed (see its manifest.json)"
-    status=1
-  fi
-done
+# All sweeps in one `stacklab sweep` call: one pool of $JOBS slots, so no core idles at the end of
+# one sweep while the next has runs waiting (the sweeps are listed small-last to keep the tail short).
+# A failed run is recorded in its manifest and the report; it does not stop the study. A signal
+# does: the runs checkpoint, and running this script again resumes them.
+t="$(now)"
+say "sweeps ${SWEEPS[*]} ($JOBS runs at once)"
+rc=0
+"$BIN" sweep "${SWEEP_FILES[@]}" --jobs "$JOBS" || rc=$?
+printf '{"stage": "sweep", "sweep": "%s", "seconds": %s, "exit": %s}\n' "${SWEEPS[*]}" "$(since "$t")" "$rc" >>"$TIMING"
+if ((rc >= 128)); then
+  die "sweeps stopped by a signal (exit $rc); run this script again to resume"
+elif ((rc != 0)); then
+  say "some runs failed (see the manifest.json of each sweep)"
+  status=1
+fi
 
 t="$(now)"
 for s in "${SWEEPS[@]}"; do
@@ -77,6 +79,13 @@ done
 # The training grid again after training: the last layers record (step 275 of 300).
 MPLBACKEND=Agg "$PY" scripts/plot_compare.py "$OUT/train_grid" --step 275 --out "$OUT/figures/train_grid_step275" \
   >/dev/null || say "plot_compare.py train_grid --step 275: no figures"
+# Single runs of the training grid, each with its loss curves against the reference losses and its
+# block x step heatmap: the deepest stack with and without a residual, pre-norm.
+for id in L96-pre-layernorm-res-s0 L96-pre-layernorm-nores-s0; do
+  [[ -d "$OUT/train_grid/$id" ]] || continue
+  MPLBACKEND=Agg "$PY" scripts/plot_run.py "$OUT/train_grid/$id" --out "$OUT/figures/train_grid_runs/$id" \
+    >/dev/null || say "plot_run.py $id: no figures"
+done
 printf '{"stage": "plots", "seconds": %s}\n' "$(since "$t")" >>"$TIMING"
 printf '{"stage": "end", "time": %s}\n' "$(now)" >>"$TIMING"
 

@@ -1,8 +1,10 @@
-// `stacklab sweep SWEEP.json [--jobs N] [--dry-run]`: expands the sweep (see train/sweep.h),
-// writes <out_dir>/manifest.json, and runs each point as a child `stacklab train` or
-// `stacklab probe` process (single-threaded, log in <run>/log.txt), up to N at once. Runs that
-// are already complete are skipped, interrupted ones resumed; failed or diverged runs are
-// recorded and the sweep goes on. SIGINT/SIGTERM are passed to the children, which checkpoint.
+// `stacklab sweep SWEEP.json [SWEEP.json ...] [--jobs N] [--dry-run]`: expands each sweep (see
+// train/sweep.h), writes its <out_dir>/manifest.json, and runs each point as a child `stacklab
+// train` or `stacklab probe` process (single-threaded, log in <run>/log.txt), up to N at once.
+// Several sweep files share one pool of N slots, in the order given: no core idles at the end of
+// one sweep while the next has runs waiting. Runs that are already complete are skipped,
+// interrupted ones resumed; failed or diverged runs are recorded and the sweep goes on.
+// SIGINT/SIGTERM are passed to the children, which checkpoint.
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -122,62 +124,88 @@ std::string fmt_time(double s) {
 
 int cmd_sweep(const ArgList& argv) {
   Args a = parse_args("sweep", argv, {"jobs"}, {"dry-run"}, false);
-  if (a.positional.size() != 1) throw Error("expected one SWEEP.json file");
-  const SweepPlan plan = expand_sweep(a.positional[0]);
+  if (a.positional.empty()) throw Error("expected a SWEEP.json file (or several, run in one pool)");
+  std::vector<SweepPlan> plans;
+  for (const auto& path : a.positional) plans.push_back(expand_sweep(path));
+  for (size_t i = 0; i < plans.size(); ++i)
+    for (size_t k = 0; k < i; ++k)
+      if (fs::weakly_canonical(plans[i].out_dir) == fs::weakly_canonical(plans[k].out_dir))
+        throw Error(plans[i].source + " and " + plans[k].source + " write to the same out_dir " + plans[i].out_dir);
   const long long jobs_flag = a.get_int("jobs", 0);
   if (jobs_flag < 0) throw Error("--jobs: must be >= 1 (or 0 for one per core)");
   const int jobs = jobs_flag > 0 ? static_cast<int>(jobs_flag) : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 
-  std::map<std::string, std::string> status;
+  // Every run of every plan, in order; status is keyed by the run's position in `items`.
+  struct Item {
+    const SweepPlan* plan;
+    const SweepRun* run;
+    std::string label;  // the run id, prefixed with the sweep's name when there are several
+  };
+  std::vector<Item> items;
+  for (const auto& plan : plans)
+    for (const auto& r : plan.runs) items.push_back({&plan, &r, plans.size() > 1 ? plan.name + "/" + r.id : r.id});
+  std::vector<std::string> status(items.size());
   size_t todo = 0;
-  for (const auto& r : plan.runs) {
-    status[r.id] = run_state(plan, r);
-    if (status[r.id] != "completed" && status[r.id] != "diverged") ++todo;
+  for (const auto& plan : plans) {
+    size_t plan_todo = 0;
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (items[i].plan != &plan) continue;
+      status[i] = run_state(plan, *items[i].run);
+      if (status[i] != "completed" && status[i] != "diverged") ++plan_todo;
+    }
+    todo += plan_todo;
+    std::printf("sweep %s: %zu %s runs (%zu to do, %zu already done) in %s, %d at once\n", plan.name.c_str(),
+                plan.runs.size(), plan.mode.c_str(), plan_todo, plan.runs.size() - plan_todo, plan.out_dir.c_str(),
+                jobs);
   }
-  std::printf("sweep %s: %zu %s runs (%zu to do, %zu already done) in %s, %d at once\n", plan.name.c_str(),
-              plan.runs.size(), plan.mode.c_str(), todo, plan.runs.size() - todo, plan.out_dir.c_str(), jobs);
+  if (plans.size() > 1) std::printf("%zu sweeps in one pool: %zu runs to do, %d at once\n", plans.size(), todo, jobs);
   if (a.has("dry-run")) {
-    for (const auto& r : plan.runs) {
-      std::printf("  %-40s %-10s stacklab", r.id.c_str(), status[r.id].c_str());
-      for (const auto& s : child_args(plan, r, status[r.id])) std::printf(" %s", s.c_str());
+    for (size_t i = 0; i < items.size(); ++i) {
+      std::printf("  %-40s %-10s stacklab", items[i].label.c_str(), status[i].c_str());
+      for (const auto& s : child_args(*items[i].plan, *items[i].run, status[i])) std::printf(" %s", s.c_str());
       std::printf("\n");
     }
     return kExitOk;
   }
 
-  make_dirs(plan.out_dir);
-  auto write_manifest = [&]() {
+  auto write_manifest = [&](const SweepPlan& plan) {
     nlohmann::json runs = nlohmann::json::array();
-    for (const auto& r : plan.runs)
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (items[i].plan != &plan) continue;
+      const SweepRun& r = *items[i].run;
       runs.push_back({{"id", r.id}, {"dir", fs::path(r.dir).filename().string()}, {"overrides", r.overrides},
-                      {"seeds", r.seeds}, {"status", status[r.id]}});
+                      {"seeds", r.seeds}, {"status", status[i]}});
+    }
     nlohmann::json m = {{"name", plan.name}, {"mode", plan.mode}, {"base", plan.base}, {"sweep_file", plan.source},
                         {"runs", runs}};
     write_file_atomic(plan.out_dir + "/manifest.json", m.dump(2) + "\n");
   };
-  write_manifest();
+  for (const auto& plan : plans) {
+    make_dirs(plan.out_dir);
+    write_manifest(plan);
+  }
 
   set_stop_handler(on_sweep_signal);
-  std::map<pid_t, const SweepRun*> running;
+  std::map<pid_t, size_t> running;  // pid -> index in items
   std::map<pid_t, Clock::time_point> started;
   size_t next = 0, finished = 0, failed = 0;
   double busy_seconds = 0.0;
   const auto t0 = Clock::now();
   bool forwarded = false;
   while (true) {
-    while (!g_sweep_stop.load() && static_cast<int>(running.size()) < jobs && next < plan.runs.size()) {
-      const SweepRun& r = plan.runs[next++];
-      const std::string st = status[r.id];
-      if (st == "completed" || st == "diverged") continue;
+    while (!g_sweep_stop.load() && static_cast<int>(running.size()) < jobs && next < items.size()) {
+      const size_t i = next++;
+      const SweepRun& r = *items[i].run;
+      if (status[i] == "completed" || status[i] == "diverged") continue;
       make_dirs(r.dir);
-      const pid_t pid = spawn(child_args(plan, r, st), r.dir + "/log.txt");
-      running[pid] = &r;
+      const pid_t pid = spawn(child_args(*items[i].plan, r, status[i]), r.dir + "/log.txt");
+      running[pid] = i;
       started[pid] = Clock::now();
-      status[r.id] = "running";
+      status[i] = "running";
     }
     if (running.empty()) break;
     if (g_sweep_stop.load() && !forwarded) {
-      for (const auto& [pid, r] : running) kill(pid, g_sweep_stop.load());
+      for (const auto& [pid, i] : running) kill(pid, g_sweep_stop.load());
       forwarded = true;
       std::printf("\nsweep: stopping; the running runs checkpoint and can be resumed by running the sweep again\n");
     }
@@ -189,37 +217,45 @@ int cmd_sweep(const ArgList& argv) {
     }
     auto it = running.find(pid);
     if (it == running.end()) continue;
-    const SweepRun& r = *it->second;
+    const size_t i = it->second;
+    const SweepRun& r = *items[i].run;
     const double secs = std::chrono::duration<double>(Clock::now() - started[pid]).count();
     busy_seconds += secs;
     running.erase(it);
     const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
-    if (code == kExitOk) status[r.id] = "completed";
-    else if (code == kExitDiverged) status[r.id] = "diverged";
-    else if (code == 130 || code == 143) status[r.id] = "interrupted";
+    if (code == kExitOk) status[i] = "completed";
+    else if (code == kExitDiverged) status[i] = "diverged";
+    else if (code == 130 || code == 143) status[i] = "interrupted";
     else {
-      status[r.id] = "failed (exit " + std::to_string(code) + ")";
+      status[i] = "failed (exit " + std::to_string(code) + ")";
       ++failed;
     }
     ++finished;
     const double per_run = busy_seconds / static_cast<double>(finished);
     size_t left = 0;
-    for (const auto& q : plan.runs)
-      if (status[q.id] == "new" || status[q.id] == "resumable" || status[q.id] == "running") ++left;
-    std::printf("[%zu/%zu] %-40s %-12s %6.1f s | elapsed %s | ETA %s\n", finished, todo, r.id.c_str(),
-                status[r.id].c_str(), secs, fmt_time(std::chrono::duration<double>(Clock::now() - t0).count()).c_str(),
+    for (const auto& st : status)
+      if (st == "new" || st == "resumable" || st == "running") ++left;
+    std::printf("[%zu/%zu] %-40s %-12s %6.1f s | elapsed %s | ETA %s\n", finished, todo, items[i].label.c_str(),
+                status[i].c_str(), secs, fmt_time(std::chrono::duration<double>(Clock::now() - t0).count()).c_str(),
                 fmt_time(per_run * static_cast<double>(left) / jobs).c_str());
-    if (status[r.id].rfind("failed", 0) == 0)
-      std::printf("    %s: %s (log: %s/log.txt)\n", r.id.c_str(), last_line(r.dir + "/log.txt").c_str(), r.dir.c_str());
+    if (status[i].rfind("failed", 0) == 0)
+      std::printf("    %s: %s (log: %s/log.txt)\n", items[i].label.c_str(), last_line(r.dir + "/log.txt").c_str(),
+                  r.dir.c_str());
     std::fflush(stdout);
-    write_manifest();
+    write_manifest(*items[i].plan);
   }
   set_stop_handler(SIG_DFL);
-  write_manifest();
-  size_t diverged = 0;
-  for (const auto& [id, st] : status) diverged += st == "diverged";
-  std::printf("sweep %s: %zu runs, %zu failed, %zu diverged; manifest %s/manifest.json\n", plan.name.c_str(),
-              plan.runs.size(), failed, diverged, plan.out_dir.c_str());
+  for (const auto& plan : plans) {
+    write_manifest(plan);
+    size_t plan_failed = 0, diverged = 0;
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (items[i].plan != &plan) continue;
+      diverged += status[i] == "diverged";
+      plan_failed += status[i].rfind("failed", 0) == 0;
+    }
+    std::printf("sweep %s: %zu runs, %zu failed, %zu diverged; manifest %s/manifest.json\n", plan.name.c_str(),
+                plan.runs.size(), plan_failed, diverged, plan.out_dir.c_str());
+  }
   if (g_sweep_stop.load()) return 128 + g_sweep_stop.load();
   return failed ? kExitError : kExitOk;
 }

@@ -25,7 +25,7 @@ const Command kCommands[] = {
     {"bench", sl::cmd_bench,
      "bench CONFIG [--steps N] [--warmup W] [--threads T] [--json] [--section.key=value ...] | bench --sgemm "
      "[CONFIG] [--threads T] [--json]   time training steps; sgemm ceiling"},
-    {"sweep", sl::cmd_sweep, "sweep SWEEP.json [--jobs N] [--dry-run]   run a grid of train or probe runs"},
+    {"sweep", sl::cmd_sweep, "sweep SWEEP.json [SWEEP.json ...] [--jobs N] [--dry-run]   run grids of train or probe runs"},
     {"validate", sl::cmd_validate, "validate CONFIG [--section.key=value ...]   check a config, print it resolved"},
     {"toyblock", sl::cmd_toyblock,
      "toyblock [--x 1,-1,2,0] [--strength 0.8] [--norm pre|post|both] [--eps 1e-5]   the source texts' toy block"},
