@@ -189,7 +189,7 @@ int cmd_sweep(const ArgList& argv) {
   std::map<pid_t, size_t> running;  // pid -> index in items
   std::map<pid_t, Clock::time_point> started;
   size_t next = 0, finished = 0, failed = 0;
-  double busy_seconds = 0.0;
+  double busy_seconds = 0.0, done_cost = 0.0;
   const auto t0 = Clock::now();
   bool forwarded = false;
   while (true) {
@@ -221,6 +221,7 @@ int cmd_sweep(const ArgList& argv) {
     const SweepRun& r = *items[i].run;
     const double secs = std::chrono::duration<double>(Clock::now() - started[pid]).count();
     busy_seconds += secs;
+    done_cost += r.cost;
     running.erase(it);
     const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
     if (code == kExitOk) status[i] = "completed";
@@ -231,13 +232,16 @@ int cmd_sweep(const ArgList& argv) {
       ++failed;
     }
     ++finished;
-    const double per_run = busy_seconds / static_cast<double>(finished);
-    size_t left = 0;
-    for (const auto& st : status)
-      if (st == "new" || st == "resumable" || st == "running") ++left;
+    // ETA: the seconds per unit of estimated work so far, times the work left (runs waiting or
+    // running, counted whole), over the slots. Runs differ by 100x in size (L=1 vs L=96), so
+    // counting runs would promise the end long before the deep runs even start.
+    const double per_cost = done_cost > 0.0 ? busy_seconds / done_cost : 0.0;
+    double left = 0.0;
+    for (size_t q = 0; q < items.size(); ++q)
+      if (status[q] == "new" || status[q] == "resumable" || status[q] == "running") left += items[q].run->cost;
     std::printf("[%zu/%zu] %-40s %-12s %6.1f s | elapsed %s | ETA %s\n", finished, todo, items[i].label.c_str(),
                 status[i].c_str(), secs, fmt_time(std::chrono::duration<double>(Clock::now() - t0).count()).c_str(),
-                fmt_time(per_run * static_cast<double>(left) / jobs).c_str());
+                fmt_time(per_cost * left / jobs).c_str());
     if (status[i].rfind("failed", 0) == 0)
       std::printf("    %s: %s (log: %s/log.txt)\n", items[i].label.c_str(), last_line(r.dir + "/log.txt").c_str(),
                   r.dir.c_str());

@@ -121,6 +121,7 @@ SweepPlan expand_sweep(const std::string& path) {
   // Ids name the depth and the wiring formula, then any other grid key; a variant's "name" is
   // appended only where those alone do not tell two points apart.
   std::vector<std::string> ovs, base_ids;
+  std::vector<double> step_flops, max_iters;  // per point: ~FLOPs of one forward + backward; steps
   std::map<std::string, int> count;
   for (const Point& p : points) {
     std::vector<std::string> ov = common;
@@ -132,6 +133,9 @@ SweepPlan expand_sweep(const std::string& path) {
     id += wiring_id(cfg.model);
     id += p.extra_id;
     base_ids.push_back(id);
+    const double L = cfg.model.n_layer, C = cfg.model.n_embd, T = cfg.model.block_size;
+    step_flops.push_back(6.0 * cfg.train.batch_size * T * L * C * (12.0 * C + 2.0 * T));
+    max_iters.push_back(static_cast<double>(cfg.train.max_iters));
     ++count[id];
   }
   std::set<std::string> ids;
@@ -147,7 +151,9 @@ SweepPlan expand_sweep(const std::string& path) {
       if (!ids.insert(run_id).second)
         throw ConfigError(path + ": two points of the sweep get the same run id '" + run_id +
                           "'; give the variants distinct \"name\"s");
-      plan.runs.push_back({run_id, plan.out_dir + "/" + run_id, ov, std::move(run_seeds)});
+      // A probe is one forward + backward per seed; a training run max_iters steps (plus evals).
+      const double steps = plan.mode == "probe" ? static_cast<double>(run_seeds.size()) : max_iters[i];
+      plan.runs.push_back({run_id, plan.out_dir + "/" + run_id, ov, std::move(run_seeds), step_flops[i] * steps});
     };
     if (plan.mode == "probe") add_run(id, seeds);
     else

@@ -15,6 +15,7 @@ struct SweepRun {
   std::string dir;                     // <out_dir>/<id>
   std::vector<std::string> overrides;  // "--model.n_layer=32", ... in application order
   std::vector<uint64_t> seeds;         // train: one seed; probe: all seeds
+  double cost = 1.0;                   // estimated work (FLOPs of its steps), for the sweep's ETA
 };
 
 struct SweepPlan {
