@@ -122,8 +122,8 @@ std::vector<char32_t> TextSource::load_vocab(const std::string& path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(bytes);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(what + ": not valid JSON: " + e.what());
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number
+    throw Error(what + ": not valid JSON: " + e.what());  // too large for any type (fuzz_text)
   }
   if (!j.is_object() || j.value("format", std::string()) != kVocabFormat)
     throw Error(what + ": field 'format' must be \"" + std::string(kVocabFormat) + "\"");

@@ -162,6 +162,15 @@ TEST(TextSource, SavedVocabularyLoadsBackAndRejectsUnknownCharacters) {
   EXPECT_TRUE(contains(error_of([&] { TextSource::load_vocab(bad); }), "format"));
 }
 
+// A number too large for any JSON number type is nlohmann's out_of_range, not a parse_error
+// (found by fuzz_text): it must still be an Error naming the file, not an escaped exception.
+TEST(TextSource, AVocabularyFileWithAHugeNumberIsAnErrorNamingTheFile) {
+  const std::string huge = write_temp("huge_vocab.json", R"({"code_points": [1e999999]})");
+  const std::string msg = error_of([&] { TextSource::load_vocab(huge); });
+  EXPECT_TRUE(contains(msg, "huge_vocab.json")) << msg;
+  EXPECT_TRUE(contains(msg, "not valid JSON")) << msg;
+}
+
 TEST(TextSource, EncodeNamesAnUnknownCharacterAndDecodeRejectsBadIds) {
   const std::string path = write_temp("enc.txt", "abc abc");
   const TextSource src(path, 0.3, 1);
