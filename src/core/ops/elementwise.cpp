@@ -27,9 +27,7 @@ namespace sl {
 
 namespace {
 constexpr int64_t kChunk = 1 << 14;  // elements per parallel chunk
-}  // namespace
 
-namespace {
 SL_SIMD_CLONES void add_span(float* out, const float* a, const float* b, int64_t lo, int64_t hi) {
   for (int64_t i = lo; i < hi; ++i) out[i] = a[i] + b[i];
 }
