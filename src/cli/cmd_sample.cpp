@@ -25,7 +25,7 @@ int cmd_sample(const ArgList& argv) {
   const std::string dir = a.positional[0];
   Config cfg = load_run_config(dir);
   set_num_threads(1);  // one sequence at a time: more threads only add overhead
-  auto data = make_data(cfg, cfg.data.source == "text" ? dir + "/vocab.json" : "");
+  auto data = make_data(cfg, cfg.data.source == SourceKind::Text ? dir + "/vocab.json" : "");
   Model model(cfg.model);
   const std::string ckpt = dir + "/checkpoints/latest.safetensors";
   load_module_state(model, load_safetensors(ckpt), ckpt, "optim.");
@@ -71,7 +71,7 @@ int cmd_sample(const ArgList& argv) {
     ids.push_back(next);
   }
   std::printf("%s", data->decode(std::vector<int32_t>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(prompt_len))).c_str());
-  std::printf("%s%s\n", cfg.data.source == "text" ? "" : " | ",
+  std::printf("%s%s\n", cfg.data.source == SourceKind::Text ? "" : " | ",
               data->decode(std::vector<int32_t>(ids.begin() + static_cast<std::ptrdiff_t>(prompt_len), ids.end())).c_str());
   return kExitOk;
 }

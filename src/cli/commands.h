@@ -27,5 +27,6 @@ int cmd_sample(const ArgList& args);
 int cmd_bench(const ArgList& args);
 int cmd_probe(const ArgList& args);
 int cmd_sweep(const ArgList& args);
+int cmd_registry(const ArgList& args);
 
 }  // namespace sl

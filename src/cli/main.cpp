@@ -29,6 +29,7 @@ const Command kCommands[] = {
     {"validate", sl::cmd_validate, "validate CONFIG [--section.key=value ...]   check a config, print it resolved"},
     {"toyblock", sl::cmd_toyblock,
      "toyblock [--x 1,-1,2,0] [--strength 0.8] [--norm pre|post|both] [--eps 1e-5]   the source texts' toy block"},
+    {"registry", sl::cmd_registry, "registry [--json]   every wiring choice: its formula and the parameters it adds"},
     {"gradients", sl::cmd_gradients,
      "gradients CONFIG --out DIR [--section.key=value ...]   weights, one batch, logits, loss, all gradients"},
 };

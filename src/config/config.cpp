@@ -14,15 +14,6 @@ namespace {
 using json = nlohmann::json;
 using Choices = std::vector<std::string>;
 
-const Choices kNorms{"layernorm", "rmsnorm", "none"};
-const Choices kNormPositions{"pre", "post", "sandwich"};
-const Choices kResidualScales{"none", "rezero", "deepnorm"};
-const Choices kActivations{"gelu", "gelu_tanh", "relu", "tanh"};
-const Choices kInits{"normal", "scaled", "xavier"};
-const Choices kPosEmbs{"learned", "sinusoidal", "none"};
-const Choices kSources{"markov", "text"};
-const Choices kOptimizers{"adamw", "sgd"};
-const Choices kSchedules{"constant", "cosine", "warmup_constant"};
 const Choices kSections{"model", "data", "optim", "train", "log"};
 
 // S is the section struct, const or not; V is a Writer or a Reader.
@@ -34,22 +25,26 @@ template <class S, class V> void visit_model(S& m, V& v) {
   v("vocab_size", m.vocab_size);
   v("bias", m.bias);
   v("residual", m.residual);
-  v.choice("norm", m.norm, kNorms);
+  v.choice("norm", m.norm);
   v("norm_eps", m.norm_eps);
-  v.choice("norm_position", m.norm_position, kNormPositions);
-  v.choice("residual_scale", m.residual_scale, kResidualScales);
+  v.choice("norm_position", m.norm_position);
+  v.choice("residual_scale", m.residual_scale);
   v("final_norm", m.final_norm);
   v("attention", m.attention);
   v("mlp", m.mlp);
   v("mlp_ratio", m.mlp_ratio);
-  v.choice("activation", m.activation, kActivations);
-  v.choice("init", m.init, kInits);
+  v.choice("activation", m.activation);
+  v.choice("init", m.init);
   v("init_std", m.init_std);
-  v.choice("pos_emb", m.pos_emb, kPosEmbs);
+  v.choice("pos_emb", m.pos_emb);
   v("tie_weights", m.tie_weights);
+  v("dyt_alpha_init", m.dyt_alpha_init);
+  v.choice("norm_scaling", m.norm_scaling);
+  v("layerscale_init", m.layerscale_init);
+  v("qk_norm", m.qk_norm);
 }
 template <class S, class V> void visit_data(S& d, V& v) {
-  v.choice("source", d.source, kSources);
+  v.choice("source", d.source);
   v("order", d.order);
   v("alpha", d.alpha);
   v("seed", d.seed);
@@ -57,7 +52,7 @@ template <class S, class V> void visit_data(S& d, V& v) {
   v("val_fraction", d.val_fraction);
 }
 template <class S, class V> void visit_optim(S& o, V& v) {
-  v.choice("name", o.name, kOptimizers);
+  v.choice("name", o.name);
   v("learning_rate", o.learning_rate);
   v("weight_decay", o.weight_decay);
   v("decay_exempt", o.decay_exempt);
@@ -67,7 +62,7 @@ template <class S, class V> void visit_optim(S& o, V& v) {
   v("momentum", o.momentum);
   v("nesterov", o.nesterov);
   v("grad_clip", o.grad_clip);
-  v.choice("schedule", o.schedule, kSchedules);
+  v.choice("schedule", o.schedule);
   v("warmup_iters", o.warmup_iters);
   v("lr_decay_iters", o.lr_decay_iters);
   v("min_lr", o.min_lr);
@@ -95,7 +90,7 @@ struct Writer {
   void operator()(const char* key, const std::optional<bool>& value) {
     out[key] = value ? json(*value) : json(nullptr);
   }
-  void choice(const char* key, const std::string& value, const Choices&) { out[key] = value; }
+  template <class E> void choice(const char* key, const E& value) { out[key] = name_of(value); }
 };
 
 // `string "8"`, `number 8.5`, `boolean true`, `null`, `an array`, `an object`.
@@ -183,18 +178,20 @@ struct Reader {
     else if (j->is_boolean()) value = j->get<bool>();
     else fail(key, "expected true, false or null (auto), got " + describe_value(*j));
   }
-  void choice(const char* key, std::string& value, const Choices& choices) const {
+  template <class E> void choice(const char* key, E& value) const {
     const json* j = find(key);
     if (!j) return;
+    const Choices choices = choice_names<E>();
     if (!j->is_string())
       fail(key, "expected one of " + quoted_list(choices) + ", got " + describe_value(*j));
-    std::string s = j->get<std::string>();
-    if (std::find(choices.begin(), choices.end(), s) == choices.end()) {
+    const std::string s = j->get<std::string>();
+    const std::optional<E> parsed = parse_choice<E>(s);
+    if (!parsed) {
       std::string near = closest_key(s, choices);
       fail(key, "expected one of " + quoted_list(choices) + ", got \"" + s + "\"" +
                     (near.empty() ? "" : "; did you mean '" + near + "'?"));
     }
-    value = s;
+    value = *parsed;
   }
 };
 
@@ -217,8 +214,8 @@ void read_section(const json& top, const char* name, const std::string& origin, 
 }  // namespace
 
 bool ModelConfig::resolved_final_norm() const {
-  if (norm == "none") return false;
-  return final_norm.value_or(norm_position != "post");
+  if (norm == NormKind::None) return false;
+  return final_norm.value_or(norm_position != NormPosition::Post);
 }
 
 const json& config_schema() {
@@ -236,13 +233,6 @@ json to_json(const Config& cfg) {
   visit_train(cfg.train, t);
   visit_log(cfg.log, l);
   return j;
-}
-
-json derived_json(const Config& cfg) {
-  return {{"final_norm", cfg.model.resolved_final_norm()},
-          {"wiring", wiring_id(cfg.model)},
-          {"formula", describe_wiring(cfg.model)},
-          {"lr_decay_iters", resolved_lr_decay_iters(cfg)}};
 }
 
 Config parse_config(const json& j, const std::string& origin) {
@@ -333,23 +323,30 @@ void validate_model(const ModelConfig& m, const Validator& v) {
                                std::to_string(m.n_head) + " (each head gets n_embd / n_head dims)");
   if (!m.attention && !m.mlp)
     v.fail("model.attention", "model.attention and model.mlp are both false; a block needs one");
-  if (m.residual_scale != "none" && !m.residual)
-    v.fail("model.residual_scale", "\"" + m.residual_scale +
+  if (m.residual_scale != ResidualScale::None && !m.residual)
+    v.fail("model.residual_scale", "\"" + name_of(m.residual_scale) +
                                        "\" scales the residual stream but model.residual is false");
-  if (m.residual_scale == "deepnorm" && m.norm_position != "post")
+  if (m.residual_scale == ResidualScale::DeepNorm && m.norm_position != NormPosition::Post)
     v.fail("model.residual_scale", "\"deepnorm\" needs model.norm_position \"post\", got \"" +
-                                       m.norm_position + "\"");
-  if (m.residual_scale == "deepnorm" && m.norm == "none")
+                                       name_of(m.norm_position) + "\"");
+  if (m.residual_scale == ResidualScale::DeepNorm && m.norm == NormKind::None)
     v.fail("model.residual_scale", "\"deepnorm\" needs a model.norm other than \"none\"");
-  if (m.final_norm.value_or(false) && m.norm == "none")
+  if (m.final_norm.value_or(false) && m.norm == NormKind::None)
     v.fail("model.final_norm", "true needs a model.norm other than \"none\"");
+  if (m.norm_scaling != NormScaling::None && m.norm == NormKind::None)
+    v.fail("model.norm_scaling", "\"" + name_of(m.norm_scaling) + "\" scales norm outputs but model.norm is \"none\"");
+  if (m.qk_norm && m.norm == NormKind::None)
+    v.fail("model.qk_norm", "true applies model.norm to queries and keys, but model.norm is \"none\"");
+  if (m.qk_norm && !m.attention) v.fail("model.qk_norm", "true needs model.attention true");
+  v.positive("model.dyt_alpha_init", m.dyt_alpha_init);
+  v.non_negative("model.layerscale_init", m.layerscale_init);
 }
 
 void validate_data(const DataConfig& d, const Validator& v) {
   if (d.order < 1 || d.order > 3)
     v.fail("data.order", "must be in 1..3, got " + std::to_string(d.order));
   v.positive("data.alpha", d.alpha);
-  if (d.source == "text" && d.path.empty())
+  if (d.source == SourceKind::Text && d.path.empty())
     v.fail("data.path", "required when data.source is \"text\"");
   if (!(d.val_fraction > 0 && d.val_fraction < 1))
     v.fail("data.val_fraction", "must be in (0, 1), got " + json(d.val_fraction).dump());
@@ -362,7 +359,7 @@ void validate_optim(const OptimConfig& o, const Validator& v) {
   v.unit("optim.beta2", o.beta2);
   v.positive("optim.eps", o.eps);
   v.unit("optim.momentum", o.momentum);
-  if (o.name == "sgd" && o.nesterov && o.momentum == 0.0)
+  if (o.name == OptimizerKind::Sgd && o.nesterov && o.momentum == 0.0)
     v.fail("optim.nesterov", "true needs optim.momentum > 0");
   v.non_negative("optim.grad_clip", o.grad_clip);
   v.at_least("optim.warmup_iters", o.warmup_iters, 0);
@@ -396,42 +393,6 @@ void validate_config(const Config& cfg, const std::string& origin, const Provena
   validate_data(cfg.data, v);
   validate_optim(cfg.optim, v);
   validate_run(cfg.train, cfg.log, v);
-}
-
-// ---- wiring names ---------------------------------------------------------------------------
-
-std::string describe_wiring(const ModelConfig& m) {
-  const std::string& n = m.norm;
-  const bool none = n == "none";
-  const std::string a = m.residual_scale == "rezero" ? "a*" : "";  // rezero's learned gate
-  std::string label = none ? "no-norm" : m.norm_position == "sandwich" ? "sandwich"
-                                                                        : m.norm_position + "-norm";
-  std::string f;
-  if (none) f = m.residual ? "x + " + a + "f(x)" : "f(x)";
-  else if (m.norm_position == "pre") f = m.residual ? "x + " + a + "f(" + n + "(x))" : "f(" + n + "(x))";
-  else if (m.norm_position == "sandwich")
-    f = (m.residual ? "x + " + a : "") + n + "2(f(" + n + "1(x)))";
-  else if (m.residual_scale == "deepnorm") f = n + "(alpha*x + f(x))";
-  else f = n + "(" + (m.residual ? "x + " + a : "") + "f(x))";
-
-  label += m.residual ? " residual" : ", no residual";
-  if (m.residual && m.residual_scale != "none") label += " (" + m.residual_scale + ")";
-  std::string out = label + ": " + f;
-  if (m.residual && m.residual_scale == "rezero") out += ", a=0 at init";
-  if (m.residual && m.residual_scale == "deepnorm") {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, ", alpha=(2N)^(1/4)=%.3f for N=%d",
-                  std::pow(2.0 * m.n_layer, 0.25), m.n_layer);
-    out += buf;
-  }
-  return out;
-}
-
-std::string wiring_id(const ModelConfig& m) {
-  std::string id = m.norm == "none" ? "none" : m.norm_position + "-" + m.norm;
-  id += m.residual ? "-res" : "-nores";
-  if (m.residual && m.residual_scale != "none") id += "-" + m.residual_scale;
-  return id;
 }
 
 // ---- key suggestions --------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 // Config: the typed run configuration (model, data, optim, train, log) with its defaults,
-// strict conversion from and to JSON, and validation. Enum-like fields stay strings spelled
-// exactly as in the JSON ("layernorm", "pre", ...) and are checked against their allowed values.
-// Not here: reading files, `extends` and `--key=value` overrides (see loader.h).
+// strict conversion from and to JSON, and validation. Enumerated fields are enums
+// (config/choices.h), parsed once from their JSON spelling ("layernorm", "pre", ...).
+// Not here: reading files, `extends` and `--key=value` overrides (see loader.h); what a wiring
+// does and its formula text (nn/wiring.h).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -11,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/choices.h"
 #include "core/error.h"
 
 namespace sl {
@@ -28,19 +30,23 @@ struct ModelConfig {
   int vocab_size = 32;                    // text data: the trainer overwrites it with the corpus's
   bool bias = true;
   bool residual = true;
-  std::string norm = "layernorm";         // layernorm | rmsnorm | none
+  NormKind norm = NormKind::LayerNorm;   // layernorm | rmsnorm | dyt | none
   double norm_eps = 1e-5;
-  std::string norm_position = "pre";      // pre | post | sandwich
-  std::string residual_scale = "none";    // none | rezero | deepnorm
+  NormPosition norm_position = NormPosition::Pre;         // pre | post | sandwich
+  ResidualScale residual_scale = ResidualScale::None;     // none | rezero | deepnorm | layerscale
   std::optional<bool> final_norm;         // unset = auto, see resolved_final_norm()
   bool attention = true;
   bool mlp = true;
   int mlp_ratio = 4;
-  std::string activation = "gelu";        // gelu | gelu_tanh | relu | tanh
-  std::string init = "normal";            // normal | scaled | xavier
+  Activation activation = Activation::Gelu;  // gelu | gelu_tanh | relu | tanh
+  InitScheme init = InitScheme::Normal;   // normal | scaled | xavier
   double init_std = 0.02;
-  std::string pos_emb = "learned";        // learned | sinusoidal | none
+  PosEmb pos_emb = PosEmb::Learned;       // learned | sinusoidal | none
   bool tie_weights = false;
+  double dyt_alpha_init = 0.5;            // dyt: the learnable alpha of tanh(alpha x) starts here
+  NormScaling norm_scaling = NormScaling::None;  // depth: block l's norm outputs times 1/sqrt(l)
+  double layerscale_init = 0.1;           // layerscale: the per-channel lambda starts here
+  bool qk_norm = false;                   // model.norm applied per head to queries and keys
 
   // final_norm if set; otherwise true for pre and sandwich, false for post; always false for
   // norm "none" (there is no norm to apply).
@@ -49,7 +55,7 @@ struct ModelConfig {
 };
 
 struct DataConfig {
-  std::string source = "markov";          // markov | text
+  SourceKind source = SourceKind::Markov; // markov | text
   int order = 2;                          // markov: context length, 1..3
   double alpha = 0.5;                     // markov: Dirichlet concentration of the transitions
   std::uint64_t seed = 1234;              // the data source's own seed
@@ -59,7 +65,7 @@ struct DataConfig {
 };
 
 struct OptimConfig {
-  std::string name = "adamw";             // adamw | sgd
+  OptimizerKind name = OptimizerKind::AdamW;  // adamw | sgd
   double learning_rate = 1e-3;
   double weight_decay = 0.0;
   bool decay_exempt = true;               // no decay on biases, norm gains and embeddings
@@ -69,7 +75,7 @@ struct OptimConfig {
   double momentum = 0.9;                  // sgd
   bool nesterov = false;                  // sgd
   double grad_clip = 0.0;                 // global grad-norm clip; 0 = off
-  std::string schedule = "constant";      // constant | cosine | warmup_constant
+  ScheduleKind schedule = ScheduleKind::Constant;  // constant | cosine | warmup_constant
   int warmup_iters = 0;
   int lr_decay_iters = 0;                 // 0 = train.max_iters
   double min_lr = 0.0;
@@ -115,9 +121,6 @@ const nlohmann::json& config_schema();
 
 // The full config, every key present; final_norm is null when unset so the round trip is exact.
 nlohmann::json to_json(const Config& cfg);
-// Values derived from the config that are not themselves keys (resolved final_norm, wiring).
-nlohmann::json derived_json(const Config& cfg);
-
 // Keys and types only, no ranges: missing keys keep their defaults. Throws ConfigError.
 Config parse_config(const nlohmann::json& j, const std::string& origin);
 // Ranges and cross-field rules. A key found in `where` is reported with its own origin.
@@ -127,11 +130,6 @@ Config config_from_json(const nlohmann::json& j, const std::string& origin);
 
 // train.lr_decay_iters with 0 meaning train.max_iters.
 int resolved_lr_decay_iters(const Config& cfg);
-
-// The block formula in words, e.g. "pre-norm residual: x + f(layernorm(x))".
-std::string describe_wiring(const ModelConfig& m);
-// A short id for run names, e.g. "pre-layernorm-res", "post-rmsnorm-nores-deepnorm", "none-res".
-std::string wiring_id(const ModelConfig& m);
 
 // The candidate nearest to `key` by edit distance, or "" when none is plausibly meant.
 std::string closest_key(const std::string& key, const std::vector<std::string>& candidates);

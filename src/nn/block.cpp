@@ -1,60 +1,63 @@
-// The block wirings of block.h, one function for every sub-layer.
+// The block of block.h: creates what the wiring's registry entries declare, in a fixed
+// registration order, and hands each sub-layer to its placement's apply().
 #include "nn/block.h"
 
-#include <cmath>
-
 #include "core/ops.h"
+#include "nn/wiring.h"
 
 namespace sl {
 
-Block::Block(const ModelConfig& cfg)
+Block::Block(const ModelConfig& cfg, int index)
     : residual_(cfg.residual),
       position_(cfg.norm_position),
-      alpha_(cfg.residual_scale == "deepnorm" ? static_cast<float>(std::pow(2.0 * cfg.n_layer, 0.25)) : 1.0f) {
-  const bool has_norm = cfg.norm != "none";
-  const auto eps = static_cast<float>(cfg.norm_eps);
-  auto make_norm = [&](const char* name, std::unique_ptr<Norm>& slot) {
-    slot = std::make_unique<Norm>(cfg.norm, cfg.n_embd, eps, cfg.bias);
+      skip_(static_cast<float>(residual_scale_spec(cfg.residual_scale).skip(cfg))) {
+  const bool has_norm = cfg.norm != NormKind::None;
+  const bool sandwich = placement_spec(position_).norms_per_sublayer == 2;
+  const auto out_scale = static_cast<float>(norm_scaling_spec(cfg.norm_scaling).factor(index));
+  auto make_norm = [&](const char* name, std::unique_ptr<Norm>& slot, SubLayer sub) {
+    slot = std::make_unique<Norm>(cfg, cfg.n_embd, out_scale);
     add_child(name, slot.get());
+    slot->set_sublayer(sub);
   };
   // Registration order fixes the order of parameters in checkpoints and of init draws.
   if (cfg.attention) {
-    if (has_norm) make_norm("norm1", norm1);
-    attn = std::make_unique<CausalSelfAttention>(cfg.n_embd, cfg.n_head, cfg.bias);
+    if (has_norm) make_norm("norm1", norm1, SubLayer::Attn);
+    attn = std::make_unique<CausalSelfAttention>(cfg);
     add_child("attn", attn.get());
-    if (has_norm && position_ == "sandwich") make_norm("norm1_out", norm1_out);
-    if (cfg.residual_scale == "rezero") attn_gate = add_param("attn_gate", Shape{1});
+    attn->set_sublayer(SubLayer::Attn);
+    if (has_norm && sandwich) make_norm("norm1_out", norm1_out, SubLayer::Attn);
+    attn_gate = make_gate(cfg, "attn");
   }
   if (cfg.mlp) {
-    if (has_norm) make_norm("norm2", norm2);
-    mlp = std::make_unique<Mlp>(cfg.n_embd, cfg.mlp_ratio, cfg.activation, cfg.bias);
+    if (has_norm) make_norm("norm2", norm2, SubLayer::Mlp);
+    mlp = std::make_unique<Mlp>(cfg);
     add_child("mlp", mlp.get());
-    if (has_norm && position_ == "sandwich") make_norm("norm2_out", norm2_out);
-    if (cfg.residual_scale == "rezero") mlp_gate = add_param("mlp_gate", Shape{1});
+    mlp->set_sublayer(SubLayer::Mlp);
+    if (has_norm && sandwich) make_norm("norm2_out", norm2_out, SubLayer::Mlp);
+    mlp_gate = make_gate(cfg, "mlp");
   }
 }
 
-Tensor Block::sublayer(const Tensor& x, const std::function<Tensor(const Tensor&)>& f, const Norm* norm_in,
-                       const Norm* norm_out, const Tensor& gate) const {
-  auto gated = [&](const Tensor& branch) { return gate.defined() ? mul(branch, gate) : branch; };
-  if (norm_in && position_ == "post") {
-    Tensor branch = gated(f(x));
-    Tensor skip = alpha_ != 1.0f ? scale(x, alpha_) : x;
-    return norm_in->forward(residual_ ? add(skip, branch) : branch);  // norm(a x + g f(x)) | norm(f(x))
+Tensor Block::make_gate(const ModelConfig& cfg, const std::string& sub) {
+  Tensor gate;
+  for (ParamDecl d : residual_scale_spec(cfg.residual_scale).params(cfg, sub)) {
+    d.info.sublayer = sub == "attn" ? SubLayer::Attn : SubLayer::Mlp;
+    gate = add_param(d.name, d.shape, d.info);
   }
-  Tensor h = norm_in ? norm_in->forward(x) : x;  // pre and sandwich; identity for norm "none"
-  Tensor branch = f(h);
-  if (norm_out) branch = norm_out->forward(branch);
-  branch = gated(branch);
-  return residual_ ? add(x, branch) : branch;  // x + g f(norm(x)) | f(norm(x))
+  return gate;
 }
 
-Tensor Block::forward(const Tensor& x) const {
+Tensor Block::forward(const Tensor& x, Tensor* attn_qkv) const {
+  const PlacementSpec& place = placement_spec(position_);
   Tensor y = x;
-  if (attn)
-    y = sublayer(y, [this](const Tensor& h) { return attn->forward(h); }, norm1.get(), norm1_out.get(), attn_gate);
-  if (mlp)
-    y = sublayer(y, [this](const Tensor& h) { return mlp->forward(h); }, norm2.get(), norm2_out.get(), mlp_gate);
+  if (attn) {
+    auto f = [this, attn_qkv](const Tensor& h) { return attn->forward(h, attn_qkv); };
+    y = place.apply({f, norm1.get(), norm1_out.get(), residual_, skip_, attn_gate}, y);
+  }
+  if (mlp) {
+    auto f = [this](const Tensor& h) { return mlp->forward(h); };
+    y = place.apply({f, norm2.get(), norm2_out.get(), residual_, skip_, mlp_gate}, y);
+  }
   return y;
 }
 

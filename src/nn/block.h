@@ -1,6 +1,7 @@
 // Block: one transformer layer whose wiring comes from the config. For each sub-layer f
-// (attention, then MLP; either can be switched off), with g the ReZero gate (1 otherwise) and
-// a = (2N)^(1/4) for DeepNorm (1 otherwise):
+// (attention, then MLP; either can be switched off), with g the residual scaling of the branch
+// (ReZero's scalar a, LayerScale's diag(lambda), 1 otherwise) and a = (2N)^(1/4) for DeepNorm
+// (1 otherwise):
 //
 //   norm_position  residual: true                    residual: false
 //   pre            x + g * f(norm(x))                 f(norm(x))
@@ -8,10 +9,11 @@
 //   sandwich       x + g * norm_out(f(norm(x)))       norm_out(f(norm(x)))
 //   norm "none"    x + g * f(x)                       f(x)
 //
-// A pre-norm GPT block is x = x + attn(ln1(x)); x = x + mlp(ln2(x)); the original Transformer
-// was post-norm. Norm parameters are norm1/norm2 (and norm1_out/norm2_out for sandwich).
+// The placements, norms and scalings are registry entries (nn/wiring.h); this class only
+// creates the modules they declare and hands each sub-layer to its placement. A pre-norm GPT
+// block is x = x + attn(ln1(x)); x = x + mlp(ln2(x)); the original Transformer was post-norm.
+// Norm parameters are norm1/norm2 (and norm1_out/norm2_out for sandwich).
 #pragma once
-#include <functional>
 #include <memory>
 
 #include "config/config.h"
@@ -21,20 +23,22 @@ namespace sl {
 
 class Block : public Module {
  public:
-  explicit Block(const ModelConfig& cfg);
-  Tensor forward(const Tensor& x) const;  // (B, T, C) -> (B, T, C)
+  // index: 0-based position in the stack (model.norm_scaling reads it).
+  explicit Block(const ModelConfig& cfg, int index = 0);
+  // (B, T, C) -> (B, T, C); attn_qkv, when given, receives attention's (B, T, 3C) input.
+  Tensor forward(const Tensor& x, Tensor* attn_qkv = nullptr) const;
 
   std::unique_ptr<CausalSelfAttention> attn;
   std::unique_ptr<Mlp> mlp;
   std::unique_ptr<Norm> norm1, norm2, norm1_out, norm2_out;
-  Tensor attn_gate, mlp_gate;  // ReZero scalars (1,), initialised to 0
+  Tensor attn_gate, mlp_gate;  // the residual scaling's parameter per sub-layer, if it has one
 
  private:
-  Tensor sublayer(const Tensor& x, const std::function<Tensor(const Tensor&)>& f, const Norm* norm_in,
-                  const Norm* norm_out, const Tensor& gate) const;
+  // The residual scaling's parameter for sub-layer `sub` ("attn" or "mlp"), or undefined.
+  Tensor make_gate(const ModelConfig& cfg, const std::string& sub);
   bool residual_;
-  std::string position_;
-  float alpha_;
+  NormPosition position_;
+  float skip_;
 };
 
 }  // namespace sl

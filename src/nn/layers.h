@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "config/config.h"
 #include "nn/module.h"
 
 namespace sl {
@@ -12,39 +13,41 @@ namespace sl {
 // torch.nn.Linear: weight (out, in), bias (out) or none.
 class Linear : public Module {
  public:
-  Linear(int64_t in, int64_t out, bool bias);
+  // weight_info: the weight's role flags (out_proj, deepnorm_from); its role is Weight.
+  Linear(int64_t in, int64_t out, bool bias, ParamInfo weight_info = {});
   Tensor forward(const Tensor& x) const;  // (..., in) -> (..., out)
   Tensor weight, bias;
 };
 
-// "layernorm" (weight, bias when `bias`) or "rmsnorm" (weight only), over the last dim.
+// model.norm over the last dim of width C: the parameters and forward of its registry entry
+// (nn/wiring.h), times out_scale (model.norm_scaling; 1 otherwise).
 class Norm : public Module {
  public:
-  Norm(const std::string& kind, int64_t C, float eps, bool bias);
-  Tensor forward(const Tensor& x) const;
-  std::string kind;
-  float eps;
-  Tensor weight, bias;
+  Norm(const ModelConfig& m, int64_t C, float out_scale = 1.0f);
+  Tensor forward(const Tensor& x) const;  // (..., C) -> (..., C)
+  NormKind kind;
+  float eps, out_scale;
+  std::vector<Tensor> params;  // in the registry entry's params() order
 };
 
 class CausalSelfAttention : public Module {
  public:
-  CausalSelfAttention(int64_t C, int64_t n_head, bool bias);
-  Tensor forward(const Tensor& x) const;  // (B, T, C) -> (B, T, C)
+  explicit CausalSelfAttention(const ModelConfig& m);
+  // (B, T, C) -> (B, T, C); qkv_out, when given, receives the (B, T, 3C) tensor fed to the
+  // attention op (after QK-norm when on).
+  Tensor forward(const Tensor& x, Tensor* qkv_out = nullptr) const;
   int64_t n_head;
   Linear qkv, proj;  // qkv: (3C, C), rows q | k | v; proj: (C, C)
+  std::unique_ptr<Norm> q_norm, k_norm;  // model.qk_norm: over the head size HS, shared by heads
 };
 
 class Mlp : public Module {
  public:
-  Mlp(int64_t C, int64_t ratio, const std::string& activation, bool bias);
+  explicit Mlp(const ModelConfig& m);
   Tensor forward(const Tensor& x) const;  // (B, T, C) -> (B, T, C)
-  std::string activation;
+  Activation activation;
   Linear fc, proj;  // fc: (ratio*C, C); proj: (C, ratio*C)
 };
-
-// The activation named in model.activation.
-Tensor activate(const Tensor& x, const std::string& activation);
 
 }  // namespace sl
 

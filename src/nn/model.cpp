@@ -1,11 +1,12 @@
 // Model construction, initialisation and forward.
 //
-// Init ("model.init"): "normal" draws every Linear and embedding weight from N(0, init_std);
-// "scaled" additionally divides the std of the output projections (attn.proj, mlp.proj) by
-// sqrt(2 n_layer) as GPT-2 does; "xavier" draws Linear weights from U(-a, a),
-// a = sqrt(6 / (fan_in + fan_out)). Biases start at 0, norm gains at 1, ReZero gates at 0.
-// DeepNorm multiplies the value part of qkv, attn.proj, mlp.fc and mlp.proj by
-// beta = (8N)^(-1/4) after drawing.
+// Init reads each parameter's declared role (nn/module.h), never its name. "model.init":
+// "normal" draws every Weight and Embedding from N(0, init_std); "scaled" additionally divides
+// the std of the branches' output projections (attn.proj, mlp.proj) by sqrt(2 n_layer) as GPT-2
+// does; "xavier" draws Weights from U(-a, a), a = sqrt(6 / (fan_in + fan_out)). Every other role
+// starts at its declared constant (biases 0, norm gains 1, ReZero gates 0, LayerScale lambda and
+// DyT alpha at their config values). DeepNorm multiplies the value rows of qkv, attn.proj,
+// mlp.fc and mlp.proj by beta = (8N)^(-1/4) after drawing.
 #include "nn/model.h"
 
 #include <algorithm>
@@ -14,28 +15,26 @@
 
 #include "core/ops.h"
 #include "core/rng.h"
+#include "nn/wiring.h"
 
 namespace sl {
 
 Model::Model(const ModelConfig& cfg) : tok_emb(cfg.vocab_size, cfg.n_embd), cfg_(cfg) {
   add_child("tok_emb", &tok_emb);
-  if (cfg.pos_emb == "learned") {
+  const PosEmbSpec& pos = pos_emb_spec(cfg.pos_emb);
+  if (pos.learned_table) {
     pos_emb = std::make_unique<Embedding>(cfg.block_size, cfg.n_embd);
     add_child("pos_emb", pos_emb.get());
-  } else if (cfg.pos_emb == "sinusoidal") {
-    sinusoid_ = Tensor::empty(Shape{cfg.block_size, cfg.n_embd});
-    for (int t = 0; t < cfg.block_size; ++t)
-      for (int i = 0; i < cfg.n_embd; ++i) {
-        const double freq = std::pow(10000.0, -static_cast<double>(i - i % 2) / cfg.n_embd);
-        sinusoid_.data()[t * cfg.n_embd + i] = static_cast<float>(i % 2 ? std::cos(t * freq) : std::sin(t * freq));
-      }
   }
+  if (pos.fixed_table)
+    sinusoid_ = Tensor::from(Shape{cfg.block_size, cfg.n_embd}, sinusoid_table(cfg.block_size, cfg.n_embd));
   for (int l = 0; l < cfg.n_layer; ++l) {
-    blocks.push_back(std::make_unique<Block>(cfg));
+    blocks.push_back(std::make_unique<Block>(cfg, l));
     add_child("blocks." + std::to_string(l), blocks.back().get());
+    blocks.back()->set_block(l);
   }
   if (cfg.resolved_final_norm()) {
-    norm_f = std::make_unique<Norm>(cfg.norm, cfg.n_embd, static_cast<float>(cfg.norm_eps), cfg.bias);
+    norm_f = std::make_unique<Norm>(cfg, cfg.n_embd);
     add_child("norm_f", norm_f.get());
   }
   if (!cfg.tie_weights) {
@@ -45,40 +44,37 @@ Model::Model(const ModelConfig& cfg) : tok_emb(cfg.vocab_size, cfg.n_embd), cfg_
   name_parameters();
 }
 
-namespace {
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-}  // namespace
-
 void Model::init_weights(uint64_t seed) {
   Rng rng(seed);
   const double std = cfg_.init_std;
-  const double beta = std::pow(8.0 * cfg_.n_layer, -0.25);
-  for (auto& [name, t] : parameters()) {
+  const double beta = residual_scale_spec(cfg_.residual_scale).init_beta(cfg_);
+  for (auto& [name, t, info] : parameters()) {
     float* p = t.data();
     const int64_t n = t.numel();
-    const bool is_norm = name.find("norm") != std::string::npos;
-    if (ends_with(name, "_gate") || ends_with(name, ".bias")) {
-      std::fill(p, p + n, 0.0f);
-    } else if (is_norm) {
-      std::fill(p, p + n, 1.0f);
-    } else if (cfg_.init == "xavier" && t.ndim() == 2 && name.find("emb") == std::string::npos) {
+    switch (info.role) {
+      case ParamRole::Bias:
+      case ParamRole::NormGain:
+      case ParamRole::NormBias:
+      case ParamRole::NormScalar:
+      case ParamRole::Gate:
+        std::fill(p, p + n, info.init_value);
+        continue;
+      case ParamRole::Embedding:
+        for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(rng.normal() * std);
+        continue;
+      case ParamRole::Weight:
+        break;
+    }
+    if (cfg_.init == InitScheme::Xavier) {
       const double a = std::sqrt(6.0 / static_cast<double>(t.size(0) + t.size(1)));
       for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>((2.0 * rng.uniform() - 1.0) * a);
     } else {
-      const bool out_proj = ends_with(name, "attn.proj.weight") || ends_with(name, "mlp.proj.weight");
-      const double s = cfg_.init == "scaled" && out_proj ? std / std::sqrt(2.0 * cfg_.n_layer) : std;
+      const bool scaled = cfg_.init == InitScheme::Scaled && info.out_proj;
+      const double s = scaled ? std / std::sqrt(2.0 * cfg_.n_layer) : std;
       for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(rng.normal() * s);
     }
-    if (cfg_.residual_scale == "deepnorm" && t.ndim() == 2) {
-      int64_t from = 0;
-      if (ends_with(name, "attn.qkv.weight")) from = 2 * cfg_.n_embd * cfg_.n_embd;  // value rows only
-      else if (!ends_with(name, "attn.proj.weight") && !ends_with(name, "mlp.fc.weight") &&
-               !ends_with(name, "mlp.proj.weight"))
-        continue;
-      for (int64_t i = from; i < n; ++i) p[i] = static_cast<float>(static_cast<double>(p[i]) * beta);
-    }
+    if (beta != 1.0 && info.deepnorm_from >= 0)
+      for (int64_t i = info.deepnorm_from; i < n; ++i) p[i] = static_cast<float>(static_cast<double>(p[i]) * beta);
   }
 }
 
@@ -96,10 +92,17 @@ Tensor Model::forward(const std::vector<int32_t>& ids, int64_t B, int64_t T, For
                                 std::vector<float>(sinusoid_.data(), sinusoid_.data() + T * cfg_.n_embd));
     x = add(x, table);
   }
-  if (trace) trace->stream = {x};
+  if (trace) {
+    trace->stream = {x};
+    trace->attn_qkv.clear();
+  }
   for (const auto& block : blocks) {
-    x = block->forward(x);
-    if (trace) trace->stream.push_back(x);
+    Tensor qkv;
+    x = block->forward(x, trace ? &qkv : nullptr);
+    if (trace) {
+      trace->stream.push_back(x);
+      trace->attn_qkv.push_back(qkv);
+    }
   }
   if (norm_f) x = norm_f->forward(x);
   return head ? head->forward(x) : linear(x, tok_emb.weight, Tensor());  // (B, T, V)
@@ -107,9 +110,10 @@ Tensor Model::forward(const std::vector<int32_t>& ids, int64_t B, int64_t T, For
 
 Tensor Model::loss(const Tensor& logits, const std::vector<int32_t>& targets) { return cross_entropy(logits, targets); }
 
-int Model::block_of(const std::string& name) {
-  if (name.rfind("blocks.", 0) != 0) return -1;
-  return std::stoi(name.substr(7, name.find('.', 7) - 7));
+int Model::block_of(const std::string& name) const {
+  for (const auto& p : parameters())
+    if (p.name == name) return p.info.block;
+  return -1;
 }
 
 }  // namespace sl

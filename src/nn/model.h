@@ -11,9 +11,11 @@
 
 namespace sl {
 
-// What forward() can record for metrics: the residual stream at every block boundary.
+// What forward() can record for metrics: the residual stream at every block boundary and what
+// each block's attention op was fed.
 struct ForwardTrace {
-  std::vector<Tensor> stream;  // n_layer + 1 tensors (B, T, C); [0] is the embedding output
+  std::vector<Tensor> stream;    // n_layer + 1 tensors (B, T, C); [0] is the embedding output
+  std::vector<Tensor> attn_qkv;  // n_layer tensors (B, T, 3C) after QK-norm; undefined without attention
 };
 
 class Model : public Module {
@@ -28,8 +30,9 @@ class Model : public Module {
   static Tensor loss(const Tensor& logits, const std::vector<int32_t>& targets);
 
   const ModelConfig& config() const { return cfg_; }
-  // Index of the block a parameter belongs to (-1 for embeddings, final norm and head).
-  static int block_of(const std::string& param_name);
+  // Index of the block a parameter belongs to (-1 for embeddings, final norm, head, unknown
+  // names); the same as parameters()[i].info.block, which code should read instead.
+  int block_of(const std::string& param_name) const;
 
   Embedding tok_emb;
   std::unique_ptr<Embedding> pos_emb;

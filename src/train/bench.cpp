@@ -22,14 +22,6 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-bool is_linear_weight(const std::string& name) {
-  auto ends = [&](const char* s) {
-    const std::string suf(s);
-    return name.size() >= suf.size() && name.compare(name.size() - suf.size(), suf.size(), suf) == 0;
-  };
-  return ends("qkv.weight") || ends("proj.weight") || ends("fc.weight") || name == "head.weight";
-}
-
 int resolve_threads(int requested) {
   return requested > 0 ? requested : static_cast<int>(std::thread::hardware_concurrency());
 }
@@ -65,7 +57,7 @@ BenchResult run_bench(Config cfg, const BenchOptions& opt) {
   for (const auto& p : model.parameters()) {
     refs.push_back({p.name, p.tensor, true});
     r.n_params += p.tensor.numel();
-    if (is_linear_weight(p.name)) r.n_matmul_params += p.tensor.numel();
+    if (p.info.role == ParamRole::Weight) r.n_matmul_params += p.tensor.numel();
   }
   if (cfg.model.tie_weights) r.n_matmul_params += static_cast<int64_t>(cfg.model.vocab_size) * cfg.model.n_embd;
   auto optimizer = make_optimizer(cfg.optim, refs);

@@ -1,4 +1,4 @@
-// Norms accumulated in double; sub-layer membership read from the dotted parameter names.
+// Norms accumulated in double; block and sub-layer membership read from the declared parameter roles.
 #include "train/layer_stats.h"
 
 #include <cmath>
@@ -13,8 +13,6 @@ double sq_norm(const float* p, int64_t n) {
   for (int64_t i = 0; i < n; ++i) s += static_cast<double>(p[i]) * static_cast<double>(p[i]);
   return s;
 }
-
-bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
 // Non-finite values are kept: they are what a diverging run needs to show.
 nlohmann::json numbers(const std::vector<double>& v) {
@@ -68,16 +66,18 @@ LayerStats measure_layers(const Model& model, const ForwardTrace& trace, const s
   std::vector<double> g(L, 0.0), ga(L, 0.0), gm(L, 0.0), gn(L, 0.0), du(L, 0.0), pw(L, 0.0);
   const auto params = model.parameters();
   for (size_t i = 0; i < params.size(); ++i) {
-    const auto& [name, t] = params[i];
+    const auto& [name, t, info] = params[i];
     const double gsq = t.has_grad() ? sq_norm(t.grad().data(), t.numel()) : 0.0;
     s.params.emplace_back(name, std::sqrt(gsq));
-    const int b = Model::block_of(name);
-    if (b < 0) continue;
-    const auto k = static_cast<size_t>(b);
+    if (info.block < 0) continue;
+    const auto k = static_cast<size_t>(info.block);
     g[k] += gsq;
-    if (contains(name, ".attn.") || contains(name, "attn_gate")) ga[k] += gsq;
-    if (contains(name, ".mlp.") || contains(name, "mlp_gate")) gm[k] += gsq;
-    if (contains(name, ".norm")) gn[k] += gsq;
+    switch (info.group()) {
+      case GradGroup::Attn: ga[k] += gsq; break;
+      case GradGroup::Mlp: gm[k] += gsq; break;
+      case GradGroup::Norm: gn[k] += gsq; break;
+      case GradGroup::None: break;
+    }
     if (!update_norms.empty()) {
       du[k] += update_norms[i] * update_norms[i];
       pw[k] += sq_norm(t.data(), t.numel());

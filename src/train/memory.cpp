@@ -6,17 +6,12 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "nn/wiring.h"
 
 namespace sl {
 namespace {
 
 constexpr double kFloat = 4.0;
-
-// Parameters of one norm layer of width C, or 0 without a norm.
-double norm_params(const ModelConfig& m, double C) {
-  if (m.norm == "none") return 0;
-  return C * (m.norm == "layernorm" && m.bias ? 2 : 1);
-}
 
 // First number after `key` in a "key: value" file such as /proc/meminfo, or nullopt.
 std::optional<double> read_field(const std::string& path, const std::string& key) {
@@ -45,22 +40,7 @@ std::optional<double> read_cgroup_number(const std::string& path) {
 
 }  // namespace
 
-double count_parameters(const ModelConfig& m) {
-  const double C = m.n_embd, V = m.vocab_size, T = m.block_size, R = m.mlp_ratio * C;
-  const double b = m.bias ? 1 : 0;
-  const double norms_per_sublayer = m.norm_position == "sandwich" ? 2 : 1;
-  double block = 0;
-  if (m.attention)
-    block += 3 * C * C + 3 * C * b + C * C + C * b + norms_per_sublayer * norm_params(m, C) +
-             (m.residual_scale == "rezero" ? 1 : 0);
-  if (m.mlp)
-    block += R * C + R * b + C * R + C * b + norms_per_sublayer * norm_params(m, C) +
-             (m.residual_scale == "rezero" ? 1 : 0);
-  double total = V * C + (m.pos_emb == "learned" ? T * C : 0) + m.n_layer * block;
-  if (m.resolved_final_norm()) total += norm_params(m, C);
-  if (!m.tie_weights) total += V * C;
-  return total;
-}
+double count_parameters(const ModelConfig& m) { return static_cast<double>(model_param_count(m)); }
 
 MemoryEstimate estimate_memory(const Config& cfg) {
   const ModelConfig& m = cfg.model;
@@ -68,7 +48,7 @@ MemoryEstimate estimate_memory(const Config& cfg) {
   const double NH = m.n_head, L = m.n_layer, r = m.mlp_ratio;
   MemoryEstimate e;
   e.parameters = count_parameters(m);
-  const double moments = cfg.optim.name == "sgd" ? 1 : 2;
+  const double moments = cfg.optim.name == OptimizerKind::Sgd ? 1 : 2;
   e.weight_bytes = e.parameters * (2 + moments) * kFloat;
   double per_layer = 0;
   if (m.attention) per_layer += B * T * C * 6 + B * NH * T * T * 3;  // norm, q, k, v, y, proj; scores, probs, dprobs

@@ -264,9 +264,11 @@ void Optimizer::reject_unexpected(const StateTensors& state, const std::vector<s
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, std::vector<ParamRef> params) {
-  if (cfg.name == "adamw") return std::make_unique<AdamW>(cfg, std::move(params));
-  if (cfg.name == "sgd") return std::make_unique<Sgd>(cfg, std::move(params));
-  throw Error("[make_optimizer] optim.name '" + cfg.name + "' is not one of: adamw, sgd");
+  switch (cfg.name) {
+    case OptimizerKind::AdamW: return std::make_unique<AdamW>(cfg, std::move(params));
+    case OptimizerKind::Sgd: return std::make_unique<Sgd>(cfg, std::move(params));
+  }
+  SL_CHECK(false, "make_optimizer: an enum value outside OptimizerKind");
 }
 
 // ---- gradient norms -----------------------------------------------------------------------

@@ -23,12 +23,11 @@ double warmup_rate(const OptimConfig& cfg, int64_t step) {
 
 double learning_rate_at(const OptimConfig& cfg, int64_t step, int64_t max_iters) {
   if (step < 0) throw Error("[learning_rate_at] step " + std::to_string(step) + " is negative");
-  if (cfg.schedule == "constant") return cfg.learning_rate;
-  if (cfg.schedule == "warmup_constant")
-    return step < cfg.warmup_iters ? warmup_rate(cfg, step) : cfg.learning_rate;
-  if (cfg.schedule != "cosine")
-    throw Error("[learning_rate_at] optim.schedule '" + cfg.schedule +
-                "' is not one of: constant, cosine, warmup_constant");
+  switch (cfg.schedule) {
+    case ScheduleKind::Constant: return cfg.learning_rate;
+    case ScheduleKind::WarmupConstant: return step < cfg.warmup_iters ? warmup_rate(cfg, step) : cfg.learning_rate;
+    case ScheduleKind::Cosine: break;
+  }
 
   if (step < cfg.warmup_iters) return warmup_rate(cfg, step);
   const int64_t decay_iters = cfg.lr_decay_iters == 0 ? max_iters : cfg.lr_decay_iters;

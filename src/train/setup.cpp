@@ -3,15 +3,16 @@
 
 #include <sstream>
 
+#include "nn/wiring.h"
 #include "train/memory.h"
 
 namespace sl {
 
 std::unique_ptr<DataSource> make_data(Config& cfg, const std::string& vocab_path) {
   const DataConfig& d = cfg.data;
-  auto src = make_data_source(d.source, cfg.model.vocab_size, d.order, d.alpha, d.seed, d.path, d.val_fraction,
-                              vocab_path);
-  if (d.source == "text") cfg.model.vocab_size = src->vocab_size();
+  auto src = make_data_source(name_of(d.source), cfg.model.vocab_size, d.order, d.alpha, d.seed, d.path,
+                              d.val_fraction, vocab_path);
+  if (d.source == SourceKind::Text) cfg.model.vocab_size = src->vocab_size();
   src->check_context_length(cfg.model.block_size);
   // Before the model, its gradients and the optimizer state are allocated: an absurd size is
   // refused with the estimate rather than ending in the OOM killer (train, probe, bench, ...).
@@ -25,7 +26,7 @@ std::string describe_model(const Config& cfg, int64_t n_params) {
   os << "model: " << m.n_layer << " layers, n_embd " << m.n_embd << ", " << m.n_head << " heads, block_size "
      << m.block_size << ", vocab " << m.vocab_size << ", " << n_params << " parameters\n"
      << "block: " << describe_wiring(m) << (m.attention ? "" : " [no attention]") << (m.mlp ? "" : " [no mlp]")
-     << ", final norm " << (m.resolved_final_norm() ? "on" : "off") << ", init " << m.init;
+     << ", final norm " << (m.resolved_final_norm() ? "on" : "off") << ", init " << name_of(m.init);
   return os.str();
 }
 

@@ -6,6 +6,7 @@
 
 #include "config/config.h"
 #include "data/source.h"
+#include "nn/wiring.h"
 
 namespace sl {
 

@@ -7,6 +7,7 @@
 
 #include "config/config.h"
 #include "config/loader.h"
+#include "nn/wiring.h"
 #include "core/error.h"
 
 namespace sl {

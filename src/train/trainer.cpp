@@ -42,11 +42,8 @@ std::string format_eta(double s) {
   return buf;
 }
 
-bool decays(const std::string& name, const OptimConfig& o) {
-  if (!o.decay_exempt) return true;
-  return !(name.find(".bias") != std::string::npos || name.find("norm") != std::string::npos ||
-           name.find("emb") != std::string::npos || name.find("_gate") != std::string::npos);
-}
+// optim.decay_exempt: only Linear weights decay (not biases, norm parameters, embeddings, gates).
+bool decays(const ParamInfo& info, const OptimConfig& o) { return !o.decay_exempt || info.decays(); }
 
 nlohmann::json rng_to_json(const Rng::State& s) {
   nlohmann::json a = nlohmann::json::array();
@@ -108,7 +105,7 @@ RunStatus train(Config cfg, const TrainOptions& opt) {
   const int threads = cfg.train.threads > 0 ? cfg.train.threads : static_cast<int>(std::thread::hardware_concurrency());
   set_num_threads(threads);  // BLAS and the OpenMP kernels alike
 
-  auto data = make_data(cfg, opt.resume && std::filesystem::exists(dir + "/vocab.json") && cfg.data.source == "text" ? dir + "/vocab.json" : "");
+  auto data = make_data(cfg, opt.resume && std::filesystem::exists(dir + "/vocab.json") && cfg.data.source == SourceKind::Text ? dir + "/vocab.json" : "");
   make_dirs(dir + "/checkpoints");  // after the data loaded: bad data leaves no run directory behind
   remove_stale_temp_files(dir);
   nlohmann::json config_json = to_json(cfg);
@@ -118,7 +115,7 @@ RunStatus train(Config cfg, const TrainOptions& opt) {
 
   Model model(cfg.model);
   std::vector<ParamRef> refs;
-  for (const auto& p : model.parameters()) refs.push_back({p.name, p.tensor, decays(p.name, cfg.optim)});
+  for (const auto& p : model.parameters()) refs.push_back({p.name, p.tensor, decays(p.info, cfg.optim)});
   auto optimizer = make_optimizer(cfg.optim, refs);
   Rng rng(cfg.train.seed);
   int64_t start_step = 0;
@@ -154,7 +151,7 @@ RunStatus train(Config cfg, const TrainOptions& opt) {
     write_file_atomic(dir + "/config.json", config_json.dump(2) + "\n");
     write_file_atomic(dir + "/metrics.jsonl", "");
   }
-  if (cfg.data.source == "text" && !resume) {
+  if (cfg.data.source == SourceKind::Text && !resume) {
     // The vocabulary is part of the run: sampling and resuming must not depend on the corpus file.
     if (auto* text = dynamic_cast<TextSource*>(data.get())) text->save_vocab(dir + "/vocab.json");
   }

@@ -32,8 +32,8 @@ std::string parse_error(const json& j) {
 TEST(Config, DefaultsAreTheDocumentedValues) {
   const Config c;
   EXPECT_EQ(c.model.n_layer, 4);
-  EXPECT_EQ(c.model.norm, "layernorm");
-  EXPECT_EQ(c.model.norm_position, "pre");
+  EXPECT_EQ(c.model.norm, NormKind::LayerNorm);
+  EXPECT_EQ(c.model.norm_position, NormPosition::Pre);
   EXPECT_FALSE(c.model.final_norm.has_value());
   EXPECT_EQ(c.data.seed, 1234u);
   EXPECT_EQ(c.optim.beta2, 0.95);
@@ -52,11 +52,11 @@ TEST(Config, DefaultsRoundTripThroughJson) {
 TEST(Config, NonDefaultValuesRoundTripThroughJson) {
   Config c;
   c.model.n_layer = 12;
-  c.model.norm = "rmsnorm";
+  c.model.norm = NormKind::RmsNorm;
   c.model.final_norm = false;
   c.model.init_std = 0.125;
   c.data.seed = 18446744073709551615ull;
-  c.optim.name = "sgd";
+  c.optim.name = OptimizerKind::Sgd;
   c.train.name = "deep";
   c.description = "twelve layers";
   const Config back = config_from_json(to_json(c), "cfg.json");
@@ -110,7 +110,7 @@ TEST(Config, OtherWrongTypesNameTheKeyAndTheExpectedType) {
 
 TEST(Config, ChoiceOutsideItsValuesIsRejectedWithASuggestion) {
   EXPECT_EQ(parse_error({{"model", {{"norm", "layrnorm"}}}}),
-            "cfg.json: model.norm: expected one of \"layernorm\", \"rmsnorm\", \"none\", got "
+            "cfg.json: model.norm: expected one of \"layernorm\", \"rmsnorm\", \"dyt\", \"none\", got "
             "\"layrnorm\"; did you mean 'layernorm'?");
 }
 
@@ -160,64 +160,15 @@ TEST(Config, ErrorsNameTheOriginRecordedForTheKey) {
 TEST(Config, FinalNormIsAutoUnlessSet) {
   ModelConfig m;
   EXPECT_TRUE(m.resolved_final_norm());  // pre
-  m.norm_position = "sandwich";
+  m.norm_position = NormPosition::Sandwich;
   EXPECT_TRUE(m.resolved_final_norm());
-  m.norm_position = "post";
+  m.norm_position = NormPosition::Post;
   EXPECT_FALSE(m.resolved_final_norm());
   m.final_norm = true;
   EXPECT_TRUE(m.resolved_final_norm());
-  m.norm = "none";
+  m.norm = NormKind::None;
   m.final_norm.reset();
   EXPECT_FALSE(m.resolved_final_norm());
-}
-
-ModelConfig wiring(const std::string& pos, const std::string& norm, bool residual,
-                   const std::string& scale = "none") {
-  ModelConfig m;
-  m.norm_position = pos;
-  m.norm = norm;
-  m.residual = residual;
-  m.residual_scale = scale;
-  return m;
-}
-
-TEST(Config, WiringIsDescribedByItsFormula) {
-  EXPECT_EQ(describe_wiring(wiring("pre", "layernorm", true)), "pre-norm residual: x + f(layernorm(x))");
-  EXPECT_EQ(describe_wiring(wiring("post", "layernorm", true)), "post-norm residual: layernorm(x + f(x))");
-  EXPECT_EQ(describe_wiring(wiring("sandwich", "rmsnorm", true)),
-            "sandwich residual: x + rmsnorm2(f(rmsnorm1(x)))");
-  EXPECT_EQ(describe_wiring(wiring("pre", "rmsnorm", false)), "pre-norm, no residual: f(rmsnorm(x))");
-  EXPECT_EQ(describe_wiring(wiring("post", "layernorm", false)), "post-norm, no residual: layernorm(f(x))");
-  EXPECT_EQ(describe_wiring(wiring("sandwich", "layernorm", false)),
-            "sandwich, no residual: layernorm2(f(layernorm1(x)))");
-  EXPECT_EQ(describe_wiring(wiring("pre", "none", true)), "no-norm residual: x + f(x)");
-  EXPECT_EQ(describe_wiring(wiring("post", "none", false)), "no-norm, no residual: f(x)");
-  EXPECT_EQ(describe_wiring(wiring("pre", "layernorm", true, "rezero")),
-            "pre-norm residual (rezero): x + a*f(layernorm(x)), a=0 at init");
-}
-
-TEST(Config, DeepnormDescriptionShowsItsAlpha) {
-  ModelConfig m = wiring("post", "layernorm", true, "deepnorm");
-  m.n_layer = 8;  // (2 * 8)^(1/4) = 2
-  EXPECT_EQ(describe_wiring(m),
-            "post-norm residual (deepnorm): layernorm(alpha*x + f(x)), alpha=(2N)^(1/4)=2.000 for N=8");
-}
-
-TEST(Config, WiringIdsAreShortAndDistinct) {
-  EXPECT_EQ(wiring_id(wiring("pre", "layernorm", true)), "pre-layernorm-res");
-  EXPECT_EQ(wiring_id(wiring("post", "rmsnorm", false)), "post-rmsnorm-nores");
-  EXPECT_EQ(wiring_id(wiring("pre", "none", true)), "none-res");
-  EXPECT_EQ(wiring_id(wiring("pre", "layernorm", true, "rezero")), "pre-layernorm-res-rezero");
-  EXPECT_EQ(wiring_id(wiring("post", "layernorm", true, "deepnorm")), "post-layernorm-res-deepnorm");
-}
-
-TEST(Config, DerivedValuesAreReportedApartFromTheKeys) {
-  Config c;
-  c.train.max_iters = 500;
-  const json d = derived_json(c);
-  EXPECT_EQ(d["final_norm"], true);
-  EXPECT_EQ(d["wiring"], "pre-layernorm-res");
-  EXPECT_EQ(d["lr_decay_iters"], 500);
 }
 
 TEST(Config, ClosestKeyIgnoresFarCandidates) {

@@ -189,7 +189,7 @@ TEST_F(Loader, OverrideBeatsTheFile) {
   const std::string child = write("child.json", R"({"extends": "base.json", "model": {"n_layer": 3}})");
   const Config c = load_config(child, {"--model.n_layer=6", "optim.schedule=cosine"});
   EXPECT_EQ(c.model.n_layer, 6);
-  EXPECT_EQ(c.optim.schedule, "cosine");
+  EXPECT_EQ(c.optim.schedule, ScheduleKind::Cosine);
 }
 
 TEST_F(Loader, RangeErrorFromAnOverrideNamesTheOverride) {

@@ -1,64 +1,56 @@
-// Every block wiring: finite-difference gradients, and a zeroed branch makes a residual block
-// the identity.
+// Every block wiring the registries define (tests/support/wirings.h): finite-difference
+// gradients, a zeroed branch makes a residual block the identity, post-norm normalizes the sum,
+// and the parameters each wiring declares.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "core/ops.h"
 #include "core/rng.h"
 #include "nn/block.h"
 #include "support/gradcheck.h"
+#include "support/wirings.h"
 
 namespace sl {
 namespace {
 using testing::grad_check;
+using testing::label;
 using testing::randn;
 
-struct Wiring {
-  std::string norm, position, scale;
-  bool residual;
-};
-
-std::vector<Wiring> all_wirings() {
-  std::vector<Wiring> w;
-  for (bool res : {true, false})
-    for (std::string pos : {"pre", "post", "sandwich"})
-      for (std::string norm : {"layernorm", "rmsnorm"}) w.push_back({norm, pos, "none", res});
-  w.push_back({"none", "pre", "none", true});
-  w.push_back({"none", "pre", "none", false});
-  w.push_back({"layernorm", "pre", "rezero", true});
-  w.push_back({"layernorm", "post", "deepnorm", true});
-  return w;
-}
-
-ModelConfig block_config(const Wiring& w) {
+ModelConfig small() {
   ModelConfig c;
   c.n_layer = 2;
   c.n_embd = 8;
   c.n_head = 2;
   c.block_size = 4;
-  c.norm = w.norm;
-  c.norm_position = w.position;
-  c.residual_scale = w.scale;
-  c.residual = w.residual;
   return c;
 }
 
-// Random weights (gains near 1, gates non-zero) so every path carries a signal.
+// Random weights (gains near 1, gates and DyT alpha away from 0) so every path carries a signal.
 void randomize(Module& m, uint64_t seed) {
   Rng rng(seed);
   for (auto& p : m.parameters()) {
-    const bool gain = p.name.find("norm") != std::string::npos && p.name.find("weight") != std::string::npos;
+    const bool near_one = p.info.role == ParamRole::NormGain || p.info.role == ParamRole::NormScalar ||
+                          p.info.role == ParamRole::Gate;
     for (int64_t i = 0; i < p.tensor.numel(); ++i)
-      p.tensor.data()[i] = gain ? 1.0f + rng.normal(0.0f, 0.2f) : rng.normal(0.0f, 0.3f);
+      p.tensor.data()[i] = near_one ? 1.0f + rng.normal(0.0f, 0.2f) : rng.normal(0.0f, 0.3f);
   }
 }
 
-std::string label(const Wiring& w) {
-  return w.position + "-" + w.norm + (w.residual ? "-res" : "-nores") + "-" + w.scale;
+TEST(Block, TheRegistriesDefineEveryWiringUnderTest) {
+  const auto all = testing::every_wiring(small());
+  auto has = [&](const std::string& id) {
+    return std::any_of(all.begin(), all.end(), [&](const ModelConfig& m) { return label(m) == id; });
+  };
+  EXPECT_GE(all.size(), 40u);
+  for (const char* id : {"pre-layernorm-res", "post-rmsnorm-nores", "sandwich-dyt-res-layerscale",
+                         "post-layernorm-res-deepnorm", "none-res", "pre-dyt-res-lns", "pre-rmsnorm-res-qknorm"})
+    EXPECT_TRUE(has(id)) << id;
 }
 
 TEST(Block, EveryWiringBackwardMatchesFiniteDifferences) {
-  for (const Wiring& w : all_wirings()) {
-    Block block(block_config(w));
+  for (const ModelConfig& c : testing::every_wiring(small())) {
+    Block block(c, /*index=*/1);  // index 1: LayerNorm Scaling's factor is 1/sqrt(2), not 1
     randomize(block, 3);
     std::vector<Tensor> inputs = {randn({2, 4, 8}, 4)};
     for (auto& p : block.parameters()) inputs.push_back(p.tensor);
@@ -66,35 +58,44 @@ TEST(Block, EveryWiringBackwardMatchesFiniteDifferences) {
     opt.max_elements = 48;
     opt.eps = 3e-3;
     EXPECT_TRUE(grad_check([&](const std::vector<Tensor>& in) { return block.forward(in[0]); }, inputs, opt))
-        << label(w);
+        << label(c);
   }
 }
 
+// Zeroing each branch's output projection (and, for sandwich, the output norm's shift) makes
+// every branch exactly 0, so x + g * 0 = x whatever g, the norm or the placement before it.
 TEST(Block, ResidualBlockWithZeroedBranchOutputIsTheIdentity) {
-  for (const Wiring& w : all_wirings()) {
-    if (!w.residual || w.position == "post" || w.scale == "deepnorm") continue;  // post-norm normalizes the sum
-    Block block(block_config(w));
+  int checked = 0;
+  for (const ModelConfig& c : testing::every_wiring(small())) {
+    const bool normalizes_sum = c.norm != NormKind::None && c.norm_position == NormPosition::Post;
+    if (!c.residual || normalizes_sum) continue;
+    Block block(c, 1);
     randomize(block, 5);
-    for (auto& p : block.parameters())
-      if (p.name.find(".proj.") != std::string::npos && p.name.find("norm") == std::string::npos)
-        std::fill(p.tensor.data(), p.tensor.data() + p.tensor.numel(), 0.0f);
-    if (w.position == "sandwich") continue;  // norm_out(0) = its bias: checked below with bias zeroed
+    for (auto& p : block.parameters()) {
+      const bool out_weight = p.info.role == ParamRole::Weight && p.info.out_proj;
+      const bool out_bias = p.info.role == ParamRole::Bias && p.name.find(".proj.") != std::string::npos;
+      const bool out_norm_shift = p.info.role == ParamRole::NormBias && p.name.find("_out.") != std::string::npos;
+      if (out_weight || out_bias || out_norm_shift) std::fill(p.tensor.data(), p.tensor.data() + p.tensor.numel(), 0.0f);
+    }
     Tensor x = randn({2, 4, 8}, 6);
     Tensor y = block.forward(x);
-    EXPECT_EQ(y.to_vector(), x.to_vector()) << label(w);
+    EXPECT_EQ(y.to_vector(), x.to_vector()) << label(c);
     Tensor upstream = randn({2, 4, 8}, 7, 1.0f, false);
     sum(mul(y, upstream)).backward();
-    EXPECT_EQ(x.grad().to_vector(), upstream.to_vector()) << "dL/dinput = dL/doutput for " << label(w);
+    EXPECT_EQ(x.grad().to_vector(), upstream.to_vector()) << "dL/dinput = dL/doutput for " << label(c);
+    ++checked;
   }
+  EXPECT_GE(checked, 20) << "sandwich, no-norm, ReZero and LayerScale wirings are all among them";
 }
 
 TEST(Block, PostNormNormalizesTheResidualSum) {
-  Wiring w{"layernorm", "post", "none", true};
-  Block block(block_config(w));
+  ModelConfig c = small();
+  c.norm_position = NormPosition::Post;
+  Block block(c);
   randomize(block, 8);
   for (auto& p : block.parameters())
-    if (p.name.find("norm") != std::string::npos)
-      std::fill(p.tensor.data(), p.tensor.data() + p.tensor.numel(), p.name.find("weight") != std::string::npos ? 1.0f : 0.0f);
+    if (p.info.is_norm())
+      std::fill(p.tensor.data(), p.tensor.data() + p.tensor.numel(), p.info.role == ParamRole::NormGain ? 1.0f : 0.0f);
   Tensor y = block.forward(randn({1, 4, 8}, 9, 3.0f, false));
   for (int t = 0; t < 4; ++t) {
     double m = 0;
@@ -103,22 +104,57 @@ TEST(Block, PostNormNormalizesTheResidualSum) {
   }
 }
 
+TEST(Block, LayerNormScalingDividesTheNormOutputsOfBlockLByRootL) {
+  ModelConfig c = small();
+  c.residual = false;  // y = f(norm(x)): compare the norm's output through the norm module itself
+  c.norm_scaling = NormScaling::Depth;
+  for (int index : {0, 3}) {
+    Block block(c, index);
+    EXPECT_FLOAT_EQ(block.norm1->out_scale, 1.0f / std::sqrt(static_cast<float>(index + 1)));
+    Tensor x = randn({1, 4, 8}, 10, 1.0f, false);
+    Tensor plain = layer_norm(x, block.norm1->params[0], block.norm1->params[1], 1e-5f);
+    Tensor scaled = block.norm1->forward(x);
+    for (int64_t i = 0; i < x.numel(); ++i)
+      EXPECT_NEAR(scaled.data()[i], plain.data()[i] / std::sqrt(index + 1.0), 1e-6);
+  }
+}
+
 TEST(Block, ParameterNamesFollowTheWiring) {
-  auto names = [](const Wiring& w) {
-    Block b(block_config(w));
+  auto names = [](NormKind norm, NormPosition pos, ResidualScale scale, bool qk = false) {
+    ModelConfig c = small();
+    c.norm = norm;
+    c.norm_position = pos;
+    c.residual_scale = scale;
+    c.qk_norm = qk;
+    Block b(c);
     std::vector<std::string> n;
     for (auto& p : b.parameters()) n.push_back(p.name);
     return n;
   };
-  std::vector<std::string> pre = names({"layernorm", "pre", "none", true});
+  auto has = [](const std::vector<std::string>& v, const char* name) { return std::find(v.begin(), v.end(), name) != v.end(); };
+  std::vector<std::string> pre = names(NormKind::LayerNorm, NormPosition::Pre, ResidualScale::None);
   EXPECT_EQ(pre, (std::vector<std::string>{"norm1.weight", "norm1.bias", "attn.qkv.weight", "attn.qkv.bias",
                                            "attn.proj.weight", "attn.proj.bias", "norm2.weight", "norm2.bias",
                                            "mlp.fc.weight", "mlp.fc.bias", "mlp.proj.weight", "mlp.proj.bias"}));
-  std::vector<std::string> sandwich = names({"rmsnorm", "sandwich", "rezero", true});
-  EXPECT_NE(std::find(sandwich.begin(), sandwich.end(), "norm1_out.weight"), sandwich.end());
-  EXPECT_NE(std::find(sandwich.begin(), sandwich.end(), "attn_gate"), sandwich.end());
-  EXPECT_EQ(std::find(sandwich.begin(), sandwich.end(), "norm1.bias"), sandwich.end()) << "RMSNorm has no bias";
-  EXPECT_EQ(names({"none", "pre", "none", true}).size(), 8u) << "no norm parameters without a norm";
+  std::vector<std::string> sandwich = names(NormKind::RmsNorm, NormPosition::Sandwich, ResidualScale::ReZero);
+  EXPECT_TRUE(has(sandwich, "norm1_out.weight"));
+  EXPECT_TRUE(has(sandwich, "attn_gate"));
+  EXPECT_FALSE(has(sandwich, "norm1.bias")) << "RMSNorm has no bias";
+  EXPECT_EQ(names(NormKind::None, NormPosition::Pre, ResidualScale::None).size(), 8u) << "no norm parameters without a norm";
+  std::vector<std::string> dyt = names(NormKind::DyT, NormPosition::Pre, ResidualScale::LayerScale, true);
+  for (const char* n : {"norm1.weight", "norm1.bias", "norm1.alpha", "attn_scale", "mlp_scale", "attn.q_norm.alpha",
+                        "attn.k_norm.weight"})
+    EXPECT_TRUE(has(dyt, n)) << n;
+}
+
+TEST(Block, EveryParameterDeclaresItsSubLayer) {
+  for (const ModelConfig& c : testing::every_wiring(small())) {
+    Block b(c);
+    for (const auto& p : b.parameters()) {
+      const bool mlp_name = p.name.rfind("mlp", 0) == 0 || p.name.rfind("norm2", 0) == 0;
+      EXPECT_EQ(p.info.sublayer, mlp_name ? SubLayer::Mlp : SubLayer::Attn) << label(c) << " " << p.name;
+    }
+  }
 }
 
 }  // namespace

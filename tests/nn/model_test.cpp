@@ -6,6 +6,7 @@
 #include "core/ops.h"
 #include "core/rng.h"
 #include "nn/model.h"
+#include "nn/wiring.h"
 #include "nn/toyblock.h"
 #include "support/gradcheck.h"
 
@@ -30,7 +31,7 @@ std::vector<int32_t> tokens(int n, uint64_t seed, int V) {
 }
 
 TEST(Model, FutureTokensDoNotChangePastLogits) {
-  for (std::string pos : {"pre", "post", "sandwich"}) {
+  for (NormPosition pos : all_choices<NormPosition>()) {
     ModelConfig c = tiny();
     c.norm_position = pos;
     c.init_std = 0.5;
@@ -41,7 +42,7 @@ TEST(Model, FutureTokensDoNotChangePastLogits) {
     b[4] = (b[4] + 1) % 7;
     b[5] = (b[5] + 3) % 7;
     Tensor la = m.forward(a, 1, 6), lb = m.forward(b, 1, 6);
-    for (int i = 0; i < 4 * 7; ++i) EXPECT_EQ(la.data()[i], lb.data()[i]) << pos << " logit " << i;
+    for (int i = 0; i < 4 * 7; ++i) EXPECT_EQ(la.data()[i], lb.data()[i]) << name_of(pos) << " logit " << i;
     bool later_changed = false;
     for (int i = 4 * 7; i < 6 * 7; ++i) later_changed |= la.data()[i] != lb.data()[i];
     EXPECT_TRUE(later_changed) << "the test must be able to fail";
@@ -91,10 +92,10 @@ TEST(Model, ParameterNamesAreStableDottedPaths) {
   EXPECT_EQ(names[names.size() - 3], "norm_f.weight");
   EXPECT_EQ(names.back(), "head.weight");
   EXPECT_EQ(m.parameters()[5].tensor.name(), names[5]) << "tensors carry their names";
-  EXPECT_EQ(Model::block_of("blocks.13.mlp.fc.weight"), 13);
-  EXPECT_EQ(Model::block_of("head.weight"), -1);
+  EXPECT_EQ(m.block_of("blocks.1.mlp.fc.weight"), 1);
+  EXPECT_EQ(m.block_of("head.weight"), -1);
   c.tie_weights = true;
-  c.norm_position = "post";
+  c.norm_position = NormPosition::Post;
   Model tied(c);
   EXPECT_EQ(tied.parameters().back().name, "blocks.1.mlp.proj.bias") << "post-norm: no final norm; tied: no head";
 }
@@ -102,7 +103,7 @@ TEST(Model, ParameterNamesAreStableDottedPaths) {
 TEST(Model, ScaledInitShrinksOutputProjectionsByRootTwoN) {
   ModelConfig c = tiny(8);
   c.n_embd = 64;
-  c.init = "scaled";
+  c.init = InitScheme::Scaled;
   Model m(c);
   m.init_weights(1);
   auto rms = [](const Tensor& t) {

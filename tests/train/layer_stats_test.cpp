@@ -11,6 +11,7 @@
 #include "core/blas.h"
 #include "core/rng.h"
 #include "nn/model.h"
+#include "nn/wiring.h"
 
 namespace sl {
 namespace {
@@ -83,7 +84,7 @@ struct Measured {
 Measured measure_once(const ModelConfig& c, const std::vector<double>& update_norms = {}) {
   Model m(c);
   m.init_weights(5);
-  if (c.residual_scale == "rezero")  // gates start at 0, which would zero the branches' gradients
+  if (c.residual_scale == ResidualScale::ReZero)  // gates start at 0, which would zero the branches' gradients
     for (auto& p : m.parameters())
       if (p.name.find("_gate") != std::string::npos) p.tensor.data()[0] = 0.7f;
   const int B = 2, T = 4;
@@ -119,9 +120,9 @@ TEST(MeasureLayers, PutsAttentionParametersIntoAttnGradNorm) {
 
 TEST(MeasureLayers, BlockTotalIsTheRootSumOfSquaresOfItsSubLayerGroups) {
   ModelConfig rezero = two_blocks();
-  rezero.residual_scale = "rezero";  // adds attn_gate / mlp_gate, which belong to their branch
+  rezero.residual_scale = ResidualScale::ReZero;  // adds attn_gate / mlp_gate, which belong to their branch
   ModelConfig sandwich = two_blocks();
-  sandwich.norm_position = "sandwich";  // adds norm1_out / norm2_out
+  sandwich.norm_position = NormPosition::Sandwich;  // adds norm1_out / norm2_out
   for (const ModelConfig& c : {two_blocks(), rezero, sandwich}) {
     const Measured r = measure_once(c);
     ASSERT_EQ(r.stats.grad_norm.size(), 2u);
@@ -156,7 +157,7 @@ TEST(MeasureLayers, UpdateRatioIsTheBlocksUpdateNormOverItsWeightNorm) {
   double du0 = 0.0, w0 = 0.0;
   for (size_t i = 0; i < params.size(); ++i) {
     updates[i] = 0.001 * static_cast<double>(i + 1);
-    if (Model::block_of(params[i].name) == 0) {
+    if (params[i].info.block == 0) {
       du0 += updates[i] * updates[i];
       w0 += std::pow(norm_of(params[i].tensor), 2);
     }
@@ -215,7 +216,7 @@ TEST(HookStreamGrads, FirstBoundaryMatchesTheEmbeddingGradientWhenEveryTokenIsDi
   // Without position embeddings x_0 = tok_emb[ids]; with every id used once, tok_emb's
   // gradient rows are exactly the rows of dL/dx_0 (untied head: no other path into tok_emb).
   ModelConfig c = two_blocks();
-  c.pos_emb = "none";
+  c.pos_emb = PosEmb::None;
   c.vocab_size = 8;
   Model m(c);
   m.init_weights(9);

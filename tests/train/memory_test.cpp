@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "nn/model.h"
+#include "support/wirings.h"
 
 namespace sl {
 namespace {
@@ -20,36 +21,25 @@ Config tiny() {
   return c;
 }
 
+// Every wiring of the registries, each with every position embedding and with the switches
+// that change the parameter set (bias, tying, attention or MLP off).
 TEST(MemoryEstimate, ParameterCountMatchesTheBuiltModelForEveryWiring) {
-  struct Variant {
-    const char* norm;
-    const char* position;
-    const char* scale;
-    bool bias, tie, attention, mlp;
-    const char* pos_emb;
-  };
-  const Variant variants[] = {
-      {"layernorm", "pre", "none", true, false, true, true, "learned"},
-      {"rmsnorm", "post", "none", false, true, true, true, "sinusoidal"},
-      {"layernorm", "sandwich", "rezero", true, false, true, true, "none"},
-      {"layernorm", "post", "deepnorm", true, false, true, true, "learned"},
-      {"none", "pre", "none", true, false, false, true, "learned"},
-      {"rmsnorm", "pre", "rezero", false, false, true, false, "learned"},
-  };
-  for (const Variant& v : variants) {
-    Config c = tiny();
-    c.model.norm = v.norm;
-    c.model.norm_position = v.position;
-    c.model.residual_scale = v.scale;
-    c.model.bias = v.bias;
-    c.model.tie_weights = v.tie;
-    c.model.attention = v.attention;
-    c.model.mlp = v.mlp;
-    c.model.pos_emb = v.pos_emb;
-    Model model(c.model);
-    EXPECT_EQ(count_parameters(c.model), static_cast<double>(model.num_parameters()))
-        << v.norm << " " << v.position << " " << v.scale << " bias " << v.bias << " tie " << v.tie;
-  }
+  int checked = 0;
+  for (const ModelConfig& w : testing::every_wiring(tiny().model))
+    for (PosEmb pos : all_choices<PosEmb>())
+      for (int variant = 0; variant < 4; ++variant) {
+        ModelConfig m = w;
+        m.pos_emb = pos;
+        m.bias = variant != 1;
+        m.tie_weights = variant == 2;
+        m.mlp = variant != 3;
+        if (!testing::valid(m)) continue;
+        Model model(m);
+        EXPECT_EQ(count_parameters(m), static_cast<double>(model.num_parameters()))
+            << testing::label(m) << " pos " << name_of(pos) << " variant " << variant;
+        ++checked;
+      }
+  EXPECT_GT(checked, 100);
 }
 
 TEST(MemoryEstimate, GrowsWithDepthWidthAndBatch) {

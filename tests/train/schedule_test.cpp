@@ -12,7 +12,7 @@ namespace {
 
 OptimConfig schedule(const std::string& name, int warmup, int decay_iters, double min_lr) {
   OptimConfig c;
-  c.schedule = name;
+  c.schedule = parse_choice<ScheduleKind>(name).value();
   c.learning_rate = 1e-3;
   c.warmup_iters = warmup;
   c.lr_decay_iters = decay_iters;
@@ -64,8 +64,7 @@ TEST(Schedule, CosineWithDecayEndingInsideWarmupGoesToMinLrAfterWarmup) {
   EXPECT_DOUBLE_EQ(learning_rate_at(c, 10, 300), 1e-4);
 }
 
-TEST(Schedule, RejectsAnUnknownScheduleAndANegativeStep) {
-  EXPECT_THROW(learning_rate_at(schedule("linear", 0, 0, 0.0), 0, 100), Error);
+TEST(Schedule, RejectsANegativeStep) {
   EXPECT_THROW(learning_rate_at(schedule("constant", 0, 0, 0.0), -1, 100), Error);
 }
 

@@ -1,6 +1,7 @@
 // View and permute ops; their backward moves gradients back to the input's layout.
 #include "core/ops/shape.h"
 
+#include <algorithm>
 #include <string>
 
 #include "core/autograd.h"
@@ -41,6 +42,42 @@ Tensor slice_last(const Tensor& x, int64_t start, int64_t len) {
       const float* d = o.grad->data();
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t j = 0; j < len; ++j) dx[r * N + start + j] += d[r * len + j];
+    });
+  return y;
+}
+
+Tensor concat_last(const std::vector<Tensor>& parts) {
+  if (parts.empty()) throw ShapeError("[concat_last] needs at least one tensor");
+  const int64_t rows = parts[0].numel() / parts[0].size(-1);
+  std::vector<int64_t> dims = parts[0].shape().to_vector();
+  int64_t N = 0;
+  for (const Tensor& p : parts) {
+    std::vector<int64_t> d = p.shape().to_vector();
+    if (d.size() != dims.size() || !std::equal(d.begin(), d.end() - 1, dims.begin()))
+      throw ShapeError("[concat_last] leading dims differ: " + parts[0].shape().str() + " vs " + p.shape().str());
+    N += d.back();
+  }
+  dims.back() = N;
+  Tensor y = Tensor::empty(Shape(dims));
+  bool grad = false;
+  for (int64_t r = 0, at = 0; r < rows; ++r)
+    for (const Tensor& p : parts) {
+      const int64_t n = p.size(-1);
+      std::copy(p.data() + r * n, p.data() + (r + 1) * n, y.data() + at);
+      at += n;
+    }
+  for (const Tensor& p : parts) grad = grad || needs_grad(p);
+  if (grad)
+    attach(y, "concat_last", parts, [parts, rows, N](TensorImpl& o) {
+      const float* d = o.grad->data();
+      for (int64_t off = 0; const Tensor& p : parts) {
+        const int64_t n = p.size(-1);
+        if (float* dp = grad_of(p)) {
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t j = 0; j < n; ++j) dp[r * n + j] += d[r * N + off + j];
+        }
+        off += n;
+      }
     });
   return y;
 }
