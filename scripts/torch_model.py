@@ -19,14 +19,8 @@ MODEL_DEFAULTS = {
     "residual": True, "norm": "layernorm", "norm_eps": 1e-5, "norm_position": "pre",
     "residual_scale": "none", "final_norm": None, "attention": True, "mlp": True, "mlp_ratio": 4,
     "activation": "gelu", "init": "normal", "init_std": 0.02, "pos_emb": "learned",
-    "tie_weights": False,
-}
-_CHOICES = {
-    "norm": ("layernorm", "rmsnorm", "none"),
-    "norm_position": ("pre", "post", "sandwich"),
-    "residual_scale": ("none", "rezero", "deepnorm"),
-    "activation": ("gelu", "gelu_tanh", "relu", "tanh"),
-    "pos_emb": ("learned", "sinusoidal", "none"),
+    "tie_weights": False, "dyt_alpha_init": 0.5, "norm_scaling": "none", "layerscale_init": 0.1,
+    "qk_norm": False,
 }
 
 
@@ -36,31 +30,32 @@ def resolve_model_config(model_cfg):
     if unknown:
         raise ValueError(f"[torch_model] unknown model keys {unknown}; known: {sorted(MODEL_DEFAULTS)}")
     m = {**MODEL_DEFAULTS, **model_cfg}
-    for key, allowed in _CHOICES.items():
-        if m[key] not in allowed:
-            raise ValueError(f"[torch_model] model.{key}: expected one of {allowed}, got {m[key]!r}")
+    for key, mirrors in MIRRORS.items():
+        if m[key] not in mirrors:
+            raise ValueError(f"[torch_model] model.{key}: no mirror of {m[key]!r}; mirrored: {sorted(mirrors)}")
     if m["n_embd"] % m["n_head"]:
         raise ValueError(f"[torch_model] model.n_embd {m['n_embd']} is not divisible by n_head {m['n_head']}")
     if m["norm"] == "none":
         m["final_norm"] = False
     elif m["final_norm"] is None:
-        m["final_norm"] = m["norm_position"] != "post"
+        m["final_norm"] = PLACEMENTS[m["norm_position"]]["final_norm_default"]
     return m
 
 
-# ---- norms --------------------------------------------------------------------------------------
+# ---- norms (mirrors of the norm registry, src/nn/wiring.cpp) ------------------------------------
+# Each norm multiplies its output by out_scale (model.norm_scaling; 1 otherwise).
 
 class LayerNorm(nn.Module):
     """gamma (x - mu) / sqrt(var + eps) + beta, var biased; beta only with model.bias."""
 
     def __init__(self, C, bias, eps):
         super().__init__()
-        self.eps = eps
+        self.eps, self.out_scale = eps, 1.0
         self.weight = nn.Parameter(torch.ones(C))
         self.bias = nn.Parameter(torch.zeros(C)) if bias else None
 
     def forward(self, x):  # (..., C)
-        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, self.eps)
+        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, self.eps) * self.out_scale
 
 
 class RMSNorm(nn.Module):
@@ -68,19 +63,48 @@ class RMSNorm(nn.Module):
 
     def __init__(self, C, eps):
         super().__init__()
-        self.eps = eps
+        self.eps, self.out_scale = eps, 1.0
         self.weight = nn.Parameter(torch.ones(C))
 
     def forward(self, x):  # (..., C)
-        return self.weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.out_scale
 
 
-def make_norm(m):
-    if m["norm"] == "layernorm":
-        return LayerNorm(m["n_embd"], m["bias"], m["norm_eps"])
-    if m["norm"] == "rmsnorm":
-        return RMSNorm(m["n_embd"], m["norm_eps"])
-    raise AssertionError("make_norm called with norm 'none'")
+class DyT(nn.Module):
+    """Dynamic Tanh (Zhu et al. 2025): gamma tanh(alpha x) + beta, alpha one learnable scalar."""
+
+    def __init__(self, C, bias, alpha):
+        super().__init__()
+        self.out_scale = 1.0
+        self.weight = nn.Parameter(torch.ones(C))
+        self.bias = nn.Parameter(torch.zeros(C)) if bias else None
+        self.alpha = nn.Parameter(torch.full((1,), float(alpha)))
+
+    def forward(self, x):  # (..., C)
+        y = self.weight * torch.tanh(self.alpha * x)
+        return (y + self.bias if self.bias is not None else y) * self.out_scale
+
+
+NORMS = {
+    "layernorm": lambda m, C: LayerNorm(C, m["bias"], m["norm_eps"]),
+    "rmsnorm": lambda m, C: RMSNorm(C, m["norm_eps"]),
+    "dyt": lambda m, C: DyT(C, m["bias"], m["dyt_alpha_init"]),
+    "none": None,  # no norm modules
+}
+
+# model.norm_scaling: the factor on the outputs of block l's norms (l 0-based here).
+NORM_SCALINGS = {
+    "none": lambda l: 1.0,
+    "depth": lambda l: 1.0 / math.sqrt(l + 1),  # LayerNorm Scaling (Sun et al. 2025), 1-based l
+}
+
+
+def make_norm(m, C=None, out_scale=1.0):
+    if m["norm"] == "none":
+        raise AssertionError("make_norm called with norm 'none'")
+    norm = NORMS[m["norm"]](m, C or m["n_embd"])
+    norm.out_scale = out_scale
+    return norm
 
 
 # ---- branches -----------------------------------------------------------------------------------
@@ -94,12 +118,18 @@ class Attention(nn.Module):
         self.n_head = m["n_head"]
         self.qkv = nn.Linear(C, 3 * C, bias=m["bias"])
         self.proj = nn.Linear(C, C, bias=m["bias"])
+        self.qk_norm = m["qk_norm"]
+        if self.qk_norm:  # model.norm over each head's HS entries of q and of k
+            self.q_norm = make_norm(m, C // m["n_head"])
+            self.k_norm = make_norm(m, C // m["n_head"])
 
     def forward(self, x):  # (B, T, C)
         B, T, C = x.shape
         NH, HS = self.n_head, C // self.n_head
-        q, k, v = self.qkv(x).split(C, dim=-1)                   # 3 x (B, T, C)
-        q, k, v = (t.view(B, T, NH, HS).transpose(1, 2) for t in (q, k, v))  # (B, NH, T, HS)
+        q, k, v = (t.view(B, T, NH, HS) for t in self.qkv(x).split(C, dim=-1))  # 3 x (B, T, NH, HS)
+        if self.qk_norm:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))         # (B, NH, T, HS)
         att = q @ k.transpose(-2, -1) / math.sqrt(HS)            # (B, NH, T, T)
         future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)  # key j > query i
         att = att.masked_fill(future, float("-inf")).softmax(dim=-1)
@@ -107,7 +137,7 @@ class Attention(nn.Module):
         return self.proj(y)
 
 
-_ACTIVATIONS = {
+ACTIVATIONS = {
     "gelu": F.gelu,                                              # exact, erf
     "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
     "relu": F.relu,
@@ -123,64 +153,85 @@ class MLP(nn.Module):
         C, H = m["n_embd"], m["mlp_ratio"] * m["n_embd"]
         self.fc = nn.Linear(C, H, bias=m["bias"])
         self.proj = nn.Linear(H, C, bias=m["bias"])
-        self.act = _ACTIVATIONS[m["activation"]]
+        self.act = ACTIVATIONS[m["activation"]]
 
     def forward(self, x):  # (B, T, C)
         return self.proj(self.act(self.fc(x)))
 
 
-# ---- block --------------------------------------------------------------------------------------
+# ---- block: placements and residual scalings (mirrors of src/nn/wiring.cpp) --------------------
+
+def _pre(x, f, n_in, n_out, res, g, skip):
+    y = f(n_in(x)) if n_in is not None else f(x)
+    return x + g * y if res else y                               # x + g f(norm(x)) | f(norm(x))
+
+
+def _post(x, f, n_in, n_out, res, g, skip):
+    if n_in is None:
+        return _pre(x, f, n_in, n_out, res, g, skip)
+    return n_in(skip * x + g * f(x)) if res else n_in(f(x))      # norm(a x + g f(x)) | norm(f(x))
+
+
+def _sandwich(x, f, n_in, n_out, res, g, skip):
+    if n_in is None:
+        return _pre(x, f, n_in, n_out, res, g, skip)
+    y = n_out(f(n_in(x)))
+    return x + g * y if res else y                               # x + g norm_out(f(norm(x)))
+
+
+PLACEMENTS = {
+    "pre": {"apply": _pre, "norms": 1, "final_norm_default": True},
+    "post": {"apply": _post, "norms": 1, "final_norm_default": False},
+    "sandwich": {"apply": _sandwich, "norms": 2, "final_norm_default": True},
+}
+
+# gate(m): the branch scale parameter of one sub-layer (named "{sub}" + suffix), or None.
+RESIDUAL_SCALES = {
+    "none": {"suffix": None, "gate": None, "skip": lambda m: 1.0},
+    "rezero": {"suffix": "_gate", "gate": lambda m: torch.zeros(1), "skip": lambda m: 1.0},
+    "deepnorm": {"suffix": None, "gate": None, "skip": lambda m: (2 * m["n_layer"]) ** 0.25},
+    "layerscale": {"suffix": "_scale", "gate": lambda m: torch.full((m["n_embd"],), float(m["layerscale_init"])),
+                   "skip": lambda m: 1.0},
+}
+
 
 class Block(nn.Module):
-    """Attention (sub-layer 1) then MLP (sub-layer 2), each wired as configured, g the gate, a
-    the deepnorm scale:
+    """Attention (sub-layer 1) then MLP (sub-layer 2), each wired as its placement says, g the
+    residual scaling of the branch, a DeepNorm's factor on x:
 
         pre       residual on: x + g f(norm(x))             off: f(norm(x))
         post      residual on: norm(a x + g f(x))           off: norm(f(x))
         sandwich  residual on: x + g norm_out(f(norm(x)))   off: norm_out(f(norm(x)))
         no norm   residual on: x + g f(x)                   off: f(x)
-
-    g = 1 except rezero (learnable attn_gate / mlp_gate, shape (1,)); a = 1 except deepnorm
-    (post only), a = (2 n_layer)^(1/4).
     """
 
-    def __init__(self, m):
+    def __init__(self, m, index=0):
         super().__init__()
         self.residual = m["residual"]
-        self.position = m["norm_position"] if m["norm"] != "none" else "none"
-        self.alpha = (2 * m["n_layer"]) ** 0.25 if m["residual_scale"] == "deepnorm" else 1.0
-        rezero = m["residual_scale"] == "rezero"
+        self.place = PLACEMENTS[m["norm_position"]]
+        scale = RESIDUAL_SCALES[m["residual_scale"]]
+        self.skip = scale["skip"](m)
+        out_scale = NORM_SCALINGS[m["norm_scaling"]](index)
         self.subs = []  # (k, branch name, gate name)
         if m["attention"]:
             self.attn = Attention(m)
-            self.subs.append((1, "attn", "attn_gate"))
+            self.subs.append((1, "attn", f"attn{scale['suffix']}" if scale["suffix"] else None))
         if m["mlp"]:
             self.mlp = MLP(m)
-            self.subs.append((2, "mlp", "mlp_gate"))
+            self.subs.append((2, "mlp", f"mlp{scale['suffix']}" if scale["suffix"] else None))
         for k, _, gate in self.subs:
-            if self.position != "none":
-                setattr(self, f"norm{k}", make_norm(m))
-            if self.position == "sandwich":
-                setattr(self, f"norm{k}_out", make_norm(m))
-            if rezero:
-                setattr(self, gate, nn.Parameter(torch.zeros(1)))
-
-    def sublayer(self, x, k, f, g):
-        pos, res = self.position, self.residual
-        if pos == "pre":
-            y = f(getattr(self, f"norm{k}")(x))
-            return x + g * y if res else y
-        if pos == "post":
-            norm = getattr(self, f"norm{k}")
-            return norm(self.alpha * x + g * f(x)) if res else norm(f(x))
-        if pos == "sandwich":
-            y = getattr(self, f"norm{k}_out")(f(getattr(self, f"norm{k}")(x)))
-            return x + g * y if res else y
-        return x + g * f(x) if res else f(x)  # no norm
+            if m["norm"] != "none":
+                setattr(self, f"norm{k}", make_norm(m, out_scale=out_scale))
+                if self.place["norms"] == 2:
+                    setattr(self, f"norm{k}_out", make_norm(m, out_scale=out_scale))
+            if gate:
+                setattr(self, gate, nn.Parameter(scale["gate"](m)))
 
     def forward(self, x):  # (B, T, C)
         for k, branch, gate in self.subs:
-            x = self.sublayer(x, k, getattr(self, branch), getattr(self, gate, 1.0))
+            x = self.place["apply"](x, getattr(self, branch), getattr(self, f"norm{k}", None),
+                                    getattr(self, f"norm{k}_out", None), self.residual,
+                                    getattr(self, gate) if gate else 1.0, self.skip)
         return x
 
 
@@ -203,9 +254,9 @@ class Transformer(nn.Module):
         self.cfg = m
         C, V = m["n_embd"], m["vocab_size"]
         self.tok_emb = nn.Embedding(V, C)
-        if m["pos_emb"] == "learned":
+        if POS_EMBS[m["pos_emb"]] == "learned":
             self.pos_emb = nn.Embedding(m["block_size"], C)
-        self.blocks = nn.ModuleList(Block(m) for _ in range(m["n_layer"]))
+        self.blocks = nn.ModuleList(Block(m, l) for l in range(m["n_layer"]))
         if m["final_norm"]:
             self.norm_f = make_norm(m)
         if not m["tie_weights"]:
@@ -216,9 +267,10 @@ class Transformer(nn.Module):
         if T > self.cfg["block_size"]:
             raise ValueError(f"[torch_model] sequence length {T} exceeds block_size {self.cfg['block_size']}")
         x = self.tok_emb(idx)                                        # (B, T, C)
-        if self.cfg["pos_emb"] == "learned":
+        kind = POS_EMBS[self.cfg["pos_emb"]]
+        if kind == "learned":
             x = x + self.pos_emb.weight[:T]
-        elif self.cfg["pos_emb"] == "sinusoidal":
+        elif kind == "fixed":
             x = x + sinusoidal_table(T, x.shape[-1], x.dtype).to(x.device)
         for block in self.blocks:
             x = block(x)
@@ -232,6 +284,20 @@ class Transformer(nn.Module):
         return logits, loss
 
 
+# model.pos_emb: a learned table, a fixed one (the sinusoid), or nothing.
+POS_EMBS = {"learned": "learned", "sinusoidal": "fixed", "none": None}
+
+# Every mirrored registry, by the config key its entries are chosen with.
+MIRRORS = {"norm": NORMS, "norm_position": PLACEMENTS, "residual_scale": RESIDUAL_SCALES,
+           "norm_scaling": NORM_SCALINGS, "activation": ACTIVATIONS, "pos_emb": POS_EMBS}
+
+
+def missing_mirrors(registry):
+    """(axis, name) of every entry of `stacklab registry --json` that has no mirror here."""
+    return [(axis, e["name"]) for axis, entries in registry.items() for e in entries
+            if e["name"] not in MIRRORS.get(axis, {})]
+
+
 def build_model(model_cfg):
     """A Transformer for the `model` config section (defaults filled in, final_norm resolved)."""
     return Transformer(resolve_model_config(model_cfg))
@@ -243,9 +309,9 @@ def randomize_(model, std, generator=None):
     with torch.no_grad():
         for name, p in model.named_parameters():
             noise = torch.randn(p.shape, generator=generator, dtype=torch.float64).to(p.dtype) * std
-            if name.endswith("_gate"):
+            if name.endswith(("_gate", "_scale", ".alpha")):
                 p.copy_(0.5 + noise)
-            elif ".norm" in name or name.startswith("norm_f"):
+            elif ".norm" in name or "_norm." in name or name.startswith("norm_f"):
                 p.copy_((1.0 if name.endswith(".weight") else 0.0) + noise)
             else:
                 p.copy_(noise)
@@ -318,7 +384,8 @@ def check_finite_differences():
     for cfg in (_tiny(n_layer=2), _tiny(n_layer=2, norm_position="sandwich", norm="rmsnorm", residual=False,
                                         activation="gelu_tanh", tie_weights=True),
                 _tiny(n_layer=2, norm_position="post", residual_scale="deepnorm", pos_emb="sinusoidal"),
-                _tiny(n_layer=2, norm="none", residual_scale="rezero", activation="tanh", bias=False)):
+                _tiny(n_layer=2, norm="none", residual_scale="rezero", activation="tanh", bias=False),
+                _tiny(n_layer=2, norm="dyt", residual_scale="layerscale", qk_norm=True, norm_scaling="depth")):
         model, g = _seeded(cfg, seed=1)
         idx = torch.randint(0, 7, (2, 6), generator=g)
         tgt = torch.randint(0, 7, (2, 6), generator=g)
