@@ -48,6 +48,11 @@ TEST(Add, RejectsShapesThatDoNotBroadcast) {
   EXPECT_THROW(add(Tensor::zeros({2, 3}), Tensor::zeros({2})), ShapeError);
 }
 
+TEST(Sub, NeedsEqualShapesAsItsHeaderSays) {
+  EXPECT_THROW(sub(randn({2, 4}, 1), randn({4}, 2)), ShapeError);
+  EXPECT_NO_THROW(sub(randn({2, 4}, 1), randn({2, 4}, 2)));
+}
+
 TEST(Sub, BackwardMatchesFiniteDifferences) {
   EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return sub(in[0], in[1]); }, {randn({3, 5}, 3), randn({3, 5}, 4)}));
 }

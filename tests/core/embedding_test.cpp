@@ -45,6 +45,17 @@ TEST(Heads, SplitMergeSliceAndReshapeBackwardMatchFiniteDifferences) {
                          {randn({3, 4}, 6)}));
 }
 
+TEST(ConcatLast, IsTheInverseOfSlicesAndItsBackwardMatchesFiniteDifferences) {
+  Tensor x = randn({2, 3, 7}, 8, 1.0f, false);
+  Tensor back = concat_last({slice_last(x, 0, 2), slice_last(x, 2, 4), slice_last(x, 6, 1)});
+  EXPECT_EQ(back.shape(), x.shape());
+  EXPECT_EQ(back.to_vector(), x.to_vector());
+  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return tanh(concat_last({in[0], in[1]})); },
+                         {randn({2, 3, 2}, 9), randn({2, 3, 5}, 10)}));
+  EXPECT_THROW(concat_last({randn({2, 3}, 1), randn({3, 3}, 2)}), ShapeError);
+  EXPECT_THROW(concat_last({}), ShapeError);
+}
+
 TEST(Reshape, SharesStorageWithItsInput) {
   Tensor x = Tensor::zeros({2, 3});
   Tensor y = reshape(x, Shape{6});

@@ -100,6 +100,42 @@ TEST(Model, ParameterNamesAreStableDottedPaths) {
   EXPECT_EQ(tied.parameters().back().name, "blocks.1.mlp.proj.bias") << "post-norm: no final norm; tied: no head";
 }
 
+// Init, decay and grouping follow the declared role: a DyT alpha named norm1.alpha does not
+// start at 1 like a gain because its name contains "norm", and a LayerScale vector is no Weight.
+TEST(Model, NewParametersStartAtTheirDeclaredValuesAndRolesNotTheirNames) {
+  ModelConfig c = tiny(2);
+  c.norm = NormKind::DyT;
+  c.dyt_alpha_init = 0.7;
+  c.residual_scale = ResidualScale::LayerScale;
+  c.layerscale_init = 0.05;
+  c.qk_norm = true;
+  Model m(c);
+  m.init_weights(3);
+  int alphas = 0, scales = 0;
+  for (const auto& p : m.parameters()) {
+    const float* v = p.tensor.data();
+    if (p.name.ends_with(".alpha")) {
+      EXPECT_EQ(p.info.role, ParamRole::NormScalar) << p.name;
+      EXPECT_FLOAT_EQ(v[0], 0.7f) << p.name;
+      ++alphas;
+    }
+    if (p.name.ends_with("_scale")) {
+      EXPECT_EQ(p.info.role, ParamRole::Gate) << p.name;
+      EXPECT_EQ(p.tensor.numel(), c.n_embd) << p.name;
+      for (int64_t i = 0; i < p.tensor.numel(); ++i) EXPECT_FLOAT_EQ(v[i], 0.05f) << p.name;
+      ++scales;
+    }
+    if (p.name.find("q_norm.weight") != std::string::npos) EXPECT_FLOAT_EQ(v[0], 1.0f) << p.name;
+    EXPECT_EQ(p.info.decays(), p.info.role == ParamRole::Weight) << p.name;
+    EXPECT_EQ(p.info.role == ParamRole::Weight, p.tensor.ndim() == 2 && p.name.find("emb") == std::string::npos)
+        << p.name;
+    EXPECT_EQ(p.info.block, p.name.rfind("blocks.", 0) == 0 ? std::stoi(p.name.substr(7)) : -1) << p.name;
+  }
+  // norm1, norm2 per block (2 blocks), q_norm and k_norm per block, norm_f.
+  EXPECT_EQ(alphas, 2 * 2 + 2 * 2 + 1);
+  EXPECT_EQ(scales, 2 * 2);
+}
+
 TEST(Model, ScaledInitShrinksOutputProjectionsByRootTwoN) {
   ModelConfig c = tiny(8);
   c.n_embd = 64;

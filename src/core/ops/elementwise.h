@@ -1,6 +1,7 @@
-// Elementwise ops: add, sub, mul with trailing broadcast, scale, and the activations.
-// Broadcast rule: b has a's shape, or b's shape is a suffix of a's (a bias (C) or a position
-// table (T, C) added to (B, T, C)), or b has one element (a learnable gate). Nothing else.
+// Elementwise ops: add and mul with trailing broadcast, sub of equal shapes, scale, and the
+// activations. Broadcast rule of add and mul: b has a's shape, or b's shape is a suffix of a's
+// (a bias (C) or a position table (T, C) added to (B, T, C)), or b has one element (a learnable
+// gate). Nothing else; sub needs equal shapes and throws otherwise.
 #pragma once
 #include "core/tensor.h"
 
