@@ -56,8 +56,7 @@ const NormSpec kDyT{
       return p;
     },
     [](const Tensor& x, const std::vector<Tensor>& p, float) {
-      Tensor y = mul(tanh(mul(x, p.back())), p[0]);  // (..., C) * (1) -> tanh -> * (C)
-      return p.size() > 2 ? add(y, p[1]) : y;
+      return dyt(x, p.back(), p[0], p.size() > 2 ? p[1] : Tensor());  // the fused kernel of core/ops/norm.h
     }};
 
 const NormSpec kNoNorm{NormKind::None, "x (no norm modules are created)",
@@ -252,15 +251,19 @@ int64_t model_param_count(const ModelConfig& m) {
 
 namespace {
 
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
-    s.replace(at, from.size(), to);
-  return s;
+std::string replace_all(const std::string& s, const std::string& from, const std::string& to) {
+  std::string out;
+  size_t start = 0;
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, start)) {
+    out.append(s, start, at - start).append(to);
+    start = at + from.size();
+  }
+  return out.append(s, start, std::string::npos);
 }
 
 // A placement's formula with {N} the norm, {g} the branch scale and {a} the skip factor.
-std::string fill_formula(std::string f, const std::string& norm, const std::string& g, const std::string& a) {
-  return replace_all(replace_all(replace_all(std::move(f), "{N}", norm), "{g}", g), "{a}", a);
+std::string fill_formula(const std::string& f, const std::string& norm, const std::string& g, const std::string& a) {
+  return replace_all(replace_all(replace_all(f, "{N}", norm), "{g}", g), "{a}", a);
 }
 
 }  // namespace
@@ -284,7 +287,7 @@ std::string describe_wiring(const ModelConfig& m) {
 std::string wiring_id(const ModelConfig& m) {
   std::string id = m.norm == NormKind::None ? "none" : name_of(m.norm_position) + "-" + name_of(m.norm);
   id += m.residual ? "-res" : "-nores";
-  if (m.residual && m.residual_scale != ResidualScale::None) id += "-" + name_of(m.residual_scale);
+  if (m.residual && m.residual_scale != ResidualScale::None) id.append("-").append(name_of(m.residual_scale));
   if (m.norm_scaling != NormScaling::None) id += "-lns";
   if (m.qk_norm) id += "-qknorm";
   return id;

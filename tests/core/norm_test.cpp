@@ -73,6 +73,31 @@ TEST(RmsNorm, BackwardMatchesFiniteDifferences) {
   EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return rms_norm(in[0], in[1], 1e-5f); }, {x, g}));
 }
 
+TEST(DyT, MatchesGammaTanhOfAlphaXPlusBetaWithoutStatistics) {
+  // Unlike LayerNorm, DyT keeps the scale: [2, 4] and [20, 40] give different outputs.
+  Tensor alpha = Tensor::from({1}, {0.5f}), g = Tensor::from({2}, {2.0f, 1.0f}), b = Tensor::from({2}, {0.1f, 0.0f});
+  std::vector<float> small = dyt(Tensor::from({2}, {2, 4}), alpha, g, b).to_vector();
+  std::vector<float> large = dyt(Tensor::from({2}, {20, 40}), alpha, g, b).to_vector();
+  EXPECT_NEAR(small[0], 2.0 * std::tanh(1.0) + 0.1, 1e-6);
+  EXPECT_NEAR(small[1], std::tanh(2.0), 1e-6);
+  EXPECT_NEAR(large[1], 1.0, 1e-6) << "tanh saturates at 1";
+  Tensor x = randn({3, 5, 16}, 3, 2.0f, false);  // includes entries near 0, where tanh is computed as a series
+  Tensor y = dyt(x, alpha, Tensor(), Tensor());
+  for (int64_t i = 0; i < x.numel(); ++i) EXPECT_NEAR(y.data()[i], std::tanh(0.5 * x.data()[i]), 2e-7) << i;
+}
+
+TEST(DyT, BackwardMatchesFiniteDifferencesForXAlphaGammaAndBeta) {
+  Tensor x = randn({3, 2, 8}, 6), a = Tensor::from({1}, {0.7f}, true), g = randn({8}, 7), b = randn({8}, 8);
+  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return dyt(in[0], in[1], in[2], in[3]); }, {x, a, g, b}));
+  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return dyt(in[0], in[1], Tensor(), Tensor()); },
+                         {randn({40, 8}, 9), Tensor::from({1}, {0.4f}, true)}))
+      << "more rows than one parallel chunk";
+}
+
+TEST(DyT, RejectsAnAlphaThatIsNotOneElement) {
+  EXPECT_THROW(dyt(Tensor::zeros({2, 4}), Tensor::zeros({2}), Tensor(), Tensor()), ShapeError);
+}
+
 TEST(LayerNorm, RejectsGammaOfTheWrongSize) {
   EXPECT_THROW(layer_norm(Tensor::zeros({2, 4}), Tensor::zeros({3}), Tensor(), 1e-5f), ShapeError);
 }

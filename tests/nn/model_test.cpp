@@ -125,7 +125,9 @@ TEST(Model, NewParametersStartAtTheirDeclaredValuesAndRolesNotTheirNames) {
       for (int64_t i = 0; i < p.tensor.numel(); ++i) EXPECT_FLOAT_EQ(v[i], 0.05f) << p.name;
       ++scales;
     }
-    if (p.name.find("q_norm.weight") != std::string::npos) EXPECT_FLOAT_EQ(v[0], 1.0f) << p.name;
+    if (p.name.find("q_norm.weight") != std::string::npos) {
+      EXPECT_FLOAT_EQ(v[0], 1.0f) << p.name;
+    }
     EXPECT_EQ(p.info.decays(), p.info.role == ParamRole::Weight) << p.name;
     EXPECT_EQ(p.info.role == ParamRole::Weight, p.tensor.ndim() == 2 && p.name.find("emb") == std::string::npos)
         << p.name;

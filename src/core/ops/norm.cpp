@@ -1,11 +1,13 @@
 // LayerNorm / RMSNorm kernels. Backward, with xhat = (x - mu) * rstd and g = dy * gamma:
 //   layer_norm: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)); dgamma += dy xhat; dbeta += dy
 //   rms_norm:   xhat = x * rstd, dx = rstd * (g - xhat * mean(g * xhat)); dgamma += dy xhat
+//   dyt:        u = dy gamma (1 - t^2), t = tanh(alpha x): dx = alpha u; dalpha += sum(u x); dgamma += dy t
 // Row statistics are accumulated in double. Rows run in parallel in fixed chunks of kRows;
 // dgamma/dbeta are summed per chunk and the chunk partials added in order (deterministic).
 #include "core/ops/norm.h"
 
 #include <cmath>
+#include <vector>
 #include <string>
 
 #include "core/autograd.h"
@@ -182,6 +184,73 @@ void rms_norm_backward(float* dx, float* dgamma, const float* dy, const float* x
   });
 }
 
+// ---- Dynamic Tanh ------------------------------------------------------------------------------
+
+namespace {
+
+// tanh(u) = 1 - 2 / (exp(2u) + 1), with u (1 - u^2/3) near 0 where that form cancels; both
+// computed and one selected, so the loop has no branch and vectorises.
+inline float fast_tanh_accurate(float u) {
+  const float far = 1.0f - 2.0f / (fast_exp(2.0f * u) + 1.0f);
+  const float near = u * (1.0f - u * u * (1.0f / 3.0f));
+  return __builtin_fabsf(u) < 1e-3f ? near : far;
+}
+
+SL_SIMD_CLONES void dyt_rows(float* y, float* t, const float* x, float alpha, const float* gamma, const float* beta,
+                             int64_t lo, int64_t hi, int64_t C) {
+  for (int64_t r = lo; r < hi; ++r)
+    for (int64_t i = 0; i < C; ++i) {
+      const int64_t k = r * C + i;
+      const float ti = fast_tanh_accurate(alpha * x[k]);
+      t[k] = ti;
+      y[k] = (gamma ? gamma[i] : 1.0f) * ti + (beta ? beta[i] : 0.0f);
+    }
+}
+
+// Rows [lo, hi): dx, the chunk's partial dgamma/dbeta (may be null), and its sum(u x) in double.
+SL_SIMD_CLONES double dyt_backward_rows(float* dx, float* dg, float* db, const float* dy, const float* x,
+                                        const float* t, float alpha, const float* gamma, int64_t lo, int64_t hi,
+                                        int64_t C, bool overwrite) {
+  double sx = 0.0;
+  for (int64_t r = lo; r < hi; ++r) {
+    double row = 0.0;
+#pragma omp simd reduction(+ : row)
+    for (int64_t i = 0; i < C; ++i) {
+      const int64_t k = r * C + i;
+      const float u = dy[k] * (gamma ? gamma[i] : 1.0f) * (1.0f - t[k] * t[k]);
+      row += static_cast<double>(u) * static_cast<double>(x[k]);
+      if (dx) dx[k] = (overwrite ? 0.0f : dx[k]) + alpha * u;
+    }
+    sx += row;
+    if (dg)
+      for (int64_t i = 0; i < C; ++i) dg[i] += dy[r * C + i] * t[r * C + i];
+    if (db)
+      for (int64_t i = 0; i < C; ++i) db[i] += dy[r * C + i];
+  }
+  return sx;
+}
+
+}  // namespace
+
+void dyt_forward(float* y, float* t, const float* x, float alpha, const float* gamma, const float* beta, int64_t rows,
+                 int64_t C) {
+  parallel_chunks(rows, kRows, [&](int64_t lo, int64_t hi) { dyt_rows(y, t, x, alpha, gamma, beta, lo, hi, C); }, C);
+}
+
+void dyt_backward(float* dx, float* dalpha, float* dgamma, float* dbeta, const float* dy, const float* x, const float* t,
+                  float alpha, const float* gamma, int64_t rows, int64_t C, bool overwrite_dx) {
+  const int64_t chunks = (rows + kRows - 1) / kRows;
+  std::vector<double> sx(static_cast<size_t>(chunks), 0.0);  // per chunk, added in order: deterministic
+  rows_with_param_grads(rows, C, dgamma, dbeta, [&](int64_t lo, int64_t hi, float* dg, float* db) {
+    sx[static_cast<size_t>(lo / kRows)] = dyt_backward_rows(dx, dg, db, dy, x, t, alpha, gamma, lo, hi, C, overwrite_dx);
+  });
+  if (dalpha) {
+    double s = 0.0;
+    for (double v : sx) s += v;
+    *dalpha += static_cast<float>(s);
+  }
+}
+
 namespace {
 void check_param(const char* op, const char* what, const Tensor& p, int64_t C, const Tensor& x) {
   if (p.defined() && (p.ndim() != 1 || p.size(0) != C))
@@ -219,6 +288,26 @@ Tensor rms_norm(const Tensor& x, const Tensor& gamma, float eps) {
     attach(y, "rms_norm", {x, gamma}, [x, gamma, rstd, rows, C](TensorImpl& o) {
       const GradSlot dx = grad_slot(x);
       rms_norm_backward(dx.data, grad_of(gamma), o.grad->data(), x.data(), rstd->data(), ptr(gamma), rows, C, dx.fresh);
+    });
+  return y;
+}
+
+Tensor dyt(const Tensor& x, const Tensor& alpha, const Tensor& gamma, const Tensor& beta) {
+  if (x.ndim() < 1 || x.size(-1) == 0) throw ShapeError("[dyt] needs a non-empty last dim, got " + x.shape().str());
+  if (!alpha.defined() || alpha.numel() != 1)
+    throw ShapeError("[dyt] alpha must hold one element, got " + (alpha.defined() ? alpha.shape().str() : "none"));
+  const int64_t C = x.size(-1), rows = x.numel() / C;
+  check_param("dyt", "gamma", gamma, C, x);
+  check_param("dyt", "beta", beta, C, x);
+  Tensor y = Tensor::empty(x.shape());
+  auto t = make_buffer(static_cast<size_t>(rows * C));  // tanh(alpha x), for backward
+  const float a = alpha.data()[0];
+  dyt_forward(y.data(), t->data(), x.data(), a, ptr(gamma), ptr(beta), rows, C);
+  if (needs_grad({&x, &alpha, &gamma, &beta}))
+    attach(y, "dyt", {x, alpha, gamma, beta}, [x, alpha, gamma, beta, t, a, rows, C](TensorImpl& o) {
+      const GradSlot dx = grad_slot(x);
+      dyt_backward(dx.data, grad_of(alpha), grad_of(gamma), grad_of(beta), o.grad->data(), x.data(), t->data(), a,
+                   ptr(gamma), rows, C, dx.fresh);
     });
   return y;
 }

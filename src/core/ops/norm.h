@@ -1,6 +1,7 @@
-// LayerNorm and RMSNorm over the last dimension, per position (no batch statistics).
+// LayerNorm, RMSNorm and Dynamic Tanh over the last dimension, per position (no batch statistics).
 //   layer_norm: y_i = gamma_i (x_i - mu) / sqrt(sigma^2 + eps) + beta_i   (sigma^2 biased)
 //   rms_norm:   y_i = gamma_i x_i / sqrt(mean(x^2) + eps)                 (no mean subtracted)
+//   dyt:        y_i = gamma_i tanh(alpha x_i) + beta_i                    (alpha one scalar; no statistics)
 #pragma once
 #include "core/tensor.h"
 
@@ -16,8 +17,16 @@ void rms_norm_forward(float* y, float* rstd, const float* x, const float* gamma,
 void rms_norm_backward(float* dx, float* dgamma, const float* dy, const float* x, const float* rstd,
                        const float* gamma, int64_t rows, int64_t C, bool overwrite_dx = false);
 
-// x (..., C); gamma, beta (C) or undefined.
+// DyT: forward saves t = tanh(alpha x) (rows * C) for backward. With u = dy gamma (1 - t^2):
+//   dx = alpha u; dalpha += sum(u x); dgamma += dy t; dbeta += dy. gamma/beta may be null.
+void dyt_forward(float* y, float* t, const float* x, float alpha, const float* gamma, const float* beta, int64_t rows,
+                 int64_t C);
+void dyt_backward(float* dx, float* dalpha, float* dgamma, float* dbeta, const float* dy, const float* x, const float* t,
+                  float alpha, const float* gamma, int64_t rows, int64_t C, bool overwrite_dx = false);
+
+// x (..., C); gamma, beta (C) or undefined; alpha (1).
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps = 1e-5f);
 Tensor rms_norm(const Tensor& x, const Tensor& gamma, float eps = 1e-5f);
+Tensor dyt(const Tensor& x, const Tensor& alpha, const Tensor& gamma, const Tensor& beta);
 
 }  // namespace sl
