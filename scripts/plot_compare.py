@@ -6,8 +6,9 @@ first/last block gradient ratio, and the state of the residual stream at the las
 PATHs are run dirs, sweep dirs (run dirs one or two levels down) or `stacklab probe` JSON files
 (a probe counts as a run with one step-0 layers record: its seed means). Writes into --out
 (default PATH/plots for a single sweep dir, else ./compare_plots): grad_norm_by_block.png,
-final_loss_vs_depth.png, grad_ratio_vs_depth.png, rank_vs_layer.png, last_grad_vs_depth.png, and
-prints each path.
+final_loss_vs_depth.png, grad_ratio_vs_depth.png, rank_vs_layer.png, last_grad_vs_depth.png,
+layer_metrics_vs_depth.png (every per-layer metric the runs declare, at the last block or
+boundary), and prints each path.
 Runs are grouped by their wiring id; runs with the same wiring and depth (seeds) are averaged,
 with a min-max band. Not here: one run's curves (plot_run.py).
 """
@@ -275,6 +276,54 @@ def plot_last_grad(runs, step, out_dir, written, note):
     save(fig, out_dir, "last_grad_vs_depth.png", written)
 
 
+def metric_descriptors(runs):
+    """The per-layer metrics the runs declare (runlog.Run.layer_metrics), in first-seen order."""
+    out, seen = [], set()
+    for run in runs:
+        for d in run.layer_metrics:
+            if d["name"] not in seen:
+                seen.add(d["name"])
+                out.append(d)
+    return out
+
+
+def plot_layer_metrics(runs, step, out_dir, written, note):
+    """layer_metrics_vs_depth.png: every declared per-layer metric at the last block (or last
+    boundary) vs depth, one panel each; a newly registered metric appears with no edit here."""
+    descs = [d for d in metric_descriptors(runs) if d["name"] != "update_ratio" or step != 0]
+    panels = []
+    for d in descs:
+        groups = group_by_wiring_depth(runs, lambda r, k=d["name"]: last_boundary(r, k, step, note))
+        if groups:
+            panels.append((d, groups))
+    if not panels:
+        return print("plot_compare: skipping layer_metrics_vs_depth.png: no finite per-layer metrics")
+    cols = 4
+    rows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.4 * rows), squeeze=False)
+    for ax, (d, groups) in zip(axes.flat, panels):
+        vals = np.array([v for g in groups.values() for vs in g.values() for v in vs])
+        logy = vals.min() > 0 and vals.max() / vals.min() > 30
+        depths = plot_groups(ax, runs, groups, geometric=logy)
+        depth_axis(ax, set(depths))
+        if logy:
+            ax.set_yscale("log")
+        where = "last block" if d.get("axis") == "block" else "last boundary"
+        ax.set_title(f"{d['name']} at the {where}", fontsize=9)
+        ax.set_ylabel(d.get("label") or d["name"], fontsize=8)
+        ax.xaxis.label.set_size(8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3, which="both")
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    handles, labels = max((a.get_legend_handles_labels() for a in axes.flat), key=lambda hl: len(hl[0]))
+    fig.suptitle(f"Every per-layer metric vs depth at step {step} (seeds averaged)", fontsize=10)
+    fig.tight_layout()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), fontsize=7.5,
+               frameon=False, ncol=1 if len(labels) <= 6 else 2)
+    save(fig, out_dir, "layer_metrics_vs_depth.png", written)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description="Compare stacklab runs across depth and wiring.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="run dir, sweep dir or probe JSON")
@@ -300,6 +349,7 @@ def main(argv=None):
     plot_ratio(runs, args.step, out_dir, written, note)
     plot_rank(runs, args.step, out_dir, written, note)
     plot_last_grad(runs, args.step, out_dir, written, note)
+    plot_layer_metrics(runs, args.step, out_dir, written, note)
     for n in sorted(note):
         print(f"plot_compare: {n}")
     for path in written:

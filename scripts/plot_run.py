@@ -3,8 +3,10 @@
     /usr/bin/python3 scripts/plot_run.py RUN_DIR [--out DIR] [--steps 0,100,300]
 
 Writes PNGs into RUN_DIR/plots/ (or --out) and prints each path: loss.png, grad_norm_by_block.png,
-grad_norm_heatmap.png, stream.png, stream_grad.png. A figure whose data the run lacks (no eval
-yet, no layers record) is skipped with a message. Not here: comparing runs (plot_compare.py).
+grad_norm_heatmap.png, stream.png, stream_grad.png, layer_metrics.png (one panel per per-layer
+metric the run's start record declares, with the label stacklab gives it). A figure whose data
+the run lacks (no eval yet, no layers record) is skipped with a message. Not here: comparing
+runs (plot_compare.py).
 """
 import argparse
 import math
@@ -185,14 +187,20 @@ def plot_heatmap(run, out_dir, written):
     save(fig, out_dir, "grad_norm_heatmap.png", written)
 
 
-def plot_stream(run, out_dir, written):
+def metric_label(run, key):
+    """The plot label stacklab declared for a metric (its key for runs without descriptors)."""
+    return next((d.get("label") or key for d in run.layer_metrics if d["name"] == key), key)
+
+
+def stream_figure(run):
+    """The act_rms and rank_ratio panels of stream.png, or None without those metrics."""
     recs = [r for r in run.records["layers"] if r.get("act_rms") or r.get("rank_ratio")]
     if not recs:
-        return skip("stream.png", "no layers records with act_rms or rank_ratio")
+        return None
     chosen = [recs[0]] if len(recs) == 1 else [recs[0], recs[-1]]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
-    for ax, key, ylabel in ((axes[0], "act_rms", "activation RMS"),
-                            (axes[1], "rank_ratio", "effective rank / width")):
+    for ax, key in ((axes[0], "act_rms"), (axes[1], "rank_ratio")):
+        ylabel = metric_label(run, key)
         for r, color in zip(chosen, ("tab:blue", "tab:red")):
             a = arr(r.get(key))
             if np.isfinite(a).any():
@@ -211,9 +219,67 @@ def plot_stream(run, out_dir, written):
         axes[0].set_yscale("log")
     axes[1].set_ylim(0, 1.05)
     axes[0].set_title("Activation RMS along the stream", fontsize=10)
-    axes[1].set_title("Rank ratio along the stream (1 = full rank)", fontsize=10)
+    axes[1].set_title("Rank ratio along the stream (0 = every token the same vector)", fontsize=10)
     fig.suptitle(runlog.label(run), fontsize=10)
+    return fig
+
+
+def plot_stream(run, out_dir, written):
+    fig = stream_figure(run)
+    if fig is None:
+        return skip("stream.png", "no layers records with act_rms or rank_ratio")
     save(fig, out_dir, "stream.png", written)
+
+
+AXIS_XLABEL = {"block": "block index (0 = next to the embedding)",
+               "boundary": "residual-stream boundary (0 = embedding output)"}
+
+
+def metric_panel(ax, recs, desc):
+    """One registered metric over its axis, one line per chosen layers record. Log scale when
+    every value is positive and they span more than 30x. False when nothing was finite."""
+    key = desc["name"]
+    series = [(r["step"], arr(r.get(key))) for r in recs if isinstance(r.get(key), list)]
+    series = [(s, a) for s, a in series if np.isfinite(a).any()]
+    ax.set_title(key, fontsize=9)
+    ax.set_xlabel(AXIS_XLABEL.get(desc.get("axis"), "index"), fontsize=8)
+    ax.set_ylabel(desc.get("label") or key, fontsize=8)
+    if not series:
+        ax.text(0.5, 0.5, "null in every record" if any(key in r for r in recs) else "not recorded",
+                transform=ax.transAxes, ha="center", va="center", color="0.4")
+        return False
+    for (step, a), color in zip(series, step_colors(len(series))):
+        ax.plot(np.arange(len(a)), a, "o-", color=color, ms=3, lw=1.2, label=f"step {step}")
+    vals = np.concatenate([a[np.isfinite(a)] for _, a in series])
+    if vals.min() > 0 and vals.max() / vals.min() > 30:
+        ax.set_yscale("log")
+        plain_log_labels(ax.yaxis, vals.min(), vals.max())
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(alpha=0.3, which="both")
+    ax.tick_params(labelsize=7)
+    return True
+
+
+def plot_layer_metrics(run, recs, out_dir, written):
+    """layer_metrics.png: every per-layer metric the run declares (its start record's
+    layer_metrics), one panel each, so a newly registered metric is drawn with no edit here."""
+    descs = run.layer_metrics
+    if not descs:
+        return skip("layer_metrics.png", "no per-layer metric descriptors or layers records")
+    cols = 4
+    rows = (len(descs) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.3 * rows), squeeze=False)
+    drawn = [metric_panel(ax, recs, d) for ax, d in zip(axes.flat, descs)]
+    for ax in list(axes.flat)[len(descs):]:
+        ax.set_visible(False)
+    if not any(drawn):
+        plt.close(fig)
+        return skip("layer_metrics.png", "no finite values of any per-layer metric")
+    handles, labels = next(a.get_legend_handles_labels() for a, ok in zip(axes.flat, drawn) if ok)
+    fig.legend(handles, labels, loc="upper right", fontsize=8)
+    fig.suptitle(f"Every per-layer metric\n{runlog.label(run)}", fontsize=10)
+    fig.tight_layout()
+    save(fig, out_dir, "layer_metrics.png", written)
 
 
 def main(argv=None):
@@ -262,8 +328,9 @@ def main(argv=None):
                          "residual-stream boundary (0 = embedding output)", "grad norm (log)")
         if fig:
             save(fig, out_dir, "stream_grad.png", written)
+        plot_layer_metrics(run, recs, out_dir, written)
     else:
-        skip("grad_norm_by_block.png, grad_norm_heatmap.png, stream.png, stream_grad.png",
+        skip("grad_norm_by_block.png, grad_norm_heatmap.png, stream.png, stream_grad.png, layer_metrics.png",
              "no layers records in metrics.jsonl")
 
     for path in written:

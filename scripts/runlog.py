@@ -31,6 +31,7 @@ class Run:
     is_probe: bool = False
     has_metrics: bool = False      # metrics.jsonl existed and was readable
     probe_seeds: int = 0
+    probe_layer_metrics: list | None = None  # a probe file's metric descriptors
 
     @property
     def name(self):
@@ -92,6 +93,27 @@ class Run:
             evals = [r.get("val_loss") for r in self.records["eval"] if r.get("val_loss") is not None]
             v = evals[-1] if evals else None
         return v
+
+    @property
+    def layer_metrics(self):
+        """The per-layer metric descriptors, [{name, axis ("block" | "boundary"), label,
+        description, ...}]: what stacklab wrote into the start record (or the probe file). For
+        a run from before they were written, inferred from the first layers record: a list of
+        n_layer values is per block, n_layer + 1 per boundary, and the key is the label."""
+        given = self.probe_layer_metrics if self.is_probe else self.start.get("layer_metrics")
+        recs, n = self.records["layers"], self.n_layer
+        if isinstance(given, list) and given:
+            return [d for d in given if isinstance(d, dict) and d.get("name")]
+        if not recs or not n:
+            return []
+        out, seen = [], set()
+        for rec in recs:
+            for key, v in rec.items():
+                if key not in seen and isinstance(v, list) and len(v) in (n, n + 1):
+                    seen.add(key)
+                    axis = "block" if len(v) == n else "boundary"
+                    out.append({"name": key, "axis": axis, "label": key, "description": key})
+        return out
 
     def layers_at(self, step):
         """The layers record at `step`, else the nearest one; None when there is none."""
@@ -157,6 +179,7 @@ def load_probe(path):
         mean["ratio_first_last"] = j["ratio_first_last"]
     seeds = j.get("seeds") or []
     run.probe_seeds = len(seeds)
+    run.probe_layer_metrics = j.get("layer_metrics")
     if mean.get("loss") is None and seeds:
         losses = [s.get("loss") for s in seeds if s.get("loss") is not None]
         mean["loss"] = sum(losses) / len(losses) if losses else None

@@ -1,9 +1,11 @@
 // `stacklab probe CONFIG [--seeds 0,1,2] [--out FILE] [--section.key=value ...]`: gradient flow
 // at initialisation (no training): per-block gradient norms, the residual stream's RMS,
 // gradient norm and rank ratio, per seed and averaged. Prints a table, writes JSON to FILE.
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <system_error>
 
 #include "cli/args.h"
 #include "cli/commands.h"
@@ -15,16 +17,33 @@
 #include "train/setup.h"
 
 namespace sl {
+namespace {
+
+// "0,1,2" -> {0, 1, 2}, parsed as integers (every uint64 seed exactly, not rounded through float).
+std::vector<uint64_t> parse_seeds(const std::string& text) {
+  std::vector<uint64_t> seeds;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const auto first = item.find_first_not_of(' '), last = item.find_last_not_of(' ');
+    const std::string s = first == std::string::npos ? "" : item.substr(first, last - first + 1);
+    uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size())
+      throw Error("--seeds: expected comma-separated non-negative integers (at most 2^64 - 1), got '" + item + "'");
+    seeds.push_back(v);
+  }
+  if (seeds.empty()) throw Error("--seeds: expected a comma-separated list of non-negative integers, got '" + text + "'");
+  return seeds;
+}
+
+}  // namespace
 
 int cmd_probe(const ArgList& argv) {
   Args a = parse_args("probe", argv, {"seeds", "out"}, {"quiet"}, true);
   if (a.positional.size() != 1) throw Error("expected one CONFIG file");
   Config cfg = load_config(a.positional[0], a.overrides);
-  std::vector<uint64_t> seeds;
-  for (float s : parse_float_list("seeds", a.get("seeds", "0,1,2"))) {
-    if (s < 0 || s != static_cast<float>(static_cast<uint64_t>(s))) throw Error("--seeds: expected non-negative integers");
-    seeds.push_back(static_cast<uint64_t>(s));
-  }
+  const std::vector<uint64_t> seeds = parse_seeds(a.get("seeds", "0,1,2"));
   if (cfg.train.threads > 0) blas_set_threads(cfg.train.threads);
   nlohmann::json r = run_probe(cfg, seeds);
   if (a.has("out")) write_file_atomic(a.get("out", ""), r.dump(1) + "\n");
@@ -41,7 +60,7 @@ int cmd_probe(const ArgList& argv) {
         std::printf("%6zu %12.4g", l + 1, num(m["grad_norm"][l]));
       else
         std::printf("%6s %12s", "out", "");
-      std::printf(" %12.4g %12.4g %10.4f\n", num(m["stream_grad_norm"][l + (l < L ? 0 : 0)]), num(m["act_rms"][l]),
+      std::printf(" %12.4g %12.4g %10.4f\n", num(m["stream_grad_norm"][l]), num(m["act_rms"][l]),
                   num(m["rank_ratio"][l]));
     }
     std::printf("block 1 / block %zu gradient norm: %.4g\n", L, num(r["ratio_first_last"]));

@@ -1,4 +1,5 @@
-// One forward/backward per seed, measured with layer_stats; means taken entry by entry.
+// One forward/backward per seed, measured with layer_stats; every registered metric is reduced
+// over seeds as its registry entry says (entry-wise mean, or left out).
 #include "train/probe.h"
 
 #include <cmath>
@@ -54,16 +55,21 @@ nlohmann::json run_probe(Config cfg, const std::vector<uint64_t>& seeds) {
     hook_stream_grads(trace, stream_grads);
     loss.backward();
     nlohmann::json rec = to_json(measure_layers(model, trace, stream_grads, {}), /*with_params=*/true);
-    rec.erase("update_ratio");
+    for (const LayerMetric& m : layer_metrics())
+      if (m.probe == ProbeReduce::kSkip) rec.erase(m.name);
     loss_sum += static_cast<double>(loss.item());
     result["seeds"].push_back({{"seed", seed}, {"loss", loss.item()}, {"layers", rec}});
     layers.push_back(rec);
   }
-  nlohmann::json mean;
-  for (const char* key : {"grad_norm", "attn_grad_norm", "mlp_grad_norm", "norm_grad_norm", "act_rms",
-                          "stream_grad_norm", "rank_ratio"})
-    mean[key] = mean_arrays(layers, key);
+  nlohmann::json mean = nlohmann::json::object();
+  for (const LayerMetric& m : layer_metrics()) {
+    switch (m.probe) {
+      case ProbeReduce::kMean: mean[m.name] = mean_arrays(layers, m.name); break;
+      case ProbeReduce::kSkip: break;
+    }
+  }
   result["mean"] = mean;
+  result["layer_metrics"] = layer_metrics_json();
   result["mean_loss"] = seeds.empty() ? nlohmann::json(nullptr) : nlohmann::json(loss_sum / static_cast<double>(seeds.size()));
   const auto& g = mean["grad_norm"];
   const bool ok = g.is_array() && !g.empty() && g.front().is_number() && g.back().is_number() &&

@@ -1,7 +1,8 @@
 // Probe: the gradient-flow picture at initialisation, no training. For each seed the model is
 // initialised, one forward and backward pass runs on a fixed batch, and the quantities of a
-// "layers" record are measured; the result holds them per seed, their seed means, and the
-// ratio of block 1's gradient norm to block L's.
+// "layers" record are measured; the result holds them per seed, their seed means (as each
+// metric's registry entry says), the metric descriptors (`layer_metrics`), and the ratio of
+// block 1's gradient norm to block L's.
 #pragma once
 #include <cstdint>
 #include <vector>

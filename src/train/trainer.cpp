@@ -174,7 +174,8 @@ RunStatus train(Config cfg, const TrainOptions& opt) {
                                     {"wiring", wiring_id(cfg.model)},
                                     {"formula", describe_wiring(cfg.model)},
                                     {"reference_losses", refs_json},
-                                    {"tokens_per_step", B * T}}
+                                    {"tokens_per_step", B * T},
+                                    {"layer_metrics", layer_metrics_json()}}
                          .dump());
 
   double last_train_loss = NAN, last_val = NAN, last_train_eval = NAN;
@@ -260,7 +261,7 @@ RunStatus train(Config cfg, const TrainOptions& opt) {
     if (!std::isfinite(gnorm) || !std::isfinite(last_train_loss)) {
       nlohmann::json blocks = nlohmann::json::array();
       for (int l = 0; l < L; ++l)
-        if (!std::isfinite(stats.grad_norm[static_cast<size_t>(l)])) blocks.push_back(l);
+        if (!std::isfinite(stats.at("grad_norm")[static_cast<size_t>(l)])) blocks.push_back(l);
       const std::string reason = !std::isfinite(last_train_loss) ? "non-finite loss" : "non-finite gradient norm";
       divergence = {{"step", step}, {"reason", reason}, {"blocks", blocks}};
       metrics.write_line(nlohmann::json{{"step", step}, {"kind", "diverged"}, {"reason", reason}, {"blocks", blocks}}.dump());

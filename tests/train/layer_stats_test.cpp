@@ -1,14 +1,19 @@
-// Tests for train/layer_stats: rank_ratio and rms on hand cases, the grouping of per-block
-// gradient norms by sub-layer, update ratios, and the residual-stream gradient norms that the
-// hooks record, checked against dL/dx computed by hand at both ends of the stack.
+// Tests for train/layer_stats: rank_ratio, rms, mean_cosine and the attention statistics on hand
+// cases, the grouping of per-block gradient norms by sub-layer, update ratios, the
+// residual-stream gradient norms that the hooks record (checked against dL/dx computed by hand at
+// both ends of the stack), and the registry: lengths of every key, the README table, the fixture.
 #include "train/layer_stats.h"
 
 #include <cmath>
+#include <fstream>
 #include <map>
+#include <set>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "core/blas.h"
+#include "core/error.h"
 #include "core/rng.h"
 #include "nn/model.h"
 #include "nn/wiring.h"
@@ -101,7 +106,7 @@ Measured measure_once(const ModelConfig& c, const std::vector<double>& update_no
 
 TEST(MeasureLayers, PutsAttentionParametersIntoAttnGradNorm) {
   const Measured r = measure_once(two_blocks());
-  ASSERT_EQ(r.stats.attn_grad_norm.size(), 2u);
+  ASSERT_EQ(r.stats.at("attn_grad_norm").size(), 2u);
   for (int l = 0; l < 2; ++l) {
     const std::string p = "blocks." + std::to_string(l) + ".";
     double attn = 0.0, mlp = 0.0, norm = 0.0;
@@ -112,9 +117,9 @@ TEST(MeasureLayers, PutsAttentionParametersIntoAttnGradNorm) {
     for (const char* n : {"norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias"})
       norm += std::pow(r.by_name.at(p + n), 2);
     ASSERT_GT(attn, 0.0) << "a zero gradient would make this test unable to fail";
-    EXPECT_NEAR(r.stats.attn_grad_norm[static_cast<size_t>(l)], std::sqrt(attn), 1e-9 * (1 + std::sqrt(attn)));
-    EXPECT_NEAR(r.stats.mlp_grad_norm[static_cast<size_t>(l)], std::sqrt(mlp), 1e-9 * (1 + std::sqrt(mlp)));
-    EXPECT_NEAR(r.stats.norm_grad_norm[static_cast<size_t>(l)], std::sqrt(norm), 1e-9 * (1 + std::sqrt(norm)));
+    EXPECT_NEAR(r.stats.at("attn_grad_norm")[static_cast<size_t>(l)], std::sqrt(attn), 1e-9 * (1 + std::sqrt(attn)));
+    EXPECT_NEAR(r.stats.at("mlp_grad_norm")[static_cast<size_t>(l)], std::sqrt(mlp), 1e-9 * (1 + std::sqrt(mlp)));
+    EXPECT_NEAR(r.stats.at("norm_grad_norm")[static_cast<size_t>(l)], std::sqrt(norm), 1e-9 * (1 + std::sqrt(norm)));
   }
 }
 
@@ -125,11 +130,11 @@ TEST(MeasureLayers, BlockTotalIsTheRootSumOfSquaresOfItsSubLayerGroups) {
   sandwich.norm_position = NormPosition::Sandwich;  // adds norm1_out / norm2_out
   for (const ModelConfig& c : {two_blocks(), rezero, sandwich}) {
     const Measured r = measure_once(c);
-    ASSERT_EQ(r.stats.grad_norm.size(), 2u);
+    ASSERT_EQ(r.stats.at("grad_norm").size(), 2u);
     for (size_t l = 0; l < 2; ++l) {
-      const double a = r.stats.attn_grad_norm[l], m = r.stats.mlp_grad_norm[l], n = r.stats.norm_grad_norm[l];
+      const double a = r.stats.at("attn_grad_norm")[l], m = r.stats.at("mlp_grad_norm")[l], n = r.stats.at("norm_grad_norm")[l];
       EXPECT_GT(a * m * n, 0.0) << wiring_id(c) << " block " << l;
-      EXPECT_NEAR(r.stats.grad_norm[l], std::sqrt(a * a + m * m + n * n), 1e-9) << wiring_id(c) << " block " << l;
+      EXPECT_NEAR(r.stats.at("grad_norm")[l], std::sqrt(a * a + m * m + n * n), 1e-9) << wiring_id(c) << " block " << l;
     }
   }
 }
@@ -138,10 +143,10 @@ TEST(MeasureLayers, ReportsEveryParameterAndTheStreamAtEveryBoundary) {
   const Measured r = measure_once(two_blocks());
   ASSERT_EQ(r.stats.params.size(), r.by_name.size());
   for (const auto& [name, v] : r.stats.params) EXPECT_DOUBLE_EQ(v, r.by_name.at(name)) << name;
-  EXPECT_EQ(r.stats.act_rms.size(), 3u);
-  EXPECT_EQ(r.stats.rank_ratio.size(), 3u);
-  EXPECT_EQ(r.stats.stream_grad_norm.size(), 3u);
-  EXPECT_TRUE(r.stats.update_ratio.empty()) << "no optimizer step yet";
+  EXPECT_EQ(r.stats.at("act_rms").size(), 3u);
+  EXPECT_EQ(r.stats.at("rank_ratio").size(), 3u);
+  EXPECT_EQ(r.stats.at("stream_grad_norm").size(), 3u);
+  EXPECT_TRUE(r.stats.at("update_ratio").empty()) << "no optimizer step yet";
   const nlohmann::json j = to_json(r.stats, true);
   EXPECT_TRUE(j.at("update_ratio").is_null());
   EXPECT_EQ(j.at("params").size(), r.by_name.size());
@@ -163,8 +168,8 @@ TEST(MeasureLayers, UpdateRatioIsTheBlocksUpdateNormOverItsWeightNorm) {
     }
   }
   const Measured r = measure_once(c, updates);  // same seed, so the same weights
-  ASSERT_EQ(r.stats.update_ratio.size(), 2u);
-  EXPECT_NEAR(r.stats.update_ratio[0], std::sqrt(du0 / w0), 1e-9);
+  ASSERT_EQ(r.stats.at("update_ratio").size(), 2u);
+  EXPECT_NEAR(r.stats.at("update_ratio")[0], std::sqrt(du0 / w0), 1e-9);
 }
 
 // dL/dlogits of the mean cross-entropy over N rows: (softmax(z) - onehot(y)) / N.
@@ -230,6 +235,175 @@ TEST(HookStreamGrads, FirstBoundaryMatchesTheEmbeddingGradientWhenEveryTokenIsDi
   const double want = norm_of(m.tok_emb.weight.grad());
   ASSERT_GT(want, 0.0);
   EXPECT_NEAR(stream[0], want, 1e-6 * want);
+}
+
+
+// qkv (B, T, 3C) from per-position q and k rows (C each); v is filled with junk it must ignore.
+Tensor pack_qkv(int64_t B, int64_t T, int64_t C, const std::vector<float>& q, const std::vector<float>& k) {
+  std::vector<float> v(static_cast<size_t>(B * T * 3 * C));
+  for (int64_t n = 0; n < B * T; ++n)
+    for (int64_t c = 0; c < C; ++c) {
+      v[static_cast<size_t>(n * 3 * C + c)] = q[static_cast<size_t>(n * C + c)];
+      v[static_cast<size_t>(n * 3 * C + C + c)] = k[static_cast<size_t>(n * C + c)];
+      v[static_cast<size_t>(n * 3 * C + 2 * C + c)] = 7.0f * static_cast<float>(c + 1);
+    }
+  return Tensor::from(Shape{B, T, 3 * C}, v);
+}
+
+TEST(AttentionStats, UniformAttentionHasEntropyLnOfTPlusOneAveragedOverPositions) {
+  // q = 0: every logit is 0, so query t attends uniformly to its t + 1 causal positions.
+  const int64_t B = 2, T = 5, C = 4;
+  std::vector<float> q(static_cast<size_t>(B * T * C), 0.0f), k(q.size());
+  Rng r(3);
+  for (auto& x : k) x = static_cast<float>(r.normal());
+  const AttentionStats s = attention_stats(pack_qkv(B, T, C, q, k), /*n_head=*/2);
+  double want = 0.0;
+  for (int t = 0; t < T; ++t) want += std::log(t + 1.0);
+  EXPECT_NEAR(s.entropy, want / T, 1e-12);  // (ln 1 + ln 2 + ... + ln 5) / 5
+  EXPECT_EQ(s.logit_max, 0.0);
+}
+
+TEST(AttentionStats, KnownQueriesAndKeysGiveTheKnownLogitMaxAndEntropy) {
+  // B=1, T=2, C=4, two heads of size 2. Head 0 is all zero (uniform). Head 1: q0=(1,0),
+  // q1=(0,2), k0=(-3,0), k1=(5,1). Causal logits / sqrt(2): t=0: -3; t=1: 0 and 2. The
+  // non-causal q0.k1 = 5 must not count, and |-3| must: the max is 3 / sqrt(2).
+  const std::vector<float> q = {0, 0, 1, 0, /**/ 0, 0, 0, 2};
+  const std::vector<float> k = {0, 0, -3, 0, /**/ 0, 0, 5, 1};
+  const AttentionStats s = attention_stats(pack_qkv(1, 2, 4, q, k), 2);
+  EXPECT_NEAR(s.logit_max, 3.0 / std::sqrt(2.0), 1e-12);
+  const double a = 0.0, b = 2.0 / std::sqrt(2.0);  // head 1, query 1
+  const double pa = std::exp(a) / (std::exp(a) + std::exp(b)), pb = 1.0 - pa;
+  const double h11 = -pa * std::log(pa) - pb * std::log(pb);
+  // (head 0: 0 and ln 2; head 1: 0 and h11) over 4 (head, query) pairs
+  EXPECT_NEAR(s.entropy, (std::log(2.0) + h11) / 4.0, 1e-12);
+}
+
+TEST(MeanCosine, IsOneForEqualMinusOneForNegatedAndZeroForOrthogonalTokens) {
+  const Tensor x = Tensor::from(Shape{1, 2, 2}, {1, 2, 3, -1});
+  EXPECT_NEAR(mean_cosine(x, x), 1.0, 1e-12);
+  EXPECT_NEAR(mean_cosine(x, Tensor::from(Shape{1, 2, 2}, {-2, -4, -3, 1})), -1.0, 1e-12);
+  EXPECT_NEAR(mean_cosine(x, Tensor::from(Shape{1, 2, 2}, {-2, 1, 1, 3})), 0.0, 1e-12);
+  // token 0: cos 1; token 1: output zero, left out
+  EXPECT_NEAR(mean_cosine(x, Tensor::from(Shape{1, 2, 2}, {2, 4, 0, 0})), 1.0, 1e-12);
+  EXPECT_TRUE(std::isnan(mean_cosine(x, Tensor::zeros(Shape{1, 2, 2}))));
+}
+
+TEST(MeasureLayers, StreamCosIsOneForBlocksWhoseOutputEqualsTheirInput) {
+  // ReZero gates start at 0: every block is x + 0 * f(...) = x.
+  ModelConfig c = two_blocks();
+  c.residual_scale = ResidualScale::ReZero;
+  Model m(c);
+  m.init_weights(5);
+  const int B = 2, T = 4;
+  ForwardTrace trace;
+  m.forward(tokens(B * T, 1, c.vocab_size), B, T, &trace);
+  const LayerStats s = measure_layers(m, trace, {}, {});
+  ASSERT_EQ(s.at("stream_cos").size(), 2u);
+  for (double v : s.at("stream_cos")) EXPECT_NEAR(v, 1.0, 1e-12);
+  // and a block that does change the stream is measured below 1 (so the check above can fail)
+  const Measured changed = measure_once(c);  // gates set to 0.7
+  for (double v : changed.stats.at("stream_cos")) EXPECT_LT(v, 1.0 - 1e-6);
+}
+
+TEST(MeasureLayers, AttentionMetricsAreMeasuredOnTheQkvFedToAttention) {
+  ModelConfig c = two_blocks();
+  Model m(c);
+  m.init_weights(5);
+  const int B = 2, T = 4;
+  ForwardTrace trace;
+  m.forward(tokens(B * T, 1, c.vocab_size), B, T, &trace);
+  ASSERT_EQ(trace.attn_qkv.size(), 2u);
+  const LayerStats s = measure_layers(m, trace, {}, {});
+  for (size_t l = 0; l < 2; ++l) {
+    // pre-norm: qkv = norm1(x_l) W^T + b, x_l the block's input
+    const Block& blk = *m.blocks[l];
+    const Tensor want = blk.attn->qkv.forward(blk.norm1->forward(trace.stream[l]));
+    ASSERT_EQ(trace.attn_qkv[l].shape(), want.shape());
+    for (int64_t i = 0; i < want.numel(); ++i) ASSERT_EQ(trace.attn_qkv[l].data()[i], want.data()[i]) << i;
+    const AttentionStats a = attention_stats(want, c.n_head);
+    EXPECT_EQ(s.at("attn_entropy")[l], a.entropy);
+    EXPECT_EQ(s.at("attn_logit_max")[l], a.logit_max);
+    EXPECT_GT(a.entropy, 0.0);
+    EXPECT_LT(a.entropy, std::log(static_cast<double>(T)));
+    EXPECT_GT(a.logit_max, 0.0);
+  }
+}
+
+TEST(MeasureLayers, AttentionMetricsAreNullForBlocksWithoutAttention) {
+  ModelConfig c = two_blocks();
+  c.attention = false;
+  const nlohmann::json j = to_json(measure_once(c).stats, false);
+  for (const char* key : {"attn_entropy", "attn_logit_max"}) {
+    ASSERT_EQ(j.at(key).size(), 2u) << key;
+    for (const auto& v : j.at(key)) EXPECT_TRUE(v.is_null()) << key;
+  }
+  for (const auto& v : j.at("stream_cos")) EXPECT_TRUE(v.is_number());
+}
+
+TEST(MeasureLayers, EveryRegisteredMetricHasItsDocumentedLength) {
+  ModelConfig no_attn = two_blocks();
+  no_attn.attention = false;
+  ModelConfig three = two_blocks();
+  three.n_layer = 3;
+  for (const ModelConfig& c : {two_blocks(), no_attn, three}) {
+    const size_t n_params = Model(c).parameters().size();
+    const nlohmann::json j = to_json(measure_once(c, std::vector<double>(n_params, 0.01)).stats, false);
+    for (const LayerMetric& m : layer_metrics()) {
+      ASSERT_TRUE(j.contains(m.name)) << m.name;
+      ASSERT_TRUE(j.at(m.name).is_array()) << m.name;
+      EXPECT_EQ(static_cast<int64_t>(j.at(m.name).size()), axis_length(m.axis, c.n_layer)) << m.name << " " << wiring_id(c);
+    }
+    EXPECT_EQ(j.size(), layer_metrics().size()) << "a key that is not in the registry";
+  }
+}
+
+TEST(LayerMetrics, EveryEntryHasAUniqueNameADescriptionAndALabel) {
+  std::set<std::string> names;
+  for (const LayerMetric& m : layer_metrics()) {
+    EXPECT_TRUE(names.insert(m.name).second) << m.name;
+    EXPECT_GT(std::string(m.description).size(), 10u) << m.name;
+    EXPECT_GT(std::string(m.label).size(), 3u) << m.name;
+    EXPECT_EQ(&layer_metric(m.name), &m);
+  }
+  EXPECT_THROW(layer_metric("no_such_metric"), Error);
+  const nlohmann::json d = layer_metrics_json();
+  ASSERT_EQ(d.size(), layer_metrics().size());
+  EXPECT_EQ(d[0].at("name"), layer_metrics()[0].name);
+}
+
+std::string read_source_file(const std::string& rel) {
+  std::ifstream f(std::string(STACKLAB_SOURCE_DIR) + "/" + rel);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST(LayerMetrics, ReadmeTableListsEveryRegisteredMetricWithItsAxisAndLength) {
+  const std::string readme = read_source_file("README.md");
+  ASSERT_FALSE(readme.empty()) << "cannot read README.md";
+  for (const LayerMetric& m : layer_metrics()) {
+    const std::string length = axis_length(m.axis, 1) == 1 ? "`n_layer`" : "`n_layer + 1`";
+    const std::string row = std::string("| `") + m.name + "` | " + axis_name(m.axis) + " | " + length + " |";
+    EXPECT_NE(readme.find(row), std::string::npos) << "README.md has no metrics-table row starting " << row;
+  }
+}
+
+TEST(LayerMetrics, ThePlotFixtureCarriesTheRegistryDescriptorsAndEveryKey) {
+  // tests/fixtures/run_small is what scripts/check_plots.sh plots: it must look like a real run.
+  std::stringstream lines(read_source_file("tests/fixtures/run_small/metrics.jsonl"));
+  std::string line;
+  int layers = 0;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line.back() != '}') continue;  // the torn last line
+    const nlohmann::json r = nlohmann::json::parse(line);
+    if (r.at("kind") == "start") {
+      EXPECT_EQ(r.at("layer_metrics"), layer_metrics_json()) << "rerun generate.py --descriptors-from";
+    }
+    if (r.at("kind") != "layers") continue;
+    ++layers;
+    for (const LayerMetric& m : layer_metrics()) EXPECT_TRUE(r.contains(m.name)) << m.name << " at step " << r.at("step");
+  }
+  EXPECT_EQ(layers, 4);
 }
 
 }  // namespace
