@@ -41,6 +41,27 @@ assert runlog.label(run).endswith(" [incomplete at step 60]"), runlog.label(run)
 EOF
 grep -q "no trailing newline" "$tmp/runlog.err" || fail "runlog did not warn about the torn last line"
 
+# 1b. The metric descriptors: plots take each metric's label from the run (rank_ratio is not an
+# "effective rank"), and a run written before descriptors existed gets them from its records.
+"$PY" - "$FIXTURE" <<'EOF' 2>"$tmp/desc.err" || { cat "$tmp/desc.err" >&2; fail "metric descriptors (see above)"; }
+import sys
+sys.path.insert(0, "scripts")
+import matplotlib
+matplotlib.use("Agg")
+import plot_run, runlog
+run = runlog.load_run(sys.argv[1])
+desc = {d["name"]: d for d in run.layer_metrics}
+for name in ("grad_norm", "rank_ratio", "attn_entropy", "attn_logit_max", "stream_cos"):
+    assert name in desc, f"{name} missing from the descriptors {sorted(desc)}"
+assert desc["stream_cos"]["axis"] == "block" and desc["act_rms"]["axis"] == "boundary", desc["stream_cos"]
+ylabels = [ax.get_ylabel() for ax in plot_run.stream_figure(run).axes]
+assert ylabels[1] == desc["rank_ratio"]["label"], ylabels
+assert "effective rank" not in ylabels[1], ylabels
+del run.records["start"][0]["layer_metrics"]
+inferred = {d["name"]: d["axis"] for d in run.layer_metrics}
+assert inferred == {n: d["axis"] for n, d in desc.items()}, (inferred, sorted(desc))
+EOF
+
 # A probe file (the `stacklab probe` format) for plot_compare, built from the fixture's step 0.
 "$PY" - "$FIXTURE" "$tmp/probe_L4.json" <<'EOF' || fail "writing a probe file"
 import json, sys
@@ -48,9 +69,11 @@ cfg = json.load(open(sys.argv[1] + "/config.json"))
 layers = json.loads(open(sys.argv[1] + "/metrics.jsonl").readlines()[1])
 mean = {k: v for k, v in layers.items() if k not in ("step", "kind")}
 g = mean["grad_norm"]
+start = json.loads(open(sys.argv[1] + "/metrics.jsonl").readlines()[0])
 json.dump({"config": {k: v for k, v in cfg.items() if k != "derived"}, "derived": cfg["derived"],
            "seeds": [{"seed": 1, "loss": mean["loss"], "layers": mean}], "mean": mean,
-           "ratio_first_last": g[0] / g[-1]}, open(sys.argv[2], "w"))
+           "ratio_first_last": g[0] / g[-1], "layer_metrics": start["layer_metrics"]},
+          open(sys.argv[2], "w"))
 EOF
 
 # is_png FILE: exists, non-empty, PNG signature and an IHDR with non-zero size.
@@ -74,7 +97,8 @@ expect_pngs() {  # DIR NAME...
 
 # 2. plot_run.py on the fixture.
 if "$PY" scripts/plot_run.py "$FIXTURE" --out "$tmp/run" >"$tmp/run.out" 2>&1; then
-  expect_pngs "$tmp/run" loss.png grad_norm_by_block.png grad_norm_heatmap.png stream.png stream_grad.png
+  expect_pngs "$tmp/run" loss.png grad_norm_by_block.png grad_norm_heatmap.png stream.png stream_grad.png \
+    layer_metrics.png
   grep -q "$tmp/run/loss.png" "$tmp/run.out" || fail "plot_run.py did not print the paths it wrote"
 else
   cat "$tmp/run.out" >&2
@@ -87,7 +111,8 @@ fi
 mkdir -p "$tmp/sweep"
 cp -r "$FIXTURE" "$tmp/sweep/run_small"
 if "$PY" scripts/plot_compare.py "$tmp/sweep" "$tmp/probe_L4.json" --out "$tmp/cmp" >"$tmp/cmp.out" 2>&1; then
-  expect_pngs "$tmp/cmp" grad_norm_by_block.png final_loss_vs_depth.png grad_ratio_vs_depth.png rank_vs_layer.png
+  expect_pngs "$tmp/cmp" grad_norm_by_block.png final_loss_vs_depth.png grad_ratio_vs_depth.png rank_vs_layer.png \
+    layer_metrics_vs_depth.png
   grep -q "2 run(s)" "$tmp/cmp.out" || fail "plot_compare.py did not find the run and the probe: $(head -n 3 "$tmp/cmp.out")"
 else
   cat "$tmp/cmp.out" >&2
@@ -107,5 +132,5 @@ if ((fails > 0)); then
   echo "check_plots: $fails failure(s)" >&2
   exit 1
 fi
-echo "check_plots: ok (runlog, plot_run.py: 5 figures, plot_compare.py: 4 figures, missing-metrics error)"
+echo "check_plots: ok (runlog, metric descriptors, plot_run.py: 6 figures, plot_compare.py: 5 figures, missing-metrics error)"
 exit 0

@@ -308,6 +308,8 @@ def plot_layer_metrics(runs, step, out_dir, written, note):
         depth_axis(ax, set(depths))
         if logy:
             ax.set_yscale("log")
+        else:
+            ax.ticklabel_format(axis="y", useOffset=False)  # an offset would sit on the title
         where = "last block" if d.get("axis") == "block" else "last boundary"
         ax.set_title(f"{d['name']} at the {where}", fontsize=9)
         ax.set_ylabel(d.get("label") or d["name"], fontsize=8)

@@ -254,6 +254,8 @@ def metric_panel(ax, recs, desc):
     if vals.min() > 0 and vals.max() / vals.min() > 30:
         ax.set_yscale("log")
         plain_log_labels(ax.yaxis, vals.min(), vals.max())
+    else:
+        ax.ticklabel_format(axis="y", useOffset=False)  # an offset would sit on the title
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3, which="both")
     ax.tick_params(labelsize=7)

@@ -103,7 +103,7 @@ const std::vector<LayerMetric>& layer_metrics() {
        "grad norm of the stream, ||dL/dx||", [](const MeasureInput& in) -> MetricValues { return in.stream_grads; }},
       {"rank_ratio", A::kBoundary, P::kMean,
        "per sequence ||X - 1 mean_t(X)^T||_F / ||X||_F, averaged: 0 = every token the same vector (rank collapse)",
-       "||X - mean_t X||_F / ||X||_F",
+       "rank ratio ||X - mean_t X||_F / ||X||_F",
        [](const MeasureInput& in) { return per_boundary(in, [](const Tensor& x) { return rank_ratio(x); }); }},
       {"attn_entropy", A::kBlock, P::kMean,
        "entropy (nats) of the causal attention distribution, mean over heads, sequences and query positions "
