@@ -215,25 +215,32 @@ AttentionStats attention_stats(const Tensor& qkv, int64_t n_head) {
   parallel_for(B * n_head, B * n_head * T * T * HS, [&](int64_t bh) {
     const int64_t b = bh / n_head, h = bh % n_head;
     const float* base = qkv.data() + b * T * 3 * C;  // (T, 3C) of sequence b
-    std::vector<double> s(static_cast<size_t>(T));
+    // kt (HS, T): head h's keys, transposed so the scores below are a loop over contiguous j
+    std::vector<double> kt(static_cast<size_t>(HS * T)), s(static_cast<size_t>(T));
+    for (int64_t j = 0; j < T; ++j)
+      for (int64_t i = 0; i < HS; ++i) kt[static_cast<size_t>(i * T + j)] = static_cast<double>(base[j * 3 * C + C + h * HS + i]);
     double e_sum = 0.0, m_abs = 0.0;
     for (int64_t t = 0; t < T; ++t) {
       const float* q = base + t * 3 * C + h * HS;
+      const size_t n = static_cast<size_t>(t + 1);  // causal: keys at positions j <= t
+      std::fill(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(n), 0.0);
+      for (int64_t i = 0; i < HS; ++i) {
+        const double qi = static_cast<double>(q[i]);
+        const double* k = kt.data() + i * T;
+        for (size_t j = 0; j < n; ++j) s[j] += qi * k[j];
+      }
       double m = -INFINITY;
-      for (int64_t j = 0; j <= t; ++j) {  // causal: keys at positions j <= t
-        const float* k = base + j * 3 * C + C + h * HS;
-        double dot = 0.0;
-        for (int64_t i = 0; i < HS; ++i) dot += static_cast<double>(q[i]) * static_cast<double>(k[i]);
-        s[static_cast<size_t>(j)] = dot * inv_sqrt_hs;
-        m = std::max(m, s[static_cast<size_t>(j)]);
-        m_abs = std::max(m_abs, std::abs(s[static_cast<size_t>(j)]));
+      for (size_t j = 0; j < n; ++j) {
+        s[j] *= inv_sqrt_hs;
+        m = std::max(m, s[j]);
+        m_abs = std::max(m_abs, std::abs(s[j]));
       }
       // p_j = exp(s_j - m) / Z, Z = sum_j exp(s_j - m);  H = ln Z - sum_j p_j (s_j - m)
       double z = 0.0, ps = 0.0;
-      for (int64_t j = 0; j <= t; ++j) {
-        const double w = std::exp(s[static_cast<size_t>(j)] - m);
+      for (size_t j = 0; j < n; ++j) {
+        const double w = std::exp(s[j] - m);
         z += w;
-        ps += w * (s[static_cast<size_t>(j)] - m);
+        ps += w * (s[j] - m);
       }
       e_sum += std::log(z) - ps / z;
     }
