@@ -65,12 +65,11 @@ MetricValues per_boundary(const MeasureInput& in, F f) {
   return v;
 }
 
-// One attention statistic per block from trace.attn_qkv: NaN (null) for blocks without
-// attention; [] when the step was not traced.
+// One attention statistic per block: NaN (null) for blocks without attention; [] when the step
+// was not traced.
 MetricValues per_attention_block(const MeasureInput& in, double AttentionStats::*field) {
   std::vector<double> v;
-  for (const Tensor& qkv : in.trace.attn_qkv)
-    v.push_back(qkv.defined() ? attention_stats(qkv, in.model.config().n_head).*field : kNaN);
+  for (const AttentionStats& a : in.attention()) v.push_back(a.*field);
   return v;
 }
 
@@ -81,6 +80,21 @@ MetricValues stream_cos(const MeasureInput& in) {
 }
 
 }  // namespace
+
+MeasureInput::MeasureInput(const Model& model_, const ForwardTrace& trace_, const std::vector<double>& stream_grads_,
+                           const std::vector<double>& update_norms_)
+    : model(model_), trace(trace_), stream_grads(stream_grads_), update_norms(update_norms_), params(model_.parameters()) {
+  for (const auto& [name, t, info] : params) grad_sq.push_back(t.has_grad() ? sq_norm(t.grad().data(), t.numel()) : 0.0);
+}
+
+const std::vector<AttentionStats>& MeasureInput::attention() const {
+  if (!attention_) {
+    attention_.emplace();
+    for (const Tensor& qkv : trace.attn_qkv)
+      attention_->push_back(qkv.defined() ? attention_stats(qkv, model.config().n_head) : AttentionStats{kNaN, kNaN});
+  }
+  return *attention_;
+}
 
 const std::vector<LayerMetric>& layer_metrics() {
   using A = MetricAxis;
@@ -268,13 +282,9 @@ void hook_stream_grads(ForwardTrace& trace, std::vector<double>& out) {
 
 LayerStats measure_layers(const Model& model, const ForwardTrace& trace, const std::vector<double>& stream_grads,
                           const std::vector<double>& update_norms) {
-  MeasureInput in{model, trace, stream_grads, update_norms, model.parameters(), {}};
+  const MeasureInput in(model, trace, stream_grads, update_norms);
   LayerStats s;
-  for (const auto& [name, t, info] : in.params) {
-    const double gsq = t.has_grad() ? sq_norm(t.grad().data(), t.numel()) : 0.0;
-    in.grad_sq.push_back(gsq);
-    s.params.emplace_back(name, std::sqrt(gsq));
-  }
+  for (size_t i = 0; i < in.params.size(); ++i) s.params.emplace_back(in.params[i].name, std::sqrt(in.grad_sq[i]));
   for (const LayerMetric& m : layer_metrics()) s.values.push_back(m.measure(in));
   return s;
 }

@@ -27,14 +27,32 @@ enum class ProbeReduce {
   kSkip,  // not in probes (it needs an optimizer step)
 };
 
+// From qkv (B, T, 3C) as fed to causal_attention (columns q | k | v, head h owning columns
+// [h*HS, (h+1)*HS) of each, HS = C / n_head), in double:
+struct AttentionStats {
+  double entropy;    // mean over (b, h, t) of -sum_{j<=t} p_tj ln p_tj, p = softmax_j(q_t.k_j / sqrt(HS))
+  double logit_max;  // max over (b, h, t, j <= t) of |q_t.k_j| / sqrt(HS)
+};
+AttentionStats attention_stats(const Tensor& qkv, int64_t n_head);
+
 // What a measurement may read. Built once per layers record by measure_layers.
 struct MeasureInput {
+  // Reads model.parameters() and their squared gradient norms.
+  MeasureInput(const Model& model, const ForwardTrace& trace, const std::vector<double>& stream_grads,
+               const std::vector<double>& update_norms);
+
   const Model& model;
   const ForwardTrace& trace;                // empty when the step was not traced
   const std::vector<double>& stream_grads;  // from hook_stream_grads, n_layer + 1 (empty untraced)
   const std::vector<double>& update_norms;  // ||delta|| per parameter of the last step, or empty
   std::vector<NamedTensor> params;          // model.parameters()
   std::vector<double> grad_sq;              // ||grad||^2 per parameter, params order (0 if none)
+  // attention_stats of each trace.attn_qkv (NaN for a block without attention), computed on
+  // first use: several metrics read it, the scores are computed once.
+  const std::vector<AttentionStats>& attention() const;
+
+ private:
+  mutable std::optional<std::vector<AttentionStats>> attention_;
 };
 
 // A metric's values: one per axis entry, NaN where it is undefined or non-finite (written as
@@ -84,13 +102,6 @@ double rms(const Tensor& x);
 // exactly zero are left out (NaN when all are).
 double mean_cosine(const Tensor& x, const Tensor& y);
 
-// From qkv (B, T, 3C) as fed to causal_attention (columns q | k | v, head h owning columns
-// [h*HS, (h+1)*HS) of each, HS = C / n_head), in double:
-struct AttentionStats {
-  double entropy;    // mean over (b, h, t) of -sum_{j<=t} p_tj ln p_tj, p = softmax_j(q_t.k_j / sqrt(HS))
-  double logit_max;  // max over (b, h, t, j <= t) of |q_t.k_j| / sqrt(HS)
-};
-AttentionStats attention_stats(const Tensor& qkv, int64_t n_head);
 
 // The record's metric keys (and "params" by name when with_params). Non-finite -> null.
 nlohmann::json to_json(const LayerStats& s, bool with_params);
