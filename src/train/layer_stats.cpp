@@ -137,7 +137,7 @@ const std::vector<LayerMetric>& layer_metrics() {
 const LayerMetric& layer_metric(const std::string& name) {
   for (const LayerMetric& m : layer_metrics())
     if (name == m.name) return m;
-  throw Error("unknown per-layer metric '" + name + "'");
+  throw InternalError("unknown per-layer metric '" + name + "' (not in layer_metrics())");
 }
 
 const char* axis_name(MetricAxis axis) {
@@ -173,7 +173,7 @@ const std::vector<double>& LayerStats::at(const std::string& name) const {
   const auto& reg = layer_metrics();
   for (size_t i = 0; i < reg.size() && i < values.size(); ++i)
     if (name == reg[i].name) return values[i] ? *values[i] : kNone;
-  throw Error("unknown per-layer metric '" + name + "'");
+  throw InternalError("unknown per-layer metric '" + name + "' (not in layer_metrics())");
 }
 
 double rms(const Tensor& x) {

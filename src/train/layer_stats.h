@@ -70,7 +70,7 @@ struct LayerMetric {
 
 // The registry, in the order the keys are written.
 const std::vector<LayerMetric>& layer_metrics();
-const LayerMetric& layer_metric(const std::string& name);  // throws Error for an unknown name
+const LayerMetric& layer_metric(const std::string& name);  // InternalError for an unknown name
 const char* axis_name(MetricAxis axis);                     // "block" | "boundary"
 int64_t axis_length(MetricAxis axis, int64_t n_layer);      // n_layer | n_layer + 1
 // [{name, axis, length, probe, description, label}]: what plot scripts read from a run's start

@@ -366,7 +366,7 @@ TEST(LayerMetrics, EveryEntryHasAUniqueNameADescriptionAndALabel) {
     EXPECT_GT(std::string(m.label).size(), 3u) << m.name;
     EXPECT_EQ(&layer_metric(m.name), &m);
   }
-  EXPECT_THROW(layer_metric("no_such_metric"), Error);
+  EXPECT_THROW(layer_metric("no_such_metric"), InternalError);
   const nlohmann::json d = layer_metrics_json();
   ASSERT_EQ(d.size(), layer_metrics().size());
   EXPECT_EQ(d[0].at("name"), layer_metrics()[0].name);
