@@ -234,6 +234,7 @@ AttentionStats attention_stats(const Tensor& qkv, int64_t n_head) {
     for (int64_t j = 0; j < T; ++j)
       for (int64_t i = 0; i < HS; ++i) kt[static_cast<size_t>(i * T + j)] = static_cast<double>(base[j * 3 * C + C + h * HS + i]);
     double e_sum = 0.0, m_abs = 0.0;
+    bool finite = true;  // std::max would skip a NaN score: a non-finite one makes both stats NaN
     for (int64_t t = 0; t < T; ++t) {
       const float* q = base + t * 3 * C + h * HS;
       const size_t n = static_cast<size_t>(t + 1);  // causal: keys at positions j <= t
@@ -246,6 +247,7 @@ AttentionStats attention_stats(const Tensor& qkv, int64_t n_head) {
       double m = -INFINITY;
       for (size_t j = 0; j < n; ++j) {
         s[j] *= inv_sqrt_hs;
+        finite = finite && std::isfinite(s[j]);
         m = std::max(m, s[j]);
         m_abs = std::max(m_abs, std::abs(s[j]));
       }
@@ -258,13 +260,13 @@ AttentionStats attention_stats(const Tensor& qkv, int64_t n_head) {
       }
       e_sum += std::log(z) - ps / z;
     }
-    ent[static_cast<size_t>(bh)] = e_sum;
-    mx[static_cast<size_t>(bh)] = m_abs;
+    ent[static_cast<size_t>(bh)] = finite ? e_sum : kNaN;
+    mx[static_cast<size_t>(bh)] = finite ? m_abs : kNaN;
   });
   double e = 0.0, m = 0.0;
   for (size_t i = 0; i < ent.size(); ++i) {
     e += ent[i];
-    m = std::max(m, mx[i]);
+    m = std::isnan(mx[i]) || std::isnan(m) ? kNaN : std::max(m, mx[i]);
   }
   const double count = static_cast<double>(B * n_head * T);
   return {count > 0 ? e / count : kNaN, m};

@@ -279,6 +279,18 @@ TEST(AttentionStats, KnownQueriesAndKeysGiveTheKnownLogitMaxAndEntropy) {
   EXPECT_NEAR(s.entropy, (std::log(2.0) + h11) / 4.0, 1e-12);
 }
 
+TEST(AttentionStats, ANonFiniteScoreMakesBothStatisticsNaN) {
+  // A diverging run: one NaN key in sequence 1. max() alone would skip it and report a finite max.
+  const int64_t B = 2, T = 3, C = 2;
+  std::vector<float> q(static_cast<size_t>(B * T * C), 0.5f), k(q.size(), 0.25f);
+  k[static_cast<size_t>((1 * T + 0) * C)] = NAN;  // b = 1, position 0: every query there sees it
+  const AttentionStats s = attention_stats(pack_qkv(B, T, C, q, k), 1);
+  EXPECT_TRUE(std::isnan(s.logit_max));
+  EXPECT_TRUE(std::isnan(s.entropy));
+  const AttentionStats ok = attention_stats(pack_qkv(B, T, C, q, std::vector<float>(q.size(), 0.25f)), 1);
+  EXPECT_NEAR(ok.logit_max, 2 * 0.5 * 0.25 / std::sqrt(2.0), 1e-12);  // q.k = 0.25 over HS = 2
+}
+
 TEST(MeanCosine, IsOneForEqualMinusOneForNegatedAndZeroForOrthogonalTokens) {
   const Tensor x = Tensor::from(Shape{1, 2, 2}, {1, 2, 3, -1});
   EXPECT_NEAR(mean_cosine(x, x), 1.0, 1e-12);
