@@ -4,6 +4,8 @@
 # tests/fuzz/corpus/<target>/. New inputs go to a scratch corpus (the committed one stays
 # small); a crash, leak, sanitizer report or timeout fails the script and leaves the input in
 # build-fuzz/artifacts/<target>/. Exit 0 all clean, 77 clang/libFuzzer missing, 1 a finding.
+# The libFuzzer seed differs from run to run (so coverage grows across CI runs) and is printed;
+# STACKLAB_FUZZ_SEED=N reproduces a run. A finding becomes a regression test and a corpus entry.
 #
 #   scripts/fuzz.sh            # 40 s per target
 #   scripts/fuzz.sh 600        # longer, by hand
@@ -26,6 +28,8 @@ if ! echo 'extern "C" int LLVMFuzzerTestOneInput(const char*, unsigned long) { r
   exit 77
 fi
 
+SEED="${STACKLAB_FUZZ_SEED:-$(( ($(date +%s) ^ $$) % 2000000000 + 1 ))}"
+say "seed $SEED (reproduce with STACKLAB_FUZZ_SEED=$SEED scripts/fuzz.sh $SECONDS_PER_TARGET)"
 say "building ${TARGETS[*]} in $BUILD"
 mkdir -p "$BUILD"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DSTACKLAB_FUZZ=ON \
@@ -47,7 +51,7 @@ for t in "${TARGETS[@]}"; do
   log="$BUILD/$t.log"
   say "$t: ${SECONDS_PER_TARGET}s from $(ls "$seeds" | wc -l) seeds"
   rc=0
-  (cd "$work" && "$BUILD/$t" -max_total_time="$SECONDS_PER_TARGET" -seed="${STACKLAB_FUZZ_SEED:-1}" -timeout=10 -rss_limit_mb=2048 \
+  (cd "$work" && "$BUILD/$t" -max_total_time="$SECONDS_PER_TARGET" -seed="$SEED" -timeout=10 -rss_limit_mb=2048 \
       -max_len=4096 -print_final_stats=1 -artifact_prefix="$artifacts/" "${dict[@]}" \
       "$work" "$seeds") >"$log" 2>&1 || rc=$?
   execs="$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+).*/\1/p' "$log" | tail -n 1)"
@@ -56,7 +60,7 @@ for t in "${TARGETS[@]}"; do
     say "$t: clean, ${execs:-?} executions, ${cov:-cov ?}, corpus $(ls "$work" | wc -l) inputs"
   else
     status=1
-    say "$t: FAILED (exit $rc) after ${execs:-?} executions; input(s) in $artifacts/, log $log:"
+    say "$t: FAILED (exit $rc) after ${execs:-?} executions with seed $SEED; input(s) in $artifacts/, log $log:"
     grep -E 'ERROR|SUMMARY|fuzz property|Test unit written' "$log" | head -n 20 || tail -n 40 "$log"
   fi
   rm -rf "$work"

@@ -136,7 +136,7 @@ def finding_a(probe):
     rows.append(f"fit over L={', '.join(str(p[0]) for p in pts)}: b = {fmt(b)} per layer, "
                 f"factor exp(b) = {fmt(factor)}, R^2 = {fmt(r2)}")
     if zero:
-        rows.append(f"block-1 gradient exactly 0 (underflow) at L={zero}: left out of the fit")
+        rows.append(f"first-block gradient exactly 0 (underflow) at L={zero}: left out of the fit")
     # Inside the deepest stack: log g_l vs l, over the blocks whose gradient did not underflow to 0.
     deep = max(probe.by("none-nores"), key=lambda r: r.n_layer, default=None)
     f2 = None
@@ -146,7 +146,7 @@ def finding_a(probe):
         f2 = fit_line(np.arange(len(g))[ok], np.log(g[ok])) if ok.sum() >= 3 else None
         if f2:
             rows.append(f"inside L={deep.n_layer} ({int(ok.sum())} of {len(g)} blocks with a non-zero gradient): "
-                        f"g_l shrinks by exp(-k) = {fmt(math.exp(-f2[0]))} per block toward block 1 "
+                        f"g_l shrinks by exp(-k) = {fmt(math.exp(-f2[0]))} per block toward block 0 "
                         f"(R^2 = {fmt(f2[2])})")
     if f2 is None:
         rows.append("no deep enough `f(x)` probe (L >= 3 with 3 non-zero block gradients) for the within-stack fit")

@@ -21,6 +21,7 @@ MODEL_DEFAULTS = {
     "activation": "gelu", "init": "normal", "init_std": 0.02, "pos_emb": "learned",
     "tie_weights": False, "dyt_alpha_init": 0.5, "norm_scaling": "none", "layerscale_init": 0.1,
     "qk_norm": False,
+    "dropout": 0.0,  # training only; parity runs in eval mode, where dropout is inactive
 }
 
 

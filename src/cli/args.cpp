@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "config/config.h"
 #include "core/error.h"
 
 namespace sl {
@@ -63,11 +64,16 @@ Args parse_args(const std::string& /*command: main() prefixes errors with it*/, 
       }
     } else if (switch_flags.count(name) && eq == std::string::npos) {
       a.flags[name] = "true";
+    } else if (switch_flags.count(name)) {
+      throw Error("--" + name + " is a switch and takes no value: write --" + name + ", not " + s);
     } else {
+      std::vector<std::string> all(value_flags.begin(), value_flags.end());
+      all.insert(all.end(), switch_flags.begin(), switch_flags.end());
       std::ostringstream os;
-      os << "unknown flag --" << name << "; valid flags:";
-      for (const auto& f : value_flags) os << " --" << f;
-      for (const auto& f : switch_flags) os << " --" << f;
+      os << "unknown flag --" << name;
+      if (const std::string near = closest_key(name, all); !near.empty()) os << " (did you mean --" << near << "?)";
+      os << "; valid flags:";
+      for (const auto& f : all) os << " --" << f;
       if (allow_overrides) os << " (and config overrides --section.key=value)";
       throw Error(os.str());
     }

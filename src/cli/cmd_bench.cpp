@@ -44,8 +44,8 @@ int run_sgemm(const Args& a, const Config& cfg) {
 
 int cmd_bench(const ArgList& argv) {
   Args a = parse_args("bench", argv, {"steps", "warmup", "threads"}, {"json", "sgemm"}, true);
-  if (a.positional.size() > 1) throw Error("stacklab bench: expected one CONFIG file");
-  if (a.positional.empty() && !a.has("sgemm")) throw Error("stacklab bench: expected a CONFIG file (or --sgemm)");
+  if (a.positional.size() > 1) throw Error("expected one CONFIG file");
+  if (a.positional.empty() && !a.has("sgemm")) throw Error("expected a CONFIG file (or --sgemm)");
   const std::string path = a.positional.empty() ? std::string("configs/bench/b5.json")
                                                 : a.positional[0];
   Config cfg = load_config(path, a.overrides);

@@ -49,7 +49,8 @@ int cmd_probe(const ArgList& argv) {
   if (a.has("out")) write_file_atomic(a.get("out", ""), r.dump(1) + "\n");
   if (!a.has("quiet")) {
     std::printf("%s\n", describe_model(cfg, r["n_params"].get<int64_t>()).c_str());
-    std::printf("probe over %zu seeds: mean loss %.4f (ln V = %.4f)\n", seeds.size(), r["mean_loss"].get<double>(),
+    std::printf("probe over %zu seed%s: mean loss %.4f (ln V = %.4f)\n", seeds.size(), seeds.size() == 1 ? "" : "s",
+                r["mean_loss"].get<double>(),
                 r["reference_losses"]["uniform"].get<double>());
     const auto& m = r["mean"];
     std::printf("%6s %12s %12s %12s %10s\n", "block", "grad_norm", "stream_grad", "act_rms", "rank_ratio");
@@ -57,13 +58,13 @@ int cmd_probe(const ArgList& argv) {
     auto num = [](const nlohmann::json& v) { return v.is_number() ? v.get<double>() : std::nan(""); };
     for (size_t l = 0; l <= L; ++l) {
       if (l < L)
-        std::printf("%6zu %12.4g", l + 1, num(m["grad_norm"][l]));
+        std::printf("%6zu %12.4g", l, num(m["grad_norm"][l]));  // blocks count from 0, as everywhere
       else
         std::printf("%6s %12s", "out", "");
       std::printf(" %12.4g %12.4g %10.4f\n", num(m["stream_grad_norm"][l]), num(m["act_rms"][l]),
                   num(m["rank_ratio"][l]));
     }
-    std::printf("block 1 / block %zu gradient norm: %.4g\n", L, num(r["ratio_first_last"]));
+    std::printf("first / last block (0 / %zu) gradient norm: %.4g\n", L - 1, num(r["ratio_first_last"]));
     if (a.has("out")) std::printf("wrote %s\n", a.get("out", "").c_str());
   }
   return kExitOk;

@@ -1,6 +1,8 @@
-// `stacklab sweep SWEEP.json [SWEEP.json ...] [--jobs N] [--dry-run]`: expands each sweep (see
+// `stacklab sweep SWEEP.json [SWEEP.json ...] [--jobs N] [--dry-run] [--on-change rerun|fail]`: expands each sweep (see
 // train/sweep.h), writes its <out_dir>/manifest.json, and runs each point as a child `stacklab
 // train` or `stacklab probe` process (single-threaded, log in <run>/log.txt), up to N at once.
+// A run directory whose provenance differs from the point's config (a changed sweep file, base
+// or data file) is never skipped as done: --on-change fail (default) stops, rerun moves it aside.
 // Several sweep files share one pool of N slots, in the order given: no core idles at the end of
 // one sweep while the next has runs waiting. Runs that are already complete are skipped,
 // interrupted ones resumed; failed or diverged runs are recorded and the sweep goes on.
@@ -22,6 +24,7 @@
 #include "config/loader.h"
 #include "core/error.h"
 #include "core/fsutil.h"
+#include "train/provenance.h"
 #include "train/sweep.h"
 
 namespace sl {
@@ -44,19 +47,33 @@ void set_stop_handler(void (*handler)(int)) {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-// "completed", "diverged", "resumable" or "new", from what the run dir holds.
-std::string run_state(const SweepPlan& plan, const SweepRun& r) {
-  if (plan.mode == "probe") return fs::exists(r.dir + "/probe.json") ? "completed" : "new";
-  const std::string summary = r.dir + "/summary.json";
-  if (fs::exists(summary)) {
-    try {
-      auto j = nlohmann::json::parse(read_file(summary));
-      const std::string st = j.value("status", "");
-      if (st == "completed" || st == "diverged") return st;
-    } catch (const std::exception&) {
-    }
+// A run directory holding another config's result (RunState::kChanged) is moved aside to the
+// first free "<dir>.changed-N" so the run starts fresh and nothing is lost.
+std::string move_aside(const std::string& dir) {
+  for (int n = 1;; ++n) {
+    const std::string to = dir + ".changed-" + std::to_string(n);
+    if (fs::exists(to)) continue;
+    fs::rename(dir, to);
+    return to;
   }
-  return fs::exists(r.dir + "/config.json") ? "resumable" : "new";
+}
+
+// "completed", "diverged", "resumable" or "new", from what the run dir holds (sweep_run_state).
+// A changed run is never counted as done: with --on-change rerun it is moved aside and becomes
+// "new"; with fail (the default) it is "changed" and the sweep stops before running anything.
+std::string run_state(const SweepPlan& plan, const SweepRun& r, bool rerun_changed, bool dry_run,
+                      std::vector<std::string>& changed) {
+  const RunState st = sweep_run_state(plan, r);
+  if (st.kind != RunState::kChanged) return st.name();
+  if (rerun_changed) {
+    if (dry_run) return "new";
+    std::printf("%s: config or data changed; old run moved to %s\n", r.dir.c_str(), move_aside(r.dir).c_str());
+    return "new";
+  }
+  std::string what = "  " + r.dir + ":";
+  for (const auto& c : st.changes) what += "\n    " + c;
+  changed.push_back(what);
+  return "changed";
 }
 
 std::vector<std::string> child_args(const SweepPlan& plan, const SweepRun& r, const std::string& state) {
@@ -123,7 +140,11 @@ std::string fmt_time(double s) {
 }  // namespace
 
 int cmd_sweep(const ArgList& argv) {
-  Args a = parse_args("sweep", argv, {"jobs"}, {"dry-run"}, false);
+  Args a = parse_args("sweep", argv, {"jobs", "on-change"}, {"dry-run"}, false);
+  const std::string on_change = a.get("on-change", "fail");
+  if (on_change != "fail" && on_change != "rerun")
+    throw Error("--on-change: expected rerun or fail, got '" + on_change + "'");
+  std::vector<std::string> changed;
   if (a.positional.empty()) throw Error("expected a SWEEP.json file (or several, run in one pool)");
   std::vector<SweepPlan> plans;
   for (const auto& path : a.positional) plans.push_back(expand_sweep(path));
@@ -150,15 +171,22 @@ int cmd_sweep(const ArgList& argv) {
     size_t plan_todo = 0;
     for (size_t i = 0; i < items.size(); ++i) {
       if (items[i].plan != &plan) continue;
-      status[i] = run_state(plan, *items[i].run);
+      status[i] = run_state(plan, *items[i].run, on_change == "rerun", a.has("dry-run"), changed);
       if (status[i] != "completed" && status[i] != "diverged") ++plan_todo;
     }
     todo += plan_todo;
-    std::printf("sweep %s: %zu %s runs (%zu to do, %zu already done) in %s, %d at once\n", plan.name.c_str(),
-                plan.runs.size(), plan.mode.c_str(), plan_todo, plan.runs.size() - plan_todo, plan.out_dir.c_str(),
-                jobs);
+    std::printf("sweep %s: %zu %s run%s (%zu to do, %zu already done) in %s, %d at once\n", plan.name.c_str(),
+                plan.runs.size(), plan.mode.c_str(), plan.runs.size() == 1 ? "" : "s", plan_todo,
+                plan.runs.size() - plan_todo, plan.out_dir.c_str(), jobs);
   }
   if (plans.size() > 1) std::printf("%zu sweeps in one pool: %zu runs to do, %d at once\n", plans.size(), todo, jobs);
+  if (!changed.empty() && !a.has("dry-run")) {
+    std::string list;
+    for (const auto& c : changed) list += "\n" + c;
+    throw Error(std::to_string(changed.size()) + (changed.size() == 1 ? " run holds" : " runs hold") +
+                " the result of a different config or data than the sweep now gives (stored -> now):" + list +
+                "\nrerun them into fresh directories (the old ones are kept as <dir>.changed-N) with --on-change rerun");
+  }
   if (a.has("dry-run")) {
     for (size_t i = 0; i < items.size(); ++i) {
       std::printf("  %-40s %-10s stacklab", items[i].label.c_str(), status[i].c_str());
@@ -198,6 +226,7 @@ int cmd_sweep(const ArgList& argv) {
       const SweepRun& r = *items[i].run;
       if (status[i] == "completed" || status[i] == "diverged") continue;
       make_dirs(r.dir);
+      if (items[i].plan->mode == "probe") write_provenance(r.dir, r.config, r.run_info);  // train writes its own
       const pid_t pid = spawn(child_args(*items[i].plan, r, status[i]), r.dir + "/log.txt");
       running[pid] = i;
       started[pid] = Clock::now();
@@ -257,8 +286,8 @@ int cmd_sweep(const ArgList& argv) {
       diverged += status[i] == "diverged";
       plan_failed += status[i].rfind("failed", 0) == 0;
     }
-    std::printf("sweep %s: %zu runs, %zu failed, %zu diverged; manifest %s/manifest.json\n", plan.name.c_str(),
-                plan.runs.size(), plan_failed, diverged, plan.out_dir.c_str());
+    std::printf("sweep %s: %zu run%s, %zu failed, %zu diverged; manifest %s/manifest.json\n", plan.name.c_str(),
+                plan.runs.size(), plan.runs.size() == 1 ? "" : "s", plan_failed, diverged, plan.out_dir.c_str());
   }
   if (g_sweep_stop.load()) return 128 + g_sweep_stop.load();
   return failed ? kExitError : kExitOk;

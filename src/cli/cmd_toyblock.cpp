@@ -51,10 +51,12 @@ int cmd_toyblock(const ArgList& argv) {
   if (!(eps > 0)) throw Error("--eps: must be > 0");
   const std::string norm = a.get("norm", "both");
   if (norm != "pre" && norm != "post" && norm != "both") throw Error("--norm: expected pre, post or both, got '" + norm + "'");
+  std::vector<ToyBlockResult> results;  // computed before anything is printed: a bad --x prints only the error
+  for (const char* w : {"pre", "post"})
+    if (norm == "both" || norm == w) results.push_back(run_toy_block(x, s, eps, w));
   std::printf("toy block: F(v)_i = %.3g * tanh(0.6 v_i + 0.3 v_((i+1) mod %zu)), LayerNorm eps %.3g, gamma 1, beta 0\n\n",
               static_cast<double>(s), x.size(), static_cast<double>(eps));
-  for (const char* w : {"pre", "post"})
-    if (norm == "both" || norm == w) print_result(run_toy_block(x, s, eps, w));
+  for (const auto& r : results) print_result(r);
   return kExitOk;
 }
 

@@ -1,5 +1,5 @@
 // `stacklab train CONFIG [--section.key=value ...] [--out DIR] [--force]` and
-// `stacklab train --resume RUN_DIR`: runs the trainer, turns SIGINT/SIGTERM into a clean stop
+// `stacklab train --resume RUN_DIR [--train.max_iters=N] [--train.threads=T]`: runs the trainer, turns SIGINT/SIGTERM into a clean stop
 // (finish the step, checkpoint, flush; exit 130/143) and divergence into exit code 3.
 #include <unistd.h>
 
@@ -13,6 +13,8 @@
 #include "config/loader.h"
 #include "core/error.h"
 #include "core/fsutil.h"
+#include "train/provenance.h"
+#include "train/setup.h"
 #include "train/trainer.h"
 
 namespace sl {
@@ -38,11 +40,64 @@ Config load_run_config(const std::string& run_dir) {
   const std::string path = run_dir + "/config.json";
   if (!std::filesystem::exists(path)) throw Error(run_dir + ": not a run directory (no config.json)");
   nlohmann::json j = read_json_file(path);
-  j.erase("derived");
+  if (j.is_object()) j.erase("derived");
   Config cfg = config_from_json(j, path);
   cfg.source_path = path;
   return cfg;
 }
+
+namespace {
+
+// The data a run resumes on must be the data it started with (provenance.json, when present).
+void check_resume_provenance(const std::string& run_dir, const Config& started) {
+  const nlohmann::json stored = read_provenance(run_dir);
+  if (stored.is_null()) return;  // a run from before fingerprints: the checkpoint's config check remains
+  const std::vector<std::string> changes = provenance_changes(stored, make_provenance(started));
+  if (changes.empty()) return;
+  std::string list;
+  for (const auto& c : changes) list += "\n  " + c;
+  throw Error(run_dir + ": cannot resume: what the run was made from has changed since it started (" +
+              run_dir + "/provenance.json):" + list +
+              "\nrestore the data file (or config.json), or start a new run");
+}
+
+// --resume RUN_DIR [--train.max_iters=N] [--train.threads=T]: the run's own config, extended.
+Config resume_config(const std::string& run_dir, const std::vector<std::string>& overrides) {
+  const Config started = load_run_config(run_dir);
+  check_resume_provenance(run_dir, started);
+  nlohmann::json j = to_json(started);
+  std::string refused;
+  for (const auto& kv : overrides) {
+    const std::string key = apply_override(j, kv, run_dir + "/config.json");
+    if (key != "train.max_iters" && key != "train.threads") refused += (refused.empty() ? "" : ", ") + kv;
+  }
+  if (!refused.empty())
+    throw Error("--resume: config overrides (" + refused +
+                ") are not accepted; a resumed run keeps the config it started with (only --train.max_iters=N, "
+                "to extend it, and --train.threads=T may change)");
+  Config cfg = config_from_json(j, run_dir + "/config.json (with the --resume overrides)");
+  cfg.source_path = started.source_path;
+  if (cfg.train.max_iters < started.train.max_iters)
+    throw Error("--train.max_iters=" + std::to_string(cfg.train.max_iters) + ": a resumed run can be extended, not "
+                "shortened (it was started with train.max_iters=" + std::to_string(started.train.max_iters) + ")");
+  if (cfg.train.max_iters > started.train.max_iters) {
+    if (started.optim.lr_decay_iters == 0) {
+      cfg.optim.lr_decay_iters = started.train.max_iters;  // the horizon it was trained under
+      if (cfg.optim.schedule == ScheduleKind::Cosine)
+        std::printf("note: extending a cosine schedule: the decay horizon stays optim.lr_decay_iters=%d (the old "
+                    "max_iters); steps after it run at optim.min_lr, as in nanoGPT\n",
+                    cfg.optim.lr_decay_iters);
+    }
+    std::printf("extending %s from %d to %d steps\n", run_dir.c_str(), started.train.max_iters, cfg.train.max_iters);
+  }
+  if (cfg.train.threads != started.train.threads)
+    std::printf("note: train.threads %d -> %d; losses are bit-identical to an uninterrupted run only at the same "
+                "thread count\n",
+                started.train.threads, cfg.train.threads);
+  return cfg;
+}
+
+}  // namespace
 
 int cmd_train(const ArgList& argv) {
   Args a = parse_args("train", argv, {"out", "resume"}, {"force"}, true);
@@ -50,20 +105,23 @@ int cmd_train(const ArgList& argv) {
   TrainOptions opt;
   if (a.has("resume")) {
     if (!a.positional.empty()) throw Error("give either CONFIG or --resume RUN_DIR, not both");
-    if (!a.overrides.empty())
-      throw Error("--resume: config overrides (" + a.overrides[0] +
-                  ") are not accepted; a resumed run keeps the config it started with");
     opt.run_dir = a.get("resume", "");
-    cfg = load_run_config(opt.run_dir);
+    cfg = resume_config(opt.run_dir, a.overrides);
     opt.resume = true;
   } else {
-    if (a.positional.size() != 1) throw Error("expected one CONFIG file (or --resume RUN_DIR)");
+    if (a.positional.size() != 1)
+      throw Error("expected one CONFIG file (or --resume RUN_DIR), got " + std::to_string(a.positional.size()) +
+                  "; to train with the defaults and overrides only, give configs/base.json");
+    check_derived_section(a.positional[0]);
     cfg = load_config(a.positional[0], a.overrides);
     opt.run_dir = a.get("out", default_run_dir(cfg));
     if (std::filesystem::exists(opt.run_dir + "/metrics.jsonl") && !a.has("force"))
       throw Error(opt.run_dir + " already holds a run; continue it with --resume " + opt.run_dir +
                   ", or write elsewhere with --out DIR (or --train.name=NAME), or pass --force to start it over");
-    if (a.has("force")) std::filesystem::remove_all(opt.run_dir + "/checkpoints");
+    if (a.has("force")) {
+      std::filesystem::remove_all(opt.run_dir + "/checkpoints");
+      std::filesystem::remove(opt.run_dir + "/provenance.json");
+    }
   }
   opt.command_line = joined("train", argv);
   opt.stop = &g_stop;

@@ -12,6 +12,7 @@ namespace sl {
 int cmd_validate(const ArgList& argv) {
   Args a = parse_args("validate", argv, {}, {"quiet"}, true);
   if (a.positional.size() != 1) throw Error("expected one CONFIG file, got " + std::to_string(a.positional.size()));
+  check_derived_section(a.positional[0]);
   Config cfg = load_config(a.positional[0], a.overrides);
   auto data = make_data(cfg);
   Model model(cfg.model);

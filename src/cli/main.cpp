@@ -3,8 +3,10 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
+#include "config/config.h"
 #include "core/error.h"
 
 namespace {
@@ -13,25 +15,68 @@ struct Command {
   const char* name;
   int (*run)(const sl::ArgList&);
   const char* usage;
+  const char* flags;  // every flag with its default, for `stacklab <command> --help`
 };
 
 const Command kCommands[] = {
     {"train", sl::cmd_train,
-     "train CONFIG [--section.key=value ...] [--out DIR] [--force] | train --resume RUN_DIR   train a model"},
+     "train CONFIG [--section.key=value ...] [--out DIR] [--force] | train --resume RUN_DIR [--train.max_iters=N] "
+     "[--train.threads=T]   train a model",
+     "  CONFIG                 a JSON config (configs/base.json holds every key's default)\n"
+     "  --section.key=value    override any config key, e.g. --model.n_layer=8 (none)\n"
+     "  --out DIR              the run directory (default: train.out_dir/train.name = runs/<config stem>)\n"
+     "  --force                start over in a directory that already holds a run (default: off, refuse)\n"
+     "  --resume RUN_DIR       continue a stopped run from its last checkpoint (default: none)\n"
+     "  with --resume: --train.max_iters=N extends the run to N steps, --train.threads=T changes threads;\n"
+     "  no other override is accepted\n"},
     {"sample", sl::cmd_sample,
-     "sample RUN_DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]   generate text"},
+     "sample RUN_DIR [--checkpoint best|latest|PATH] [--num-samples K] [--prompt TEXT] [--tokens N] "
+     "[--temperature T] [--top-k K] [--seed S]   generate from a run, token by token",
+     "  --checkpoint WHICH     best, latest or a checkpoint file (default: latest)\n"
+     "  --num-samples K        independent samples, separated by '---' lines (default: 1)\n"
+     "  --prompt TEXT          text runs: characters; Markov runs: letters a.. (V <= 26) or space-separated\n"
+     "                         token ids (default: one random token)\n"
+     "  --tokens N             tokens to generate per sample (default: 200)\n"
+     "  --temperature T        > 0 (default: 1.0)\n"
+     "  --top-k K              keep the K most likely tokens; 0 = all (default: 0)\n"
+     "  --seed S               the sampling seed (default: 0)\n"},
     {"probe", sl::cmd_probe,
-     "probe CONFIG [--seeds 0,1,2] [--out FILE] [--section.key=value ...]   gradient flow at init, no training"},
+     "probe CONFIG [--seeds 0,1,2] [--out FILE] [--section.key=value ...]   gradient flow at init, no training",
+     "  --seeds LIST           comma-separated init seeds (default: 0,1,2)\n"
+     "  --out FILE             also write the result as JSON (default: none)\n"
+     "  --quiet                no table (default: off)\n"
+     "  --section.key=value    config overrides (none)\n"},
     {"bench", sl::cmd_bench,
      "bench CONFIG [--steps N] [--warmup W] [--threads T] [--json] [--section.key=value ...] | bench --sgemm "
-     "[CONFIG] [--threads T] [--json]   time training steps; sgemm ceiling"},
-    {"sweep", sl::cmd_sweep, "sweep SWEEP.json [SWEEP.json ...] [--jobs N] [--dry-run]   run grids of train or probe runs"},
-    {"validate", sl::cmd_validate, "validate CONFIG [--section.key=value ...]   check a config, print it resolved"},
+     "[CONFIG] [--threads T] [--json]   time training steps; sgemm ceiling",
+     "  --steps N              timed steps (default: 20)\n"
+     "  --warmup W             untimed steps first (default: 3)\n"
+     "  --threads T            threads; 0 = all cores (default: the config's train.threads)\n"
+     "  --json                 one JSON object instead of the table (default: off)\n"
+     "  --sgemm                time sgemm on the config's Linear shapes (default: off)\n"},
+    {"sweep", sl::cmd_sweep,
+     "sweep SWEEP.json [SWEEP.json ...] [--jobs N] [--dry-run] [--on-change rerun|fail]   run grids of train or "
+     "probe runs",
+     "  --jobs N               runs at once, each single-threaded; 0 = one per core (default: 0)\n"
+     "  --dry-run              list every run, its state and command; run nothing (default: off)\n"
+     "  --on-change WHAT       a run directory holding another config's or data's result: fail (stop and\n"
+     "                         list the changed keys) or rerun (move it to <dir>.changed-N, run again)\n"
+     "                         (default: fail)\n"},
+    {"validate", sl::cmd_validate, "validate CONFIG [--section.key=value ...]   check a config, print it resolved",
+     "  --quiet                print only the one-line summary (default: off)\n"
+     "  --section.key=value    config overrides (none)\n"},
     {"toyblock", sl::cmd_toyblock,
-     "toyblock [--x 1,-1,2,0] [--strength 0.8] [--norm pre|post|both] [--eps 1e-5]   the source texts' toy block"},
-    {"registry", sl::cmd_registry, "registry [--json]   every wiring choice: its formula and the parameters it adds"},
+     "toyblock [--x 1,-1,2,0] [--strength 0.8] [--norm pre|post|both] [--eps 1e-5]   the source texts' toy block",
+     "  --x LIST               the input vector, at least 2 numbers (default: 1,-1,2,0)\n"
+     "  --strength S           the branch's scale (default: 0.8)\n"
+     "  --norm WHICH           pre, post or both (default: both)\n"
+     "  --eps E                LayerNorm epsilon (default: 1e-5)\n"},
+    {"registry", sl::cmd_registry, "registry [--json]   every wiring choice: its formula and the parameters it adds",
+     "  --json                 the registries as JSON (default: off, a table)\n"},
     {"gradients", sl::cmd_gradients,
-     "gradients CONFIG --out DIR [--section.key=value ...]   weights, one batch, logits, loss, all gradients"},
+     "gradients CONFIG --out DIR [--section.key=value ...]   weights, one batch, logits, loss, all gradients",
+     "  --out DIR              where the safetensors files go (required)\n"
+     "  --section.key=value    config overrides (none)\n"},
 };
 
 void print_help() {
@@ -60,7 +105,7 @@ int main(int argc, char** argv) {
     if (name != c.name) continue;
     for (const auto& a : args)
       if (a == "--help" || a == "-h") {
-        std::printf("usage: stacklab %s\n", c.usage);
+        std::printf("usage: stacklab %s\n\nflags:\n%s", c.usage, c.flags);
         return sl::kExitOk;
       }
     try {
@@ -76,6 +121,10 @@ int main(int argc, char** argv) {
       return sl::kExitInternal;
     }
   }
-  std::fprintf(stderr, "stacklab: unknown command '%s' (see stacklab --help)\n", name.c_str());
+  std::vector<std::string> names;
+  for (const auto& c : kCommands) names.push_back(c.name);
+  const std::string near = sl::closest_key(name, names);
+  std::fprintf(stderr, "stacklab: unknown command '%s'%s (see stacklab --help)\n", name.c_str(),
+               near.empty() ? "" : ("; did you mean '" + near + "'?").c_str());
   return sl::kExitError;
 }

@@ -42,6 +42,7 @@ template <class S, class V> void visit_model(S& m, V& v) {
   v.choice("norm_scaling", m.norm_scaling);
   v("layerscale_init", m.layerscale_init);
   v("qk_norm", m.qk_norm);
+  v("dropout", m.dropout);
 }
 template <class S, class V> void visit_data(S& d, V& v) {
   v.choice("source", d.source);
@@ -77,6 +78,7 @@ template <class S, class V> void visit_train(S& t, V& v) {
   v("seed", t.seed);
   v("ckpt_interval", t.ckpt_interval);
   v("threads", t.threads);
+  v("grad_accum_steps", t.grad_accum_steps);
 }
 template <class S, class V> void visit_log(S& l, V& v) {
   v("log_interval", l.log_interval);
@@ -242,8 +244,16 @@ Config parse_config(const json& j, const std::string& origin) {
   for (const auto& item : j.items()) {
     if (item.key() == "extends")
       throw ConfigError(origin + ": extends: only load_config resolves 'extends'");
-    if (std::find(top.begin(), top.end(), item.key()) == top.end())
-      throw ConfigError(origin + ": " + item.key() + ": " + unknown_key_message(item.key(), top));
+    if (item.key() == "derived") {  // a run's config.json: read back and checked by load_config
+      if (!item.value().is_object())
+        throw ConfigError(origin + ": derived: expected an object, got " + describe_value(item.value()));
+      continue;
+    }
+    if (std::find(top.begin(), top.end(), item.key()) == top.end()) {
+      std::vector<std::string> valid = top;
+      valid.insert(valid.end(), {"extends", "derived"});
+      throw ConfigError(origin + ": " + item.key() + ": " + unknown_key_message(item.key(), valid));
+    }
   }
   Config cfg;
   if (auto it = j.find("description"); it != j.end()) {
@@ -331,6 +341,7 @@ void validate_model(const ModelConfig& m, const Validator& v) {
                                        name_of(m.norm_position) + "\"");
   if (m.residual_scale == ResidualScale::DeepNorm && m.norm == NormKind::None)
     v.fail("model.residual_scale", "\"deepnorm\" needs a model.norm other than \"none\"");
+  if (!(m.dropout >= 0 && m.dropout < 1)) v.fail("model.dropout", "must be in [0, 1), got " + json(m.dropout).dump());
   if (m.final_norm.value_or(false) && m.norm == NormKind::None)
     v.fail("model.final_norm", "true needs a model.norm other than \"none\"");
   if (m.norm_scaling != NormScaling::None && m.norm == NormKind::None)
@@ -372,6 +383,11 @@ void validate_optim(const OptimConfig& o, const Validator& v) {
 
 void validate_run(const TrainConfig& t, const LogConfig& l, const Validator& v) {
   if (t.out_dir.empty()) v.fail("train.out_dir", "must not be empty");
+  if (!t.name.empty() && !plain_name_problem(t.name).empty())
+    v.fail("train.name", "'" + t.name + "' " + plain_name_problem(t.name) +
+                             "; a run name is a plain directory name (choose the directory with --out or train.out_dir)");
+  v.at_least("train.grad_accum_steps", t.grad_accum_steps, 1);
+  v.at_most("train.grad_accum_steps", t.grad_accum_steps, 65536, "a sanity limit; a typo?");
   v.at_least("train.batch_size", t.batch_size, 1);
   v.at_most("train.batch_size", t.batch_size, 65536, "a sanity limit; a typo?");
   v.at_most("train.eval_iters", t.eval_iters, 100000, "a sanity limit; a typo?");
@@ -393,6 +409,15 @@ void validate_config(const Config& cfg, const std::string& origin, const Provena
   validate_data(cfg.data, v);
   validate_optim(cfg.optim, v);
   validate_run(cfg.train, cfg.log, v);
+}
+
+std::string plain_name_problem(const std::string& name) {
+  if (name.empty()) return "is empty";
+  if (name == "." || name == "..") return "is '" + name + "'";
+  if (name.find('/') != std::string::npos) return "contains '/'";
+  if (name.find('\\') != std::string::npos) return "contains '\\'";
+  if (name.find('\0') != std::string::npos) return "contains a NUL byte";
+  return "";
 }
 
 // ---- key suggestions --------------------------------------------------------------------------

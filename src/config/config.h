@@ -47,6 +47,7 @@ struct ModelConfig {
   NormScaling norm_scaling = NormScaling::None;  // depth: block l's norm outputs times 1/sqrt(l)
   double layerscale_init = 0.1;           // layerscale: the per-channel lambda starts here
   bool qk_norm = false;                   // model.norm applied per head to queries and keys
+  double dropout = 0.0;                   // training only: attention probs, sub-layer outputs, embeddings
 
   // final_norm if set; otherwise true for pre and sandwich, false for post; always false for
   // norm "none" (there is no norm to apply).
@@ -92,6 +93,7 @@ struct TrainConfig {
   std::uint64_t seed = 1337;
   int ckpt_interval = 100;                // 0 = only at the end
   int threads = 0;                        // 0 = all cores
+  int grad_accum_steps = 1;               // micro-batches of batch_size summed into one update
   bool operator==(const TrainConfig&) const = default;
 };
 
@@ -130,6 +132,10 @@ Config config_from_json(const nlohmann::json& j, const std::string& origin);
 
 // train.lr_decay_iters with 0 meaning train.max_iters.
 int resolved_lr_decay_iters(const Config& cfg);
+
+// "" when `name` can name a directory inside another (train.name, a sweep run id); otherwise
+// what is wrong with it ("is empty", "contains '/'", ...).
+std::string plain_name_problem(const std::string& name);
 
 // The candidate nearest to `key` by edit distance, or "" when none is plausibly meant.
 std::string closest_key(const std::string& key, const std::vector<std::string>& candidates);

@@ -62,7 +62,7 @@ std::string chain_string(const std::vector<std::string>& chain, const std::strin
 }
 
 json load_layer(const fs::path& file, std::vector<std::string>& chain,
-                std::vector<std::string>& chain_keys, Provenance& where) {
+                std::vector<std::string>& chain_keys, Provenance& where, json* derived) {
   const std::string name = file.string();
   const std::string key = fs::weakly_canonical(fs::absolute(file)).string();
   if (std::find(chain_keys.begin(), chain_keys.end(), key) != chain_keys.end())
@@ -71,6 +71,11 @@ json load_layer(const fs::path& file, std::vector<std::string>& chain,
     throw ConfigError(chain.back() + ": extends: base config '" + name + "' not found");
   json layer = read_json_file(name);
   if (!layer.is_object()) throw ConfigError(name + ": expected a JSON object at the top level");
+  if (auto d = layer.find("derived"); d != layer.end()) {  // checked after the merge (top file only)
+    if (!d->is_object()) throw ConfigError(name + ": derived: expected an object, got " + d->dump());
+    if (derived) *derived = *d;
+    layer.erase(d);
+  }
 
   json merged = json::object();
   if (auto ext = layer.find("extends"); ext != layer.end()) {
@@ -80,7 +85,7 @@ json load_layer(const fs::path& file, std::vector<std::string>& chain,
     layer.erase(ext);
     chain.push_back(name);
     chain_keys.push_back(key);
-    merged = load_layer(base, chain, chain_keys, where);
+    merged = load_layer(base, chain, chain_keys, where, nullptr);
     chain.pop_back();
     chain_keys.pop_back();
   }
@@ -92,6 +97,12 @@ json load_layer(const fs::path& file, std::vector<std::string>& chain,
 }
 
 // How an override value is spelled for the key's type, for messages.
+std::vector<std::string> keys_of_json(const json& obj) {
+  std::vector<std::string> keys;
+  for (const auto& item : obj.items()) keys.push_back(item.key());
+  return keys;
+}
+
 std::string expected_type(const json& schema_value) {
   if (schema_value.is_number_integer()) return "an integer";
   if (schema_value.is_number()) return "a number";
@@ -145,7 +156,8 @@ void merge_json(json& base, const json& overlay) {
 ResolvedJson resolve_extends(const std::string& path) {
   ResolvedJson out;
   std::vector<std::string> chain, chain_keys;
-  out.json = load_layer(fs::path(path), chain, chain_keys, out.where);
+  out.derived = nullptr;
+  out.json = load_layer(fs::path(path), chain, chain_keys, out.where, &out.derived);
   return out;
 }
 
@@ -202,6 +214,22 @@ std::string apply_override(json& cfg, const std::string& kv, const std::string& 
   return key;
 }
 
+namespace {
+
+// An explicit "train.name": "" (or --train.name=) would silently become the file's stem.
+void check_explicit_name(const ResolvedJson& resolved, const std::string& path) {
+  const auto train = resolved.json.find("train");
+  if (train == resolved.json.end() || !train->is_object()) return;
+  const auto name = train->find("name");
+  if (name == train->end() || !name->is_string() || !name->get<std::string>().empty()) return;
+  const auto it = resolved.where.find("train.name");
+  throw ConfigError((it == resolved.where.end() ? path : it->second) +
+                    ": train.name: is empty; a run name is a plain directory name (leave the key out to use the "
+                    "config file's stem)");
+}
+
+}  // namespace
+
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
   ResolvedJson resolved = resolve_extends(path);
   for (const auto& kv : overrides) {
@@ -209,9 +237,12 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
     if (key == "data.path") resolve_data_path(resolved.json, fs::current_path());
     resolved.where[key] = path + " (override '" + kv + "')";
   }
+  check_explicit_name(resolved, path);
   Config cfg = parse_config(resolved.json, path);
   validate_config(cfg, path, &resolved.where);
   if (cfg.train.name.empty()) cfg.train.name = fs::path(path).stem().string();
+  if (const std::string bad = plain_name_problem(cfg.train.name); !bad.empty())
+    throw ConfigError(path + ": train.name: the file's stem '" + cfg.train.name + "' " + bad + "; set train.name");
   cfg.source_path = fs::absolute(path).lexically_normal().string();
   return cfg;
 }

@@ -22,6 +22,7 @@ void merge_json(nlohmann::json& base, const nlohmann::json& overlay);
 struct ResolvedJson {
   nlohmann::json json;  // merged; no "extends" key left
   Provenance where;     // "model.n_layer" -> the file that set it last
+  nlohmann::json derived;  // the top file's "derived" section (a run's config.json), or null
 };
 ResolvedJson resolve_extends(const std::string& path);
 
@@ -32,7 +33,9 @@ ResolvedJson resolve_extends(const std::string& path);
 std::string apply_override(nlohmann::json& cfg, const std::string& kv, const std::string& context = "");
 
 // resolve_extends, then overrides in order, then validation. train.name defaults to the file's
-// stem; source_path is the file's absolute path.
+// stem (an explicit empty name is an error); source_path is the file's absolute path. A
+// "derived" section (a run's resolved config.json) is skipped here; check_derived_section
+// (train/setup.h, which knows the wirings) compares it with what the file's keys derive.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
 }  // namespace sl

@@ -31,7 +31,7 @@ int int_pow(int base, int exp) {
 MarkovSource::MarkovSource(int vocab_size, int order, double alpha, uint64_t seed)
     : V_(vocab_size), k_(order), C_(0), alpha_(alpha), seed_(seed) {
   if (vocab_size < 2 || vocab_size > 1024)
-    throw Error("data.vocab_size: markov source needs 2 to 1024 symbols, got " +
+    throw Error("model.vocab_size: markov source needs 2 to 1024 symbols, got " +
                 std::to_string(vocab_size));
   if (order < 1 || order > 3)
     throw Error("data.order: markov order must be 1, 2 or 3, got " + std::to_string(order));
@@ -40,7 +40,7 @@ MarkovSource::MarkovSource(int vocab_size, int order, double alpha, uint64_t see
                 std::to_string(alpha));
   const double table = std::pow(static_cast<double>(vocab_size), order + 1);
   if (table > static_cast<double>(1 << 24))
-    throw Error("data.vocab_size, data.order: V^(order+1) = " + std::to_string(table) +
+    throw Error("model.vocab_size, data.order: V^(order+1) = " + std::to_string(table) +
                 " transition entries is more than the 2^24 allowed; lower one of them");
   C_ = int_pow(V_, k_);
   draw_transitions(seed);

@@ -2,6 +2,8 @@
 // and batches of random windows (train: caller's rng; eval: an rng seeded from the source seed).
 #include "data/text.h"
 
+#include "core/json_read.h"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -17,6 +19,9 @@ namespace {
 constexpr const char* kVocabFormat = "stacklab.char_vocab";
 
 std::string read_whole_file(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(what + " '" + path + "': is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(what + ": cannot open file '" + path + "' (missing or unreadable)");
   std::ostringstream ss;
@@ -118,22 +123,16 @@ void TextSource::save_vocab(const std::string& path) const {
 
 std::vector<char32_t> TextSource::load_vocab(const std::string& path) {
   const std::string what = "vocabulary file '" + path + "'";
-  const std::string bytes = read_whole_file(path, "vocabulary file");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(bytes);
-  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number
-    throw Error(what + ": not valid JSON: " + e.what());  // too large for any type (fuzz_text)
-  }
-  if (!j.is_object() || j.value("format", std::string()) != kVocabFormat)
+  const nlohmann::json j = parse_json_text(read_whole_file(path, "vocabulary file"), what);
+  if (json_string(j, what, "format") != kVocabFormat)
     throw Error(what + ": field 'format' must be \"" + std::string(kVocabFormat) + "\"");
-  if (j.value("version", 0) != 1) throw Error(what + ": field 'version' must be 1");
-  if (!j.contains("code_points") || !j["code_points"].is_array())
-    throw Error(what + ": field 'code_points' must be an array of integers");
+  json_int(j, what, "version", 1, 1);
   std::vector<char32_t> vocab;
-  for (const auto& v : j["code_points"]) {
-    if (!v.is_number_unsigned()) throw Error(what + ": field 'code_points' must hold integers >= 0");
-    vocab.push_back(static_cast<char32_t>(v.get<uint64_t>() & 0xFFFFFFFFu));
+  const nlohmann::json& cps = json_array(j, what, "code_points");
+  for (size_t i = 0; i < cps.size(); ++i) {
+    if (!cps[i].is_number_unsigned())
+      throw Error(what + ": field 'code_points[" + std::to_string(i) + "]' must be an integer >= 0, got " + cps[i].dump());
+    vocab.push_back(static_cast<char32_t>(cps[i].get<uint64_t>() & 0xFFFFFFFFu));
   }
   check_vocab(vocab, what);
   return vocab;

@@ -6,6 +6,7 @@
 
 #include "core/ops.h"
 #include "nn/wiring.h"
+#include "nn/dropout.h"
 
 namespace sl {
 
@@ -79,7 +80,9 @@ Tensor CausalSelfAttention::forward(const Tensor& x, Tensor* qkv_out) const {
     a = concat_last({per_head(*q_norm, 0), per_head(*k_norm, C), slice_last(a, 2 * C, C)});
   }
   if (qkv_out) *qkv_out = a;
-  return proj.forward(causal_attention(a, n_head));  // (B, T, 3C) -> (B, T, C) -> (B, T, C)
+  // model.dropout (nn/dropout.h): on the probabilities inside the op, and on the output.
+  const Tensor drop = dropout_mask(Shape{x.size(0), n_head, x.size(1), x.size(1)});  // (B, NH, T, T) or none
+  return dropout(proj.forward(causal_attention(a, n_head, drop)));  // (B, T, 3C) -> (B, T, C) -> (B, T, C)
 }
 
 Mlp::Mlp(const ModelConfig& m)
@@ -90,7 +93,7 @@ Mlp::Mlp(const ModelConfig& m)
   add_child("proj", &proj);
 }
 
-Tensor Mlp::forward(const Tensor& x) const { return proj.forward(activation_spec(activation).forward(fc.forward(x))); }
+Tensor Mlp::forward(const Tensor& x) const { return dropout(proj.forward(activation_spec(activation).forward(fc.forward(x)))); }
 
 }  // namespace sl
 

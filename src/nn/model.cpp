@@ -14,6 +14,7 @@
 #include <string>
 
 #include "core/ops.h"
+#include "nn/dropout.h"
 #include "core/rng.h"
 #include "nn/wiring.h"
 
@@ -92,6 +93,7 @@ Tensor Model::forward(const std::vector<int32_t>& ids, int64_t B, int64_t T, For
                                 std::vector<float>(sinusoid_.data(), sinusoid_.data() + T * cfg_.n_embd));
     x = add(x, table);
   }
+  x = dropout(x);  // model.dropout on the embedding sum, as nanoGPT; off outside a DropoutScope
   if (trace) {
     trace->stream = {x};
     trace->attn_qkv.clear();

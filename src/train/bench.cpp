@@ -43,8 +43,8 @@ double train_step_flops(const ModelConfig& m, int64_t B, int64_t T, int64_t n_ma
 }
 
 BenchResult run_bench(Config cfg, const BenchOptions& opt) {
-  if (opt.steps < 1) throw Error("stacklab bench: --steps must be >= 1, got " + std::to_string(opt.steps));
-  if (opt.warmup < 0) throw Error("stacklab bench: --warmup must be >= 0, got " + std::to_string(opt.warmup));
+  if (opt.steps < 1) throw Error("--steps must be >= 1, got " + std::to_string(opt.steps));
+  if (opt.warmup < 0) throw Error("--warmup must be >= 0, got " + std::to_string(opt.warmup));
   BenchResult r;
   r.threads = resolve_threads(opt.threads > 0 ? opt.threads : cfg.train.threads);
   set_num_threads(r.threads);

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/safetensors.h"
 #include "nn/weights.h"
 
@@ -20,11 +21,8 @@ const char* kFormatV2 = "stacklab.checkpoint.v2";  // v1 + a required checksum
 // bytes, in name order: safetensors has no integrity check of its own, and a flipped bit in the
 // data or in train_state would otherwise resume silently from a corrupt state.
 std::string checkpoint_checksum(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  auto mix = [&h](const void* p, size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001b3ULL;
-  };
+  uint64_t h = kFnvBasis;
+  auto mix = [&h](const void* p, size_t n) { h = fnv1a64(h, p, n); };
   auto mix_str = [&mix](const std::string& s) { mix(s.data(), s.size() + 1); };  // with its NUL
   for (const auto& [k, v] : metadata)
     if (k != kChecksumKey) mix_str(k), mix_str(v);
@@ -36,9 +34,7 @@ std::string checkpoint_checksum(const NamedTensors& tensors, const std::map<std:
     mix_str(nt->second.shape().str());
     if (nt->second.numel() > 0) mix(nt->second.data(), static_cast<size_t>(nt->second.numel()) * sizeof(float));
   }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
+  return hex64(h);
 }
 
 std::string value_at(const nlohmann::json& j, const std::string& dotted) {
@@ -54,6 +50,23 @@ std::string value_at(const nlohmann::json& j, const std::string& dotted) {
   }
   return cur->dump();
 }
+// What must not change between a checkpoint and the run resuming it: everything but
+// train.max_iters (a run may be extended), train.threads, and optim.lr_decay_iters as written
+// (compared resolved: an extension pins a 0 to the old max_iters) and the derived section.
+nlohmann::json resume_invariant(nlohmann::json c) {
+  if (!c.is_object()) return c;
+  c.erase("derived");
+  auto train = c.find("train");
+  auto optim = c.find("optim");
+  if (train == c.end() || !train->is_object() || optim == c.end() || !optim->is_object()) return c;
+  const nlohmann::json max_iters = train->value("max_iters", nlohmann::json());
+  auto decay = optim->find("lr_decay_iters");
+  if (decay != optim->end() && *decay == 0) *decay = max_iters;
+  train->erase("max_iters");
+  train->erase("threads");
+  return c;
+}
+
 }  // namespace
 
 std::string first_config_difference(const nlohmann::json& a, const nlohmann::json& b, const std::string& prefix) {
@@ -111,7 +124,7 @@ Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt
   Checkpoint c;
   c.config = meta("config");
   c.train_state = meta("train_state");
-  const std::string diff = first_config_difference(expected_config, c.config);
+  const std::string diff = first_config_difference(resume_invariant(expected_config), resume_invariant(c.config));
   if (!diff.empty())
     throw Error(path + ": written with a different config: '" + diff + "' is " + value_at(c.config, diff) +
                 " in the checkpoint but " + value_at(expected_config, diff) + " in the run's config");

@@ -1,6 +1,8 @@
 // Data-source construction from the config, and the one-line model description.
 #include "train/setup.h"
 
+#include "config/loader.h"
+
 #include <sstream>
 
 #include "nn/wiring.h"
@@ -28,6 +30,24 @@ std::string describe_model(const Config& cfg, int64_t n_params) {
      << "block: " << describe_wiring(m) << (m.attention ? "" : " [no attention]") << (m.mlp ? "" : " [no mlp]")
      << ", final norm " << (m.resolved_final_norm() ? "on" : "off") << ", init " << name_of(m.init);
   return os.str();
+}
+
+void check_derived_section(const std::string& path) {
+  const ResolvedJson resolved = resolve_extends(path);
+  if (resolved.derived.is_null()) return;
+  Config own = parse_config(resolved.json, path);
+  validate_config(own, path, &resolved.where);
+  const nlohmann::json now = derived_json(own);
+  for (const auto& [k, v] : resolved.derived.items()) {
+    if (!now.contains(k)) {
+      std::vector<std::string> keys;
+      for (const auto& item : now.items()) keys.push_back(item.key());
+      throw ConfigError(path + ": derived." + k + ": " + unknown_key_message(k, keys));
+    }
+    if (now.at(k) != v)
+      throw ConfigError(path + ": derived." + k + ": the file says " + v.dump() + " but its keys give " +
+                        now.at(k).dump() + "; fix the keys or delete the \"derived\" section");
+  }
 }
 
 }  // namespace sl

@@ -18,4 +18,9 @@ std::unique_ptr<DataSource> make_data(Config& cfg, const std::string& vocab_path
 // "model: 4 layers x 64 wide, 4 heads, ... | block: pre-norm residual: x + f(layernorm(x))"
 std::string describe_model(const Config& cfg, int64_t n_params);
 
+// A run's config.json carries a "derived" section (final_norm, wiring, ...); read back as a
+// config, those values must agree with what its keys derive now (they would not after a hand
+// edit). A ConfigError naming the file and derived.<key> otherwise; nothing for a plain config.
+void check_derived_section(const std::string& config_path);
+
 }  // namespace sl

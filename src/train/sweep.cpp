@@ -1,4 +1,5 @@
-// Sweep-file parsing and expansion (cross product of the grid, times variants, times seeds).
+// Sweep-file parsing and expansion (cross product of the grid, times variants, times seeds),
+// one function per part of the file: header keys, seeds, overrides, grid, variants, run ids.
 #include "train/sweep.h"
 
 #include <filesystem>
@@ -14,11 +15,14 @@ namespace sl {
 namespace {
 
 namespace fs = std::filesystem;
+using json = nlohmann::json;
 
 const std::set<std::string> kWiringKeys = {"model.n_layer", "model.residual", "model.norm", "model.norm_position",
                                            "model.residual_scale"};
+const std::set<std::string> kSweepKeys = {"name", "description", "base", "mode", "seeds", "overrides", "grid",
+                                          "variants", "out_dir"};
 
-std::string value_text(const nlohmann::json& v) {
+std::string value_text(const json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
   if (v.is_null()) return "null";
@@ -26,17 +30,182 @@ std::string value_text(const nlohmann::json& v) {
 }
 
 // "optim.learning_rate" = 0.01 -> "learning_rate0.01" (for the ids of non-wiring grid keys)
-std::string id_token(const std::string& key, const nlohmann::json& v) {
-  return key.substr(key.rfind('.') + 1) + value_text(v);
-}
+std::string id_token(const std::string& key, const json& v) { return key.substr(key.rfind('.') + 1) + value_text(v); }
 
 void need(bool ok, const std::string& path, const std::string& what) {
   if (!ok) throw ConfigError(path + ": " + what);
 }
 
+// A dotted key and value of the sweep file, checked against the config schema here so a typo is
+// reported against the sweep file (`where` is e.g. "grid"), not against the base config.
+std::string checked_override(const std::string& path, const std::string& where, const std::string& key,
+                             const json& value) {
+  const std::string arg = override_arg(key, value);
+  json scratch = json::object();
+  apply_override(scratch, arg, path + ": " + where);
+  return arg;
+}
+
+// One point of the grid: its overrides, the id part of its non-wiring keys, its variant name.
+struct Point {
+  std::vector<std::string> overrides;
+  std::string extra_id;
+  std::string variant;
+};
+
+void read_header(const json& j, const std::string& path, SweepPlan& plan) {
+  need(j.is_object(), path, "a sweep file must be a JSON object");
+  for (const auto& [k, v] : j.items())
+    if (!kSweepKeys.count(k))
+      throw ConfigError(path + ": " + k + ": " + unknown_key_message(k, {kSweepKeys.begin(), kSweepKeys.end()}));
+  plan.source = fs::absolute(path).string();
+  need(j.contains("name") && j["name"].is_string(), path, "name: expected a non-empty string");
+  plan.name = j["name"].get<std::string>();
+  if (const std::string bad = plain_name_problem(plan.name); !bad.empty())
+    throw ConfigError(path + ": name: '" + plan.name + "' " + bad + "; a sweep name is a plain directory name");
+  need(!j.contains("description") || j["description"].is_string(), path, "description: expected a string");
+  need(j.contains("base") && j["base"].is_string() && !j["base"].get<std::string>().empty(), path,
+       "base: expected the path of a config file (relative to the sweep file's folder)");
+  plan.base = (fs::path(plan.source).parent_path() / j["base"].get<std::string>()).lexically_normal().string();
+  need(fs::is_regular_file(plan.base), path,
+       "base: config file '" + plan.base + "' not found (base is relative to the sweep file's folder)");
+  need(!j.contains("mode") || j["mode"].is_string(), path, "mode: expected \"train\" or \"probe\"");
+  plan.mode = j.value("mode", "train");
+  need(plan.mode == "train" || plan.mode == "probe", path, "mode: expected \"train\" or \"probe\", got \"" + plan.mode + "\"");
+  need(!j.contains("out_dir") || (j["out_dir"].is_string() && !j["out_dir"].get<std::string>().empty()), path,
+       "out_dir: expected a non-empty string (a directory, relative to the working directory)");
+  plan.out_dir = j.value("out_dir", "runs/" + plan.name);
+}
+
+std::vector<uint64_t> read_seeds(const json& j, const std::string& path) {
+  if (!j.contains("seeds")) return {0};
+  need(j["seeds"].is_array() && !j["seeds"].empty(), path, "seeds: expected a non-empty array of integers");
+  std::vector<uint64_t> seeds;
+  std::set<uint64_t> seen;
+  for (const auto& s : j["seeds"]) {
+    need(s.is_number_unsigned(), path, "seeds: expected non-negative integers, got " + s.dump());
+    need(seen.insert(s.get<uint64_t>()).second, path, "seeds: " + s.dump() + " appears twice");
+    seeds.push_back(s.get<uint64_t>());
+  }
+  return seeds;
+}
+
+std::vector<std::string> read_overrides(const json& j, const std::string& path) {
+  std::vector<std::string> common;
+  if (!j.contains("overrides")) return common;
+  need(j["overrides"].is_object(), path, "overrides: expected an object of dotted keys to values");
+  for (const auto& [k, v] : j["overrides"].items()) common.push_back(checked_override(path, "overrides", k, v));
+  return common;
+}
+
+// The cross product of the grid, in the order the keys are written.
+std::vector<Point> grid_points(const json& j, const std::string& path) {
+  std::vector<Point> points = {Point{}};
+  if (!j.contains("grid")) return points;
+  need(j["grid"].is_object(), path, "grid: expected an object of dotted keys to arrays of values");
+  for (const auto& [k, values] : j["grid"].items()) {
+    need(values.is_array() && !values.empty(), path, "grid." + k + ": expected a non-empty array of values");
+    for (size_t a = 0; a < values.size(); ++a)
+      for (size_t b = 0; b < a; ++b)
+        need(values[a] != values[b], path, "grid." + k + ": the value " + values[a].dump() + " appears twice");
+    std::vector<Point> next;
+    for (const Point& p : points)
+      for (const auto& v : values) {
+        Point q = p;
+        q.overrides.push_back(checked_override(path, "grid", k, v));
+        if (!kWiringKeys.count(k)) q.extra_id += "-" + id_token(k, v);
+        next.push_back(q);
+      }
+    points = std::move(next);
+  }
+  return points;
+}
+
+// Each point crossed with each variant (an object of dotted keys and an optional "name").
+std::vector<Point> with_variants(std::vector<Point> points, const json& j, const std::string& path) {
+  if (!j.contains("variants")) return points;
+  const json& vars = j["variants"];
+  need(vars.is_array() && !vars.empty(), path, "variants: expected a non-empty array of objects");
+  std::vector<Point> next;
+  for (const Point& p : points)
+    for (size_t i = 0; i < vars.size(); ++i) {
+      const std::string where = "variants[" + std::to_string(i) + "]";
+      need(vars[i].is_object(), path, where + ": expected an object of dotted keys (and an optional \"name\")");
+      Point q = p;
+      for (const auto& [k, v] : vars[i].items()) {
+        if (k != "name") {
+          q.overrides.push_back(checked_override(path, where, k, v));
+          continue;
+        }
+        need(v.is_string(), path, where + ".name: expected a string, got " + v.dump());
+        q.variant = v.get<std::string>();
+        if (const std::string bad = plain_name_problem(q.variant); !bad.empty())
+          throw ConfigError(path + ": " + where + ".name: '" + q.variant + "' " + bad +
+                            "; it becomes part of a run directory's name");
+      }
+      next.push_back(q);
+    }
+  return next;
+}
+
+// The point's config as the child will resolve it; a rule broken only by the combination
+// (n_embd % n_head, ...) is reported against the sweep file with the point's overrides.
+Config point_config(const SweepPlan& plan, const std::string& path, std::vector<std::string> ov) {
+  try {
+    return load_config(plan.base, ov);
+  } catch (const ConfigError& e) {
+    std::string list;
+    for (const auto& o : ov) list += " " + o;
+    throw ConfigError(path + ": the point with" + list + " is not a valid config: " + e.what());
+  }
+}
+
+// Ids name the depth and the wiring formula, then any other grid key; a variant's "name" is
+// appended only where those alone do not tell two points apart.
+void add_runs(SweepPlan& plan, const std::string& path, const std::vector<std::string>& common,
+              const std::vector<Point>& points, const std::vector<uint64_t>& seeds, bool has_variants) {
+  std::vector<Config> cfgs;
+  std::map<std::string, int> count;
+  std::vector<std::string> base_ids;
+  for (const Point& p : points) {
+    std::vector<std::string> ov = common;
+    ov.insert(ov.end(), p.overrides.begin(), p.overrides.end());
+    cfgs.push_back(point_config(plan, path, ov));
+    base_ids.push_back("L" + std::to_string(cfgs.back().model.n_layer) + "-" + wiring_id(cfgs.back().model) + p.extra_id);
+    ++count[base_ids.back()];
+  }
+  std::set<std::string> ids;
+  for (size_t i = 0; i < points.size(); ++i) {
+    std::vector<std::string> ov = common;
+    ov.insert(ov.end(), points[i].overrides.begin(), points[i].overrides.end());
+    std::string id = base_ids[i];
+    if (count[id] > 1 && !points[i].variant.empty()) id += "-" + points[i].variant;
+    const ModelConfig& m = cfgs[i].model;
+    const double L = m.n_layer, C = m.n_embd, T = m.block_size;
+    const double step_flops = 6.0 * cfgs[i].train.batch_size * cfgs[i].train.grad_accum_steps * T * L * C * (12.0 * C + 2.0 * T);
+    auto add_run = [&](const std::string& run_id, std::vector<uint64_t> run_seeds) {
+      if (!ids.insert(run_id).second)
+        throw ConfigError(path + ": two points of the sweep get the same run id '" + run_id + "'" +
+                          (has_variants ? "; give the variants distinct \"name\"s"
+                                        : "; ids name n_layer, the wiring and the other grid keys, so two grid points "
+                                          "differ only in how they spell the same config"));
+      // A probe is one forward + backward per seed; a training run max_iters steps (plus evals).
+      const double steps = plan.mode == "probe" ? static_cast<double>(run_seeds.size()) : cfgs[i].train.max_iters;
+      SweepRun r{run_id, plan.out_dir + "/" + run_id, ov, run_seeds, step_flops * steps, cfgs[i], nullptr};
+      r.config.train.threads = 1;
+      if (plan.mode == "probe") r.run_info = {{"probe_seeds", run_seeds}};
+      else r.config.train.seed = run_seeds.at(0);
+      plan.runs.push_back(std::move(r));
+    };
+    if (plan.mode == "probe") add_run(id, seeds);
+    else
+      for (uint64_t s : seeds) add_run(id + "-s" + std::to_string(s), {s});
+  }
+}
+
 }  // namespace
 
-std::string override_arg(const std::string& key, const nlohmann::json& value) {
+std::string override_arg(const std::string& key, const json& value) {
   std::string arg = "--";  // built by appending: GCC 12 warns (-Wrestrict) on "--" + key + ...
   arg += key;
   arg += '=';
@@ -45,122 +214,18 @@ std::string override_arg(const std::string& key, const nlohmann::json& value) {
 }
 
 SweepPlan expand_sweep(const std::string& path) {
-  const nlohmann::json j = read_json_file(path);
-  need(j.is_object(), path, "a sweep file must be a JSON object");
-  static const std::set<std::string> known = {"name", "description", "base", "mode", "seeds", "overrides", "grid",
-                                              "variants", "out_dir"};
-  for (const auto& [k, v] : j.items())
-    if (!known.count(k))
-      throw ConfigError(path + ": " + k + ": " + unknown_key_message(k, {known.begin(), known.end()}));
+  const json j = read_json_file(path);
   SweepPlan plan;
-  plan.source = fs::absolute(path).string();
-  need(j.contains("name") && j["name"].is_string() && !j["name"].get<std::string>().empty(), path,
-       "name: expected a non-empty string");
-  plan.name = j["name"];
-  need(j.contains("base") && j["base"].is_string(), path, "base: expected the path of a config file");
-  plan.base = (fs::path(plan.source).parent_path() / j["base"].get<std::string>()).lexically_normal().string();
-  plan.mode = j.value("mode", "train");
-  need(plan.mode == "train" || plan.mode == "probe", path, "mode: expected \"train\" or \"probe\", got \"" + plan.mode + "\"");
-  plan.out_dir = j.value("out_dir", "runs/" + plan.name);
-
-  std::vector<uint64_t> seeds = {0};
-  if (j.contains("seeds")) {
-    need(j["seeds"].is_array() && !j["seeds"].empty(), path, "seeds: expected a non-empty array of integers");
-    seeds.clear();
-    for (const auto& s : j["seeds"]) {
-      need(s.is_number_unsigned(), path, "seeds: expected non-negative integers, got " + s.dump());
-      seeds.push_back(s.get<uint64_t>());
-    }
-  }
-  std::vector<std::string> common;
-  if (j.contains("overrides")) {
-    need(j["overrides"].is_object(), path, "overrides: expected an object of dotted keys to values");
-    for (const auto& [k, v] : j["overrides"].items()) common.push_back(override_arg(k, v));
-  }
-
-  // Points of the grid: the cross product, in the order the keys are written.
-  struct Point {
-    std::vector<std::string> overrides;
-    std::string extra_id;
-    std::string variant;
-  };
-  std::vector<Point> points = {Point{}};
-  if (j.contains("grid")) {
-    need(j["grid"].is_object(), path, "grid: expected an object of dotted keys to arrays of values");
-    for (const auto& [k, values] : j["grid"].items()) {
-      need(values.is_array() && !values.empty(), path, "grid." + k + ": expected a non-empty array of values");
-      std::vector<Point> next;
-      for (const Point& p : points)
-        for (const auto& v : values) {
-          Point q = p;
-          q.overrides.push_back(override_arg(k, v));
-          if (!kWiringKeys.count(k)) {
-            q.extra_id += '-';
-            q.extra_id += id_token(k, v);
-          }
-          next.push_back(q);
-        }
-      points = std::move(next);
-    }
-  }
-  if (j.contains("variants")) {
-    need(j["variants"].is_array() && !j["variants"].empty(), path, "variants: expected a non-empty array of objects");
-    std::vector<Point> next;
-    for (const Point& p : points)
-      for (const auto& var : j["variants"]) {
-        need(var.is_object(), path, "variants: each entry must be an object of dotted keys (and an optional \"name\")");
-        Point q = p;
-        for (const auto& [k, v] : var.items()) {
-          if (k == "name") q.variant = v.get<std::string>();
-          else q.overrides.push_back(override_arg(k, v));
-        }
-        next.push_back(q);
-      }
-    points = std::move(next);
-  }
-
-  // Ids name the depth and the wiring formula, then any other grid key; a variant's "name" is
-  // appended only where those alone do not tell two points apart.
-  std::vector<std::string> ovs, base_ids;
-  std::vector<double> step_flops, max_iters;  // per point: ~FLOPs of one forward + backward; steps
-  std::map<std::string, int> count;
-  for (const Point& p : points) {
-    std::vector<std::string> ov = common;
-    ov.insert(ov.end(), p.overrides.begin(), p.overrides.end());
-    Config cfg = load_config(plan.base, ov);  // validates the point; throws naming the override
-    std::string id = "L";
-    id += std::to_string(cfg.model.n_layer);
-    id += '-';
-    id += wiring_id(cfg.model);
-    id += p.extra_id;
-    base_ids.push_back(id);
-    const double L = cfg.model.n_layer, C = cfg.model.n_embd, T = cfg.model.block_size;
-    step_flops.push_back(6.0 * cfg.train.batch_size * T * L * C * (12.0 * C + 2.0 * T));
-    max_iters.push_back(static_cast<double>(cfg.train.max_iters));
-    ++count[id];
-  }
-  std::set<std::string> ids;
-  for (size_t i = 0; i < points.size(); ++i) {
-    std::vector<std::string> ov = common;
-    ov.insert(ov.end(), points[i].overrides.begin(), points[i].overrides.end());
-    std::string id = base_ids[i];
-    if (count[id] > 1 && !points[i].variant.empty()) {
-      id += '-';
-      id += points[i].variant;
-    }
-    auto add_run = [&](const std::string& run_id, std::vector<uint64_t> run_seeds) {
-      if (!ids.insert(run_id).second)
-        throw ConfigError(path + ": two points of the sweep get the same run id '" + run_id +
-                          "'; give the variants distinct \"name\"s");
-      // A probe is one forward + backward per seed; a training run max_iters steps (plus evals).
-      const double steps = plan.mode == "probe" ? static_cast<double>(run_seeds.size()) : max_iters[i];
-      plan.runs.push_back({run_id, plan.out_dir + "/" + run_id, ov, std::move(run_seeds), step_flops[i] * steps});
-    };
-    if (plan.mode == "probe") add_run(id, seeds);
-    else
-      for (uint64_t s : seeds) add_run(id + "-s" + std::to_string(s), {s});
-  }
+  read_header(j, path, plan);
+  const std::vector<uint64_t> seeds = read_seeds(j, path);
+  const std::vector<std::string> common = read_overrides(j, path);
+  const std::vector<Point> points = with_variants(grid_points(j, path), j, path);
+  add_runs(plan, path, common, points, seeds, j.contains("variants"));
   return plan;
+}
+
+RunState sweep_run_state(const SweepPlan& plan, const SweepRun& r) {
+  return run_state(r.dir, r.config, plan.mode == "probe", r.run_info);
 }
 
 }  // namespace sl

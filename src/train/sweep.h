@@ -1,12 +1,17 @@
 // Sweep plans: a sweep file names a base config, a grid of dotted keys to values, optional
 // named variants (override sets crossed with the grid), seeds, and whether each point trains
 // or probes. expand_sweep() turns it into runs with readable ids (L32-pre-layernorm-res-s0),
-// each validated as a full config before anything runs. Running them is the CLI's job.
+// each validated as a full config before anything runs; sweep_run_state() says whether a run's
+// directory already holds that run's result. Running them is the CLI's job.
+// The file format (every key, what paths are relative to) is in the README, "Sweep files".
 #pragma once
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "config/config.h"
+#include "train/provenance.h"
 
 namespace sl {
 
@@ -16,6 +21,8 @@ struct SweepRun {
   std::vector<std::string> overrides;  // "--model.n_layer=32", ... in application order
   std::vector<uint64_t> seeds;         // train: one seed; probe: all seeds
   double cost = 1.0;                   // estimated work (FLOPs of its steps), for the sweep's ETA
+  Config config;                       // resolved as the child run will resolve it (its seed, 1 thread)
+  nlohmann::json run_info;             // provenance "run" (a probe's seeds), or null
 };
 
 struct SweepPlan {
@@ -23,10 +30,16 @@ struct SweepPlan {
   std::vector<SweepRun> runs;
 };
 
-// Reads and validates the sweep file; every expanded point is checked with load_config.
+// Reads and validates the sweep file; every expanded point is checked with load_config. Errors
+// name the sweep file and the key in it (grid.model.n_layr, variants[1].name, base, ...).
 SweepPlan expand_sweep(const std::string& path);
 
 // "--model.n_layer=32" from a key and a JSON value.
 std::string override_arg(const std::string& key, const nlohmann::json& value);
+
+// Where run `r` stands: new, resumable, completed, diverged, or changed (its directory holds a
+// result of a different config or data: never counted as done). The one place a sweep decides
+// this, for every executor.
+RunState sweep_run_state(const SweepPlan& plan, const SweepRun& r);
 
 }  // namespace sl

@@ -1,8 +1,11 @@
-// The training loop. Per step s (0-based): evaluate when s % eval_interval == 0; draw a batch
-// from the training rng; forward, backward; measure the gradient norm (before clipping) and
-// stop on a non-finite loss or norm; on layer steps record a "layers" record; clip; update
-// with the scheduled learning rate; log; checkpoint every ckpt_interval steps. At the end a
-// final eval, a checkpoint and summary.json.
+// The training loop. Per step s (0-based): evaluate when s % eval_interval == 0 (a new best
+// val loss also writes best.safetensors); draw grad_accum_steps batches from the training rng,
+// forward and backward each (losses scaled by 1/grad_accum_steps, gradients summed); measure the
+// gradient norm (before clipping) and stop on a non-finite loss or norm; on layer steps (and the
+// last step) record a "layers" record; clip; update with the scheduled learning rate; log;
+// checkpoint every ckpt_interval steps. At the end a final eval, a checkpoint and summary.json.
+// One class, one method per phase: open the run directory, restore or initialise, announce,
+// then per step evaluate / accumulate / check / update / log / checkpoint, then finish.
 #include "train/trainer.h"
 
 #include <chrono>
@@ -15,12 +18,15 @@
 #include "core/blas.h"
 #include "core/error.h"
 #include "core/fsutil.h"
+#include "core/json_read.h"
 #include "core/ops.h"
 #include "data/text.h"
+#include "nn/dropout.h"
 #include "nn/model.h"
 #include "train/checkpoint.h"
 #include "train/layer_stats.h"
 #include "train/optimizer.h"
+#include "train/provenance.h"
 #include "train/schedule.h"
 #include "train/setup.h"
 
@@ -51,10 +57,20 @@ nlohmann::json rng_to_json(const Rng::State& s) {
   return a;
 }
 
-Rng::State rng_from_json(const nlohmann::json& a) {
+Rng::State rng_from_json(const nlohmann::json& a, const std::string& file, const std::string& field = "train_state.rng") {
   Rng::State s{};
-  if (!a.is_array() || a.size() != 4) throw Error("checkpoint train_state.rng must be 4 strings");
-  for (size_t i = 0; i < 4; ++i) s[i] = std::stoull(a[i].get<std::string>());
+  if (!a.is_array() || a.size() != 4) throw Error(file + ": field '" + field + "' must be 4 strings");
+  for (size_t i = 0; i < 4; ++i) {
+    const std::string w = a[i].is_string() ? a[i].get<std::string>() : "";
+    if (w.empty() || w.size() > 20 || w.find_first_not_of("0123456789") != std::string::npos)
+      throw Error(file + ": field '" + field + "[" + std::to_string(i) + "]' must be a decimal string, got " +
+                  a[i].dump());
+    try {
+      s[i] = std::stoull(w);
+    } catch (const std::logic_error&) {
+      throw Error(file + ": field '" + field + "[" + std::to_string(i) + "]' is out of range: " + w);
+    }
+  }
   return s;
 }
 
@@ -100,229 +116,302 @@ void remove_stale_temp_files(const std::string& dir) {
 
 std::string default_run_dir(const Config& cfg) { return cfg.train.out_dir + "/" + cfg.train.name; }
 
-RunStatus train(Config cfg, const TrainOptions& opt) {
-  const std::string dir = opt.run_dir, ckpt_path = dir + "/checkpoints/latest.safetensors";
-  const int threads = cfg.train.threads > 0 ? cfg.train.threads : static_cast<int>(std::thread::hardware_concurrency());
-  set_num_threads(threads);  // BLAS and the OpenMP kernels alike
+namespace {
 
-  auto data = make_data(cfg, opt.resume && std::filesystem::exists(dir + "/vocab.json") && cfg.data.source == SourceKind::Text ? dir + "/vocab.json" : "");
-  make_dirs(dir + "/checkpoints");  // after the data loaded: bad data leaves no run directory behind
-  remove_stale_temp_files(dir);
-  nlohmann::json config_json = to_json(cfg);
-  config_json["derived"] = derived_json(cfg);
-  const int B = cfg.train.batch_size, T = cfg.model.block_size, L = cfg.model.n_layer;
-  const int64_t max_iters = cfg.train.max_iters;
+// One training run from start (or resume) to its summary. Members hold what the phases share.
+class Run {
+ public:
+  Run(Config cfg, const TrainOptions& opt)
+      : cfg_(std::move(cfg)), opt_(opt), dir_(opt.run_dir), latest_(dir_ + "/checkpoints/latest.safetensors"),
+        best_path_(dir_ + "/checkpoints/best.safetensors"), B_(cfg_.train.batch_size), T_(cfg_.model.block_size),
+        accum_(cfg_.train.grad_accum_steps), max_iters_(cfg_.train.max_iters), rng_(cfg_.train.seed),
+        dropout_rng_(cfg_.train.seed ^ 0xd409c0ffee5eedULL) {}
 
-  Model model(cfg.model);
-  std::vector<ParamRef> refs;
-  for (const auto& p : model.parameters()) refs.push_back({p.name, p.tensor, decays(p.info, cfg.optim)});
-  auto optimizer = make_optimizer(cfg.optim, refs);
-  Rng rng(cfg.train.seed);
-  int64_t start_step = 0;
-  double best_val = kInf, wall_before = 0.0;
-  std::vector<double> update_norms;
-
-  bool resume = opt.resume;
-  if (resume && !std::filesystem::exists(ckpt_path)) {
-    std::printf("%s: no checkpoint yet (the run stopped before its first one); starting from step 0\n", dir.c_str());
-    resume = false;
-  }
-  if (resume) {
-    Checkpoint c = load_checkpoint(ckpt_path, model, *optimizer, config_json);
-    const auto& st = c.train_state;
-    try {  // a hand-edited or foreign train_state: a clear error, not an internal one
-      start_step = st.at("step").get<int64_t>();
-      rng.set_state(rng_from_json(st.at("rng")));
-      best_val = st.at("best_val_loss").is_null() ? kInf : st.at("best_val_loss").get<double>();
-      wall_before = st.value("wall_seconds", 0.0);
-      update_norms = st.at("last_update_norms").get<std::vector<double>>();
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(ckpt_path + ": train_state is malformed: " + e.what());
-    } catch (const std::logic_error& e) {  // std::stoull on a bad rng word
-      throw Error(ckpt_path + ": train_state.rng is malformed: " + e.what());
+  RunStatus run() {
+    open_run_dir();
+    restore_or_init();
+    announce();
+    write_summary("running", start_step_);
+    int64_t step = start_step_;
+    for (; step < max_iters_ && status_ == RunStatus::kCompleted; ++step) {
+      if (step % cfg_.train.eval_interval == 0) evaluate(step);
+      if (!train_step(step)) break;  // diverged: this step is not applied
+      if (cfg_.train.ckpt_interval > 0 && (step + 1) % cfg_.train.ckpt_interval == 0 && step + 1 < max_iters_)
+        checkpoint(latest_, step + 1);
+      if (opt_.stop && opt_.stop->load() != 0) {
+        checkpoint(latest_, step + 1);
+        status_ = RunStatus::kInterrupted;
+      }
     }
-    if (start_step < 0 || start_step > max_iters)
-      throw Error(ckpt_path + ": train_state.step " + std::to_string(start_step) + " is outside [0, train.max_iters=" +
-                  std::to_string(max_iters) + "]");
-    truncate_torn_tail(dir + "/metrics.jsonl");
-    rewind_metrics(dir + "/metrics.jsonl", start_step);
-  } else {
-    model.init_weights(cfg.train.seed);
-    write_file_atomic(dir + "/config.json", config_json.dump(2) + "\n");
-    write_file_atomic(dir + "/metrics.jsonl", "");
+    if (status_ == RunStatus::kCompleted) {
+      evaluate(max_iters_);
+      checkpoint(latest_, max_iters_);
+      step = max_iters_;
+    }
+    finish(step);
+    return status_;
   }
-  if (cfg.data.source == SourceKind::Text && !resume) {
-    // The vocabulary is part of the run: sampling and resuming must not depend on the corpus file.
-    if (auto* text = dynamic_cast<TextSource*>(data.get())) text->save_vocab(dir + "/vocab.json");
+
+ private:
+  // Data first: bad data leaves no run directory behind.
+  void open_run_dir() {
+    const int threads = cfg_.train.threads > 0 ? cfg_.train.threads : static_cast<int>(std::thread::hardware_concurrency());
+    set_num_threads(threads);  // BLAS and the OpenMP kernels alike
+    const bool reuse_vocab = opt_.resume && cfg_.data.source == SourceKind::Text && std::filesystem::exists(dir_ + "/vocab.json");
+    data_ = make_data(cfg_, reuse_vocab ? dir_ + "/vocab.json" : "");
+    make_dirs(dir_ + "/checkpoints");
+    remove_stale_temp_files(dir_);
+    config_json_ = to_json(cfg_);
+    config_json_["derived"] = derived_json(cfg_);
+    model_ = std::make_unique<Model>(cfg_.model);
+    for (const auto& p : model_->parameters()) refs_.push_back({p.name, p.tensor, decays(p.info, cfg_.optim)});
+    optimizer_ = make_optimizer(cfg_.optim, refs_);
   }
-  LineLog metrics(dir + "/metrics.jsonl");
-  const nlohmann::json refs_json = to_json(data->reference_losses(T));
 
-  const std::vector<Batch> val_batches = data->eval_batches(cfg.train.eval_iters, B, T, false);
-  const std::vector<Batch> train_eval_batches = data->eval_batches(cfg.train.eval_iters, B, T, true);
+  void restore_or_init() {
+    resumed_ = opt_.resume && std::filesystem::exists(latest_);
+    if (opt_.resume && !resumed_)
+      std::printf("%s: no checkpoint yet (the run stopped before its first one); starting from step 0\n", dir_.c_str());
+    if (resumed_) {
+      restore();
+    } else {
+      model_->init_weights(cfg_.train.seed);
+      write_file_atomic(dir_ + "/metrics.jsonl", "");
+      if (auto* text = dynamic_cast<TextSource*>(data_.get())) text->save_vocab(dir_ + "/vocab.json");
+    }
+    // Written after a restore too: an extended run's config.json and fingerprint say what it now is.
+    write_file_atomic(dir_ + "/config.json", config_json_.dump(2) + "\n");
+    write_provenance(dir_, cfg_);
+    metrics_ = std::make_unique<LineLog>(dir_ + "/metrics.jsonl");
+    refs_json_ = to_json(data_->reference_losses(T_));
+    val_batches_ = data_->eval_batches(cfg_.train.eval_iters, B_, T_, false);
+    train_eval_batches_ = data_->eval_batches(cfg_.train.eval_iters, B_, T_, true);
+  }
 
-  std::printf("%s\n%s%s -> %s\n", describe_model(cfg, model.num_parameters()).c_str(),
-              resume ? "resuming at step " : "training", resume ? std::to_string(start_step).c_str() : "",
-              dir.c_str());
-  std::printf("reference losses: uniform %.4f, unigram %.4f, optimal %s\n", refs_json["uniform"].get<double>(),
-              refs_json["unigram"].get<double>(), refs_json["optimal"].is_null() ? "unknown" : std::to_string(refs_json["optimal"].get<double>()).c_str());
-  std::fflush(stdout);
-  metrics.write_line(nlohmann::json{{"step", start_step},
-                                    {"kind", resume ? "resume" : "start"},
-                                    {"n_layer", L},
-                                    {"n_params", model.num_parameters()},
-                                    {"wiring", wiring_id(cfg.model)},
-                                    {"formula", describe_wiring(cfg.model)},
-                                    {"reference_losses", refs_json},
-                                    {"tokens_per_step", B * T},
-                                    {"layer_metrics", layer_metrics_json()}}
-                         .dump());
+  // The checkpoint's weights, optimizer and train state; metrics after it are cut off.
+  void restore() {
+    Checkpoint c = load_checkpoint(latest_, *model_, *optimizer_, config_json_);
+    const nlohmann::json& st = c.train_state;
+    const std::string file = latest_;
+    start_step_ = json_int(st, file, "step", 0, max_iters_, "train_state");
+    rng_.set_state(rng_from_json(json_field(st, file, "rng", "train_state"), file));
+    if (st.contains("dropout_rng"))  // absent in checkpoints from before model.dropout
+      dropout_rng_.set_state(rng_from_json(st.at("dropout_rng"), file, "train_state.dropout_rng"));
+    const nlohmann::json& best = json_field(st, file, "best_val_loss", "train_state");
+    best_val_ = best.is_null() ? kInf : json_number(st, file, "best_val_loss", "train_state");
+    wall_before_ = st.contains("wall_seconds") ? json_number(st, file, "wall_seconds", "train_state") : 0.0;
+    update_norms_.clear();
+    for (const auto& v : json_array(st, file, "last_update_norms", "train_state")) {
+      if (!v.is_number()) throw Error(file + ": field 'train_state.last_update_norms' must hold numbers");
+      update_norms_.push_back(v.get<double>());
+    }
+    truncate_torn_tail(dir_ + "/metrics.jsonl");
+    rewind_metrics(dir_ + "/metrics.jsonl", start_step_);
+  }
 
-  double last_train_loss = NAN, last_val = NAN, last_train_eval = NAN;
-  int64_t last_eval_step = -1;
-  nlohmann::json divergence = nullptr;  // {step, reason, blocks} once the run diverged
-  RunStatus status = RunStatus::kCompleted;
-  const auto t_start = Clock::now();
-  auto window_start = Clock::now();
-  int64_t window_steps = 0;
-  double ms_avg = 0.0;
-
-  auto write_summary = [&](const char* state, int64_t steps_done) {
-    const double wall = wall_before + seconds_since(t_start);
-    nlohmann::json s = {{"status", state},
-                        {"final_train_loss", finite_or_null(last_train_eval)},
-                        {"final_val_loss", finite_or_null(last_val)},
-                        {"final_eval_step", last_eval_step < 0 ? nlohmann::json(nullptr) : nlohmann::json(last_eval_step)},
-                        {"best_val_loss", finite_or_null(best_val)},
-                        {"last_batch_loss", finite_or_null(last_train_loss)},
-                        {"reference_losses", refs_json},
-                        {"steps", steps_done},
-                        {"max_iters", max_iters},
-                        {"wall_seconds", wall},
-                        {"tokens_per_sec", wall > 0 ? static_cast<double>(steps_done - start_step) * B * T / seconds_since(t_start) : 0.0},
-                        {"diverged", !divergence.is_null()},
-                        {"divergence", divergence},
-                        {"wiring", wiring_id(cfg.model)},
-                        {"n_layer", L},
-                        {"version", STACKLAB_VERSION},
-                        {"command", opt.command_line}};
-    write_file_atomic(dir + "/summary.json", s.dump(2) + "\n");
-  };
-  auto checkpoint = [&](int64_t next_step) {
-    nlohmann::json st = {{"step", next_step},
-                         {"optimizer_steps", optimizer->steps()},
-                         {"rng", rng_to_json(rng.state())},
-                         {"best_val_loss", finite_or_null(best_val)},
-                         {"wall_seconds", wall_before + seconds_since(t_start)},
-                         {"last_update_norms", update_norms}};
-    save_checkpoint(ckpt_path, model, *optimizer, config_json, st);
-  };
-  auto evaluate = [&](int64_t step) {
-    last_eval_step = step;
-    last_val = eval_loss(model, val_batches);
-    last_train_eval = eval_loss(model, train_eval_batches);
-    if (last_val < best_val) best_val = last_val;
-    metrics.write_line(nlohmann::json{{"step", step}, {"kind", "eval"}, {"val_loss", finite_or_null(last_val)},
-                                      {"train_loss", finite_or_null(last_train_eval)}}
-                           .dump());
-    std::printf("%sstep %lld/%lld | eval: val loss %.4f, train loss %.4f\n", opt.progress_tty ? "\r\033[K" : "",
-                static_cast<long long>(step), static_cast<long long>(max_iters), last_val, last_train_eval);
+  void announce() {
+    std::printf("%s\n%s%s -> %s\n", describe_model(cfg_, model_->num_parameters()).c_str(),
+                resumed_ ? "resuming at step " : "training", resumed_ ? std::to_string(start_step_).c_str() : "",
+                dir_.c_str());
+    std::printf("reference losses: uniform %.4f, unigram %.4f, optimal %s\n", refs_json_["uniform"].get<double>(),
+                refs_json_["unigram"].get<double>(),
+                refs_json_["optimal"].is_null() ? "unknown" : std::to_string(refs_json_["optimal"].get<double>()).c_str());
     std::fflush(stdout);
-  };
+    metrics_->write_line(nlohmann::json{{"step", start_step_},
+                                        {"kind", resumed_ ? "resume" : "start"},
+                                        {"n_layer", cfg_.model.n_layer},
+                                        {"n_params", model_->num_parameters()},
+                                        {"wiring", wiring_id(cfg_.model)},
+                                        {"formula", describe_wiring(cfg_.model)},
+                                        {"reference_losses", refs_json_},
+                                        {"tokens_per_step", B_ * T_ * accum_},
+                                        {"layer_metrics", layer_metrics_json()}}
+                             .dump());
+    t_start_ = window_start_ = Clock::now();
+  }
 
-  write_summary("running", start_step);
-  int64_t step = start_step;
-  for (; step < max_iters; ++step) {
-    if (step % cfg.train.eval_interval == 0) evaluate(step);
+  const char* line_start() const { return opt_.progress_tty ? "\r\033[K" : ""; }
+
+  void evaluate(int64_t step) {
+    last_eval_step_ = step;
+    last_val_ = eval_loss(*model_, val_batches_);
+    last_train_eval_ = eval_loss(*model_, train_eval_batches_);
+    metrics_->write_line(nlohmann::json{{"step", step}, {"kind", "eval"}, {"val_loss", finite_or_null(last_val_)},
+                                        {"train_loss", finite_or_null(last_train_eval_)}}
+                             .dump());
+    std::printf("%sstep %lld/%lld | eval: val loss %.4f, train loss %.4f\n", line_start(),
+                static_cast<long long>(step), static_cast<long long>(max_iters_), last_val_, last_train_eval_);
+    std::fflush(stdout);
+    if (last_val_ < best_val_) {
+      best_val_ = last_val_;
+      checkpoint(best_path_, step);  // the state that was just evaluated, resumable like latest
+    }
+  }
+
+  // Forward and backward over grad_accum_steps micro-batches; gradients add up in the leaves.
+  // On layer steps the first micro-batch is traced for the residual-stream measurements.
+  double accumulate(bool layer_step, ForwardTrace& trace, std::vector<double>& stream_grads) {
+    double loss_sum = 0.0;
+    const DropoutScope dropout_on(static_cast<float>(cfg_.model.dropout), dropout_rng_);  // off in evals
+    for (int m = 0; m < accum_; ++m) {
+      Batch batch = data_->train_batch(B_, T_, rng_);
+      const bool traced = layer_step && m == 0;
+      Tensor loss = Model::loss(model_->forward(batch.x, B_, T_, traced ? &trace : nullptr), batch.y);
+      if (traced) hook_stream_grads(trace, stream_grads);
+      loss_sum += static_cast<double>(loss.item());
+      if (accum_ > 1) loss = scale(loss, 1.0f / static_cast<float>(accum_));  // mean over all micro-batches
+      loss.backward();
+    }
+    return loss_sum / accum_;
+  }
+
+  // One optimizer step; false when the loss or gradient went non-finite (nothing applied).
+  bool train_step(int64_t step) {
     const auto t0 = Clock::now();
-    Batch batch = data->train_batch(B, T, rng);
-    const bool layer_step = step % cfg.log.layer_interval == 0;
+    const bool layer_step = step % cfg_.log.layer_interval == 0 || step == max_iters_ - 1;
     ForwardTrace trace;
     std::vector<double> stream_grads;
-    Tensor logits = model.forward(batch.x, B, T, layer_step ? &trace : nullptr);
-    Tensor loss = Model::loss(logits, batch.y);
-    if (layer_step) hook_stream_grads(trace, stream_grads);
-    loss.backward();
-    last_train_loss = static_cast<double>(loss.item());
-    const double gnorm = global_grad_norm(refs);
-
-    LayerStats stats;
-    if (layer_step || !std::isfinite(gnorm) || !std::isfinite(last_train_loss)) {
-      if (!layer_step) {  // re-measure what we can for the divergence report
-        trace = ForwardTrace{};
-      }
-      stats = measure_layers(model, trace, stream_grads, update_norms);
-      nlohmann::json rec = to_json(stats, cfg.log.params);
+    last_train_loss_ = accumulate(layer_step, trace, stream_grads);
+    const double gnorm = global_grad_norm(refs_);
+    const bool finite = std::isfinite(gnorm) && std::isfinite(last_train_loss_);
+    if (layer_step || !finite) {
+      if (!layer_step) trace = ForwardTrace{};  // re-measure what we can for the divergence report
+      const LayerStats stats = measure_layers(*model_, trace, stream_grads, update_norms_);
+      nlohmann::json rec = to_json(stats, cfg_.log.params);
       rec["step"] = step;
       rec["kind"] = "layers";
-      rec["loss"] = finite_or_null(last_train_loss);
-      metrics.write_line(rec.dump());
+      rec["loss"] = finite_or_null(last_train_loss_);
+      metrics_->write_line(rec.dump());
+      if (!finite) return diverge(step, stats);
     }
-    if (!std::isfinite(gnorm) || !std::isfinite(last_train_loss)) {
-      nlohmann::json blocks = nlohmann::json::array();
-      for (int l = 0; l < L; ++l)
-        if (!std::isfinite(stats.at("grad_norm")[static_cast<size_t>(l)])) blocks.push_back(l);
-      const std::string reason = !std::isfinite(last_train_loss) ? "non-finite loss" : "non-finite gradient norm";
-      divergence = {{"step", step}, {"reason", reason}, {"blocks", blocks}};
-      metrics.write_line(nlohmann::json{{"step", step}, {"kind", "diverged"}, {"reason", reason}, {"blocks", blocks}}.dump());
-      std::printf("%sstep %lld: diverged (%s, %zu blocks non-finite); the run stops here without applying "
-                  "this step\n",
-                  opt.progress_tty ? "\r\033[K" : "", static_cast<long long>(step), reason.c_str(), blocks.size());
-      status = RunStatus::kDiverged;
-      break;
-    }
+    if (cfg_.optim.grad_clip > 0) clip_grad_norm(refs_, cfg_.optim.grad_clip);
+    const double lr = learning_rate_at(cfg_.optim, step, max_iters_);
+    optimizer_->step(static_cast<float>(lr));
+    update_norms_ = optimizer_->last_update_norms();
+    optimizer_->zero_grad();
+    log_step(step, lr, gnorm, 1000.0 * seconds_since(t0));
+    return true;
+  }
 
-    if (cfg.optim.grad_clip > 0) clip_grad_norm(refs, cfg.optim.grad_clip);
-    const double lr = learning_rate_at(cfg.optim, step, max_iters);
-    optimizer->step(static_cast<float>(lr));
-    update_norms = optimizer->last_update_norms();
-    optimizer->zero_grad();
+  bool diverge(int64_t step, const LayerStats& stats) {
+    nlohmann::json blocks = nlohmann::json::array();
+    for (int l = 0; l < cfg_.model.n_layer; ++l)
+      if (!std::isfinite(stats.at("grad_norm")[static_cast<size_t>(l)])) blocks.push_back(l);
+    const std::string reason = !std::isfinite(last_train_loss_) ? "non-finite loss" : "non-finite gradient norm";
+    divergence_ = {{"step", step}, {"reason", reason}, {"blocks", blocks}};
+    metrics_->write_line(nlohmann::json{{"step", step}, {"kind", "diverged"}, {"reason", reason}, {"blocks", blocks}}.dump());
+    std::printf("%sstep %lld: diverged (%s, %zu block%s non-finite); the run stops here without applying this step\n",
+                line_start(), static_cast<long long>(step), reason.c_str(), blocks.size(), blocks.size() == 1 ? "" : "s");
+    status_ = RunStatus::kDiverged;
+    return false;
+  }
 
-    const double ms = 1000.0 * seconds_since(t0);
-    ms_avg = window_steps == 0 ? ms : ms_avg + (ms - ms_avg) / static_cast<double>(window_steps + 1);
-    ++window_steps;
-    if (step % cfg.log.log_interval == 0 || step == max_iters - 1) {
-      const double tok_s = static_cast<double>(window_steps) * B * T / seconds_since(window_start);
-      metrics.write_line(nlohmann::json{{"step", step}, {"kind", "train"}, {"loss", last_train_loss}, {"lr", lr},
-                                        {"grad_norm", gnorm}, {"tokens_per_sec", tok_s}, {"ms_per_step", ms_avg}}
-                             .dump());
+  void log_step(int64_t step, double lr, double gnorm, double ms) {
+    ms_avg_ = window_steps_ == 0 ? ms : ms_avg_ + (ms - ms_avg_) / static_cast<double>(window_steps_ + 1);
+    ++window_steps_;
+    if (step % cfg_.log.log_interval == 0 || step == max_iters_ - 1) {
+      const double tok_s = static_cast<double>(window_steps_) * B_ * T_ * accum_ / seconds_since(window_start_);
+      metrics_->write_line(nlohmann::json{{"step", step}, {"kind", "train"}, {"loss", last_train_loss_}, {"lr", lr},
+                                          {"grad_norm", gnorm}, {"tokens_per_sec", tok_s}, {"ms_per_step", ms_avg_}}
+                               .dump());
       std::printf("%sstep %lld/%lld | loss %.4f | lr %.2e | grad norm %.3g | %.1f ms/step | %.0f tok/s | ETA %s\n",
-                  opt.progress_tty ? "\r\033[K" : "", static_cast<long long>(step), static_cast<long long>(max_iters),
-                  last_train_loss, lr, gnorm, ms_avg, tok_s,
-                  format_eta(static_cast<double>(max_iters - step - 1) * ms_avg / 1000.0).c_str());
+                  line_start(), static_cast<long long>(step), static_cast<long long>(max_iters_), last_train_loss_, lr,
+                  gnorm, ms_avg_, tok_s, format_eta(static_cast<double>(max_iters_ - step - 1) * ms_avg_ / 1000.0).c_str());
       std::fflush(stdout);
-      window_start = Clock::now();
-      window_steps = 0;
-    } else if (opt.progress_tty) {
+      window_start_ = Clock::now();
+      window_steps_ = 0;
+    } else if (opt_.progress_tty) {
       std::printf("\r\033[Kstep %lld/%lld | loss %.4f | %.1f ms/step", static_cast<long long>(step),
-                  static_cast<long long>(max_iters), last_train_loss, ms_avg);
+                  static_cast<long long>(max_iters_), last_train_loss_, ms_avg_);
       std::fflush(stdout);
     }
-    if (cfg.train.ckpt_interval > 0 && (step + 1) % cfg.train.ckpt_interval == 0 && step + 1 < max_iters)
-      checkpoint(step + 1);
-    if (opt.stop && opt.stop->load() != 0) {
-      ++step;
-      checkpoint(step);
-      status = RunStatus::kInterrupted;
-      std::printf("\nstopped by signal after step %lld; checkpoint written. Continue with: stacklab train --resume %s\n",
-                  static_cast<long long>(step - 1), dir.c_str());
-      break;
+  }
+
+  // `next_step` is the step the state resumes at.
+  void checkpoint(const std::string& path, int64_t next_step) {
+    nlohmann::json st = {{"step", next_step},
+                         {"optimizer_steps", optimizer_->steps()},
+                         {"rng", rng_to_json(rng_.state())},
+                         {"dropout_rng", rng_to_json(dropout_rng_.state())},
+                         {"best_val_loss", finite_or_null(best_val_)},
+                         {"wall_seconds", wall_before_ + seconds_since(t_start_)},
+                         {"last_update_norms", update_norms_}};
+    save_checkpoint(path, *model_, *optimizer_, config_json_, st);
+  }
+
+  void write_summary(const char* state, int64_t steps_done) {
+    const double wall = wall_before_ + seconds_since(t_start_);
+    const double run_secs = seconds_since(t_start_);
+    nlohmann::json s = {{"status", state},
+                        {"final_train_loss", finite_or_null(last_train_eval_)},
+                        {"final_val_loss", finite_or_null(last_val_)},
+                        {"final_eval_step", last_eval_step_ < 0 ? nlohmann::json(nullptr) : nlohmann::json(last_eval_step_)},
+                        {"best_val_loss", finite_or_null(best_val_)},
+                        {"last_batch_loss", finite_or_null(last_train_loss_)},
+                        {"reference_losses", refs_json_},
+                        {"steps", steps_done},
+                        {"max_iters", max_iters_},
+                        {"wall_seconds", wall},
+                        {"tokens_per_sec", run_secs > 0 ? static_cast<double>(steps_done - start_step_) * B_ * T_ * accum_ / run_secs : 0.0},
+                        {"diverged", !divergence_.is_null()},
+                        {"divergence", divergence_},
+                        {"wiring", wiring_id(cfg_.model)},
+                        {"n_layer", cfg_.model.n_layer},
+                        {"version", STACKLAB_VERSION},
+                        {"command", opt_.command_line}};
+    write_file_atomic(dir_ + "/summary.json", s.dump(2) + "\n");
+  }
+
+  // The summary, and one line that states the step of every number it prints.
+  void finish(int64_t steps) {
+    const bool done = status_ == RunStatus::kCompleted, diverged = status_ == RunStatus::kDiverged;
+    write_summary(done ? "completed" : diverged ? "diverged" : "interrupted", steps);
+    std::string eval = last_eval_step_ < 0 ? std::string("no eval yet")
+                                          : "val loss " + fixed4(last_val_) + " at step " + std::to_string(last_eval_step_) +
+                                                " (best " + fixed4(best_val_) + ")";
+    if (done) {
+      std::printf("done: completed after %lld step%s; %s; %s/summary.json\n", static_cast<long long>(steps),
+                  steps == 1 ? "" : "s", eval.c_str(), dir_.c_str());
+    } else if (diverged) {
+      std::printf("stopped: diverged at step %lld; last %s; %s/summary.json\n", static_cast<long long>(steps), eval.c_str(),
+                  dir_.c_str());
+    } else {
+      std::printf("\nstopped by signal after %lld step%s (last batch loss %.4f); checkpoint written; last %s.\n"
+                  "Continue with: stacklab train --resume %s\n",
+                  static_cast<long long>(steps), steps == 1 ? "" : "s", last_train_loss_, eval.c_str(), dir_.c_str());
     }
   }
-  if (status == RunStatus::kCompleted) {
-    evaluate(max_iters);
-    checkpoint(max_iters);
-    step = max_iters;
+
+  static std::string fixed4(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4f", v);
+    return buf;
   }
-  write_summary(status == RunStatus::kCompleted ? "completed"
-                : status == RunStatus::kDiverged ? "diverged"
-                                                 : "interrupted",
-                step);
-  std::printf("%s: %s after %lld steps; val loss %.4f (best %.4f); %s/summary.json\n",
-              status == RunStatus::kCompleted ? "done" : "stopped",
-              status == RunStatus::kCompleted ? "completed" : status == RunStatus::kDiverged ? "diverged" : "interrupted",
-              static_cast<long long>(step), last_val, best_val, dir.c_str());
-  return status;
-}
+
+  Config cfg_;
+  const TrainOptions& opt_;
+  const std::string dir_, latest_, best_path_;
+  const int B_, T_, accum_;
+  const int64_t max_iters_;
+  std::unique_ptr<DataSource> data_;
+  std::unique_ptr<Model> model_;
+  std::vector<ParamRef> refs_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<LineLog> metrics_;
+  nlohmann::json config_json_, refs_json_, divergence_ = nullptr;  // divergence: {step, reason, blocks}
+  std::vector<Batch> val_batches_, train_eval_batches_;
+  Rng rng_, dropout_rng_;  // batches; dropout masks (a stream of its own: dropout 0 draws nothing)
+  bool resumed_ = false;
+  int64_t start_step_ = 0, last_eval_step_ = -1, window_steps_ = 0;
+  double best_val_ = kInf, wall_before_ = 0.0, last_train_loss_ = NAN, last_val_ = NAN, last_train_eval_ = NAN;
+  double ms_avg_ = 0.0;
+  std::vector<double> update_norms_;
+  Clock::time_point t_start_ = Clock::now(), window_start_ = Clock::now();
+  RunStatus status_ = RunStatus::kCompleted;
+};
+
+}  // namespace
+
+RunStatus train(Config cfg, const TrainOptions& opt) { return Run(std::move(cfg), opt).run(); }
 
 }  // namespace sl

@@ -229,8 +229,8 @@ TEST(BadCheckpoint, ResumingARunWhoseConfigWasEditedNamesTheKey) {
   const auto before = snapshot(run);
   const RunResult r = run_stacklab({"train", "--resume", run});
   EXPECT_EQ(r.exit_code, 1) << r;
-  EXPECT_TRUE(contains(r.output, "'optim.learning_rate'")) << r;
-  EXPECT_TRUE(contains(r.output, "0.5 in the run's config")) << r;
+  // provenance.json (what the run was made from) catches it first, with stored -> now
+  EXPECT_TRUE(contains(r.output, "optim.learning_rate: 0.001 -> 0.5")) << r;
   EXPECT_EQ(snapshot(run), before);
 }
 
@@ -298,7 +298,8 @@ TEST(BadOutput, AFullDiskWhileCheckpointingKeepsThePreviousCheckpointAndFails) {
   EXPECT_TRUE(contains(r.output, "stacklab train: error: [fs] cannot write '" + ckpt + "': File too large")) << r;
   EXPECT_EQ(read_text(ckpt), good) << "the previous checkpoint changed";
   for (const auto& e : fs::directory_iterator(run + "/checkpoints"))
-    EXPECT_EQ(e.path().filename(), "latest.safetensors") << "temp file left behind: " << e.path();
+    EXPECT_TRUE(e.path().filename() == "latest.safetensors" || e.path().filename() == "best.safetensors")
+        << "temp file left behind: " << e.path();
   // Every metrics line is whole, and the run still resumes from the intact checkpoint.
   EXPECT_EQ(read_text(run + "/metrics.jsonl").back(), '\n');
   const auto summary_time = fs::last_write_time(run + "/summary.json");

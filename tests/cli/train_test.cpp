@@ -103,7 +103,7 @@ TEST_F(TrainedTinyRun, LayersRecordsCoverEveryLayerBoundaryAndParameter) {
   const size_t L = 2;
 
   const auto layers = records_of(read_jsonl(dir_ + "/metrics.jsonl"), "layers");
-  ASSERT_EQ(steps_of(layers), (std::vector<int64_t>{0, 10, 20, 30}));
+  ASSERT_EQ(steps_of(layers), (std::vector<int64_t>{0, 10, 20, 30, 39})) << "and one at the last step";
   EXPECT_EQ(records_of(read_jsonl(dir_ + "/metrics.jsonl"), "start").at(0).at("layer_metrics"), layer_metrics_json())
       << "the start record describes the layers records' keys";
   EXPECT_TRUE(layers[0].at("update_ratio").is_null()) << "no update has happened at step 0";

@@ -43,6 +43,45 @@ TEST(CausalAttention, BackwardMatchesFiniteDifferences) {
         << "n_head=" << NH;
 }
 
+// A fixed dropout mask (B, NH, T, T): about a third of the entries 0, the rest 1/(1-p).
+Tensor fixed_mask(int64_t B, int64_t NH, int64_t T, float p) {
+  Tensor u = testing::uniform({B, NH, T, T}, 21, 0.0f, 1.0f, false);
+  for (int64_t i = 0; i < u.numel(); ++i) u.data()[i] = u.data()[i] < p ? 0.0f : 1.0f / (1.0f - p);
+  return u;
+}
+
+TEST(CausalAttention, DropoutWithAFixedMaskMatchesTheComposedOpsAndFiniteDifferences) {
+  const Tensor m = fixed_mask(2, 2, 5, 0.3f);
+  Tensor a = randn({2, 5, 24}, 11);
+  Tensor b = a.detach().clone().set_requires_grad(true);
+  auto composed = [&m](const Tensor& qkv) {  // softmax, then the mask, then V
+    const int64_t C = qkv.size(2) / 3, HS = C / 2;
+    Tensor q = split_heads(slice_last(qkv, 0, C), 2), k = split_heads(slice_last(qkv, C, C), 2);
+    Tensor v = split_heads(slice_last(qkv, 2 * C, C), 2);
+    Tensor att = softmax(scale(bmm(q, k, false, true), 1.0f / std::sqrt(static_cast<float>(HS))), true);
+    return merge_heads(bmm(mul(att, m), v));
+  };
+  Tensor ya = causal_attention(a, 2, m), yb = composed(b);
+  std::vector<float> va = ya.to_vector(), vb = yb.to_vector(), plain = causal_attention(a.detach(), 2).to_vector();
+  double diff = 0.0;
+  for (size_t i = 0; i < va.size(); ++i) {
+    EXPECT_NEAR(va[i], vb[i], 1e-5f) << i;
+    diff += std::abs(va[i] - plain[i]);
+  }
+  EXPECT_GT(diff, 1e-3) << "the mask changed nothing";
+  Tensor r = randn({2, 5, 8}, 12, 1.0f, false);
+  sum(mul(ya, r)).backward();
+  sum(mul(yb, r)).backward();
+  std::vector<float> ga = a.grad().to_vector(), gb = b.grad().to_vector();
+  for (size_t i = 0; i < ga.size(); ++i) EXPECT_NEAR(ga[i], gb[i], 1e-5f) << i;
+  EXPECT_TRUE(grad_check([&m](const std::vector<Tensor>& in) { return causal_attention(in[0], 2, m); },
+                         {randn({2, 5, 24}, 13)}));
+}
+
+TEST(CausalAttention, RejectsADropoutMaskOfTheWrongShape) {
+  EXPECT_THROW(causal_attention(randn({1, 4, 12}, 1, 1.0f, false), 2, fixed_mask(1, 2, 3, 0.5f)), ShapeError);
+}
+
 TEST(CausalAttention, FutureTokensDoNotChangeThePast) {
   Tensor x = randn({1, 6, 12}, 14, 1.0f, false);
   std::vector<float> y = causal_attention(x, 2).to_vector();

@@ -211,7 +211,8 @@ TEST(MarkovSource, BadParametersNameTheirField) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(msg([] { MarkovSource(1, 1, 1.0, 0); }).find("data.vocab_size"), std::string::npos);
+  EXPECT_NE(msg([] { MarkovSource(1, 1, 1.0, 0); }).find("model.vocab_size"), std::string::npos)
+      << "the key a user sets is model.vocab_size (there is no data.vocab_size)";
   EXPECT_NE(msg([] { MarkovSource(4, 4, 1.0, 0); }).find("data.order"), std::string::npos);
   EXPECT_NE(msg([] { MarkovSource(4, 0, 1.0, 0); }).find("data.order"), std::string::npos);
   EXPECT_NE(msg([] { MarkovSource(4, 1, 0.0, 0); }).find("data.alpha"), std::string::npos);

@@ -3,6 +3,8 @@
 //   forward:  S = s Q K^T;  P = softmax(S) over keys j <= i (P_ij = 0 for j > i);  Y = P V
 //   backward: dV += P^T dY;  dP = dY V^T;  dS = P * (dP - rowsum(dP * P));
 //             dQ += s dS K;  dK += s dS^T Q
+// With attention dropout, a fixed mask M (entries 0 or 1/(1-p)) scales the probabilities:
+//   forward Y = (P * M) V;  backward dV += (P * M)^T dY,  dP = (dY V^T) * M, the rest unchanged.
 // The rows of P above the diagonal are 0, so dS is 0 there too and the full-square gemms add
 // nothing from the future. Y and dY are (T, HS) column blocks of (B, T, C) (row stride C).
 #include "core/ops/attention.h"
@@ -57,11 +59,18 @@ SL_SIMD_CLONES void causal_softmax_backward_rows(float* dp, const float* p, int6
   }
 }
 
+// out = p * m over one (T, T) block (the dropped-out probabilities).
+void masked_copy(float* out, const float* p, const float* m, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = p[i] * m[i];
+}
+
 }  // namespace
 
-void attention_forward(float* y, float* att, const float* qkv, int64_t B, int64_t T, int64_t C, int64_t NH) {
+void attention_forward(float* y, float* att, const float* qkv, int64_t B, int64_t T, int64_t C, int64_t NH,
+                       const float* drop) {
   const int64_t HS = C / NH, C3 = 3 * C;
   const float s = 1.0f / std::sqrt(static_cast<float>(HS));
+  auto scratch = drop ? make_buffer(static_cast<size_t>(num_threads() * T * T)) : nullptr;  // P * M per thread
   blas_serial_for(B * NH, [&](int64_t bh) {
     const int64_t b = bh / NH, h = bh % NH;
     const float* q = qkv + b * T * C3 + h * HS;  // (T, HS), row stride 3C
@@ -70,16 +79,23 @@ void attention_forward(float* y, float* att, const float* qkv, int64_t B, int64_
     float* p = att + bh * T * T;  // (T, T)
     gemm_ld(false, true, T, T, HS, s, q, C3, k, C3, 0.0f, p, T);
     causal_softmax_rows(p, T);
-    gemm_ld(false, false, T, HS, T, 1.0f, p, T, v, C3, 0.0f, y + b * T * C + h * HS, C);
+    const float* pv = p;
+    if (drop) {
+      float* pm = scratch->data() + thread_index() * T * T;  // (T, T)
+      masked_copy(pm, p, drop + bh * T * T, T * T);
+      pv = pm;
+    }
+    gemm_ld(false, false, T, HS, T, 1.0f, pv, T, v, C3, 0.0f, y + b * T * C + h * HS, C);
   });
 }
 
 void attention_backward(float* dqkv, const float* dy, const float* att, const float* qkv, int64_t B, int64_t T,
-                        int64_t C, int64_t NH, bool overwrite) {
+                        int64_t C, int64_t NH, bool overwrite, const float* drop) {
   const int64_t HS = C / NH, C3 = 3 * C;
   const float s = 1.0f / std::sqrt(static_cast<float>(HS));
   const float beta = overwrite ? 0.0f : 1.0f;  // each head's dQ, dK, dV columns are written once
-  auto scratch = make_buffer(static_cast<size_t>(num_threads() * T * T));  // one dP (T, T) per thread
+  const int64_t per_thread = (drop ? 2 : 1) * T * T;  // dP, and P * M with dropout
+  auto scratch = make_buffer(static_cast<size_t>(num_threads() * per_thread));
   blas_serial_for(B * NH, [&](int64_t bh) {
     const int64_t b = bh / NH, h = bh % NH;
     const int64_t off = b * T * C3 + h * HS;
@@ -91,27 +107,41 @@ void attention_backward(float* dqkv, const float* dy, const float* att, const fl
     float* dv = dq + 2 * C;
     const float* p = att + bh * T * T;             // (T, T)
     const float* dyb = dy + b * T * C + h * HS;    // (T, HS), row stride C
-    float* dp = scratch->data() + thread_index() * T * T;  // (T, T)
-    gemm_ld(true, false, T, HS, T, 1.0f, p, T, dyb, C, beta, dv, C3);   // dV += P^T dY
+    float* dp = scratch->data() + thread_index() * per_thread;  // (T, T)
+    const float* m = drop ? drop + bh * T * T : nullptr;            // (T, T)
+    const float* pv = p;
+    if (m) {
+      float* pm = dp + T * T;
+      masked_copy(pm, p, m, T * T);
+      pv = pm;
+    }
+    gemm_ld(true, false, T, HS, T, 1.0f, pv, T, dyb, C, beta, dv, C3);  // dV += (P M)^T dY
     gemm_ld(false, true, T, T, HS, 1.0f, dyb, C, v, C3, 0.0f, dp, T);   // dP = dY V^T
+    if (m)
+      for (int64_t i = 0; i < T * T; ++i) dp[i] *= m[i];                // through the mask
     causal_softmax_backward_rows(dp, p, T);                              // dS = P (dP - <dP, P>)
     gemm_ld(false, false, T, HS, T, s, dp, T, k, C3, beta, dq, C3);     // dQ += s dS K
     gemm_ld(true, false, T, HS, T, s, dp, T, q, C3, beta, dk, C3);      // dK += s dS^T Q
   });
 }
 
-Tensor causal_attention(const Tensor& qkv, int64_t n_head) {
+Tensor causal_attention(const Tensor& qkv, int64_t n_head, const Tensor& drop_mask) {
   if (qkv.ndim() != 3 || n_head <= 0 || qkv.size(2) % (3 * n_head) != 0)
     throw ShapeError("[causal_attention] needs qkv (B, T, 3C) with C divisible by n_head=" + std::to_string(n_head) +
                      ", got " + qkv.shape().str());
   const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3;
+  if (drop_mask.defined() && drop_mask.shape() != Shape{B, n_head, T, T})
+    throw ShapeError("[causal_attention] dropout mask must be (B, NH, T, T) = " + Shape{B, n_head, T, T}.str() +
+                     ", got " + drop_mask.shape().str());
+  const float* drop = drop_mask.defined() ? drop_mask.data() : nullptr;
   Tensor y = Tensor::empty(Shape{B, T, C});
   auto att = make_buffer(static_cast<size_t>(B * n_head * T * T));  // (B, NH, T, T)
-  attention_forward(y.data(), att->data(), qkv.data(), B, T, C, n_head);
+  attention_forward(y.data(), att->data(), qkv.data(), B, T, C, n_head, drop);
   if (needs_grad(qkv))
-    attach(y, "causal_attention", {qkv}, [qkv, att, B, T, C, n_head](TensorImpl& o) {
+    attach(y, "causal_attention", {qkv}, [qkv, att, drop_mask, B, T, C, n_head](TensorImpl& o) {
       const GradSlot dqkv = grad_slot(qkv);
-      attention_backward(dqkv.data, o.grad->data(), att->data(), qkv.data(), B, T, C, n_head, dqkv.fresh);
+      attention_backward(dqkv.data, o.grad->data(), att->data(), qkv.data(), B, T, C, n_head, dqkv.fresh,
+                         drop_mask.defined() ? drop_mask.data() : nullptr);
     });
   return y;
 }

@@ -1,7 +1,8 @@
 // Fused causal multi-head self-attention on a packed qkv tensor: (B, T, 3C) -> (B, T, C), the
 // composition split(q|k|v) -> heads -> softmax(q k^T / sqrt(HS), causal) v -> merge heads in one
 // op, without the slice/permute copies. Each (batch, head) is a few strided gemms plus a causal
-// softmax, run in parallel over (batch, head). Not here: dropout, masks other than causal.
+// softmax, run in parallel over (batch, head). Attention dropout takes a fixed mask (drawn by the
+// caller, entries 0 or 1/(1-p)) applied to the probabilities. Not here: masks other than causal.
 #pragma once
 #include "core/tensor.h"
 
@@ -10,12 +11,15 @@ namespace sl {
 // qkv (B, T, 3C), columns q | k | v, head h owning columns [h*HS, (h+1)*HS) of each; HS = C/NH.
 // y (B, T, C) (heads merged), att (B, NH, T, T) the attention probabilities (0 above the
 // diagonal), kept for backward.
-void attention_forward(float* y, float* att, const float* qkv, int64_t B, int64_t T, int64_t C, int64_t NH);
+// drop (B, NH, T, T) or nullptr: the dropout mask multiplied into the probabilities before V.
+void attention_forward(float* y, float* att, const float* qkv, int64_t B, int64_t T, int64_t C, int64_t NH,
+                       const float* drop = nullptr);
 // dqkv (B, T, 3C) += the gradient through attention_forward, given dy (B, T, C); with overwrite,
 // dqkv = it (dqkv's old contents are ignored).
 void attention_backward(float* dqkv, const float* dy, const float* att, const float* qkv, int64_t B, int64_t T,
-                        int64_t C, int64_t NH, bool overwrite = false);
+                        int64_t C, int64_t NH, bool overwrite = false, const float* drop = nullptr);
 
-Tensor causal_attention(const Tensor& qkv, int64_t n_head);
+// drop_mask: undefined (no dropout) or a constant (B, NH, T, T) mask.
+Tensor causal_attention(const Tensor& qkv, int64_t n_head, const Tensor& drop_mask = Tensor());
 
 }  // namespace sl

@@ -1,0 +1,156 @@
+// Run fingerprints: the identity config, the data file's size and hash, and the comparison.
+#include "train/provenance.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "core/error.h"
+#include "core/fsutil.h"
+#include "core/hash.h"
+
+namespace sl {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+constexpr const char* kFormat = "stacklab.provenance.v1";
+
+// The config minus what only says where or how fast a run goes. A text source sets
+// model.vocab_size from its file, which the data identity already covers.
+json identity_config(const Config& cfg) {
+  json j = to_json(cfg);
+  j["train"].erase("name");
+  j["train"].erase("out_dir");
+  j["train"].erase("threads");
+  if (cfg.data.source == SourceKind::Text) j["model"].erase("vocab_size");
+  return j;
+}
+
+// Size and FNV-1a of a data file, read once per process per path.
+json file_identity(const std::string& path) {
+  static std::map<std::string, json> cache;
+  if (auto it = cache.find(path); it != cache.end()) return it->second;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("data.path '" + path + "': cannot open for reading (needed for the run's fingerprint)");
+  uint64_t h = kFnvBasis, bytes = 0;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    h = fnv1a64(h, buf, static_cast<size_t>(in.gcount()));
+    bytes += static_cast<uint64_t>(in.gcount());
+  }
+  return cache[path] = json{{"bytes", bytes}, {"fnv1a64", hex64(h)}};
+}
+
+json data_identity(const Config& cfg) {
+  if (cfg.data.source == SourceKind::Text) return json{{"source", "text"}, {"file", file_identity(cfg.data.path)}};
+  return json{{"source", to_json(cfg).at("data").at("source")}};  // synthetic: fully given by the data.* keys
+}
+
+void collect_changes(const json& a, const json& b, const std::string& prefix, std::vector<std::string>& out) {
+  if (a.is_object() && b.is_object()) {
+    for (const auto& [k, v] : a.items())
+      collect_changes(v, b.contains(k) ? b.at(k) : json("(absent)"), prefix.empty() ? k : prefix + "." + k, out);
+    for (const auto& [k, v] : b.items())
+      if (!a.contains(k)) collect_changes(json("(absent)"), v, prefix.empty() ? k : prefix + "." + k, out);
+    return;
+  }
+  if (a != b) out.push_back((prefix.empty() ? "(root)" : prefix) + ": " + a.dump() + " -> " + b.dump());
+}
+
+bool is_object_field(const json& j, const char* key) { return j.contains(key) && j.at(key).is_object(); }
+
+}  // namespace
+
+json make_provenance(const Config& cfg, const json& run) {
+  json p = {{"config", identity_config(cfg)}, {"data", data_identity(cfg)}, {"run", run}};
+  const std::string canon = p.dump();
+  p["fingerprint"] = hex64(fnv1a64(kFnvBasis, canon.data(), canon.size()));
+  p["format"] = kFormat;
+  return p;
+}
+
+void write_provenance(const std::string& run_dir, const Config& cfg, const json& run) {
+  write_file_atomic(run_dir + "/provenance.json", make_provenance(cfg, run).dump(2) + "\n");
+}
+
+json read_provenance(const std::string& run_dir) {
+  const std::string path = run_dir + "/provenance.json";
+  if (!fs::exists(path)) return nullptr;
+  json j;
+  try {
+    j = json::parse(read_file(path));
+  } catch (const json::exception& e) {
+    throw Error(path + ": not valid JSON (" + std::string(e.what()) + "); delete it to treat the run as changed");
+  }
+  if (!j.is_object() || j.value("format", json()) != json(kFormat) || !is_object_field(j, "config") ||
+      !is_object_field(j, "data") || !j.contains("fingerprint") || !j.at("fingerprint").is_string())
+    throw Error(path + ": field 'format' must be \"" + std::string(kFormat) +
+                "\" with objects 'config' and 'data' and a string 'fingerprint'");
+  return j;
+}
+
+std::vector<std::string> provenance_changes(const json& stored, const json& current) {
+  std::vector<std::string> out;
+  collect_changes(stored.at("config"), current.at("config"), "", out);
+  if (!stored.at("data").is_null()) collect_changes(stored.at("data"), current.at("data"), "data", out);
+  collect_changes(stored.value("run", json()), current.value("run", json()), "run", out);
+  return out;
+}
+
+const char* RunState::name() const {
+  switch (kind) {
+    case kNew: return "new";
+    case kResumable: return "resumable";
+    case kCompleted: return "completed";
+    case kDiverged: return "diverged";
+    case kChanged: return "changed";
+  }
+  return "?";
+}
+
+RunState run_state(const std::string& run_dir, const Config& expected, bool probe, const json& run) {
+  RunState s;
+  const bool has_result = probe ? fs::exists(run_dir + "/probe.json") : fs::exists(run_dir + "/config.json");
+  if (!has_result) return s;  // kNew: nothing there to be stale
+  json stored = read_provenance(run_dir);
+  if (stored.is_null() && !probe) {  // a run made before fingerprints: its config.json, data unchecked
+    json c;
+    try {
+      c = json::parse(read_file(run_dir + "/config.json"));
+      c.erase("derived");
+      stored = {{"config", identity_config(config_from_json(c, run_dir + "/config.json"))}, {"data", nullptr}, {"run", run}};
+    } catch (const std::exception& e) {
+      s.kind = RunState::kChanged;
+      s.changes = {std::string("config.json is unreadable: ") + e.what()};
+      return s;
+    }
+  }
+  if (stored.is_null()) {
+    s.kind = RunState::kChanged;
+    s.changes = {"(no provenance.json: written before run fingerprints)"};
+    return s;
+  }
+  s.changes = provenance_changes(stored, make_provenance(expected, run));
+  if (!s.changes.empty()) {
+    s.kind = RunState::kChanged;
+    return s;
+  }
+  if (probe) {
+    s.kind = RunState::kCompleted;
+    return s;
+  }
+  s.kind = RunState::kResumable;
+  try {
+    const json summary = json::parse(read_file(run_dir + "/summary.json"));
+    const json st = summary.is_object() ? summary.value("status", json()) : json();
+    if (st == "completed") s.kind = RunState::kCompleted;
+    if (st == "diverged") s.kind = RunState::kDiverged;
+  } catch (const std::exception&) {
+    // no summary yet, or a torn one: the run is resumed, which rewrites it
+  }
+  return s;
+}
+
+}  // namespace sl
