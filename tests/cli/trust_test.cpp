@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -301,6 +302,23 @@ TEST(Messages, EverySubcommandsHelpListsItsFlagsWithDefaults) {
     EXPECT_TRUE(contains(r.out, "default") || contains(r.out, "required")) << r;
   }
   EXPECT_TRUE(contains(run_stacklab({"sample", "--help"}).out, "--tokens N             tokens to generate per sample (default: 200)"));
+}
+
+TEST(Messages, EveryFlagACommandAcceptsIsInItsHelp) {
+  for (const std::string cmd : {"train", "sample", "probe", "bench", "sweep", "validate", "toyblock", "gradients", "registry"}) {
+    const std::string help = run_stacklab({cmd, "--help"}).out;
+    const std::string err = run_stacklab({cmd, "--zzzz"}).output;  // "unknown flag --zzzz; valid flags: --a --b"
+    const size_t at = err.find("valid flags:");
+    ASSERT_NE(at, std::string::npos) << cmd << ": " << err;
+    std::istringstream in(err.substr(at + 12));
+    std::string flag;
+    int n = 0;
+    while (in >> flag && flag.rfind("--", 0) == 0 && flag.find('.') == std::string::npos) {
+      EXPECT_TRUE(contains(help, "  " + flag + " ")) << cmd << " --help does not list " << flag << ":\n" << help;
+      ++n;
+    }
+    EXPECT_GT(n, 0) << cmd;
+  }
 }
 
 TEST(Messages, AVocabularyFileWithANumberForItsFormatIsABadFileNotABug) {
