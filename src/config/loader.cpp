@@ -97,12 +97,6 @@ json load_layer(const fs::path& file, std::vector<std::string>& chain,
 }
 
 // How an override value is spelled for the key's type, for messages.
-std::vector<std::string> keys_of_json(const json& obj) {
-  std::vector<std::string> keys;
-  for (const auto& item : obj.items()) keys.push_back(item.key());
-  return keys;
-}
-
 std::string expected_type(const json& schema_value) {
   if (schema_value.is_number_integer()) return "an integer";
   if (schema_value.is_number()) return "a number";

@@ -109,7 +109,8 @@ TEST(Wiring, TheReadmeListsEveryRegistryEntryWithItsFormula) {
   std::ifstream in(std::string(STACKLAB_SOURCE_DIR) + "/README.md");
   ASSERT_TRUE(in) << "README.md not found under " << STACKLAB_SOURCE_DIR;
   const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (const auto& [axis, entries] : registry_json().items())
+  const json registry = registry_json();  // a local: items() of a temporary would dangle
+  for (const auto& [axis, entries] : registry.items())
     for (const auto& e : entries) {
       const std::string row = "| `model." + axis + "` | `\"" + e["name"].get<std::string>() + "\"` | `" +
                               e["formula"].get<std::string>() + "` |";
