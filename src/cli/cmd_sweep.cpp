@@ -1,31 +1,33 @@
-// `stacklab sweep SWEEP.json [SWEEP.json ...] [--jobs N] [--dry-run] [--on-change rerun|fail]`: expands each sweep (see
-// train/sweep.h), writes its <out_dir>/manifest.json, and runs each point as a child `stacklab
-// train` or `stacklab probe` process (single-threaded, log in <run>/log.txt), up to N at once.
-// A run directory whose provenance differs from the point's config (a changed sweep file, base
-// or data file) is never skipped as done: --on-change fail (default) stops, rerun moves it aside.
-// Several sweep files share one pool of N slots, in the order given: no core idles at the end of
-// one sweep while the next has runs waiting. Runs that are already complete are skipped,
-// interrupted ones resumed; failed or diverged runs are recorded and the sweep goes on.
-// SIGINT/SIGTERM are passed to the children, which checkpoint.
+// `stacklab sweep SWEEP.json [SWEEP.json ...] [--executor local|slurm] [--jobs N] [--dry-run]
+// [--on-change rerun|fail]` and
+// `stacklab sweep --status SWEEP_DIR [...]`: expands each sweep (see train/sweep.h), writes its
+// <out_dir>/manifest.json and runs the points that are pending (train/sweep_state.h: not
+// completed or diverged). The local executor (the default, here) runs each point as a child
+// `stacklab train` or `stacklab probe` (single-threaded, log in <run>/log.txt), up to N at once;
+// several sweep files share one pool of N slots, in the order given, so no core idles at the end
+// of one sweep while the next has runs waiting. Failed or diverged runs are recorded and the
+// sweep goes on; SIGINT/SIGTERM are passed to the children, which checkpoint. The Slurm executor
+// (cli/sweep_slurm.cpp) submits the same runs as one job array per sweep. Either way the out_dir
+// is locked (<out_dir>/sweep.lock) against a second invocation.
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/sweep_exec.h"
 #include "config/loader.h"
 #include "core/error.h"
 #include "core/fsutil.h"
 #include "train/provenance.h"
-#include "train/sweep.h"
 
 namespace sl {
 namespace {
@@ -47,58 +49,19 @@ void set_stop_handler(void (*handler)(int)) {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-// A run directory holding another config's result (RunState::kChanged) is moved aside to the
-// first free "<dir>.changed-N" so the run starts fresh and nothing is lost.
-std::string move_aside(const std::string& dir) {
-  for (int n = 1;; ++n) {
-    const std::string to = dir + ".changed-" + std::to_string(n);
-    if (fs::exists(to)) continue;
-    fs::rename(dir, to);
-    return to;
-  }
-}
-
-// "completed", "diverged", "resumable" or "new", from what the run dir holds (sweep_run_state).
-// A changed run is never counted as done: with --on-change rerun it is moved aside and becomes
-// "new"; with fail (the default) it is "changed" and the sweep stops before running anything.
-std::string run_state(const SweepPlan& plan, const SweepRun& r, bool rerun_changed, bool dry_run,
-                      std::vector<std::string>& changed) {
-  const RunState st = sweep_run_state(plan, r);
-  if (st.kind != RunState::kChanged) return st.name();
-  if (rerun_changed) {
-    if (dry_run) return "new";
-    std::printf("%s: config or data changed; old run moved to %s\n", r.dir.c_str(), move_aside(r.dir).c_str());
-    return "new";
-  }
-  std::string what = "  " + r.dir + ":";
-  for (const auto& c : st.changes) what += "\n    " + c;
-  changed.push_back(what);
-  return "changed";
-}
-
-std::vector<std::string> child_args(const SweepPlan& plan, const SweepRun& r, const std::string& state) {
-  std::vector<std::string> a;
-  if (plan.mode == "probe") {
-    a = {"probe", plan.base};
-    a.insert(a.end(), r.overrides.begin(), r.overrides.end());
-    std::string seeds;
-    for (uint64_t s : r.seeds) seeds += (seeds.empty() ? "" : ",") + std::to_string(s);
-    a.insert(a.end(), {"--train.threads=1", "--seeds", seeds, "--out", r.dir + "/probe.json"});
-  } else if (state == "resumable") {
-    a = {"train", "--resume", r.dir};
-  } else {
-    a = {"train", plan.base};
-    a.insert(a.end(), r.overrides.begin(), r.overrides.end());
-    a.insert(a.end(), {"--train.threads=1", "--train.seed=" + std::to_string(r.seeds.at(0)),
-                       "--train.name=" + r.id, "--out", r.dir, "--force"});
-  }
-  return a;
-}
-
-pid_t spawn(const std::vector<std::string>& args, const std::string& log_path) {
+// Forks `stacklab ARGS` with its output appended to RUN/log.txt; the child records itself in
+// RUN/task.json before the exec (the parent cannot: the trainer, starting, removes temp files).
+pid_t spawn(const std::vector<std::string>& args, const std::string& run_dir) {
+  const std::string log_path = run_dir + "/log.txt";
   const pid_t pid = fork();
   if (pid < 0) throw Error("fork failed");
   if (pid == 0) {
+    try {
+      write_task_record(run_dir, {"local", "running", -1, "", host_name(), static_cast<long long>(getpid())});
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "stacklab sweep: %s\n", e.what());
+      _exit(kExitError);
+    }
     const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
       dup2(fd, STDOUT_FILENO);
@@ -119,178 +82,238 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& log_path) {
   return pid;
 }
 
-std::string last_line(const std::string& path) {
-  try {
-    std::string text = read_file(path);
-    while (!text.empty() && text.back() == '\n') text.pop_back();
-    const size_t nl = text.rfind('\n');
-    return nl == std::string::npos ? text : text.substr(nl + 1);
-  } catch (const std::exception&) {
-    return "";
+// The local executor: up to `jobs` children at once over the pending items, in order.
+class LocalPool {
+ public:
+  LocalPool(std::vector<SweepItem>& items, int jobs, size_t todo) : items_(items), jobs_(jobs), progress_(todo, jobs) {}
+
+  int run() {
+    set_stop_handler(on_sweep_signal);
+    bool forwarded = false;
+    while (true) {
+      while (!g_sweep_stop.load() && static_cast<int>(running_.size()) < jobs_ && next_ < items_.size()) start(next_++);
+      if (running_.empty()) break;
+      if (g_sweep_stop.load() && !forwarded) {
+        for (const auto& [pid, i] : running_) kill(pid, g_sweep_stop.load());
+        forwarded = true;
+        std::printf("\nsweep: stopping; the running runs checkpoint and can be resumed by running the sweep again\n");
+      }
+      int wstatus = 0;
+      const pid_t pid = waitpid(-1, &wstatus, 0);
+      if (pid < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      reap(pid, WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus));
+    }
+    set_stop_handler(SIG_DFL);
+    return g_sweep_stop.load() ? 128 + g_sweep_stop.load() : failed_ ? kExitError : kExitOk;
   }
+
+ private:
+  void start(size_t i) {
+    SweepItem& it = items_[i];
+    if (!run_pending(it.state)) return;
+    make_dirs(it.run->dir);
+    if (it.plan->mode == "probe") write_provenance(it.run->dir, it.run->config, it.run->run_info);  // train writes its own
+    const pid_t pid = spawn(child_args(*it.plan, *it.run, 1), it.run->dir);
+    running_[pid] = i;
+    started_[pid] = Clock::now();
+    it.state = "running";
+  }
+
+  void reap(pid_t pid, int code) {
+    auto found = running_.find(pid);
+    if (found == running_.end()) return;
+    SweepItem& it = items_[found->second];
+    running_.erase(found);
+    write_task_record(it.run->dir, {"local", "exited", code, "", host_name(), pid});
+    it.state = state_of_exit(code);
+    failed_ += it.state == "failed";
+    progress_.finished(it, std::chrono::duration<double>(Clock::now() - started_[pid]).count(), items_);
+    write_manifest(*it.plan, items_, {{"executor", "local"}});
+  }
+
+  std::vector<SweepItem>& items_;
+  int jobs_;
+  SweepProgress progress_;
+  std::map<pid_t, size_t> running_;  // pid -> index in items
+  std::map<pid_t, Clock::time_point> started_;
+  size_t next_ = 0, failed_ = 0;
+};
+
+// A run directory whose provenance differs from the point's config (a changed sweep file, base
+// or data file) is never taken as done (train/provenance.h): with rerun it is moved aside to the
+// first free "<dir>.changed-N" and the run starts fresh; with fail (the default) nothing runs
+// and the error lists what changed. Both executors call this before deciding what is pending.
+void handle_changed(std::vector<SweepItem>& items, bool rerun, bool dry_run) {
+  std::string list;
+  size_t n = 0;
+  for (auto& it : items) {
+    const RunState st = sweep_run_state(*it.plan, *it.run);
+    if (st.kind != RunState::kChanged) continue;
+    if (rerun) {
+      if (!dry_run) {
+        std::string to;
+        for (int k = 1; to.empty() || fs::exists(to); ++k) to = it.run->dir + ".changed-" + std::to_string(k);
+        fs::rename(it.run->dir, to);
+        std::printf("%s: config or data changed; old run moved to %s\n", it.run->dir.c_str(), to.c_str());
+      }
+      it.state = "new";
+      continue;
+    }
+    it.state = "changed";
+    ++n;
+    list += "\n  " + it.run->dir + ":";
+    for (const auto& c : st.changes) list += "\n    " + c;
+  }
+  if (n > 0 && !dry_run)
+    throw Error(std::to_string(n) + (n == 1 ? " run holds" : " runs hold") +
+                " the result of a different config or data than the sweep now gives (stored -> now):" + list +
+                "\nrerun them into fresh directories (the old ones are kept as <dir>.changed-N) with --on-change rerun");
 }
 
-std::string fmt_time(double s) {
-  char buf[32];
-  const long t = static_cast<long>(s + 0.5);
-  std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
-  return buf;
+std::vector<SweepPlan> expand_plans(const std::vector<std::string>& files) {
+  if (files.empty()) throw Error("expected a SWEEP.json file (or several, run in one pool)");
+  std::vector<SweepPlan> plans;
+  for (const auto& path : files) plans.push_back(expand_sweep(path));
+  for (size_t i = 0; i < plans.size(); ++i)
+    for (size_t k = 0; k < i; ++k)
+      if (fs::weakly_canonical(plans[i].out_dir) == fs::weakly_canonical(plans[k].out_dir))
+        throw Error(plans[i].source + " and " + plans[k].source + " write to the same out_dir " + plans[i].out_dir);
+  return plans;
+}
+
+int run_local(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& items, int jobs, bool dry_run) {
+  const size_t todo = print_plans(plans, items, std::to_string(jobs) + " at once", true);
+  if (dry_run) {
+    for (const auto& it : items) {
+      std::printf("  %-40s %-12s stacklab", it.label.c_str(), it.state.c_str());
+      for (const auto& s : child_args(*it.plan, *it.run, 1)) std::printf(" %s", s.c_str());
+      std::printf("\n");
+    }
+    return kExitOk;
+  }
+  std::vector<SweepLock> locks;
+  for (const auto& plan : plans) locks.push_back(SweepLock::acquire(plan.out_dir, "local", slurm_job_alive));
+  for (const auto& plan : plans) write_manifest(plan, items, {{"executor", "local"}});
+  const int code = LocalPool(items, jobs, todo).run();
+  for (const auto& plan : plans) {
+    write_manifest(plan, items, {{"executor", "local"}});
+    size_t failed = 0, diverged = 0;
+    for (const auto& it : items) {
+      if (it.plan != &plan) continue;
+      diverged += it.state == "diverged";
+      failed += it.state == "failed";
+    }
+    std::printf("sweep %s: %zu run%s, %zu failed, %zu diverged; manifest %s/manifest.json\n", plan.name.c_str(),
+                plan.runs.size(), plan.runs.size() == 1 ? "" : "s", failed, diverged, plan.out_dir.c_str());
+  }
+  return code;
+}
+
+SlurmOptions slurm_options(const Args& a) {
+  SlurmOptions o;
+  o.partition = a.get("slurm-partition", "");
+  o.time = a.get("slurm-time", "");
+  o.mem = a.get("slurm-mem", "");
+  const long long cpus = a.get_int("slurm-cpus-per-task", 1), k = a.get_int("max-parallel", 0);
+  if (cpus < 1 || cpus > 4096) throw Error("--slurm-cpus-per-task: expected an integer from 1 to 4096");
+  if (k < 0) throw Error("--max-parallel: expected an integer >= 1 (or 0 for no limit)");
+  o.cpus_per_task = static_cast<int>(cpus);
+  o.max_parallel = static_cast<int>(k);
+  std::istringstream extra(a.get("slurm-extra", ""));
+  for (std::string w; extra >> w;) o.extra.push_back(w);
+  return o;
+}
+
+// ---- --status ---------------------------------------------------------------------------------
+
+// The plan a sweep directory's manifest.json describes (or, given a sweep file, its expansion).
+SweepPlan plan_from_dir(const std::string& path, nlohmann::json& manifest) {
+  if (fs::is_regular_file(path)) {
+    SweepPlan plan = expand_sweep(path);
+    const std::string m = plan.out_dir + "/manifest.json";
+    manifest = fs::exists(m) ? read_json_file(m) : nlohmann::json::object();
+    return plan;
+  }
+  const std::string m = path + "/manifest.json";
+  if (!fs::exists(m)) throw Error(path + ": not a sweep directory (no manifest.json); give the sweep's out_dir");
+  manifest = read_json_file(m);
+  SweepPlan plan;
+  try {
+    plan.name = manifest.at("name").get<std::string>();
+    plan.mode = manifest.at("mode").get<std::string>();
+    plan.out_dir = path;
+    for (const auto& r : manifest.at("runs"))
+      plan.runs.push_back({r.at("id").get<std::string>(), path + "/" + r.at("dir").get<std::string>(), {}, {}, 1.0});
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(m + ": not a stacklab sweep manifest: " + e.what());
+  }
+  return plan;
+}
+
+int sweep_status(const std::vector<std::string>& dirs) {
+  if (dirs.empty()) throw Error("--status: expected one or more sweep directories (the sweeps' out_dir)");
+  bool any_failed = false;
+  for (const auto& dir : dirs) {
+    nlohmann::json manifest;
+    std::vector<SweepPlan> plans = {plan_from_dir(dir, manifest)};
+    std::vector<SweepItem> items = collect_items(plans);
+    std::map<std::string, std::string> jobs;  // run id -> "<job>_<task>" from the manifest
+    if (manifest.contains("runs"))
+      for (const auto& r : manifest["runs"])
+        if (r.contains("job") && r.contains("id")) jobs[r["id"].get<std::string>()] = r["job"].get<std::string>();
+    std::vector<SweepItem*> refs;
+    for (auto& it : items) {
+      it.job = jobs.count(it.run->id) ? jobs[it.run->id] : "";
+      refs.push_back(&it);
+    }
+    const std::string job = manifest.contains("slurm") ? manifest["slurm"].value("job", "") : "";
+    std::string where = manifest.value("executor", "local") + " executor";
+    if (!job.empty())
+      where = refine_with_squeue(job, refs) ? "Slurm job " + job : "Slurm job " + job + ", squeue did not answer";
+    std::map<std::string, int> count;
+    for (const auto& it : items) ++count[it.state];
+    std::printf("sweep %s: %zu run%s in %s (%s):", plans[0].name.c_str(), items.size(), items.size() == 1 ? "" : "s",
+                plans[0].out_dir.c_str(),
+                where.c_str());
+    for (const char* s : kRunStates) std::printf(" %s %d%s", s, count[s], std::string(s) == "interrupted" ? "" : ",");
+    std::printf("\n");
+    for (const auto& it : items)
+      if (it.state == "failed")
+        std::printf("  failed %s: %s (log: %s/log.txt)\n", it.label.c_str(), last_line(it.run->dir + "/log.txt").c_str(),
+                    it.run->dir.c_str());
+    any_failed = any_failed || count["failed"] > 0;
+  }
+  return any_failed ? kExitError : kExitOk;
 }
 
 }  // namespace
 
 int cmd_sweep(const ArgList& argv) {
-  Args a = parse_args("sweep", argv, {"jobs", "on-change"}, {"dry-run"}, false);
+  Args a = parse_args("sweep", argv,
+                      {"jobs", "executor", "slurm-partition", "slurm-time", "slurm-cpus-per-task", "slurm-mem",
+                       "slurm-extra", "max-parallel", "on-change"},
+                      {"dry-run", "wait", "status"}, false);
+  if (a.has("status")) return sweep_status(a.positional);
+  const std::string executor = a.get("executor", "local");
+  if (executor != "local" && executor != "slurm")
+    throw Error("--executor: expected \"local\" or \"slurm\", got \"" + executor + "\"");
+  for (const char* f : {"slurm-partition", "slurm-time", "slurm-cpus-per-task", "slurm-mem", "slurm-extra", "max-parallel", "wait"})
+    if (executor == "local" && a.has(f)) throw Error(std::string("--") + f + ": only with --executor slurm");
+  if (executor == "slurm" && a.has("jobs")) throw Error("--jobs: only with --executor local (Slurm: --max-parallel K)");
+  std::vector<SweepPlan> plans = expand_plans(a.positional);
   const std::string on_change = a.get("on-change", "fail");
   if (on_change != "fail" && on_change != "rerun")
     throw Error("--on-change: expected rerun or fail, got '" + on_change + "'");
-  std::vector<std::string> changed;
-  if (a.positional.empty()) throw Error("expected a SWEEP.json file (or several, run in one pool)");
-  std::vector<SweepPlan> plans;
-  for (const auto& path : a.positional) plans.push_back(expand_sweep(path));
-  for (size_t i = 0; i < plans.size(); ++i)
-    for (size_t k = 0; k < i; ++k)
-      if (fs::weakly_canonical(plans[i].out_dir) == fs::weakly_canonical(plans[k].out_dir))
-        throw Error(plans[i].source + " and " + plans[k].source + " write to the same out_dir " + plans[i].out_dir);
+  std::vector<SweepItem> items = collect_items(plans);
+  handle_changed(items, on_change == "rerun", a.has("dry-run"));
+  if (executor == "slurm") return submit_slurm(plans, items, slurm_options(a), a.has("dry-run"), a.has("wait"));
   const long long jobs_flag = a.get_int("jobs", 0);
   if (jobs_flag < 0) throw Error("--jobs: must be >= 1 (or 0 for one per core)");
   const int jobs = jobs_flag > 0 ? static_cast<int>(jobs_flag) : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-
-  // Every run of every plan, in order; status is keyed by the run's position in `items`.
-  struct Item {
-    const SweepPlan* plan;
-    const SweepRun* run;
-    std::string label;  // the run id, prefixed with the sweep's name when there are several
-  };
-  std::vector<Item> items;
-  for (const auto& plan : plans)
-    for (const auto& r : plan.runs) items.push_back({&plan, &r, plans.size() > 1 ? plan.name + "/" + r.id : r.id});
-  std::vector<std::string> status(items.size());
-  size_t todo = 0;
-  for (const auto& plan : plans) {
-    size_t plan_todo = 0;
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (items[i].plan != &plan) continue;
-      status[i] = run_state(plan, *items[i].run, on_change == "rerun", a.has("dry-run"), changed);
-      if (status[i] != "completed" && status[i] != "diverged") ++plan_todo;
-    }
-    todo += plan_todo;
-    std::printf("sweep %s: %zu %s run%s (%zu to do, %zu already done) in %s, %d at once\n", plan.name.c_str(),
-                plan.runs.size(), plan.mode.c_str(), plan.runs.size() == 1 ? "" : "s", plan_todo,
-                plan.runs.size() - plan_todo, plan.out_dir.c_str(), jobs);
-  }
-  if (plans.size() > 1) std::printf("%zu sweeps in one pool: %zu runs to do, %d at once\n", plans.size(), todo, jobs);
-  if (!changed.empty() && !a.has("dry-run")) {
-    std::string list;
-    for (const auto& c : changed) list += "\n" + c;
-    throw Error(std::to_string(changed.size()) + (changed.size() == 1 ? " run holds" : " runs hold") +
-                " the result of a different config or data than the sweep now gives (stored -> now):" + list +
-                "\nrerun them into fresh directories (the old ones are kept as <dir>.changed-N) with --on-change rerun");
-  }
-  if (a.has("dry-run")) {
-    for (size_t i = 0; i < items.size(); ++i) {
-      std::printf("  %-40s %-10s stacklab", items[i].label.c_str(), status[i].c_str());
-      for (const auto& s : child_args(*items[i].plan, *items[i].run, status[i])) std::printf(" %s", s.c_str());
-      std::printf("\n");
-    }
-    return kExitOk;
-  }
-
-  auto write_manifest = [&](const SweepPlan& plan) {
-    nlohmann::json runs = nlohmann::json::array();
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (items[i].plan != &plan) continue;
-      const SweepRun& r = *items[i].run;
-      runs.push_back({{"id", r.id}, {"dir", fs::path(r.dir).filename().string()}, {"overrides", r.overrides},
-                      {"seeds", r.seeds}, {"status", status[i]}});
-    }
-    nlohmann::json m = {{"name", plan.name}, {"mode", plan.mode}, {"base", plan.base}, {"sweep_file", plan.source},
-                        {"runs", runs}};
-    write_file_atomic(plan.out_dir + "/manifest.json", m.dump(2) + "\n");
-  };
-  for (const auto& plan : plans) {
-    make_dirs(plan.out_dir);
-    write_manifest(plan);
-  }
-
-  set_stop_handler(on_sweep_signal);
-  std::map<pid_t, size_t> running;  // pid -> index in items
-  std::map<pid_t, Clock::time_point> started;
-  size_t next = 0, finished = 0, failed = 0;
-  double busy_seconds = 0.0, done_cost = 0.0;
-  const auto t0 = Clock::now();
-  bool forwarded = false;
-  while (true) {
-    while (!g_sweep_stop.load() && static_cast<int>(running.size()) < jobs && next < items.size()) {
-      const size_t i = next++;
-      const SweepRun& r = *items[i].run;
-      if (status[i] == "completed" || status[i] == "diverged") continue;
-      make_dirs(r.dir);
-      if (items[i].plan->mode == "probe") write_provenance(r.dir, r.config, r.run_info);  // train writes its own
-      const pid_t pid = spawn(child_args(*items[i].plan, r, status[i]), r.dir + "/log.txt");
-      running[pid] = i;
-      started[pid] = Clock::now();
-      status[i] = "running";
-    }
-    if (running.empty()) break;
-    if (g_sweep_stop.load() && !forwarded) {
-      for (const auto& [pid, i] : running) kill(pid, g_sweep_stop.load());
-      forwarded = true;
-      std::printf("\nsweep: stopping; the running runs checkpoint and can be resumed by running the sweep again\n");
-    }
-    int wstatus = 0;
-    const pid_t pid = waitpid(-1, &wstatus, 0);
-    if (pid < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    auto it = running.find(pid);
-    if (it == running.end()) continue;
-    const size_t i = it->second;
-    const SweepRun& r = *items[i].run;
-    const double secs = std::chrono::duration<double>(Clock::now() - started[pid]).count();
-    busy_seconds += secs;
-    done_cost += r.cost;
-    running.erase(it);
-    const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
-    if (code == kExitOk) status[i] = "completed";
-    else if (code == kExitDiverged) status[i] = "diverged";
-    else if (code == 130 || code == 143) status[i] = "interrupted";
-    else {
-      status[i] = "failed (exit " + std::to_string(code) + ")";
-      ++failed;
-    }
-    ++finished;
-    // ETA: the seconds per unit of estimated work so far, times the work left (runs waiting or
-    // running, counted whole), over the slots. Runs differ by 100x in size (L=1 vs L=96), so
-    // counting runs would promise the end long before the deep runs even start.
-    const double per_cost = done_cost > 0.0 ? busy_seconds / done_cost : 0.0;
-    double left = 0.0;
-    for (size_t q = 0; q < items.size(); ++q)
-      if (status[q] == "new" || status[q] == "resumable" || status[q] == "running") left += items[q].run->cost;
-    std::printf("[%zu/%zu] %-40s %-12s %6.1f s | elapsed %s | ETA %s\n", finished, todo, items[i].label.c_str(),
-                status[i].c_str(), secs, fmt_time(std::chrono::duration<double>(Clock::now() - t0).count()).c_str(),
-                fmt_time(per_cost * left / jobs).c_str());
-    if (status[i].rfind("failed", 0) == 0)
-      std::printf("    %s: %s (log: %s/log.txt)\n", items[i].label.c_str(), last_line(r.dir + "/log.txt").c_str(),
-                  r.dir.c_str());
-    std::fflush(stdout);
-    write_manifest(*items[i].plan);
-  }
-  set_stop_handler(SIG_DFL);
-  for (const auto& plan : plans) {
-    write_manifest(plan);
-    size_t plan_failed = 0, diverged = 0;
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (items[i].plan != &plan) continue;
-      diverged += status[i] == "diverged";
-      plan_failed += status[i].rfind("failed", 0) == 0;
-    }
-    std::printf("sweep %s: %zu run%s, %zu failed, %zu diverged; manifest %s/manifest.json\n", plan.name.c_str(),
-                plan.runs.size(), plan.runs.size() == 1 ? "" : "s", plan_failed, diverged, plan.out_dir.c_str());
-  }
-  if (g_sweep_stop.load()) return 128 + g_sweep_stop.load();
-  return failed ? kExitError : kExitOk;
+  return run_local(plans, items, jobs, a.has("dry-run"));
 }
 
 }  // namespace sl

@@ -55,10 +55,21 @@ const Command kCommands[] = {
      "  --json                 one JSON object instead of the table (default: off)\n"
      "  --sgemm                time sgemm on the config's Linear shapes (default: off)\n"},
     {"sweep", sl::cmd_sweep,
-     "sweep SWEEP.json [SWEEP.json ...] [--jobs N] [--dry-run] [--on-change rerun|fail]   run grids of train or "
-     "probe runs",
-     "  --jobs N               runs at once, each single-threaded; 0 = one per core (default: 0)\n"
-     "  --dry-run              list every run, its state and command; run nothing (default: off)\n"
+     "sweep SWEEP.json [SWEEP.json ...] [--executor local|slurm] [--jobs N] [--dry-run] [--on-change rerun|fail] "
+     "| sweep --status SWEEP_DIR [...]   run grids of train or probe runs (locally or as Slurm job arrays); "
+     "where they stand",
+     "  --executor WHERE       local (child processes here) or slurm (one job array per sweep) (default: local)\n"
+     "  --jobs N               local: runs at once, each single-threaded; 0 = one per core (default: 0)\n"
+     "  --dry-run              list every run, its state and command (slurm: print the array script); run\n"
+     "                         nothing (default: off)\n"
+     "  --status               count each sweep directory's runs by state; exit 1 while any failed (default: off)\n"
+     "  --slurm-partition P    slurm: #SBATCH --partition (default: the cluster's)\n"
+     "  --slurm-time T         slurm: #SBATCH --time per task, e.g. 02:00:00 (default: the partition's)\n"
+     "  --slurm-cpus-per-task C  slurm: cpus per task = each run's train.threads (default: 1)\n"
+     "  --slurm-mem M          slurm: #SBATCH --mem per task, e.g. 2G (default: the cluster's)\n"
+     "  --slurm-extra \"...\"    slurm: more sbatch options, given to sbatch as is (default: none)\n"
+     "  --max-parallel K       slurm: the array's %K throttle; 0 = none (default: 0)\n"
+     "  --wait                 slurm: follow the job with the progress line until it ends (default: off)\n"
      "  --on-change WHAT       a run directory holding another config's or data's result: fail (stop and\n"
      "                         list the changed keys) or rerun (move it to <dir>.changed-N, run again)\n"
      "                         (default: fail)\n"},

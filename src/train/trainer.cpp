@@ -114,6 +114,12 @@ void remove_stale_temp_files(const std::string& dir) {
 
 }  // namespace
 
+nlohmann::json run_config_json(const Config& cfg) {
+  nlohmann::json j = to_json(cfg);
+  j["derived"] = derived_json(cfg);
+  return j;
+}
+
 std::string default_run_dir(const Config& cfg) { return cfg.train.out_dir + "/" + cfg.train.name; }
 
 namespace {
@@ -161,8 +167,7 @@ class Run {
     data_ = make_data(cfg_, reuse_vocab ? dir_ + "/vocab.json" : "");
     make_dirs(dir_ + "/checkpoints");
     remove_stale_temp_files(dir_);
-    config_json_ = to_json(cfg_);
-    config_json_["derived"] = derived_json(cfg_);
+    config_json_ = run_config_json(cfg_);
     model_ = std::make_unique<Model>(cfg_.model);
     for (const auto& p : model_->parameters()) refs_.push_back({p.name, p.tensor, decays(p.info, cfg_.optim)});
     optimizer_ = make_optimizer(cfg_.optim, refs_);

@@ -9,6 +9,8 @@
 #include <atomic>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "config/config.h"
 
 namespace sl {
@@ -24,6 +26,10 @@ struct TrainOptions {
 };
 
 RunStatus train(Config cfg, const TrainOptions& opt);
+
+// What a run directory's config.json holds: the resolved config plus its derived values. Also
+// written by `stacklab sweep --executor slurm` before a run starts (its tasks resume from it).
+nlohmann::json run_config_json(const Config& cfg);
 
 // The directory a config trains into: train.out_dir / train.name.
 std::string default_run_dir(const Config& cfg);

@@ -1,0 +1,88 @@
+// What the sweep executors share (cli/cmd_sweep.cpp: local and --status; cli/sweep_slurm.cpp:
+// Slurm): the runs of every plan with their states, the command each run executes, the manifest,
+// the progress line with its ETA, and running an external command (sbatch, squeue).
+#pragma once
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "train/slurm_script.h"
+#include "train/sweep.h"
+#include "train/sweep_state.h"
+
+namespace sl {
+
+// One run of one plan, with its state (train/sweep_state.h) as this invocation sees it.
+struct SweepItem {
+  const SweepPlan* plan;
+  const SweepRun* run;
+  std::string label;  // the run id, prefixed with the sweep's name when there are several
+  std::string state;
+  std::string job;    // Slurm: "<job>_<task>" of the task that runs it
+};
+
+// Every run of every plan, in order, each with run_state().
+std::vector<SweepItem> collect_items(const std::vector<SweepPlan>& plans);
+
+// One line per sweep ("sweep NAME: N train runs (k to do, m already done) in OUT, HOW"), one for
+// several ("in one pool" for the local executor's shared slots); returns how many runs are pending.
+size_t print_plans(const std::vector<SweepPlan>& plans, const std::vector<SweepItem>& items, const std::string& how,
+                   bool pool);
+
+// The stacklab arguments that run `run` with `threads` threads: a probe, a resume of the run's
+// config.json when there is one, else a fresh training run.
+std::vector<std::string> child_args(const SweepPlan& plan, const SweepRun& run, int threads);
+
+// The overrides that make a run's config from the plan's base: the sweep's, then threads, seed, name.
+std::vector<std::string> run_overrides(const SweepRun& run, int threads);
+
+// <out_dir>/manifest.json: the plan and each run's state; `extra` merged in at the top level.
+void write_manifest(const SweepPlan& plan, const std::vector<SweepItem>& items, const nlohmann::json& extra);
+
+// The "[k/n] label state secs | elapsed | ETA" line. ETA: seconds per unit of estimated work so
+// far, times the work of the runs not yet finished, over the slots. Runs differ by 100x in size
+// (L=1 vs L=96), so counting runs would promise the end long before the deep runs even start.
+class SweepProgress {
+ public:
+  SweepProgress(size_t todo, int slots) : todo_(todo), slots_(slots), t0_(std::chrono::steady_clock::now()) {}
+  // `item` finished in `seconds`; `items` gives the work left (states new/queued/running/interrupted).
+  void finished(const SweepItem& item, double seconds, const std::vector<SweepItem>& items);
+
+ private:
+  size_t todo_, done_ = 0;
+  int slots_;
+  double busy_seconds_ = 0.0, done_cost_ = 0.0;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+// The last non-empty line of a file ("" if unreadable).
+std::string last_line(const std::string& path);
+
+// Runs argv[0] (looked up in PATH) with no shell; stdout and stderr captured.
+struct CommandResult {
+  int exit_code = -1;  // 127: could not be started
+  std::string out, err;
+};
+CommandResult run_command(const std::vector<std::string>& argv);
+
+// ---- Slurm (cli/sweep_slurm.cpp) ---------------------------------------------------------------
+
+// Whether Slurm job `job` still has tasks queued or running; nullopt when squeue cannot answer.
+std::optional<bool> slurm_job_alive(const std::string& job);
+
+// Writes each pending run's config and <out_dir>/slurm/array.sbatch, submits it (unless dry_run:
+// then prints it), records the job in the manifest and the lock; with `wait`, follows it to the
+// end. Returns the exit code.
+int submit_slurm(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& items, const SlurmOptions& opt,
+                 bool dry_run, bool wait);
+
+// Refines the states of the items of one plan with squeue: pending tasks are "queued", running
+// ones "running", tasks recorded as running that Slurm no longer knows "interrupted". Returns how
+// many tasks of the job the queue still holds; nullopt when squeue cannot answer (states stay as
+// the run directories say).
+std::optional<size_t> refine_with_squeue(const std::string& job, std::vector<SweepItem*>& items);
+
+}  // namespace sl

@@ -1,0 +1,156 @@
+// Run states from run directories, task records, the pending decision and the out_dir lock.
+#include "train/sweep_state.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/fsutil.h"
+
+namespace sl {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::optional<nlohmann::json> read_json_or_none(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return std::nullopt;
+  try {
+    return nlohmann::json::parse(read_file(path));
+  } catch (const std::exception&) {
+    return std::nullopt;  // torn or foreign: treated as absent
+  }
+}
+
+std::string utc_now() {
+  char buf[32];
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+bool process_alive(long long pid) { return pid > 0 && (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
+
+}  // namespace
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+void write_task_record(const std::string& run_dir, const TaskRecord& t) {
+  nlohmann::json j = {{"executor", t.executor}, {"state", t.state}, {"job", t.job}, {"host", t.host}, {"pid", t.pid}};
+  j["exit"] = t.state == "exited" ? nlohmann::json(t.exit_code) : nlohmann::json(nullptr);
+  write_file_atomic(run_dir + "/task.json", j.dump() + "\n");
+}
+
+std::optional<TaskRecord> read_task_record(const std::string& run_dir) {
+  auto j = read_json_or_none(run_dir + "/task.json");
+  if (!j || !j->is_object()) return std::nullopt;
+  TaskRecord t;
+  t.executor = j->value("executor", "");
+  t.state = j->value("state", "");
+  t.job = j->value("job", "");
+  t.host = j->value("host", "");
+  if (j->contains("pid") && (*j)["pid"].is_number_integer()) t.pid = (*j)["pid"].get<long long>();
+  if (j->contains("exit") && (*j)["exit"].is_number_integer()) t.exit_code = (*j)["exit"].get<int>();
+  if (t.state != "running" && t.state != "exited") return std::nullopt;
+  return t;
+}
+
+std::string state_of_exit(int exit_code) {
+  if (exit_code == 0) return "completed";
+  if (exit_code == 3) return "diverged";  // kExitDiverged (cli/commands.h)
+  if (exit_code == 130 || exit_code == 143) return "interrupted";
+  return "failed";
+}
+
+std::string run_state(const SweepPlan& plan, const SweepRun& run) {
+  std::error_code ec;
+  if (plan.mode == "probe" && fs::exists(run.dir + "/probe.json", ec)) return "completed";
+  const auto summary = read_json_or_none(run.dir + "/summary.json");
+  const std::string summary_status = summary && summary->is_object() ? summary->value("status", "") : "";
+  if (plan.mode == "train" && (summary_status == "completed" || summary_status == "diverged")) return summary_status;
+  if (const auto task = read_task_record(run.dir)) {
+    if (task->state == "exited") return state_of_exit(task->exit_code) == "completed" ? "failed" : state_of_exit(task->exit_code);
+    if (task->executor == "local" && task->host == host_name() && !process_alive(task->pid)) return "interrupted";
+    return "running";
+  }
+  if (summary_status == "interrupted" || fs::exists(run.dir + "/metrics.jsonl", ec)) return "interrupted";
+  return "new";  // a config.json written at submission alone: nothing has run yet
+}
+
+bool run_pending(const std::string& state) { return state != "completed" && state != "diverged"; }
+
+// ---- the lock ---------------------------------------------------------------------------------
+
+SweepLock::SweepLock(std::string path, int fd, std::string executor)
+    : path_(std::move(path)), executor_(std::move(executor)), fd_(fd) {}
+
+SweepLock::SweepLock(SweepLock&& other) noexcept
+    : path_(std::move(other.path_)), executor_(std::move(other.executor_)), fd_(other.fd_) {
+  other.fd_ = -1;
+}
+
+SweepLock::~SweepLock() {
+  if (fd_ >= 0) close(fd_);  // releases the flock; a Slurm job recorded in the file keeps holding
+}
+
+void SweepLock::write_record(const std::string& job) {
+  const nlohmann::json j = {{"executor", executor_}, {"pid", static_cast<long long>(getpid())},
+                            {"host", host_name()},   {"since", utc_now()},
+                            {"job", job}};
+  const std::string text = j.dump() + "\n";
+  if (ftruncate(fd_, 0) != 0 || pwrite(fd_, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size()))
+    throw Error(path_ + ": cannot write the lock record: " + std::strerror(errno));
+  fsync(fd_);
+}
+
+void SweepLock::set_job(const std::string& job) { write_record(job); }
+
+SweepLock SweepLock::acquire(const std::string& out_dir, const std::string& executor,
+                             const std::function<std::optional<bool>(const std::string&)>& job_alive) {
+  make_dirs(out_dir);
+  const std::string path = out_dir + "/sweep.lock";
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT, 0644);
+  if (fd < 0) throw Error(path + ": cannot open the sweep lock: " + std::strerror(errno));
+  SweepLock lock(path, fd, executor);
+  const bool got = flock(fd, LOCK_EX | LOCK_NB) == 0;
+  if (!got && errno != EWOULDBLOCK) throw Error(path + ": cannot lock: " + std::strerror(errno));
+  const auto held = read_json_or_none(path);  // read under the lock (or to name who holds it)
+  auto holder = [&]() {
+    if (!held || !held->is_object()) return std::string("an unknown holder");
+    std::string s = "executor " + held->value("executor", "?") + ", pid " + std::to_string(held->value("pid", 0LL)) +
+                    " on host " + held->value("host", "?") + ", since " + held->value("since", "?");
+    if (!held->value("job", "").empty()) s = "Slurm job " + held->value("job", "") + "; " + s;
+    return s;
+  };
+  if (!got) {
+    throw Error(out_dir + " is in use by another stacklab sweep (" + holder() +
+                "); wait for it to finish or stop it, then run this again");
+  }
+  const std::string job = held && held->is_object() ? held->value("job", "") : "";
+  if (!job.empty()) {
+    const std::optional<bool> alive = job_alive(job);
+    if (!alive)
+      throw Error(out_dir + " is held by " + holder() + ", and Slurm cannot be asked whether that job has ended "
+                  "(squeue failed); if it has, remove " + path);
+    if (*alive)
+      throw Error(out_dir + " is in use by " + holder() + ": it still has runs queued or running; see `stacklab sweep "
+                  "--status " + out_dir + "`, wait for it, or cancel it with scancel " + job);
+  }
+  lock.write_record("");
+  return lock;
+}
+
+}  // namespace sl

@@ -1,0 +1,72 @@
+// Where each run of a sweep stands, read from its run directory alone (so both executors and
+// `stacklab sweep --status` agree), the task record an executor writes there, the one decision
+// "does this run still need running?", and the out_dir's lock file.
+//   <run>/task.json     {"executor", "state": "running"|"exited", "exit", "job", "host", "pid"}
+//   <out_dir>/sweep.lock  the invocation (or Slurm job) that holds the out_dir, as JSON
+// Running runs, talking to Slurm: the CLI (cli/cmd_sweep.cpp, cli/sweep_slurm.cpp).
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "train/sweep.h"
+
+namespace sl {
+
+// The states a run can be in, as `--status` counts them ("queued" only comes from Slurm).
+inline constexpr const char* kRunStates[] = {"new", "queued", "running", "completed", "failed", "diverged", "interrupted"};
+
+// What an executor records in <run>/task.json when it starts a run and when the run exits.
+struct TaskRecord {
+  std::string executor;  // "local" | "slurm"
+  std::string state;     // "running" | "exited"
+  int exit_code = -1;    // when exited: the process's exit code (128 + signal if killed)
+  std::string job;       // Slurm: "<array job>_<task>"; local: empty
+  std::string host;
+  long long pid = 0;
+};
+void write_task_record(const std::string& run_dir, const TaskRecord& t);
+std::optional<TaskRecord> read_task_record(const std::string& run_dir);  // none if absent or unreadable
+
+// "completed", "diverged", "interrupted" or "failed" for a `stacklab train`/`probe` exit code.
+std::string state_of_exit(int exit_code);
+
+// The run's state from its directory: new, running, completed, failed, diverged or interrupted.
+// A local run recorded as running whose process is gone (same host) is interrupted; a Slurm one
+// stays "running" here and the caller asks the scheduler.
+std::string run_state(const SweepPlan& plan, const SweepRun& run);
+
+// Whether a run in `state` is (re)started by the next `stacklab sweep`: everything that has no
+// result yet (new, failed, interrupted; queued or running only if its job is gone, which the
+// lock guarantees). The one place both executors decide which runs are pending.
+bool run_pending(const std::string& state);
+
+// The out_dir's lock: <out_dir>/sweep.lock, held with flock(2) by a running invocation (released
+// by the kernel when it dies, so a crash leaves nothing stuck) and, for Slurm, recorded with the
+// job id until that job has left the queue.
+class SweepLock {
+ public:
+  // Takes the lock for `executor` or throws sl::Error naming out_dir and the holder (pid, host,
+  // executor, job). `job_alive(job)` says whether a recorded Slurm job is still queued or running;
+  // it returns nullopt when the scheduler cannot be asked (then the lock is refused, with a hint).
+  static SweepLock acquire(const std::string& out_dir, const std::string& executor,
+                           const std::function<std::optional<bool>(const std::string&)>& job_alive);
+  SweepLock(SweepLock&& other) noexcept;
+  SweepLock& operator=(SweepLock&&) = delete;
+  SweepLock(const SweepLock&) = delete;
+  ~SweepLock();
+  // Records the submitted job: after this invocation exits, the job holds the out_dir.
+  void set_job(const std::string& job);
+  const std::string& path() const { return path_; }
+
+ private:
+  SweepLock(std::string path, int fd, std::string executor);
+  void write_record(const std::string& job);
+  std::string path_, executor_;
+  int fd_ = -1;
+};
+
+// The host name (gethostname), for records and messages.
+std::string host_name();
+
+}  // namespace sl

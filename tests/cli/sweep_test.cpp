@@ -1,0 +1,100 @@
+// `stacklab sweep` with the local executor: the out_dir lock against a second invocation (and
+// not stuck after a crash), `--status` counts and its exit code, flag errors.
+#include <filesystem>
+
+#include "support/cli.h"
+
+namespace sl::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A sweep of `n_layers` x 1 seed in `dir`/out; `iters` steps each.
+std::string write_sweep(const std::string& dir, int iters, const std::string& layers) {
+  const std::string path = dir + "/sweep.json";
+  write_text(path, R"({"name": "t", "base": ")" + base_config() + R"(", "out_dir": ")" + dir + R"(/out",
+    "overrides": {"model.n_embd": 16, "model.n_head": 2, "model.block_size": 16, "train.batch_size": 4,
+                  "train.max_iters": )" + std::to_string(iters) + R"(, "train.eval_interval": 20},
+    "grid": {"model.n_layer": )" + layers + "}}");
+  return path;
+}
+
+std::string status_line(const RunResult& r) { return r.out.substr(0, r.out.find('\n')); }
+
+TEST(SweepCommand, ASecondInvocationOnARunningOutDirIsRefusedNamingItAndTheHolder) {
+  const std::string dir = make_temp_dir("sweep_lock");
+  const std::string sweep = write_sweep(dir, 100000, "[1]");  // ~10 s if a failure leaves it running
+  Child first({"sweep", sweep, "--jobs", "1"});
+  ASSERT_TRUE(wait_until([&] { return fs::exists(dir + "/out/L1-pre-layernorm-res-s0/metrics.jsonl"); }));
+  const RunResult second = run_stacklab({"sweep", sweep, "--jobs", "1"});
+  EXPECT_EQ(second.exit_code, 1) << second;
+  EXPECT_NE(second.output.find(dir + "/out is in use by another stacklab sweep"), std::string::npos) << second;
+  EXPECT_NE(second.output.find("executor local, pid "), std::string::npos) << second;
+  const RunResult status = run_stacklab({"sweep", "--status", dir + "/out"});
+  EXPECT_NE(status_line(status).find("running 1,"), std::string::npos) << status;
+  first.signal(SIGTERM);  // the run checkpoints; the sweep exits 143
+  EXPECT_EQ(first.wait().exit_code, 143);
+  const RunResult after = run_stacklab({"sweep", "--status", dir + "/out"});
+  EXPECT_NE(status_line(after).find("interrupted 1"), std::string::npos) << after;
+  EXPECT_EQ(after.exit_code, 0) << "an interrupted run is no failure";
+  fs::remove_all(dir);
+}
+
+TEST(SweepCommand, TheLockIsNotStuckOnTheRecordOfASweepThatDied) {
+  const std::string dir = make_temp_dir("sweep_stale");
+  const std::string sweep = write_sweep(dir, 40, "[1, 2]");
+  fs::create_directories(dir + "/out");
+  // The record of a sweep that died (its pid is gone, its flock with it).
+  write_text(dir + "/out/sweep.lock", R"({"executor": "local", "pid": 999999999, "host": "x", "job": ""})");
+  const RunResult r = run_stacklab({"sweep", sweep, "--jobs", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r;
+  const RunResult status = run_stacklab({"sweep", "--status", dir + "/out"});
+  EXPECT_NE(status_line(status).find("completed 2, failed 0"), std::string::npos) << status;
+  fs::remove_all(dir);
+}
+
+TEST(SweepCommand, CountsAFailedRunAndExitsNonZeroWithItsLogsLastLine) {
+  const std::string dir = make_temp_dir("sweep_status");
+  const std::string sweep = write_sweep(dir, 40, "[1, 2]");
+  ASSERT_EQ(run_stacklab({"sweep", sweep, "--jobs", "2"}).exit_code, 0);
+  const std::string run = dir + "/out/L2-pre-layernorm-res-s0";
+  fs::remove(run + "/summary.json");
+  write_text(run + "/config.json", "{\"model\": {\"n_head\": 3}}");  // a run whose config no longer loads
+  const RunResult again = run_stacklab({"sweep", sweep, "--jobs", "2"});
+  EXPECT_EQ(again.exit_code, 1) << again;
+  const RunResult status = run_stacklab({"sweep", "--status", dir + "/out"});
+  EXPECT_EQ(status.exit_code, 1) << status;
+  EXPECT_NE(status_line(status).find("new 0, queued 0, running 0, completed 1, failed 1, diverged 0, interrupted 0"),
+            std::string::npos) << status;
+  EXPECT_NE(status.out.find("failed L2-pre-layernorm-res-s0: stacklab train: error: " + run + "/config.json"),
+            std::string::npos) << status;
+  fs::remove_all(dir);
+}
+
+TEST(SweepCommand, SlurmFlagsWithTheLocalExecutorAndAnUnknownExecutorAreRefused) {
+  const std::string dir = make_temp_dir("sweep_flags");
+  const std::string sweep = write_sweep(dir, 40, "[1]");
+  const RunResult a = run_stacklab({"sweep", sweep, "--max-parallel", "2"});
+  EXPECT_EQ(a.exit_code, 1);
+  EXPECT_NE(a.output.find("--max-parallel: only with --executor slurm"), std::string::npos) << a;
+  const RunResult b = run_stacklab({"sweep", sweep, "--executor", "pbs"});
+  EXPECT_NE(b.output.find("--executor: expected \"local\" or \"slurm\", got \"pbs\""), std::string::npos) << b;
+  const RunResult c = run_stacklab({"sweep", "--status", dir});
+  EXPECT_NE(c.output.find(dir + ": not a sweep directory (no manifest.json)"), std::string::npos) << c;
+  fs::remove_all(dir);
+}
+
+TEST(SweepCommand, PrintsTheArrayScriptAndSubmitsNothing) {
+  const std::string dir = make_temp_dir("sweep_dry");
+  const std::string sweep = write_sweep(dir, 40, "[1, 2]");
+  const RunResult r = run_stacklab({"sweep", sweep, "--executor", "slurm", "--max-parallel", "1", "--dry-run"});
+  EXPECT_EQ(r.exit_code, 0) << r;
+  EXPECT_NE(r.out.find("#SBATCH --array=0-1%1"), std::string::npos) << r;
+  EXPECT_NE(r.out.find("submitted with: sbatch --parsable " + dir + "/out/slurm/array.sbatch"), std::string::npos) << r;
+  EXPECT_FALSE(fs::exists(dir + "/out/slurm/array.sbatch"));
+  EXPECT_FALSE(fs::exists(dir + "/out/L1-pre-layernorm-res-s0/config.json"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace sl::testing

@@ -1,0 +1,182 @@
+// Run states read from run directories, the pending decision, task records and the out_dir lock.
+#include "train/sweep_state.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/fsutil.h"
+
+namespace sl {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunDir {
+  RunDir() {
+    std::string pattern = ::testing::TempDir() + "/sweep_state_XXXXXX";
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp");
+    out = pattern;
+    plan.mode = "train";
+    plan.out_dir = out;
+    run.id = "L1-s0";
+    run.dir = out + "/L1-s0";
+    make_dirs(run.dir);
+  }
+  ~RunDir() { fs::remove_all(out); }
+  void put(const std::string& name, const std::string& text) const { write_file_atomic(run.dir + "/" + name, text); }
+  std::string state() const { return run_state(plan, run); }
+  std::string out;
+  SweepPlan plan;
+  SweepRun run;
+};
+
+// The pid of a process that has exited and been reaped: nothing runs under it (for a while).
+long long dead_pid() {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return pid;
+}
+
+TEST(RunState, AnEmptyDirectoryOrOnlyASubmittedConfigIsNew) {
+  RunDir d;
+  EXPECT_EQ(d.state(), "new");
+  d.put("config.json", "{}");
+  EXPECT_EQ(d.state(), "new");
+}
+
+TEST(RunState, TheSummaryDecidesCompletedAndDiverged) {
+  RunDir d;
+  d.put("summary.json", R"({"status": "completed"})");
+  EXPECT_EQ(d.state(), "completed");
+  d.put("summary.json", R"({"status": "diverged"})");
+  EXPECT_EQ(d.state(), "diverged");
+}
+
+TEST(RunState, MetricsWithoutAResultAreAnInterruptedRun) {
+  RunDir d;
+  d.put("metrics.jsonl", "");
+  d.put("summary.json", R"({"status": "running"})");
+  EXPECT_EQ(d.state(), "interrupted");
+}
+
+TEST(RunState, TheTaskRecordsExitCodeNamesFailedAndInterrupted) {
+  RunDir d;
+  write_task_record(d.run.dir, {"slurm", "exited", 1, "7_0", "h", 1});
+  EXPECT_EQ(d.state(), "failed");
+  write_task_record(d.run.dir, {"slurm", "exited", 143, "7_0", "h", 1});
+  EXPECT_EQ(d.state(), "interrupted");
+  write_task_record(d.run.dir, {"slurm", "exited", 0, "7_0", "h", 1});
+  EXPECT_EQ(d.state(), "failed") << "exit 0 without a completed summary is no result";
+}
+
+TEST(RunState, ALocalRunWhoseProcessIsGoneIsInterruptedAndASlurmOneRunning) {
+  RunDir d;
+  write_task_record(d.run.dir, {"local", "running", -1, "", host_name(), static_cast<long long>(getpid())});
+  EXPECT_EQ(d.state(), "running");
+  write_task_record(d.run.dir, {"local", "running", -1, "", host_name(), dead_pid()});
+  EXPECT_EQ(d.state(), "interrupted");
+  write_task_record(d.run.dir, {"slurm", "running", -1, "7_0", "elsewhere", dead_pid()});
+  EXPECT_EQ(d.state(), "running") << "the scheduler, not a pid, says whether a Slurm task still runs";
+}
+
+TEST(RunState, AProbeIsCompletedByItsProbeJson) {
+  RunDir d;
+  d.plan.mode = "probe";
+  EXPECT_EQ(d.state(), "new");
+  d.put("probe.json", "{}");
+  EXPECT_EQ(d.state(), "completed");
+}
+
+TEST(RunState, ATornTaskRecordIsIgnored) {
+  RunDir d;
+  d.put("task.json", R"({"executor": "slurm", "state": "exi)");
+  EXPECT_EQ(d.state(), "new");
+  EXPECT_FALSE(read_task_record(d.run.dir).has_value());
+}
+
+TEST(TaskRecord, RoundTripsThroughTheRunDirectory) {
+  RunDir d;
+  write_task_record(d.run.dir, {"slurm", "exited", 143, "12_3", "node7", 4242});
+  const auto t = read_task_record(d.run.dir);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->executor, "slurm");
+  EXPECT_EQ(t->state, "exited");
+  EXPECT_EQ(t->exit_code, 143);
+  EXPECT_EQ(t->job, "12_3");
+  EXPECT_EQ(t->host, "node7");
+  EXPECT_EQ(t->pid, 4242);
+}
+
+TEST(RunPending, OnlyRunsWithAResultAreSkipped) {
+  EXPECT_FALSE(run_pending("completed"));
+  EXPECT_FALSE(run_pending("diverged"));
+  for (const char* s : {"new", "queued", "running", "failed", "interrupted"}) EXPECT_TRUE(run_pending(s)) << s;
+}
+
+TEST(StateOfExit, MapsTheExitCodesOfStacklab) {
+  EXPECT_EQ(state_of_exit(0), "completed");
+  EXPECT_EQ(state_of_exit(3), "diverged");
+  EXPECT_EQ(state_of_exit(130), "interrupted");
+  EXPECT_EQ(state_of_exit(143), "interrupted");
+  EXPECT_EQ(state_of_exit(1), "failed");
+  EXPECT_EQ(state_of_exit(137), "failed");
+}
+
+auto never_asked = [](const std::string&) -> std::optional<bool> {
+  ADD_FAILURE() << "job_alive asked without a recorded job";
+  return false;
+};
+
+TEST(SweepLock, ASecondHolderIsRefusedNamingTheOutDirAndTheHolder) {
+  RunDir d;
+  SweepLock first = SweepLock::acquire(d.out, "local", never_asked);
+  try {
+    SweepLock::acquire(d.out, "local", never_asked);
+    FAIL() << "a second lock was granted";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find(d.out), std::string::npos) << m;
+    EXPECT_NE(m.find("executor local"), std::string::npos) << m;
+    EXPECT_NE(m.find("pid " + std::to_string(getpid())), std::string::npos) << m;
+  }
+}
+
+TEST(SweepLock, IsFreeAgainOnceItsHolderLetGo) {
+  RunDir d;
+  { SweepLock first = SweepLock::acquire(d.out, "local", never_asked); }
+  EXPECT_NO_THROW(SweepLock::acquire(d.out, "local", never_asked));
+}
+
+TEST(SweepLock, ARecordedSlurmJobHoldsItUntilItLeavesTheQueue) {
+  RunDir d;
+  { SweepLock::acquire(d.out, "slurm", never_asked).set_job("77"); }
+  std::string asked;
+  auto alive = [&](const std::string& job) -> std::optional<bool> {
+    asked = job;
+    return true;
+  };
+  try {
+    SweepLock::acquire(d.out, "local", alive);
+    FAIL() << "granted while job 77 is queued";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Slurm job 77"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(d.out), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(asked, "77");
+  auto unknown = [](const std::string&) -> std::optional<bool> { return std::nullopt; };
+  EXPECT_THROW(SweepLock::acquire(d.out, "slurm", unknown), Error);
+  auto gone = [](const std::string&) -> std::optional<bool> { return false; };
+  EXPECT_NO_THROW(SweepLock::acquire(d.out, "slurm", gone));
+  EXPECT_NO_THROW(SweepLock::acquire(d.out, "slurm", never_asked)) << "the finished job's record was replaced";
+}
+
+}  // namespace
+}  // namespace sl
