@@ -245,8 +245,12 @@ SweepPlan plan_from_dir(const std::string& path, nlohmann::json& manifest) {
     plan.name = manifest.at("name").get<std::string>();
     plan.mode = manifest.at("mode").get<std::string>();
     plan.out_dir = path;
-    for (const auto& r : manifest.at("runs"))
-      plan.runs.push_back({r.at("id").get<std::string>(), path + "/" + r.at("dir").get<std::string>(), {}, {}, 1.0});
+    for (const auto& r : manifest.at("runs")) {
+      SweepRun run;
+      run.id = r.at("id").get<std::string>();
+      run.dir = path + "/" + r.at("dir").get<std::string>();
+      plan.runs.push_back(run);
+    }
   } catch (const nlohmann::json::exception& e) {
     throw Error(m + ": not a stacklab sweep manifest: " + e.what());
   }
