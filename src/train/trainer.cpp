@@ -175,8 +175,14 @@ class Run {
 
   void restore_or_init() {
     resumed_ = opt_.resume && std::filesystem::exists(latest_);
-    if (opt_.resume && !resumed_)
-      std::printf("%s: no checkpoint yet (the run stopped before its first one); starting from step 0\n", dir_.c_str());
+    if (opt_.resume && !resumed_) {
+      // A Slurm task resumes every run, also one that never started: say which of the two it is.
+      std::error_code ec;
+      const bool started = std::filesystem::file_size(dir_ + "/metrics.jsonl", ec) > 0 && !ec;
+      std::printf(started ? "%s: no checkpoint yet (the run stopped before its first one); starting from step 0\n"
+                          : "%s: a new run (nothing trained yet); starting from step 0\n",
+                  dir_.c_str());
+    }
     if (resumed_) {
       restore();
     } else {
