@@ -54,7 +54,8 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-eval "$(bash "$ROOT/scripts/slurm_local.sh" start)"
+started="$(bash "$ROOT/scripts/slurm_local.sh" start)" || { echo "check_slurm: FAIL: the local cluster did not start"; exit 1; }
+eval "$started"
 export SLURM_CONF
 
 rc=0
@@ -69,8 +70,13 @@ def fail(msg):
     failures.append(msg)
     print("FAIL:", msg, flush=True)
 
-def run(*args):
-    p = subprocess.run(list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def run(*args, timeout=300):
+    """(exit code, output); a command still running after `timeout` s fails the check (and the
+    trap stops the cluster) instead of hanging CI."""
+    try:
+        p = subprocess.run(list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        sys.exit(f"check_slurm: FAIL: {' '.join(args)} still running after {timeout} s")
     return p.returncode, p.stdout
 
 def sweep_file(name):

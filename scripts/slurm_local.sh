@@ -18,7 +18,9 @@ set -euo pipefail
 DIR="${STACKLAB_SLURM_DIR:-/tmp/stacklab-slurm-$(id -u)}"
 PORT="${STACKLAB_SLURM_PORT:-16817}"
 NODE="$(hostname -s)"
-CPUS="$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)"
+# The CPUs this process may use (nproc honours a cpuset, unlike _NPROCESSORS_ONLN, so slurmd's own
+# count agrees and the node does not drain; OMP_NUM_THREADS would change nproc's answer).
+CPUS="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 1)"
 MEM_MB="$(awk '/^MemTotal:/ { printf "%d", $2 / 1024 * 0.9 }' /proc/meminfo 2>/dev/null || echo 1024)"  # for --mem
 
 say() { printf 'slurm_local: %s\n' "$*" >&2; }
@@ -83,8 +85,12 @@ start() {
   munged --key-file="$DIR/munge/munge.key" --socket="$DIR/munge/munge.socket" --pid-file="$DIR/munged.pid" \
     --log-file="$DIR/log/munged.log" --seed-file="$DIR/munge/munged.seed" --force ||
     die "munged did not start; see $DIR/log/munged.log"
-  slurmctld -f "$SLURM_CONF" || die "slurmctld did not start; see $DIR/log/slurmctld.log"
-  slurmd -f "$SLURM_CONF" -N "$NODE" || die "slurmd did not start; see $DIR/log/slurmd.log"
+  # The daemons fork before they write their pid files: wait, so that a failure below stops them.
+  wait_pid_file munged || fail_start "munged wrote no pid file"
+  slurmctld -f "$SLURM_CONF" || fail_start "slurmctld did not start"
+  wait_pid_file slurmctld || fail_start "slurmctld wrote no pid file"
+  slurmd -f "$SLURM_CONF" -N "$NODE" || fail_start "slurmd did not start"
+  wait_pid_file slurmd || fail_start "slurmd wrote no pid file"
   local i
   for ((i = 0; i < 60; ++i)); do
     if sinfo -h -N -o '%T' 2>/dev/null | grep -qE '^(idle|mixed|allocated)'; then
@@ -95,9 +101,37 @@ start() {
     sleep 0.5
   done
   sinfo -N -l >&2 || true
-  tail -n 20 "$DIR/log/slurmctld.log" "$DIR/log/slurmd.log" >&2 || true
+  fail_start "the node did not become idle within 30 s"
+}
+
+# A failed start: the logs to stderr, every daemon that did start stopped, exit 1.
+fail_start() {
+  tail -n 20 "$DIR"/log/*.log >&2 2>/dev/null || true
   stop
-  die "the node did not become idle within 30 s (logs above)"
+  die "$1 (logs above)"
+}
+
+# Waits up to 10 s for a daemon's pid file and its process.
+wait_pid_file() {
+  local i
+  for ((i = 0; i < 100; ++i)); do
+    alive "$1" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# Cancels every job of this private cluster and waits (bounded: KillWait 30 s + 15) until the
+# queue is empty, so no task (slurmstepd and its stacklab) outlives the daemons.
+cancel_jobs() {
+  alive slurmctld || return 0
+  local i
+  SLURM_CONF="$DIR/slurm.conf" scancel --quiet --full -u "$(id -un)" 2>/dev/null || true
+  for ((i = 0; i < 90; ++i)); do
+    [[ -z "$(SLURM_CONF="$DIR/slurm.conf" squeue -h -o %i 2>/dev/null)" ]] && return 0
+    sleep 0.5
+  done
+  say "jobs still listed 45 s after scancel; stopping the daemons anyway"
 }
 
 # Stops each daemon by the pid in its pid file: TERM, then KILL after 10 s.
@@ -112,10 +146,15 @@ stop_one() {
   done
   say "$name (pid $p) did not stop on SIGTERM; SIGKILL"
   kill -KILL "$p" 2>/dev/null || true
+  for ((i = 0; i < 50; ++i)); do
+    kill -0 "$p" 2>/dev/null || return 0
+    sleep 0.1
+  done
 }
 
 stop() {
   [[ -d "$DIR" ]] || { say "nothing to stop ($DIR does not exist)"; return 0; }
+  cancel_jobs
   stop_one slurmd
   stop_one slurmctld
   stop_one munged

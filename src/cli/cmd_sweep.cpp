@@ -265,16 +265,22 @@ int sweep_status(const std::vector<std::string>& dirs) {
     std::vector<SweepPlan> plans = {plan_from_dir(dir, manifest)};
     std::vector<SweepItem> items = collect_items(plans);
     std::map<std::string, std::string> jobs;  // run id -> "<job>_<task>" from the manifest
-    if (manifest.contains("runs"))
-      for (const auto& r : manifest["runs"])
-        if (r.contains("job") && r.contains("id")) jobs[r["id"].get<std::string>()] = r["job"].get<std::string>();
+    std::string job, executor = "local";
+    try {  // a manifest edited by hand or by another version: a field of the wrong type names the file
+      if (manifest.contains("runs"))
+        for (const auto& r : manifest["runs"])
+          if (r.contains("job") && r.contains("id")) jobs[r["id"].get<std::string>()] = r["job"].get<std::string>();
+      if (manifest.contains("slurm")) job = manifest["slurm"].value("job", "");
+      if (manifest.is_object()) executor = manifest.value("executor", "local");
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(dir + "/manifest.json: not a stacklab sweep manifest: " + e.what());
+    }
     std::vector<SweepItem*> refs;
     for (auto& it : items) {
       it.job = jobs.count(it.run->id) ? jobs[it.run->id] : "";
       refs.push_back(&it);
     }
-    const std::string job = manifest.contains("slurm") ? manifest["slurm"].value("job", "") : "";
-    std::string where = manifest.value("executor", "local") + " executor";
+    std::string where = executor + " executor";
     if (!job.empty())
       where = refine_with_squeue(job, refs) ? "Slurm job " + job : "Slurm job " + job + ", squeue did not answer";
     std::map<std::string, int> count;

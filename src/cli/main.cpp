@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,9 @@ int main(int argc, char** argv) {
       return sl::kExitError;
     } catch (const std::bad_alloc&) {
       std::fprintf(stderr, "stacklab %s: error: out of memory\n", c.name);
+      return sl::kExitError;
+    } catch (const std::filesystem::filesystem_error& e) {  // a path the user gave that the OS refuses
+      std::fprintf(stderr, "stacklab %s: error: %s\n", c.name, e.what());
       return sl::kExitError;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "stacklab %s: internal error: %s\n", c.name, e.what());

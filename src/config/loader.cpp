@@ -64,11 +64,17 @@ std::string chain_string(const std::vector<std::string>& chain, const std::strin
 json load_layer(const fs::path& file, std::vector<std::string>& chain,
                 std::vector<std::string>& chain_keys, Provenance& where, json* derived) {
   const std::string name = file.string();
-  const std::string key = fs::weakly_canonical(fs::absolute(file)).string();
+  std::error_code ec;  // a name the filesystem refuses (too long, a bad component) is the file's problem
+  const std::string key = fs::weakly_canonical(fs::absolute(file, ec), ec).string();
+  if (ec) {
+    const std::string from = chain.empty() ? name : chain.back() + ": extends: base config '" + name + "'";
+    throw ConfigError(from + ": " + ec.message());
+  }
   if (std::find(chain_keys.begin(), chain_keys.end(), key) != chain_keys.end())
     throw ConfigError(chain.back() + ": extends: cycle " + chain_string(chain, name));
-  if (!chain.empty() && !fs::exists(file))
-    throw ConfigError(chain.back() + ": extends: base config '" + name + "' not found");
+  if (!chain.empty() && !fs::exists(file, ec))
+    throw ConfigError(chain.back() + ": extends: base config '" + name + "' not found" +
+                      (ec ? " (" + ec.message() + ")" : ""));
   json layer = read_json_file(name);
   if (!layer.is_object()) throw ConfigError(name + ": expected a JSON object at the top level");
   if (auto d = layer.find("derived"); d != layer.end()) {  // checked after the merge (top file only)
@@ -222,9 +228,7 @@ void check_explicit_name(const ResolvedJson& resolved, const std::string& path) 
                     "config file's stem)");
 }
 
-}  // namespace
-
-Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+Config load_config_unchecked(const std::string& path, const std::vector<std::string>& overrides) {
   ResolvedJson resolved = resolve_extends(path);
   for (const auto& kv : overrides) {
     const std::string key = apply_override(resolved.json, kv, path);
@@ -239,6 +243,16 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
     throw ConfigError(path + ": train.name: the file's stem '" + cfg.train.name + "' " + bad + "; set train.name");
   cfg.source_path = fs::absolute(path).lexically_normal().string();
   return cfg;
+}
+
+}  // namespace
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  try {
+    return load_config_unchecked(path, overrides);
+  } catch (const fs::filesystem_error& e) {  // a path in the config the filesystem refuses
+    throw ConfigError(path + ": " + e.what());
+  }
 }
 
 }  // namespace sl

@@ -18,13 +18,18 @@ using json = nlohmann::json;
 constexpr const char* kFormat = "stacklab.provenance.v1";
 
 // The config minus what only says where or how fast a run goes. A text source sets
-// model.vocab_size from its file, which the data identity already covers.
+// model.vocab_size from its file, and the file's content (size and hash) is its identity, not
+// where it lies: both are covered by the data identity, so a moved checkout or corpus (an
+// absolute data.path that differs) does not make every run "changed".
 json identity_config(const Config& cfg) {
   json j = to_json(cfg);
   j["train"].erase("name");
   j["train"].erase("out_dir");
   j["train"].erase("threads");
-  if (cfg.data.source == SourceKind::Text) j["model"].erase("vocab_size");
+  if (cfg.data.source == SourceKind::Text) {
+    j["model"].erase("vocab_size");
+    j["data"].erase("path");
+  }
   return j;
 }
 

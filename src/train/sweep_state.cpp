@@ -38,6 +38,18 @@ std::string utc_now() {
   return buf;
 }
 
+// A string field of a record we wrote, or `fallback` when it is absent or not a string (a record
+// edited by hand or torn is treated as absent, never as an internal error).
+std::string string_or(const nlohmann::json& j, const char* key, const std::string& fallback) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+long long int_or(const nlohmann::json& j, const char* key, long long fallback) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number_integer() ? it->get<long long>() : fallback;
+}
+
 bool process_alive(long long pid) { return pid > 0 && (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
 
 }  // namespace
@@ -58,10 +70,10 @@ std::optional<TaskRecord> read_task_record(const std::string& run_dir) {
   auto j = read_json_or_none(run_dir + "/task.json");
   if (!j || !j->is_object()) return std::nullopt;
   TaskRecord t;
-  t.executor = j->value("executor", "");
-  t.state = j->value("state", "");
-  t.job = j->value("job", "");
-  t.host = j->value("host", "");
+  t.executor = string_or(*j, "executor", "");
+  t.state = string_or(*j, "state", "");
+  t.job = string_or(*j, "job", "");
+  t.host = string_or(*j, "host", "");
   if (j->contains("pid") && (*j)["pid"].is_number_integer()) t.pid = (*j)["pid"].get<long long>();
   if (j->contains("exit") && (*j)["exit"].is_number_integer()) t.exit_code = (*j)["exit"].get<int>();
   if (t.state != "running" && t.state != "exited") return std::nullopt;
@@ -79,7 +91,7 @@ std::string run_state(const SweepPlan& plan, const SweepRun& run) {
   std::error_code ec;
   if (plan.mode == "probe" && fs::exists(run.dir + "/probe.json", ec)) return "completed";
   const auto summary = read_json_or_none(run.dir + "/summary.json");
-  const std::string summary_status = summary && summary->is_object() ? summary->value("status", "") : "";
+  const std::string summary_status = summary && summary->is_object() ? string_or(*summary, "status", "") : "";
   if (plan.mode == "train" && (summary_status == "completed" || summary_status == "diverged")) return summary_status;
   if (const auto task = read_task_record(run.dir)) {
     if (task->state == "exited") return state_of_exit(task->exit_code) == "completed" ? "failed" : state_of_exit(task->exit_code);
@@ -130,16 +142,16 @@ SweepLock SweepLock::acquire(const std::string& out_dir, const std::string& exec
   const auto held = read_json_or_none(path);  // read under the lock (or to name who holds it)
   auto holder = [&]() {
     if (!held || !held->is_object()) return std::string("an unknown holder");
-    std::string s = "executor " + held->value("executor", "?") + ", pid " + std::to_string(held->value("pid", 0LL)) +
-                    " on host " + held->value("host", "?") + ", since " + held->value("since", "?");
-    if (!held->value("job", "").empty()) s = "Slurm job " + held->value("job", "") + "; " + s;
+    std::string s = "executor " + string_or(*held, "executor", "?") + ", pid " + std::to_string(int_or(*held, "pid", 0)) +
+                    " on host " + string_or(*held, "host", "?") + ", since " + string_or(*held, "since", "?");
+    if (!string_or(*held, "job", "").empty()) s = "Slurm job " + string_or(*held, "job", "") + "; " + s;
     return s;
   };
   if (!got) {
     throw Error(out_dir + " is in use by another stacklab sweep (" + holder() +
                 "); wait for it to finish or stop it, then run this again");
   }
-  const std::string job = held && held->is_object() ? held->value("job", "") : "";
+  const std::string job = held && held->is_object() ? string_or(*held, "job", "") : "";
   if (!job.empty()) {
     const std::optional<bool> alive = job_alive(job);
     if (!alive)

@@ -216,6 +216,9 @@ class Run {
       if (!v.is_number()) throw Error(file + ": field 'train_state.last_update_norms' must hold numbers");
       update_norms_.push_back(v.get<double>());
     }
+    if (!update_norms_.empty() && update_norms_.size() != refs_.size())  // read per parameter by update_ratio
+      throw Error(file + ": field 'train_state.last_update_norms' has " + std::to_string(update_norms_.size()) +
+                  " entries, the model has " + std::to_string(refs_.size()) + " parameters");
     truncate_torn_tail(dir_ + "/metrics.jsonl");
     rewind_metrics(dir_ + "/metrics.jsonl", start_step_);
   }

@@ -246,8 +246,9 @@ TEST(Messages, AnInterruptedRunReportsItsLastEvalWithItsStepAndOneStepCount) {
   const auto r = child.wait();
   ASSERT_EQ(r.exit_code, 130) << r;
   const json s = read_json(dir + "/a/summary.json");
-  const std::string steps = std::to_string(s.at("steps").get<int64_t>());
-  EXPECT_TRUE(contains(r.output, "after " + steps + " steps")) << r;
+  const int64_t n = s.at("steps").get<int64_t>();  // a slow (sanitized) build may stop after 1 step
+  const std::string steps = n == 1 ? "after 1 step" : "after " + std::to_string(n) + " steps";
+  EXPECT_TRUE(contains(r.output, steps)) << r;
   EXPECT_TRUE(contains(r.output, "at step 0")) << "the val loss is from step 0's eval: " << r;
   EXPECT_FALSE(contains(r.output, "after step")) << r;
 }

@@ -68,6 +68,15 @@ TEST_F(Loader, MissingFileIsNamedInTheError) {
   EXPECT_EQ(error_of([&] { load_config(path); }), "config file not found: " + path);
 }
 
+// Found by fuzz_config (seed 1796118973): a base name longer than NAME_MAX made
+// std::filesystem throw out of the loader (exit 70, internal error).
+TEST_F(Loader, ABaseNameTheFilesystemRefusesIsAnErrorNamingTheExtendingFile) {
+  const std::string path = write("child.json", "{\"extends\": \"" + std::string(300, 'x') + ".json\"}");
+  const std::string msg = error_of([&] { load_config(path); });
+  EXPECT_EQ(msg.rfind(path + ": extends: base config '", 0), 0u) << msg;
+  EXPECT_CONTAINS(msg, "File name too long");
+}
+
 TEST_F(Loader, MalformedJsonReportsFileLineAndColumn) {
   const std::string path = write("bad.json", "{\n  \"model\": {\n    \"n_layer\": ,\n  }\n}\n");
   const std::string msg = error_of([&] { load_config(path); });
