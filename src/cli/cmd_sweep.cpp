@@ -184,6 +184,7 @@ std::vector<SweepPlan> expand_plans(const std::vector<std::string>& files) {
   return plans;
 }
 
+// `locks`: held by cmd_sweep for every out_dir since before the run states were read.
 int run_local(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& items, int jobs, bool dry_run) {
   const size_t todo = print_plans(plans, items, std::to_string(jobs) + " at once", true);
   if (dry_run) {
@@ -194,8 +195,6 @@ int run_local(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& items
     }
     return kExitOk;
   }
-  std::vector<SweepLock> locks;
-  for (const auto& plan : plans) locks.push_back(SweepLock::acquire(plan.out_dir, "local", slurm_job_alive));
   for (const auto& plan : plans) write_manifest(plan, items, {{"executor", "local"}});
   const int code = LocalPool(items, jobs, todo).run();
   for (const auto& plan : plans) {
@@ -317,9 +316,15 @@ int cmd_sweep(const ArgList& argv) {
   const std::string on_change = a.get("on-change", "fail");
   if (on_change != "fail" && on_change != "rerun")
     throw Error("--on-change: expected rerun or fail, got '" + on_change + "'");
+  const SlurmOptions slurm = executor == "slurm" ? slurm_options(a) : SlurmOptions{};
+  // Every out_dir is locked before its run states are read or a changed run is moved aside, so
+  // another invocation's runs are neither re-run from a stale state nor moved while they run.
+  std::vector<SweepLock> locks;
+  if (!a.has("dry-run"))
+    for (const auto& plan : plans) locks.push_back(SweepLock::acquire(plan.out_dir, executor, slurm_job_alive));
   std::vector<SweepItem> items = collect_items(plans);
   handle_changed(items, on_change == "rerun", a.has("dry-run"));
-  if (executor == "slurm") return submit_slurm(plans, items, slurm_options(a), a.has("dry-run"), a.has("wait"));
+  if (executor == "slurm") return submit_slurm(plans, items, slurm, a.has("dry-run"), a.has("wait"), locks);
   const long long jobs_flag = a.get_int("jobs", 0);
   if (jobs_flag < 0) throw Error("--jobs: must be >= 1 (or 0 for one per core)");
   const int jobs = jobs_flag > 0 ? static_cast<int>(jobs_flag) : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));

@@ -75,9 +75,10 @@ std::optional<bool> slurm_job_alive(const std::string& job);
 
 // Writes each pending run's config and <out_dir>/slurm/array.sbatch, submits it (unless dry_run:
 // then prints it), records the job in the manifest and the lock; with `wait`, follows it to the
-// end. Returns the exit code.
+// end. Returns the exit code. `locks`: one per plan, held by the caller (empty with dry_run);
+// each records the job it submitted.
 int submit_slurm(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& items, const SlurmOptions& opt,
-                 bool dry_run, bool wait);
+                 bool dry_run, bool wait, std::vector<SweepLock>& locks);
 
 // Refines the states of the items of one plan with squeue: pending tasks are "queued", running
 // ones "running", tasks recorded as running that Slurm no longer knows "interrupted". Returns how

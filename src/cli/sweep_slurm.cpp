@@ -67,7 +67,9 @@ std::string submit_one(const SweepPlan& plan, const std::vector<SweepItem*>& pen
     // A training task always resumes its run directory: from its checkpoint, or from the
     // config.json written here (so a requeued task and a fresh one run the same command).
     tasks.push_back({run.id, run.dir,
-                     plan.mode == "train" ? std::vector<std::string>{"train", "--resume", run.dir}
+                     plan.mode == "train"  // threads: this submission's --slurm-cpus-per-task, also on a resubmission
+                         ? std::vector<std::string>{"train", "--resume", run.dir,
+                                                    "--train.threads=" + std::to_string(opt.cpus_per_task)}
                                           : child_args(plan, run, opt.cpus_per_task)});
   }
   const std::string binary = fs::canonical("/proc/self/exe").string();
@@ -179,13 +181,10 @@ std::optional<size_t> refine_with_squeue(const std::string& job, std::vector<Swe
 }
 
 int submit_slurm(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& items, const SlurmOptions& opt,
-                 bool dry_run, bool wait) {
+                 bool dry_run, bool wait, std::vector<SweepLock>& locks) {
   std::string how = "as a Slurm job array";
   if (opt.max_parallel > 0) how += ", at most " + std::to_string(opt.max_parallel) + " at once";
   const size_t todo = print_plans(plans, items, how, false);
-  std::vector<SweepLock> locks;
-  if (!dry_run)
-    for (const auto& plan : plans) locks.push_back(SweepLock::acquire(plan.out_dir, "slurm", slurm_job_alive));
   std::vector<Submitted> subs;
   for (size_t p = 0; p < plans.size(); ++p) {
     Submitted s{&plans[p], "", {}, {}};

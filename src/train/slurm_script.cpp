@@ -1,6 +1,7 @@
 // The array script, written to be read: every #SBATCH line says why it is there.
 #include "train/slurm_script.h"
 
+#include <cctype>
 #include <sstream>
 
 #include "core/error.h"
@@ -26,8 +27,7 @@ record() {
 
 record running null
 echo "== $(date -u +%FT%TZ) slurm task $TASK (restart ${SLURM_RESTART_COUNT:-0}) on $(hostname): stacklab ${ARGS[*]}" >>"$RUN/log.txt"
-"$STACKLAB" "${ARGS[@]}" >>"$RUN/log.txt" 2>&1 &
-CHILD=$!
+CHILD=
 # USR1 (the time limit is near): the task requeues itself, and Slurm then stops it as it stops
 # any requeued, cancelled or preempted task: SIGTERM to every process of the task, stacklab
 # included, which finishes its step, checkpoints and exits 143; the requeued task resumes from
@@ -37,10 +37,13 @@ CHILD=$!
 requeue_self() {
   scontrol requeue "$SLURM_JOB_ID"
   local rc=$?
-  if ((rc != 0 && rc < 128)); then kill -TERM "$CHILD" 2>/dev/null; fi
+  if ((rc != 0 && rc < 128)) && [[ -n "$CHILD" ]]; then kill -TERM "$CHILD" 2>/dev/null; fi
 }
+# The traps are set before stacklab starts: an early USR1 must not kill this shell.
 trap requeue_self USR1
 trap ':' TERM
+"$STACKLAB" "${ARGS[@]}" >>"$RUN/log.txt" 2>&1 &
+CHILD=$!
 while kill -0 "$CHILD" 2>/dev/null; do wait "$CHILD"; done
 wait "$CHILD"
 RC=$?
@@ -60,16 +63,38 @@ std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
+namespace {
+
+// Text for a comment line: a newline would end the comment and start a command.
+std::string one_line(std::string t) {
+  for (char& c : t)
+    if (c == '\n' || c == '\r') c = ' ';
+  return t;
+}
+
+// A Slurm job name: sbatch ends an #SBATCH value at a space or '#'.
+std::string job_name(const std::string& name) {
+  std::string n = name;
+  for (char& c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+  return n;
+}
+
+}  // namespace
+
 std::string slurm_array_script(const std::string& sweep_name, const std::string& sweep_file,
                                const std::vector<SlurmTask>& tasks, const SlurmOptions& opt,
                                const std::string& binary, const std::string& log_dir) {
   if (tasks.empty()) throw Error("slurm_array_script: no tasks");
+  if (log_dir.find_first_of(" \t\n\r#") != std::string::npos)
+    throw Error("out_dir '" + log_dir + "': an #SBATCH --output path cannot hold spaces or '#'; choose an out_dir "
+                "without them for --executor slurm");
   std::ostringstream s;
   s << "#!/bin/bash\n"
-    << "# stacklab sweep \"" << sweep_name << "\": " << tasks.size() << " run(s) of " << sweep_file << "\n"
+    << "# stacklab sweep \"" << one_line(sweep_name) << "\": " << tasks.size() << " run(s) of " << one_line(sweep_file) << "\n"
     << "# as one Slurm job array, written by `stacklab sweep ... --executor slurm`. Running that command\n"
     << "# again rewrites this file with the runs still missing, failed or interrupted and submits it.\n"
-    << "#SBATCH --job-name=stacklab-" << sweep_name << "\n"
+    << "#SBATCH --job-name=stacklab-" << job_name(sweep_name) << "\n"
     << "#SBATCH --array=0-" << tasks.size() - 1;
   if (opt.max_parallel > 0) s << "%" << opt.max_parallel;
   s << "  # one task per run (table below)" << (opt.max_parallel > 0 ? "; %K: at most K at once" : "") << "\n";
@@ -91,7 +116,7 @@ std::string slurm_array_script(const std::string& sweep_name, const std::string&
     << "# task index -> run directory and stacklab command\n"
     << "case \"${SLURM_ARRAY_TASK_ID:-}\" in\n";
   for (size_t i = 0; i < tasks.size(); ++i) {
-    s << "  " << i << ")  # " << tasks[i].label << "\n"
+    s << "  " << i << ")  # " << one_line(tasks[i].label) << "\n"
       << "    RUN=" << shell_quote(tasks[i].dir) << "\n    ARGS=(";
     for (size_t k = 0; k < tasks[i].args.size(); ++k) s << (k ? " " : "") << shell_quote(tasks[i].args[k]);
     s << ") ;;\n";

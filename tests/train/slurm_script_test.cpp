@@ -54,6 +54,17 @@ TEST(SlurmArrayScript, LeavesOutWhatWasNotAskedFor) {
   for (const char* absent : {"--partition", "--time", "--mem"}) EXPECT_EQ(s.find(absent), std::string::npos) << absent;
 }
 
+// sbatch ends an #SBATCH value at a space or '#', and a newline in a comment starts a command.
+TEST(SlurmArrayScript, NamesCannotBreakItsDirectivesOrInjectLines) {
+  const std::string s = slurm_array_script("my grid #2", "/x/g.json", {{"a\nrm -rf /", "/r/a", {"train"}}},
+                                           SlurmOptions{}, "/b", "/r/slurm");
+  EXPECT_NE(s.find("#SBATCH --job-name=stacklab-my_grid__2\n"), std::string::npos) << s;
+  EXPECT_EQ(s.find("\nrm -rf /"), std::string::npos) << "a label's newline became a command:\n" << s;
+  EXPECT_THROW(slurm_array_script("g", "/g.json", {{"a", "/r/a", {"train"}}}, SlurmOptions{}, "/b", "/my runs/slurm"),
+               Error)
+      << "an --output path with a space";
+}
+
 TEST(SlurmArrayScript, RefusesAnEmptyArray) {
   EXPECT_THROW(slurm_array_script("g", "/g.json", {}, SlurmOptions{}, "/b", "/r"), Error);
 }
