@@ -18,6 +18,9 @@ BUILD_DIR="$ROOT/build"
 # (scripts/slurm_local.sh: nothing is configured system-wide, the daemons are not started here).
 PACKAGES=(g++ cmake make libopenblas-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev slurm-wlm munge
           python3-numpy python3-matplotlib python3-torch clang libclang-rt-14-dev)
+# libxsmm-dev and pkg-config: the optional libxsmm matrix-product path (-DSTACKLAB_LIBXSMM=ON), which
+# scripts/test.sh builds and tests beside the default OpenBLAS one.
+PACKAGES+=(libxsmm-dev pkg-config)
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs, builds (scripts/setup.sh) and runs every test: all CTest tests, the same tests again
-# built with ASan + UBSan (build-asan/; STACKLAB_SKIP_SANITIZE=1 skips), the libFuzzer targets for
+# built with ASan + UBSan (build-asan/; STACKLAB_SKIP_SANITIZE=1 skips), again on the libxsmm
+# matrix-product path (build-xsmm/, with the torch parity check; STACKLAB_SKIP_LIBXSMM=1 skips), the libFuzzer targets for
 # 40 s each (scripts/fuzz.sh; STACKLAB_SKIP_FUZZ=1 skips), then the Python-side checks
 # (scripts/torch_parity.py when present, then each scripts/check_*.sh). Extra arguments go
 # to ctest (e.g. scripts/test.sh -R LayerNorm). Ends with one line
@@ -100,6 +101,29 @@ else
   else
     failed=$((failed + 1))
     failures+=("build-asan: configure or build failed (see above)")
+  fi
+fi
+
+# ---- the second matrix-product path: libxsmm (build-xsmm/) ------------------------------------
+# The same unit tests (gradient checks included) and the PyTorch parity check on a build whose
+# small products run through libxsmm (-DSTACKLAB_LIBXSMM=ON; setup.sh installs libxsmm-dev).
+# STACKLAB_SKIP_LIBXSMM=1 skips this stage for quick local runs (CI never sets it).
+if [[ "${STACKLAB_SKIP_LIBXSMM:-0}" == "1" ]]; then
+  loud_skip "libxsmm path tests (STACKLAB_SKIP_LIBXSMM=1)"
+else
+  echo "==> build-xsmm (Release, -DSTACKLAB_LIBXSMM=ON)"
+  if cmake -S "$ROOT" -B build-xsmm -DSTACKLAB_LIBXSMM=ON -DCMAKE_BUILD_TYPE=Release >/dev/null &&
+     cmake --build build-xsmm -j"$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)"; then
+    run_check "build-xsmm/stacklab --version names the libxsmm path" \
+      bash -c 'build-xsmm/stacklab --version | grep -q "^matrix products: libxsmm"'
+    run_ctest "ctest (libxsmm path)" build-xsmm "$@"
+    if PY="$(bash scripts/find_python.sh --torch 2>/dev/null)"; then
+      run_check "torch parity, libxsmm path (scripts/torch_parity.py)" \
+        "$PY" scripts/torch_parity.py --stacklab build-xsmm/stacklab
+    fi
+  else
+    failed=$((failed + 1))
+    failures+=("build-xsmm: configure or build failed (see above)")
   fi
 fi
 

@@ -1,6 +1,7 @@
-// `stacklab bench CONFIG [--steps N] [--warmup W] [--threads T] [--json] [--section.key=value ...]`
-// times full training steps (forward, backward, optimizer) and reports ms/step, its split,
-// tokens/s, GFLOP/s (formula in train/bench.h) and peak RSS.
+// `stacklab bench CONFIG [--steps N] [--warmup W] [--threads T] [--rounds R] [--no-ceiling] [--json]
+// [--section.key=value ...]` times full training steps (forward, backward, optimizer) and reports
+// ms/step, its split, tokens/s, GFLOP/s (formula in train/bench.h), peak RSS, and the ratio to the
+// sgemm ceiling on the model's own Linear shapes, timed in R rounds between blocks of the steps.
 // `stacklab bench --sgemm [CONFIG] [--threads T] [--json]` times OpenBLAS sgemm on the shapes of
 // CONFIG's Linear layers (default: configs/bench/b5.json from the current directory): the
 // machine's own ceiling.
@@ -9,6 +10,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "config/loader.h"
+#include "core/blas.h"
 #include "train/bench.h"
 
 namespace sl {
@@ -16,34 +18,48 @@ namespace {
 
 int run_sgemm(const Args& a, const Config& cfg) {
   const int threads = static_cast<int>(a.get_int("threads", 0));
-  const auto timings = time_gemms(model_gemm_shapes(cfg.model, cfg.train.batch_size, cfg.model.block_size), threads);
+  const auto shapes = model_gemm_shapes(cfg.model, cfg.train.batch_size, cfg.model.block_size);
+  const auto timings = time_gemms(shapes, threads);
   const double ceiling = gemm_ceiling_gflops(timings);
+  // A libxsmm build times its own path on the same shapes too (each shape's path is fixed by its shape).
+  const auto build = has_libxsmm() ? time_gemms(shapes, threads, 0.2, false) : std::vector<GemmTiming>{};
   if (a.has("json")) {
-    nlohmann::json shapes = nlohmann::json::array();
-    for (const auto& t : timings)
-      shapes.push_back({{"name", t.shape.name}, {"M", t.shape.M}, {"N", t.shape.N}, {"K", t.shape.K},
-                        {"trans_a", t.shape.trans_a}, {"trans_b", t.shape.trans_b}, {"ms", t.ms}, {"gflops", t.gflops}});
-    nlohmann::json j = {{"config", cfg.source_path}, {"threads", threads}, {"shapes", shapes},
-                        {"ceiling_gflops", ceiling}};
+    nlohmann::json rows = nlohmann::json::array();
+    for (size_t i = 0; i < timings.size(); ++i) {
+      const auto& t = timings[i];
+      rows.push_back({{"name", t.shape.name}, {"M", t.shape.M}, {"N", t.shape.N}, {"K", t.shape.K},
+                      {"trans_a", t.shape.trans_a}, {"trans_b", t.shape.trans_b}, {"ms", t.ms}, {"gflops", t.gflops}});
+      if (!build.empty()) rows.back()["build_gflops"] = build[i].gflops;
+    }
+    nlohmann::json j = {{"config", cfg.source_path}, {"threads", threads}, {"shapes", rows},
+                        {"ceiling_gflops", ceiling}, {"matmul", matmul_path()}};
+    if (!build.empty()) j["ceiling_build_gflops"] = gemm_ceiling_gflops(build);
     std::printf("%s\n", j.dump().c_str());
     return kExitOk;
   }
   std::printf("sgemm on the Linear shapes of %s (B*T = %d rows), %d threads\n", cfg.source_path.c_str(),
               cfg.train.batch_size * cfg.model.block_size, threads);
-  std::printf("  %-16s %6s %6s %6s  %5s %9s %9s\n", "gemm", "M", "N", "K", "op", "ms", "GFLOP/s");
-  for (const auto& t : timings)
-    std::printf("  %-16s %6lld %6lld %6lld  %c%c %9.3f %9.1f\n", t.shape.name.c_str(),
+  std::printf("  %-16s %6s %6s %6s  %5s %9s %9s%s\n", "gemm", "M", "N", "K", "op", "ms", "GFLOP/s",
+              build.empty() ? "" : "  build GFLOP/s");
+  for (size_t i = 0; i < timings.size(); ++i) {
+    const auto& t = timings[i];
+    std::printf("  %-16s %6lld %6lld %6lld  %c%c %9.3f %9.1f", t.shape.name.c_str(),
                 static_cast<long long>(t.shape.M), static_cast<long long>(t.shape.N),
                 static_cast<long long>(t.shape.K), t.shape.trans_a ? 'T' : 'N', t.shape.trans_b ? 'T' : 'N', t.ms,
                 t.gflops);
-  std::printf("ceiling (total FLOPs / total time over these shapes): %.1f GFLOP/s\n", ceiling);
+    if (!build.empty()) std::printf("  %13.1f", build[i].gflops);
+    std::printf("\n");
+  }
+  std::printf("ceiling (total FLOPs / total time over these shapes): %.1f GFLOP/s OpenBLAS\n", ceiling);
+  if (!build.empty())
+    std::printf("this build's path (%s): %.1f GFLOP/s\n", matmul_path().c_str(), gemm_ceiling_gflops(build));
   return kExitOk;
 }
 
 }  // namespace
 
 int cmd_bench(const ArgList& argv) {
-  Args a = parse_args("bench", argv, {"steps", "warmup", "threads"}, {"json", "sgemm"}, true);
+  Args a = parse_args("bench", argv, {"steps", "warmup", "threads", "rounds"}, {"json", "sgemm", "no-ceiling"}, true);
   if (a.positional.size() > 1) throw Error("expected one CONFIG file");
   if (a.positional.empty() && !a.has("sgemm")) throw Error("expected a CONFIG file (or --sgemm)");
   const std::string path = a.positional.empty() ? std::string("configs/bench/b5.json")
@@ -56,6 +72,9 @@ int cmd_bench(const ArgList& argv) {
   opt.steps = static_cast<int>(a.get_int("steps", opt.steps));
   opt.warmup = static_cast<int>(a.get_int("warmup", opt.warmup));
   opt.threads = cfg.train.threads;
+  opt.rounds = static_cast<int>(a.get_int("rounds", opt.rounds));
+  if (opt.rounds < 1) throw Error("--rounds must be >= 1, got " + std::to_string(opt.rounds));
+  opt.ceiling = !a.has("no-ceiling");
   const BenchResult r = run_bench(cfg, opt);
   const nlohmann::json j = to_json(r, cfg);
   if (a.has("json")) {
@@ -77,6 +96,15 @@ int cmd_bench(const ArgList& argv) {
               j["gflops"].get<double>(), r.flops_per_step);
   std::printf("  peak RSS   %8.1f MB (%.0f page faults per timed step)\n", j["peak_rss_mb"].get<double>(),
               r.page_faults_per_step);
+  if (j.contains("ceiling_gflops"))
+    std::printf("  ceiling    %8.2f GFLOP/s OpenBLAS sgemm on this model's Linear shapes, %d threads (median of %zu "
+                "rounds alternating with the steps); step/ceiling %.2f\n",
+                j["ceiling_gflops"].get<double>(), r.threads, r.ceiling_gflops.size(), j["ceiling_ratio"].get<double>());
+  if (j.contains("ceiling_build_gflops"))
+    std::printf("  ceiling    %8.2f GFLOP/s this build's path (%s) on the same shapes; step/ceiling %.2f\n",
+                j["ceiling_build_gflops"].get<double>(), matmul_path().c_str(), j["ceiling_build_ratio"].get<double>());
+  std::printf("  numerics   matrix products %s; OpenBLAS kernels %s; vector loops %s\n", matmul_path().c_str(),
+              openblas_core().c_str(), simd_clone().c_str());
   return kExitOk;
 }
 

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "config/config.h"
+#include "core/blas.h"
 #include "core/error.h"
 
 namespace {
@@ -48,11 +49,13 @@ const Command kCommands[] = {
      "  --quiet                no table (default: off)\n"
      "  --section.key=value    config overrides (none)\n"},
     {"bench", sl::cmd_bench,
-     "bench CONFIG [--steps N] [--warmup W] [--threads T] [--json] [--section.key=value ...] | bench --sgemm "
+     "bench CONFIG [--steps N] [--warmup W] [--threads T] [--rounds R] [--no-ceiling] [--json] [--section.key=value ...] | bench --sgemm "
      "[CONFIG] [--threads T] [--json]   time training steps; sgemm ceiling",
      "  --steps N              timed steps (default: 20)\n"
      "  --warmup W             untimed steps first (default: 3)\n"
      "  --threads T            threads; 0 = all cores (default: the config's train.threads)\n"
+     "  --rounds R             times the sgemm ceiling R times, between blocks of the steps (default: 3)\n"
+     "  --no-ceiling           steps only, no sgemm ceiling or step/ceiling ratio (default: off)\n"
      "  --json                 one JSON object instead of the table (default: off)\n"
      "  --sgemm                time sgemm on the config's Linear shapes (default: off)\n"},
     {"sweep", sl::cmd_sweep,
@@ -109,6 +112,8 @@ int main(int argc, char** argv) {
   }
   if (std::strcmp(argv[1], "--version") == 0) {
     std::printf("stacklab %s\n", STACKLAB_VERSION);
+    std::printf("matrix products: %s\nOpenBLAS kernels: %s\nvector loops: %s\n", sl::matmul_path().c_str(),
+                sl::openblas_core().c_str(), sl::simd_clone().c_str());
     return sl::kExitOk;
   }
   const std::string name = argv[1];

@@ -3,6 +3,7 @@
 // with op(X) = X or X^T; leading dimensions are those of contiguous row-major storage.
 #pragma once
 #include <cstdint>
+#include <string>
 
 namespace sl {
 
@@ -12,6 +13,18 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
 // of wider row-major matrices (e.g. one head's q inside (T, 3C)).
 void gemm_ld(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
              const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
+// Which library runs the products in this build ("OpenBLAS", or the libxsmm path), and the
+// kernel family OpenBLAS picked for this CPU at load time (e.g. "Haswell", "Cooperlake"; set by
+// OPENBLAS_CORETYPE): together with the thread count they fix a run's arithmetic.
+std::string matmul_path();
+std::string openblas_core();
+// The clone of the SL_SIMD_CLONES loops (core/fastmath.h) that this CPU runs.
+std::string simd_clone();
+// `gemm` through OpenBLAS whatever the build's path (the reference ceiling of `stacklab bench`).
+void gemm_openblas(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                   const float* B, float beta, float* C);
+bool has_libxsmm();
 
 // The same as set_num_threads (kept for callers that only think of BLAS); blas_get_threads is
 // OpenBLAS's own count (1 when built with OpenMP).

@@ -9,15 +9,19 @@
 #pragma once
 #include <cstdint>
 
-// SL_SIMD_CLONES on a hot loop function: GCC compiles it twice, for x86-64-v3 (AVX2 + FMA, 8
-// floats a vector) and for the baseline (SSE2, 4), and picks the clone once at load time from
-// the CPU (an ifunc). The default build so stays runnable on any x86-64 while using the wider
-// units where they exist. Empty where it does not apply: clang, non-x86, or a build that
-// already targets AVX2 (STACKLAB_NATIVE). Give it to small non-inline loop functions (a chunk of
-// a kernel), not to the OpenMP lambdas: a clone is not inlined into its callers.
+// SL_SIMD_CLONES on a hot loop function: GCC compiles it three times, for x86-64-v4 (AVX-512,
+// 16 floats a vector), x86-64-v3 (AVX2 + FMA, 8) and the baseline (SSE2, 4), and picks the clone
+// once at load time from the CPU (an ifunc). The default build so stays runnable on any x86-64
+// while using the widest units that exist. Elementwise loops give the same bits in every clone
+// (no FMA contraction: -ffp-contract=off); an `omp simd` reduction sums its lanes in an order
+// fixed by the vector width, so a clone is deterministic but may differ from another clone in
+// the last bits. Empty where it does not apply: clang, non-x86, or a build that already targets
+// AVX2 (STACKLAB_NATIVE). Give it to small non-inline loop functions (a chunk of a kernel), not
+// to the OpenMP lambdas: a clone is not inlined into its callers.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__AVX2__) && \
     !defined(STACKLAB_NO_SIMD_CLONES)
-#define SL_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default"), noinline))
+#define SL_SIMD_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), noinline))
 #else
 #define SL_SIMD_CLONES
 #endif

@@ -26,6 +26,13 @@ int resolve_threads(int requested) {
   return requested > 0 ? requested : static_cast<int>(std::thread::hardware_concurrency());
 }
 
+// One round of the ceiling: OpenBLAS on the config's Linear shapes and, in a libxsmm build, the
+// build's own path on them too (short timings: the rounds give the repeats).
+void time_ceiling(BenchResult& r, const std::vector<GemmShape>& shapes) {
+  r.ceiling_gflops.push_back(gemm_ceiling_gflops(time_gemms(shapes, r.threads, 0.02, true)));
+  if (has_libxsmm()) r.ceiling_build_gflops.push_back(gemm_ceiling_gflops(time_gemms(shapes, r.threads, 0.02, false)));
+}
+
 }  // namespace
 
 double median(std::vector<double> v) {
@@ -67,12 +74,25 @@ BenchResult run_bench(Config cfg, const BenchOptions& opt) {
   r.flops_per_step = train_step_flops(cfg.model, B, T, r.n_matmul_params);
   const auto lr = static_cast<float>(cfg.optim.learning_rate);
 
-  long faults_at_start = 0;
+  // The ceiling is timed between blocks of steps (alternating), so that both see the same load.
+  const auto shapes = model_gemm_shapes(cfg.model, B, T);
+  const int rounds = opt.ceiling ? std::max(1, std::min(opt.rounds, opt.steps)) : 1;
+  long faults = 0;
   for (int s = 0; s < opt.warmup + opt.steps; ++s) {
+    const int timed = s - opt.warmup;
+    if (opt.ceiling && timed > 0 && timed * rounds / opt.steps != (timed - 1) * rounds / opt.steps) {
+      // after each block of steps/rounds steps; its page faults are not the step's
+      rusage ru{};
+      getrusage(RUSAGE_SELF, &ru);
+      faults += ru.ru_minflt + ru.ru_majflt;
+      time_ceiling(r, shapes);
+      getrusage(RUSAGE_SELF, &ru);
+      faults -= ru.ru_minflt + ru.ru_majflt;
+    }
     if (s == opt.warmup) {
       rusage ru{};
       getrusage(RUSAGE_SELF, &ru);
-      faults_at_start = ru.ru_minflt + ru.ru_majflt;
+      faults -= ru.ru_minflt + ru.ru_majflt;
     }
     const auto t0 = Clock::now();
     Tensor loss = Model::loss(model.forward(batch.x, B, T), batch.y);
@@ -91,15 +111,16 @@ BenchResult run_bench(Config cfg, const BenchOptions& opt) {
   }
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  r.peak_rss_kb = ru.ru_maxrss;
-  r.page_faults_per_step = static_cast<double>(ru.ru_minflt + ru.ru_majflt - faults_at_start) / opt.steps;
+  r.peak_rss_kb = ru.ru_maxrss;  // the ceiling's matrices are far smaller than a step's buffers
+  r.page_faults_per_step = static_cast<double>(ru.ru_minflt + ru.ru_majflt + faults) / opt.steps;
+  if (opt.ceiling) time_ceiling(r, shapes);  // the last round
   return r;
 }
 
 nlohmann::json to_json(const BenchResult& r, const Config& cfg) {
   const double med = median(r.step_ms);
   const auto [lo, hi] = std::minmax_element(r.step_ms.begin(), r.step_ms.end());
-  return {{"config", cfg.source_path},
+  nlohmann::json j = {{"config", cfg.source_path},
           {"model", to_json(cfg)["model"]},
           {"batch_size", cfg.train.batch_size},
           {"threads", r.threads},
@@ -119,7 +140,19 @@ nlohmann::json to_json(const BenchResult& r, const Config& cfg) {
           {"gflops", r.flops_per_step / (med * 1e6)},
           {"peak_rss_mb", static_cast<double>(r.peak_rss_kb) / 1024.0},
           {"page_faults_per_step", r.page_faults_per_step},
+          {"numeric_path", {{"matmul", matmul_path()}, {"openblas_core", openblas_core()}, {"vector_loops", simd_clone()}}},
           {"final_loss", r.final_loss}};
+  if (!r.ceiling_gflops.empty()) {
+    const double ceiling = median(r.ceiling_gflops);
+    j["ceiling_gflops"] = ceiling;
+    j["ceiling_rounds"] = r.ceiling_gflops.size();
+    j["ceiling_ratio"] = j["gflops"].get<double>() / ceiling;
+  }
+  if (!r.ceiling_build_gflops.empty()) {
+    j["ceiling_build_gflops"] = median(r.ceiling_build_gflops);
+    j["ceiling_build_ratio"] = j["gflops"].get<double>() / median(r.ceiling_build_gflops);
+  }
+  return j;
 }
 
 std::vector<GemmShape> model_gemm_shapes(const ModelConfig& m, int64_t B, int64_t T) {
@@ -143,7 +176,9 @@ std::vector<GemmShape> model_gemm_shapes(const ModelConfig& m, int64_t B, int64_
   return out;
 }
 
-std::vector<GemmTiming> time_gemms(const std::vector<GemmShape>& shapes, int threads, double min_seconds) {
+std::vector<GemmTiming> time_gemms(const std::vector<GemmShape>& shapes, int threads, double min_seconds,
+                                   bool openblas_only) {
+  const auto product = openblas_only ? gemm_openblas : gemm;
   set_num_threads(resolve_threads(threads));
   std::vector<GemmTiming> out;
   Rng rng(1);
@@ -152,12 +187,12 @@ std::vector<GemmTiming> time_gemms(const std::vector<GemmShape>& shapes, int thr
         c(static_cast<size_t>(s.M * s.N), 0.0f);
     for (float& x : a) x = static_cast<float>(rng.normal());
     for (float& x : b) x = static_cast<float>(rng.normal());
-    for (int i = 0; i < 3; ++i) gemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, a.data(), b.data(), 0.0f, c.data());
+    for (int i = 0; i < 3; ++i) product(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, a.data(), b.data(), 0.0f, c.data());
     std::vector<double> per_call;
     const auto start = Clock::now();
     while (per_call.size() < 5 || ms_between(start, Clock::now()) < min_seconds * 1000.0) {
       const auto t0 = Clock::now();
-      gemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, a.data(), b.data(), 0.0f, c.data());
+      product(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, a.data(), b.data(), 0.0f, c.data());
       per_call.push_back(ms_between(t0, Clock::now()));
     }
     GemmTiming t{s, median(per_call), 0.0};

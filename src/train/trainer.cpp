@@ -38,6 +38,13 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+// What fixes this run's arithmetic besides its config: the matrix-product path of the build, the
+// kernels OpenBLAS picked for this CPU, the clone of the vector loops, and the thread count.
+nlohmann::json numeric_path_json() {
+  return {{"matmul", matmul_path()}, {"openblas_core", openblas_core()}, {"vector_loops", simd_clone()},
+          {"threads", num_threads()}};
+}
+
 nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
 std::string format_eta(double s) {
@@ -239,6 +246,7 @@ class Run {
                                         {"formula", describe_wiring(cfg_.model)},
                                         {"reference_losses", refs_json_},
                                         {"tokens_per_step", B_ * T_ * accum_},
+                                        {"numeric_path", numeric_path_json()},
                                         {"layer_metrics", layer_metrics_json()}}
                              .dump());
     t_start_ = window_start_ = Clock::now();

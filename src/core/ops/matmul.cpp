@@ -11,6 +11,7 @@
 #include "core/autograd.h"
 #include "core/blas.h"
 #include "core/error.h"
+#include "core/fastmath.h"
 #include "core/parallel.h"
 
 namespace sl {
@@ -33,6 +34,12 @@ void matmul_backward(float* dA, float* dB, const float* dC, const float* A, cons
 }
 
 namespace {
+
+// y (rows lo..hi, out) = b broadcast over the rows: a Linear's bias, before its gemm adds x w^T.
+SL_SIMD_CLONES void broadcast_rows(float* y, const float* b, int64_t lo, int64_t hi, int64_t out) {
+  for (int64_t r = lo; r < hi; ++r)
+    for (int64_t j = 0; j < out; ++j) y[r * out + j] = b[j];
+}
 
 struct Dims {
   int64_t batch, M, N, K;
@@ -105,12 +112,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   if (b.defined()) {
     const float* bp = b.data();
     parallel_chunks(
-        rows, 64,
-        [=](int64_t lo, int64_t hi) {
-          for (int64_t r = lo; r < hi; ++r)
-            for (int64_t j = 0; j < outf; ++j) yp[r * outf + j] = bp[j];
-        },
-        outf);
+        rows, 64, [=](int64_t lo, int64_t hi) { broadcast_rows(yp, bp, lo, hi, outf); }, outf);
   }
   // y (rows, out) = x (rows, in) w^T (in, out) [+ y]
   gemm(false, true, rows, outf, in, 1.0f, x.data(), w.data(), b.defined() ? 1.0f : 0.0f, yp);
