@@ -82,7 +82,7 @@ for r in rows:
     assert cells[-1].strip(" |") in ("**seen**", "**not seen**"), f"no seen/not-seen mark: {r[:60]}"
     assert re.search(r"\d\.\d", cells[3]), f"no computed number in the measured cell: {r[:60]}"
 assert "| | finding | criterion | measured | seen? |" in md, "findings table header missing"
-assert [f["id"] for f in fj["findings"]] == list("abcd") and all(isinstance(f["seen"], bool) for f in fj["findings"])
+assert [f["id"] for f in fj["findings"]] == list("abcde") and all(isinstance(f["seen"], bool) for f in fj["findings"])
 ex = {e["id"]: e["reason"] for e in fj["excluded"]}
 assert "L2-pre-layernorm-res-s0" in ex and "diverged" in ex["L2-pre-layernorm-res-s0"], ex
 assert "L2-pre-layernorm-nores-s0" in ex and "incomplete" in ex["L2-pre-layernorm-nores-s0"], ex

@@ -73,7 +73,7 @@ class Doc:
             elif b[0] == "ul":
                 out += [("" if i.startswith("  ") else "- ") + i for i in b[1]] + [""]
             elif b[0] == "table":
-                out.append("| " + " | ".join(b[1]) + " |")
+                out.append(("| " + " | ".join(b[1]) + " |").replace("|  |", "| |"))
                 out.append("|" + "---|" * len(b[1]))
                 out += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in b[2]]
                 out.append("")
