@@ -28,6 +28,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import runlog  # noqa: E402
+import study_stats as stats  # noqa: E402
 
 HUES = ["Blues", "Oranges", "Greens", "Reds", "Purples", "Greys", "YlOrBr", "PuRd"]
 REF_STYLE = {"uniform": ("0.45", ":"), "unigram": ("tab:purple", "--"), "optimal": ("tab:green", "-.")}
@@ -87,33 +88,67 @@ def layers_record(run, step, note):
     return rec
 
 
+def seed_series(run, key, step, note):
+    """[one list per seed] of a per-layer metric: a probe file's per-seed values, else the run's
+    layers record at `step` (one seed)."""
+    if run.is_probe:
+        j = runlog._read_json(run.path, "probe file") or {}
+        out = [(s.get("layers") or {}).get(key) for s in j.get("seeds") or []]
+        return [arr(v) for v in out if v]
+    rec = layers_record(run, step, note)
+    return [arr(rec.get(key))] if rec and rec.get(key) else []
+
+
 def plot_grad_by_block(runs, step, out_dir, written, note):
-    _, shade = wiring_colors(runs)
-    labels = [runlog.label(r) for r in runs]
-    dup = {l for l in labels if labels.count(l) > 1}
-    fig, ax = plt.subplots(figsize=(10, 5.5))
+    """Small multiples: one panel per wiring, depth as colour, block position l/L on x so depths
+    share an axis; line = seed mean (geometric), band = min-max over seeds."""
+    wirings = sorted({r.wiring for r in runs})
+    depths = sorted({r.n_layer or 0 for r in runs})
+    cmap = plt.get_cmap("viridis")
+    color = {d: cmap(0.1 + 0.8 * i / max(1, len(depths) - 1)) for i, d in enumerate(depths)}
+    cols = min(3, len(wirings))
+    rows = (len(wirings) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows), squeeze=False, sharey=True)
     n = 0
-    for run, lab in zip(runs, labels):
-        rec = layers_record(run, step, note)
-        g = arr(rec.get("grad_norm")) if rec else np.array([])
-        g[~(g > 0)] = np.nan
-        if not np.isfinite(g).any():
-            note.add(f"{run.path}: no finite grad_norm at step {step}; left out of grad_norm_by_block")
-            continue
-        if lab in dup:
-            lab += f" seed={run.config.get('train', {}).get('seed', '?')}"
-        ls = "-" if run.status in ("completed", "probe") else "--"
-        ax.plot(np.arange(len(g)), g, ls, marker="o", ms=3, lw=1.4, color=shade(run), label=lab)
-        n += 1
+    for ax, w in zip(axes.flat, wirings):
+        ws = [r for r in runs if r.wiring == w]
+        for d in depths:
+            series = [g for r in ws if r.n_layer == d for g in seed_series(r, "grad_norm", step, note)]
+            series = [g for g in series if g.size == d]
+            if not series:
+                continue
+            g = np.vstack(series)
+            g[~(g > 0)] = np.nan
+            if not np.isfinite(g).any():
+                note.add(f"{w} L={d}: no positive grad_norm at step {step}; left out of grad_norm_by_block")
+                continue
+            with np.errstate(all="ignore"):
+                mean = np.exp(np.nanmean(np.log(g), axis=0))
+                lo, hi = np.nanmin(g, axis=0), np.nanmax(g, axis=0)
+            x = (np.arange(d) + 0.5) / d
+            ax.plot(x, mean, "-", marker="o" if d <= 8 else None, ms=3, lw=1.5, color=color[d],
+                    label=f"L={d} ({len(series)} seed{'s' if len(series) != 1 else ''})")
+            if len(series) > 1:
+                ax.fill_between(x, lo, hi, color=color[d], alpha=0.2, lw=0)
+            n += 1
+        ax.set_yscale("log")
+        ax.set_title(wiring_label(ws), fontsize=8.5)
+        ax.set_xlim(0, 1)
+        ax.grid(alpha=0.3, which="both")
+        ax.set_xlabel("block position l/L (0 = next to the embedding)", fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(wirings):]:
+        ax.set_visible(False)
     if not n:
         plt.close(fig)
         return print("plot_compare: skipping grad_norm_by_block.png: no run has a layers record")
-    ax.set_yscale("log")
-    ax.set_xlabel("block index (0 = next to the embedding)")
-    ax.set_ylabel("grad norm of the block's parameters (log)")
-    ax.grid(alpha=0.3, which="both")
-    ax.set_title(f"Gradient norm per block at step {step} (dashed = diverged or incomplete)", fontsize=10)
-    legend_below(ax, n)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("grad norm of the block (log)", fontsize=8)
+    handles, labels = max((a.get_legend_handles_labels() for a in axes.flat), key=lambda hl: len(hl[0]))
+    fig.suptitle(f"Gradient norm per block at step {step}: seed mean (geometric), min-max band", fontsize=10)
+    fig.tight_layout()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), fontsize=8, frameon=False,
+               ncol=len(labels))
     save(fig, out_dir, "grad_norm_by_block.png", written)
 
 
@@ -326,11 +361,149 @@ def plot_layer_metrics(runs, step, out_dir, written, note):
     save(fig, out_dir, "layer_metrics_vs_depth.png", written)
 
 
+def trained_completed(runs):
+    return [r for r in runs if not r.is_probe and r.status == "completed" and r.final_val_loss is not None]
+
+
+def unigram_of(runs):
+    return next((r.reference_losses.get("unigram") for r in runs if r.reference_losses), None)
+
+
+def plot_loss_vs_lr(runs, out_dir, written):
+    """final_loss_vs_lr.png: one panel per depth with more than one rate, one line per wiring
+    (seed mean, min-max band): the learning-rate sensitivity curves of Wortsman et al. 2023."""
+    done = trained_completed(runs)
+    pts = stats.points(done)
+    depths = [d for d in sorted({d for (_, d, _) in pts}) if len({lr for (_, dd, lr) in pts if dd == d}) > 1]
+    if not depths:
+        return print("plot_compare: skipping final_loss_vs_lr.png: no depth with more than one learning rate")
+    line, _ = wiring_colors(done)
+    fig, axes = plt.subplots(1, len(depths), figsize=(4.8 * len(depths), 4.2), squeeze=False, sharey=True)
+    uni = unigram_of(done)
+    for ax, d in zip(axes[0], depths):
+        for w in sorted({w for (w, dd, _) in pts if dd == d}):
+            rates = stats.rates_at(pts, w, d)
+            vals = [np.array([r.final_val_loss for r in pts[(w, d, lr)]]) for lr in rates]
+            n = max(len(v) for v in vals)
+            ax.plot(rates, [v.mean() for v in vals], "o-", color=line[w], lw=1.6, ms=4,
+                    label=f"{wiring_label([r for r in done if r.wiring == w])} (n={n})")
+            if n > 1:
+                ax.fill_between(rates, [v.min() for v in vals], [v.max() for v in vals], color=line[w], alpha=0.2, lw=0)
+        if uni is not None:
+            ax.axhline(uni, color=REF_STYLE["unigram"][0], ls="--", lw=1)
+            ax.text(0.01, uni, f" unigram {uni:.3f}", transform=ax.get_yaxis_transform(), fontsize=7,
+                    va="bottom", color=REF_STYLE["unigram"][0])
+        ax.set_xscale("log")
+        ax.set_title(f"L={d}", fontsize=10)
+        ax.set_xlabel("learning rate (log)")
+        ax.grid(alpha=0.3, which="both")
+    axes[0][0].set_ylabel("final val loss (nats/token)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.suptitle("Final validation loss vs learning rate (seed mean, min-max band)", fontsize=10)
+    fig.tight_layout()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), fontsize=7.5, frameon=False, ncol=2)
+    save(fig, out_dir, "final_loss_vs_lr.png", written)
+
+
+def plot_escape(runs, out_dir, written):
+    """escape_step_vs_depth.png: one panel per wiring; seed points and the median; a run that
+    never escaped is an open marker at its horizon (the median is drawn only where it escaped)."""
+    done = trained_completed(runs)
+    uni = unigram_of(done)
+    if not done or uni is None or not any(r.records["eval"] for r in done):
+        return print("plot_compare: skipping escape_step_vs_depth.png: no completed run with eval records")
+    wirings = sorted({r.wiring for r in done})
+    cols = min(3, len(wirings))
+    rows_n = (len(wirings) + cols - 1) // cols
+    fig, axes = plt.subplots(rows_n, cols, figsize=(4.6 * cols, 3.4 * rows_n), squeeze=False, sharey=True)
+    depths_all = sorted({r.n_layer for r in done})
+    horizon = 0
+    for ax, w in zip(axes.flat, wirings):
+        med_x, med_y = [], []
+        for d in depths_all:
+            rs = [r for r in done if r.wiring == w and r.n_layer == d]
+            if not rs:
+                continue
+            esc = [stats.escape_step(r, uni) for r in rs]
+            horizon = max([horizon] + [h for _, h in esc if h is not None])
+            jitter = np.linspace(0.94, 1.06, len(esc)) if len(esc) > 1 else [1.0]
+            for (s_, h), j in zip(esc, jitter):
+                if s_ is None:
+                    ax.scatter([d * j], [h], marker="^", facecolors="none", edgecolors="tab:red", s=30, zorder=3)
+                else:
+                    ax.scatter([d * j], [s_], marker="o", color="tab:blue", s=18, zorder=3)
+            m, _ = stats.median_escape(esc)
+            if m is not None:
+                med_x.append(d)
+                med_y.append(m)
+        ax.plot(med_x, med_y, "-", color="tab:blue", lw=1.5)
+        depth_axis(ax, depths_all)
+        ax.set_title(wiring_label([r for r in done if r.wiring == w]), fontsize=8.5)
+        ax.grid(alpha=0.3)
+        ax.xaxis.label.set_size(8)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(wirings):]:
+        ax.set_visible(False)
+    for ax in axes.flat:
+        if ax.get_visible():
+            ax.axhline(horizon, color="0.5", ls=":", lw=1)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("escape step", fontsize=8)
+    handles = [plt.Line2D([], [], marker="o", color="tab:blue", ls="", label="a seed's escape step"),
+               plt.Line2D([], [], color="tab:blue", label="median over seeds"),
+               plt.Line2D([], [], marker="^", markerfacecolor="none", markeredgecolor="tab:red", ls="",
+                          label="never escaped (drawn at its last eval step)")]
+    fig.suptitle(f"Escape step (first eval with val loss <= unigram - {stats.ESCAPE_MARGIN}) vs depth", fontsize=10)
+    fig.tight_layout()
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), fontsize=8, frameon=False, ncol=3)
+    save(fig, out_dir, "escape_step_vs_depth.png", written)
+
+
+def plot_deepest_curves(runs, out_dir, written):
+    """loss_curves_deepest.png: val loss over steps of the deepest stack, one panel per norm
+    placement, residual vs no residual (seed mean, min-max band), against the unigram line."""
+    done = trained_completed(runs)
+    if not done:
+        return print("plot_compare: skipping loss_curves_deepest.png: no completed training run")
+    deep = max(r.n_layer for r in done)
+    rs = [r for r in done if r.n_layer == deep and r.records["eval"]]
+    pairs = defaultdict(list)  # wiring without its -res/-nores suffix -> wirings
+    for w in sorted({r.wiring for r in rs}):
+        pairs[re.sub(r"-(no)?res$", "", w)].append(w)
+    uni = unigram_of(done)
+    fig, axes = plt.subplots(1, len(pairs), figsize=(4.8 * len(pairs), 4.0), squeeze=False, sharey=True)
+    for ax, (base, ws) in zip(axes[0], sorted(pairs.items())):
+        for w in ws:
+            wr = [r for r in rs if r.wiring == w]
+            steps = sorted({e["step"] for r in wr for e in r.records["eval"]})
+            curves = np.array([[next((e["val_loss"] for e in r.records["eval"] if e["step"] == s
+                                      and e.get("val_loss") is not None), np.nan) for s in steps] for r in wr], float)
+            color = "tab:blue" if w.endswith("-res") else "tab:red"
+            with np.errstate(all="ignore"):
+                ax.plot(steps, np.nanmean(curves, axis=0), "-", color=color, lw=1.6,
+                        label=f"{wiring_label(wr).split(': ', 1)[-1]} (n={len(wr)})")
+                if len(wr) > 1:
+                    ax.fill_between(steps, np.nanmin(curves, axis=0), np.nanmax(curves, axis=0), color=color,
+                                    alpha=0.2, lw=0)
+        if uni is not None:
+            ax.axhline(uni, color=REF_STYLE["unigram"][0], ls="--", lw=1, label=f"unigram {uni:.3f}")
+        ax.set_title(f"L={deep}, {base}", fontsize=9)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel("val loss (nats/token)")
+    fig.suptitle(f"Validation loss of the deepest stack (L={deep}): residual vs no residual, seed mean and "
+                 "min-max band", fontsize=10)
+    fig.tight_layout()
+    save(fig, out_dir, "loss_curves_deepest.png", written)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description="Compare stacklab runs across depth and wiring.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="run dir, sweep dir or probe JSON")
     p.add_argument("--out", help="output directory")
-    p.add_argument("--step", type=int, default=0, help="layers-record step to compare (default 0)")
+    p.add_argument("--step", default="0",
+                   help="layers-record step to compare (default 0), or 'last': the runs' last layers record")
     args = p.parse_args(argv)
 
     runs = runlog.find_runs(args.paths)
@@ -339,19 +512,38 @@ def main(argv=None):
         print("plot_compare: no runs with metrics.jsonl (or probe files) under: " + " ".join(args.paths),
               file=sys.stderr)
         return 1
+    if args.step == "last":
+        last = [max(x.get("step", 0) for x in r.records["layers"]) for r in runs
+                if not r.is_probe and r.records["layers"]]
+        step = max(set(last), key=last.count) if last else 0
+    elif args.step.isdigit():
+        step = int(args.step)
+    else:
+        p.error(f"--step: expected a step number or 'last', got {args.step!r}")
     first = args.paths[0]
     single_sweep = len(args.paths) == 1 and os.path.isdir(first) and not runlog._is_run_dir(first)
     out_dir = args.out or (os.path.join(first, "plots") if single_sweep else "compare_plots")
     os.makedirs(out_dir, exist_ok=True)
     print(f"plot_compare: {len(runs)} run(s), wirings: {', '.join(sorted({r.wiring for r in runs}))}")
+    # The depth plots compare one learning rate: with several, the one run at the most (wiring,
+    # depth) points (study_stats.reference_rate); the rate plot shows them all.
+    all_runs = runs
+    ref = stats.reference_rate(stats.points([r for r in runs if not r.is_probe]))
+    if len({stats.learning_rate(r) for r in runs if not r.is_probe}) > 1:
+        runs = [r for r in runs if r.is_probe or stats.learning_rate(r) == ref]
+        print(f"plot_compare: several learning rates; the depth plots use lr {ref:g} ({len(runs)} runs)")
 
     written, note = [], set()
-    plot_grad_by_block(runs, args.step, out_dir, written, note)
+    plot_grad_by_block(runs, step, out_dir, written, note)
     plot_final_loss(runs, out_dir, written)
-    plot_ratio(runs, args.step, out_dir, written, note)
-    plot_rank(runs, args.step, out_dir, written, note)
-    plot_last_grad(runs, args.step, out_dir, written, note)
-    plot_layer_metrics(runs, args.step, out_dir, written, note)
+    plot_ratio(runs, step, out_dir, written, note)
+    plot_rank(runs, step, out_dir, written, note)
+    plot_last_grad(runs, step, out_dir, written, note)
+    plot_layer_metrics(runs, step, out_dir, written, note)
+    if any(not r.is_probe for r in runs) and step == 0:
+        plot_loss_vs_lr(all_runs, out_dir, written)
+        plot_escape(runs, out_dir, written)
+        plot_deepest_curves(runs, out_dir, written)
     for n in sorted(note):
         print(f"plot_compare: {n}")
     for path in written:
