@@ -583,8 +583,14 @@ FIGURES = {  # file name -> (what it shows, which finding it supports)
                                  "escaped is an open marker at its horizon", "(c) and the choice of horizon"),
     "loss_curves_deepest.png": ("Validation loss curves of the deepest stack, each wiring with and without a residual "
                                 "(seed mean, min-max band), against the unigram line", "(c)"),
-    "loss.png": ("Loss curves of one run against the reference losses", "(c)"),
+}
+RUN_FIGURES = {  # plot_run.py's figures of one run
+    "loss.png": ("Train and validation loss of one run against the reference losses", "(c)"),
     "grad_norm_heatmap.png": ("Gradient norm per block (rows) over training steps (columns) of one run", "(b)"),
+    "grad_norm_by_block.png": ("Gradient norm per block of one run at several steps", "(a) and (b)"),
+    "stream.png": ("Activation RMS and rank ratio of one run's residual stream per boundary", "(b)"),
+    "stream_grad.png": ("Gradient norm of one run's residual stream per boundary", "(a) and (b)"),
+    "layer_metrics.png": ("Every per-layer metric of one run", "context for (a)-(d)"),
 }
 
 
@@ -593,9 +599,10 @@ def figure_caption(rel, probe, tr, sweeps):
     step), which finding it supports. Every part comes from the runs."""
     parts = rel.split(os.sep)
     name, group = parts[-1], parts[1] if len(parts) > 2 else ""
-    what, supports = FIGURES.get(name, (f"{name} (plot_compare.py or plot_run.py)", "context"))
+    what, supports = FIGURES.get(name, (f"{name} (plot_compare.py)", "context"))
     if group == "runs" and len(parts) > 3:
-        data = f"run {parts[2]}"
+        what, supports = RUN_FIGURES.get(name, (f"{name} of one run (plot_run.py)", "context"))
+        data = f"run train_grid/{parts[2]}"
     elif group.startswith("training"):
         at_step = "each run's last layers record" if group.endswith("_last") else "initialisation (step 0)"
         ns = sorted({len(v) for v in tr.pts.values()})

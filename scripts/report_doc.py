@@ -78,7 +78,7 @@ class Doc:
                 out += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in b[2]]
                 out.append("")
             elif b[0] == "fig":
-                out += [f"![{b[1]}]({b[1]})", "", f"*{b[2]}*", ""]
+                out += [f"![{b[1]}]({b[1]})", "", f"Figure: {b[2]}", ""]
         return "\n".join(out)
 
     def html(self, root, title):
