@@ -160,16 +160,30 @@ LINE = re.compile(r"^\s+(\S+)\s+(\S+)\s+stacklab (train|probe) (\S+)(.*)$")
 
 
 def dry_run(binary, files):
-    """[(id, state, mode, base, {key: value}, run_dir, seeds)] from `stacklab sweep --dry-run`."""
+    """[(id, state, mode, base, {key: value}, run_dir, seeds)] from `stacklab sweep --dry-run`. A
+    run that started lists `stacklab train --resume DIR`: its keys come from DIR/config.json, its
+    base from its sweep file."""
     p = subprocess.run([binary, "sweep", *files, "--dry-run"], capture_output=True, text=True)
     if p.returncode != 0:
         raise TierError(f"stacklab sweep --dry-run {' '.join(files)} failed:\n{p.stderr.strip()}")
+    bases = {}
+    for f in files:
+        s = read_json(f)
+        bases[s.get("name")] = os.path.join(os.path.dirname(os.path.abspath(f)), s.get("base", ""))
     runs = []
     for line in p.stdout.splitlines():
         m = LINE.match(line)
         if not m:
             continue
         rid, state, mode, base, rest = m.groups()
+        sweep = rid.split("/", 1)[0] if "/" in rid else next(iter(bases))
+        if base == "--resume":
+            run_dir = rest.strip()
+            cfg = read_json(os.path.join(run_dir, "config.json"))
+            keys = SHAPE_KEYS + ("train.max_iters", "train.eval_interval", "train.eval_iters")
+            kv = {k: get_key(cfg, k) for k in keys if get_key(cfg, k) is not None}
+            runs.append((rid, state, mode, bases[sweep], kv, run_dir, 1))
+            continue
         kv = dict(re.findall(r"--([a-z_]+\.[a-z_0-9.]+)=(\S+)", rest))
         out = re.search(r"--out (\S+)", rest)
         seeds = re.search(r"--seeds (\S+)", rest)
@@ -194,7 +208,7 @@ def cost_model(binary, runs):
     bases, timed, secs = {}, {}, []
     for rid, state, mode, base, kv, run_dir, nseeds in runs:
         cfg = bases.setdefault(base, read_json(base))
-        shape = tuple((k, kv[k]) for k in SHAPE_KEYS if k in kv)
+        shape = tuple((k, str(kv[k])) for k in SHAPE_KEYS if k in kv)
         key = (base, shape)
         if key not in timed:
             cmd = [binary, "bench", base, *[f"--{k}={v}" for k, v in shape], "--steps", "3", "--warmup", "1",
