@@ -546,17 +546,31 @@ def timing_lines(stages, sweeps):
 
 
 def numeric_path_lines(stages, runs):
-    """What decides the arithmetic: OpenBLAS's kernel choice, threads per run, the CPU."""
+    """What decides the arithmetic: OpenBLAS's kernel choice, the build's matrix-product path and
+    vector-loop clone, threads per run, the CPU. From each run's start record (`numeric_path`,
+    binaries that write it) and reproduce.sh's timing.jsonl (OPENBLAS_CORETYPE, CPU model)."""
     starts = [s for s in stages if s.get("stage") == "start"]
-    threads = sorted({(r.config.get("train") or {}).get("threads") for r in runs} - {None})
     lines = []
     for i, s in enumerate(starts, 1):
         ct = s.get("openblas_coretype")
         lines.append(f"invocation {i}: OPENBLAS_CORETYPE " + (f"= `{ct}`" if ct else "unset (OpenBLAS picks its kernels)")
-                     + f"; OpenBLAS core in use: {s.get('openblas_core') or 'not recorded'}; CPU: "
-                     f"{s.get('cpu_model') or 'not recorded'}; OMP_NUM_THREADS={s.get('omp_num_threads', '?')}")
+                     + f"; OpenBLAS core: {s.get('openblas_core') or 'not recorded'}"
+                     + (f"; matrix products: {s['matmul']}" if s.get("matmul") else "")
+                     + (f"; vector loops: {s['vector_loops']}" if s.get("vector_loops") else "")
+                     + f"; CPU: {s.get('cpu_model') or 'not recorded'}; OMP_NUM_THREADS={s.get('omp_num_threads', '?')}")
     if not starts:
-        lines.append("not recorded (no timing.jsonl): OPENBLAS_CORETYPE, OpenBLAS core and CPU unknown")
+        lines.append("no timing.jsonl: OPENBLAS_CORETYPE and the CPU model not recorded")
+    paths = defaultdict(int)
+    for r in runs:
+        npth = r.start.get("numeric_path")
+        if isinstance(npth, dict):
+            paths[json.dumps(npth, sort_keys=True)] += 1
+    for k, n in sorted(paths.items(), key=lambda kv: -kv[1]):
+        d = json.loads(k)
+        lines.append(f"{n} of {len(runs)} training runs' start records: " + ", ".join(f"{a} {b}" for a, b in d.items()))
+    if not paths:
+        lines.append("the runs' start records name no numeric path (binary older than that record)")
+    threads = sorted({(r.config.get("train") or {}).get("threads") for r in runs} - {None})
     lines.append("threads per run (train.threads of the runs): " + (", ".join(map(str, threads)) or "unknown"))
     return lines
 

@@ -116,19 +116,26 @@ for f in "${SWEEP_FILES[@]}"; do SWEEPS+=("$(basename "$f" .json)"); done
 # One JSON line per stage, appended: each invocation starts with a "start" line (a re-run that
 # resumes finished sweeps shows up as a second, shorter invocation). The report states these,
 # with the numeric path: OPENBLAS_CORETYPE, the OpenBLAS core this binary loads with
-# (OPENBLAS_VERBOSE=2 prints "Core: <name>" when OpenBLAS initialises), the CPU model.
+# (`stacklab --version`'s "OpenBLAS kernels:" line, or OPENBLAS_VERBOSE=2's "Core:"), the matrix-
+# product path and vector-loop clone of the build, the CPU model.
 TIMING="$OUT/timing.jsonl"
 json_str() { "$PY" -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$1"; }
-CORE="$(OPENBLAS_VERBOSE=2 "$BIN" --version 2>&1 | sed -n 's/^Core: *//p' | head -n 1)"
+VERSION_TEXT="$("$BIN" --version 2>/dev/null || true)"
+# `stacklab --version` names the OpenBLAS kernels (newer binaries); else OPENBLAS_VERBOSE=2's line.
+CORE="$(sed -n 's/^OpenBLAS kernels: *//p' <<<"$VERSION_TEXT" | head -n 1)"
+[[ -n "$CORE" ]] || CORE="$(OPENBLAS_VERBOSE=2 "$BIN" --version 2>&1 | sed -n 's/^Core: *//p' | head -n 1)"
+MATMUL="$(sed -n 's/^matrix products: *//p' <<<"$VERSION_TEXT" | head -n 1)"
+LOOPS="$(sed -n 's/^vector loops: *//p' <<<"$VERSION_TEXT" | head -n 1)"
 CPU="$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo 2>/dev/null | head -n 1)"
 {
-  printf '{"stage": "start", "tier": "%s", "tiny": %s, "executor": "%s", "time": %s, "version": "%s", "commit": "%s", "dirty": %s, "nproc": %s, "jobs": %s, "loadavg": "%s", "binary": %s, "openblas_coretype": %s, "openblas_core": %s, "cpu_model": %s, "omp_num_threads": %s}\n' \
+  printf '{"stage": "start", "tier": "%s", "tiny": %s, "executor": "%s", "time": %s, "version": "%s", "commit": "%s", "dirty": %s, "nproc": %s, "jobs": %s, "loadavg": "%s", "binary": %s, "openblas_coretype": %s, "openblas_core": %s, "matmul": %s, "vector_loops": %s, "cpu_model": %s, "omp_num_threads": %s}\n' \
     "$TIER" "$([[ $TINY == 1 ]] && echo true || echo false)" "$EXECUTOR" \
-    "$T0" "$("$BIN" --version 2>/dev/null | awk '{print $2}')" "$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
+    "$T0" "$(head -n 1 <<<"$VERSION_TEXT" | awk '{print $2}')" "$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
     "$(git diff --quiet HEAD -- src CMakeLists.txt 2>/dev/null && echo false || echo true)" \
     "$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc --all)" "$JOBS" "$(cut -d' ' -f1-3 /proc/loadavg)" \
     "$(json_str "$BIN")" "$([[ -n "${OPENBLAS_CORETYPE:-}" ]] && json_str "$OPENBLAS_CORETYPE" || echo null)" \
-    "$([[ -n "$CORE" ]] && json_str "$CORE" || echo null)" "$([[ -n "$CPU" ]] && json_str "$CPU" || echo null)" \
+    "$([[ -n "$CORE" ]] && json_str "$CORE" || echo null)" "$([[ -n "$MATMUL" ]] && json_str "$MATMUL" || echo null)" \
+    "$([[ -n "$LOOPS" ]] && json_str "$LOOPS" || echo null)" "$([[ -n "$CPU" ]] && json_str "$CPU" || echo null)" \
     "$(json_str "$OMP_NUM_THREADS")"
   printf '{"stage": "setup", "seconds": %s, "skipped": %s}\n' "$(awk -v a="$T0" -v b="$T_SETUP" 'BEGIN { printf "%.1f", b - a }')" \
     "$([[ -n "${STACKLAB_BIN:-}" ]] && echo true || echo false)"

@@ -40,6 +40,9 @@ SHAPE_KEYS = ("model.n_layer", "model.n_embd", "model.n_head", "model.block_size
               "train.batch_size")
 
 
+NO_CEILING = []  # ["--no-ceiling"] when the binary's bench has it (set in cmd_size)
+
+
 class TierError(Exception):
     pass
 
@@ -202,7 +205,7 @@ def value(kv, base_cfg, key):
 def cost_model(binary, runs):
     """Seconds per run on this machine: each distinct model shape (depth, width, heads, context,
     vocab, batch) is timed once with `stacklab bench BASE <shape> --steps 3 --warmup 1 --threads 1
-    --json` (the base config's wiring); a training run costs max_iters x ms_per_step plus
+    --json [--no-ceiling]` (the base config's wiring); a training run costs max_iters x ms_per_step plus
     eval_iters x forward_ms per eval (every eval_interval steps and at step 0), a probe one
     forward+backward per seed. Layer records and checkpoints are not counted."""
     bases, timed, secs = {}, {}, []
@@ -212,7 +215,7 @@ def cost_model(binary, runs):
         key = (base, shape)
         if key not in timed:
             cmd = [binary, "bench", base, *[f"--{k}={v}" for k, v in shape], "--steps", "3", "--warmup", "1",
-                   "--threads", "1", "--json"]
+                   "--threads", "1", "--json"] + NO_CEILING
             p = subprocess.run(cmd, capture_output=True, text=True)
             if p.returncode != 0:
                 raise TierError(f"{' '.join(cmd)} failed:\n{p.stderr.strip()}")
@@ -232,6 +235,9 @@ def cost_model(binary, runs):
 
 def cmd_size(args):
     t0 = time.time()
+    # Newer binaries also time the sgemm ceiling in every bench; the cost model needs only the steps.
+    helptext = subprocess.run([args.binary, "bench", "--help"], capture_output=True, text=True).stdout
+    NO_CEILING[:] = ["--no-ceiling"] if "--no-ceiling" in helptext else []
     runs = dry_run(args.binary, args.files)
     secs, shapes = cost_model(args.binary, runs)
     done = [i for i, r in enumerate(runs) if r[1] in ("completed", "diverged")]
