@@ -100,6 +100,29 @@ assert loss_table.count("excluded (") == 2, f"the loss table must mark 2 exclude
 print("check_report: report ok:", len(rows), "findings,", len(ex), "excluded runs")
 EOF
 
+# The seed statistics by hand (scripts/study_stats.py): t-interval, the seen rule, escape steps.
+"$PY" - <<'EOF' || fail "study_stats.py (see above)"
+import sys
+sys.path.insert(0, "scripts")
+import runlog, study_stats as st
+s = st.summarize([1.0, 2.0, 3.0])   # sd 1, t(0.975, 2) = 4.303: 2 +- 4.303/sqrt(3) = 2 +- 2.484
+assert s["n"] == 3 and s["mean"] == 2.0 and (s["min"], s["max"]) == (1.0, 3.0), s
+assert abs(s["ci"][0] + 0.484) < 1e-3 and abs(s["ci"][1] - 4.484) < 1e-3, s["ci"]
+assert st.summarize([5.0])["ci"] is None and st.summarize([None])["n"] == 0
+assert st.seed_rule([3.1, 3.2, 3.3], 3.35, below=True)[:4] == (True, 3, 3, "every seed")
+assert st.seed_rule([3.1, 3.2, 3.4], 3.35, below=True)[0] is False           # 2 of 3, interval too wide
+assert st.seed_rule([3.30, 3.30, 3.30, 3.30, 3.36], 3.35, below=True)[3] == "interval"  # 4 of 5, CI clears
+run = runlog.Run(path="x")
+run.records["eval"] = [{"step": 0, "val_loss": 3.5}, {"step": 50, "val_loss": 3.35}, {"step": 100, "val_loss": 3.2}]
+assert st.escape_step(run, 3.43) == (100, 100)   # 3.2 <= 3.33; 3.35 is not
+assert st.escape_step(run, 3.2) == (None, 100)   # never: censored at its last eval step
+assert st.median_escape([(100, 100), (None, 100), (None, 100)]) == (None, 100)   # median censored
+assert st.median_escape([(100, 300), (200, 300), (None, 300)]) == (200, 300)
+pts = {("w", 2, 0.001): [], ("w", 2, 0.01): [], ("w", 8, 0.001): []}
+assert st.reference_rate(pts) == 0.001 and st.reference_rate({("w", 2, a): [] for a in (3e-4, 1e-3, 3e-3, 1e-2)}) == 1e-3
+print("check_report: study_stats ok")
+EOF
+
 if ((fails)); then
   echo "check_report: $fails check(s) failed" >&2
   exit 1
