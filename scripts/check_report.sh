@@ -2,7 +2,8 @@
 # Checks scripts/report.py end to end on a tiny real study written by `build/stacklab sweep` into
 # a temp dir (a 3-depth probe sweep and a 4-run train sweep of a 16-wide model, 4 steps): the
 # report has the findings table with computed numbers and a seen/not-seen mark per finding, and
-# a run made to look diverged and one made incomplete are left out of the numbers and listed.
+# a run made to look diverged and one made incomplete are left out of the numbers and listed; and
+# scripts/study_stats.py against hand values (t-interval, the every-seed-or-interval rule, escape steps).
 # Run by scripts/test.sh from the repo root. Exit 0 pass, 77 skip (no binary or no numpy), 1 fail.
 # Not here: whether the findings hold at full scale (that is scripts/reproduce.sh's report).
 set -uo pipefail
