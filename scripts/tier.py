@@ -230,7 +230,7 @@ def cost_model(binary, runs):
             evals = (iters // every + 1) if every > 0 else 1
             s = (iters * ms + evals * int(value(kv, cfg, "train.eval_iters") or 0) * fwd) / 1000
         secs.append(s)
-    return secs, len(timed)
+    return secs, timed
 
 
 def cmd_size(args):
@@ -239,7 +239,8 @@ def cmd_size(args):
     helptext = subprocess.run([args.binary, "bench", "--help"], capture_output=True, text=True).stdout
     NO_CEILING[:] = ["--no-ceiling"] if "--no-ceiling" in helptext else []
     runs = dry_run(args.binary, args.files)
-    secs, shapes = cost_model(args.binary, runs)
+    secs, timed = cost_model(args.binary, runs)
+    shapes = len(timed)
     done = [i for i, r in enumerate(runs) if r[1] in ("completed", "diverged")]
     n_probe = sum(r[2] == "probe" for r in runs)
     total_h = sum(secs) / 3600
@@ -259,6 +260,9 @@ def cmd_size(args):
     print(f"reproduce: size: {len(runs)} runs ({n_probe} probes, {len(runs) - n_probe} trainings), "
           f"{len(done)} done already, {len(runs) - len(done)} to run")
     print(f"reproduce: estimated {total_h:.3g} core-hours in all, {todo_h:.3g} core-hours to go ({model})")
+    print("reproduce: measured: " + "; ".join(
+        f"{', '.join(f'{k.split(chr(46))[-1]}={v}' for k, v in shape) or 'base shape'}: {ms:.1f} ms/step, forward {fwd:.1f} ms"
+        for (_, shape), (ms, fwd) in sorted(timed.items(), key=lambda kv: kv[1][0])))
     if took:
         print(f"reproduce: check: for the completed trainings the model predicts {pred / 3600:.3f} h, they took "
               f"{took / 3600:.3f} h (ratio {took / pred:.2f})")
