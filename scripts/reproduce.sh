@@ -108,8 +108,11 @@ OUT="$(cd "$OUT" && pwd)"
 
 # This invocation's sweep files: OUT/sweeps/<name>.json, out_dir OUT/<name> (tier.py prepare).
 rm -rf "$OUT/sweeps"
-mapfile -t SWEEP_FILES < <("$PY" scripts/tier.py prepare "$OUT" "${SRC_FILES[@]}" $([[ $TINY == 1 ]] && echo --tiny)) ||
+LIST="$(mktemp)"
+trap 'rm -f "$LIST"' EXIT
+"$PY" scripts/tier.py prepare "$OUT" "${SRC_FILES[@]}" $([[ $TINY == 1 ]] && echo --tiny) >"$LIST" ||
   die "scripts/tier.py prepare failed (see above)"
+mapfile -t SWEEP_FILES <"$LIST"
 SWEEPS=()
 for f in "${SWEEP_FILES[@]}"; do SWEEPS+=("$(basename "$f" .json)"); done
 
