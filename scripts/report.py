@@ -269,7 +269,9 @@ def figure_caption(rel, probe, tr, sweeps):
         what, supports = RUN_FIGURES.get(name, (f"{name} of one run (plot_run.py)", "context"))
         data = f"run train_grid/{parts[2]}"
     elif group.startswith("training"):
-        at_step = "each run's last layers record" if group.endswith("_last") else "initialisation (step 0)"
+        last = [max(x.get("step", 0) for x in r.records["layers"]) for r in tr.runs if r.records["layers"]]
+        at_step = (f"each run's last layers record (step {max(set(last), key=last.count)})" if last else
+                   "each run's last layers record") if group.endswith("_last") else "initialisation (step 0)"
         ns = sorted({len(v) for v in tr.pts.values()})
         lr_part = ("all rates" if name == "final_loss_vs_lr.png"
                    else f"learning rate {tr.ref_lr:g} (the rate run at every depth)" if tr.ref_lr is not None else "")
