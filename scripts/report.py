@@ -181,6 +181,8 @@ def timing_lines(stages, sweeps):
         elif st == "sweep":
             stop = " (stopped by a signal: incomplete)" if (s.get("exit") or 0) >= 128 else ""
             lines.append(f"  sweep {s['sweep']}: {fmt(s['seconds'], 4)} s{stop}")
+        elif st == "submitted":
+            lines.append("  submitted to Slurm and returned (the runs' own wall times are in their summaries)")
         elif st == "plots":
             lines.append(f"  plots: {fmt(s['seconds'], 3)} s")
         elif st == "end" and t_start is not None and s.get("time"):
