@@ -170,8 +170,9 @@ def timing_lines(stages, sweeps):
             lines.append(f"invocation {n} of reproduce.sh ({s.get('tier', 'quick')} tier): stacklab version "
                          f"{s.get('version', '?')}, commit `{s.get('commit', '?')}`"
                          + (" with uncommitted changes in src/ or CMakeLists.txt" if s.get("dirty") else "")
-                         + f", binary {s.get('binary', '?')}; {s.get('nproc', '?')} cores, {s.get('jobs', '?')} runs "
-                         f"at once, load average at start {s.get('loadavg', '?')}")
+                         + f", binary {s.get('binary', '?')}; {s.get('nproc', '?')} cores, "
+                         + ("runs on Slurm" if s.get("executor") == "slurm" else f"{s.get('jobs', '?')} runs at once")
+                         + f", load average at start {s.get('loadavg', '?')}")
             t_start = float(s["time"]) if s.get("time") else None
         elif st == "setup":
             lines.append("  setup (build): " + ("skipped (STACKLAB_BIN)" if s.get("skipped") else f"{fmt(s['seconds'], 4)} s"))

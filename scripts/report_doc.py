@@ -71,7 +71,7 @@ class Doc:
             elif b[0] == "p":
                 out += [b[1], ""]
             elif b[0] == "ul":
-                out += [("" if i.startswith("  ") else "- ") + i for i in b[1]] + [""]
+                out += [("  - " + i.strip()) if i.startswith("  ") else ("- " + i) for i in b[1]] + [""]
             elif b[0] == "table":
                 out.append(("| " + " | ".join(b[1]) + " |").replace("|  |", "| |"))
                 out.append("|" + "---|" * len(b[1]))
