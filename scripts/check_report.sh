@@ -2,7 +2,8 @@
 # Checks scripts/report.py end to end on a tiny real study written by `build/stacklab sweep` into
 # a temp dir (a 3-depth probe sweep and a 4-run train sweep of a 16-wide model, 4 steps): the
 # report has the findings table with computed numbers and a seen/not-seen mark per finding, and
-# a run made to look diverged and one made incomplete are left out of the numbers and listed.
+# a run made to look diverged and one made incomplete are left out of the numbers and listed; and
+# scripts/study_stats.py against hand values (t-interval, the every-seed-or-interval rule, escape steps).
 # Run by scripts/test.sh from the repo root. Exit 0 pass, 77 skip (no binary or no numpy), 1 fail.
 # Not here: whether the findings hold at full scale (that is scripts/reproduce.sh's report).
 set -uo pipefail
@@ -82,7 +83,7 @@ for r in rows:
     assert cells[-1].strip(" |") in ("**seen**", "**not seen**"), f"no seen/not-seen mark: {r[:60]}"
     assert re.search(r"\d\.\d", cells[3]), f"no computed number in the measured cell: {r[:60]}"
 assert "| | finding | criterion | measured | seen? |" in md, "findings table header missing"
-assert [f["id"] for f in fj["findings"]] == list("abcd") and all(isinstance(f["seen"], bool) for f in fj["findings"])
+assert [f["id"] for f in fj["findings"]] == list("abcde") and all(isinstance(f["seen"], bool) for f in fj["findings"])
 ex = {e["id"]: e["reason"] for e in fj["excluded"]}
 assert "L2-pre-layernorm-res-s0" in ex and "diverged" in ex["L2-pre-layernorm-res-s0"], ex
 assert "L2-pre-layernorm-nores-s0" in ex and "incomplete" in ex["L2-pre-layernorm-nores-s0"], ex
@@ -98,6 +99,29 @@ for w in ("pre-layernorm-res", "pre-layernorm-nores"):
 loss_table = md.split("## Final validation loss")[1].split("##")[0]
 assert loss_table.count("excluded (") == 2, f"the loss table must mark 2 excluded cells:\n{loss_table}"
 print("check_report: report ok:", len(rows), "findings,", len(ex), "excluded runs")
+EOF
+
+# The seed statistics by hand (scripts/study_stats.py): t-interval, the seen rule, escape steps.
+"$PY" - <<'EOF' || fail "study_stats.py (see above)"
+import sys
+sys.path.insert(0, "scripts")
+import runlog, study_stats as st
+s = st.summarize([1.0, 2.0, 3.0])   # sd 1, t(0.975, 2) = 4.303: 2 +- 4.303/sqrt(3) = 2 +- 2.484
+assert s["n"] == 3 and s["mean"] == 2.0 and (s["min"], s["max"]) == (1.0, 3.0), s
+assert abs(s["ci"][0] + 0.484) < 1e-3 and abs(s["ci"][1] - 4.484) < 1e-3, s["ci"]
+assert st.summarize([5.0])["ci"] is None and st.summarize([None])["n"] == 0
+assert st.seed_rule([3.1, 3.2, 3.3], 3.35, below=True)[:4] == (True, 3, 3, "every seed")
+assert st.seed_rule([3.1, 3.2, 3.4], 3.35, below=True)[0] is False           # 2 of 3, interval too wide
+assert st.seed_rule([3.30, 3.30, 3.30, 3.30, 3.36], 3.35, below=True)[3] == "interval"  # 4 of 5, CI clears
+run = runlog.Run(path="x")
+run.records["eval"] = [{"step": 0, "val_loss": 3.5}, {"step": 50, "val_loss": 3.35}, {"step": 100, "val_loss": 3.2}]
+assert st.escape_step(run, 3.43) == (100, 100)   # 3.2 <= 3.33; 3.35 is not
+assert st.escape_step(run, 3.2) == (None, 100)   # never: censored at its last eval step
+assert st.median_escape([(100, 100), (None, 100), (None, 100)]) == (None, 100)   # median censored
+assert st.median_escape([(100, 300), (200, 300), (None, 300)]) == (200, 300)
+pts = {("w", 2, 0.001): [], ("w", 2, 0.01): [], ("w", 8, 0.001): []}
+assert st.reference_rate(pts) == 0.001 and st.reference_rate({("w", 2, a): [] for a in (3e-4, 1e-3, 3e-3, 1e-2)}) == 1e-3
+print("check_report: study_stats ok")
 EOF
 
 if ((fails)); then

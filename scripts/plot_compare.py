@@ -1,21 +1,24 @@
 """Compares stacklab runs across depth and wiring: gradient norms per block, final loss, the
 first/last block gradient ratio, and the state of the residual stream at the last boundary.
 
-    /usr/bin/python3 scripts/plot_compare.py PATH... [--out DIR] [--step 0]
+    /usr/bin/python3 scripts/plot_compare.py PATH... [--out DIR] [--step 0|last]
 
 PATHs are run dirs, sweep dirs (run dirs one or two levels down) or `stacklab probe` JSON files
-(a probe counts as a run with one step-0 layers record: its seed means). Writes into --out
-(default PATH/plots for a single sweep dir, else ./compare_plots): grad_norm_by_block.png,
-final_loss_vs_depth.png, grad_ratio_vs_depth.png, rank_vs_layer.png, last_grad_vs_depth.png,
-layer_metrics_vs_depth.png (every per-layer metric the runs declare, at the last block or
-boundary), and prints each path.
+(a probe counts as a run with one step-0 layers record; its seeds are read from the file). Writes
+into --out (default PATH/plots for a single sweep dir, else ./compare_plots): grad_norm_by_block.png
+(small multiples: one panel per wiring, depth as colour, block position l/L), final_loss_vs_depth.png,
+grad_ratio_vs_depth.png, rank_vs_layer.png, last_grad_vs_depth.png, layer_metrics_vs_depth.png
+(every per-layer metric the runs declare, at the last block or boundary), and for training runs at
+step 0 plot_study.py's final_loss_vs_lr.png, escape_step_vs_depth.png and loss_curves_deepest.png;
+prints each path. `--step last`: each run's last layers record (the most common last step).
 Runs are grouped by their wiring id; runs with the same wiring and depth (seeds) are averaged,
-with a min-max band. Not here: one run's curves (plot_run.py).
+with a min-max band. Runs at several learning rates: the depth figures use the rate run at the most
+points (study_stats.reference_rate), the learning-rate figure all. Not here: one run's curves
+(plot_run.py).
 """
 import argparse
 import math
 import os
-import re
 import sys
 from collections import defaultdict
 
@@ -24,58 +27,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import runlog  # noqa: E402
-
-HUES = ["Blues", "Oranges", "Greens", "Reds", "Purples", "Greys", "YlOrBr", "PuRd"]
-REF_STYLE = {"uniform": ("0.45", ":"), "unigram": ("tab:purple", "--"), "optimal": ("tab:green", "-.")}
-
-
-def arr(values):
-    return np.array([np.nan if v is None else float(v) for v in (values or [])], dtype=float)
-
-
-def wiring_label(runs):
-    """The wiring's formula without the depth-specific constant (deepnorm's alpha for N=...)."""
-    f = runs[0].formula
-    return re.sub(r", alpha=\(2N\)\^\(1/4\)=[0-9.]+ for N=\d+", ", alpha=(2N)^(1/4)", f)
-
-
-def wiring_colors(runs):
-    """One hue per wiring id; the run's own colour darkens with depth."""
-    wirings = sorted({r.wiring for r in runs})
-    depths = sorted({r.n_layer or 0 for r in runs})
-    hue = {w: plt.get_cmap(HUES[i % len(HUES)]) for i, w in enumerate(wirings)}
-    line = {w: hue[w](0.7) for w in wirings}
-
-    def shade(run):
-        k = depths.index(run.n_layer or 0)
-        return hue[run.wiring](0.45 + 0.5 * k / max(1, len(depths) - 1))
-    return line, shade
-
-
-def save(fig, out_dir, name, written):
-    path = os.path.join(out_dir, name)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    written.append(path)
-
-
-def legend_below(ax, n):
-    """Below the axes, so ~12 long formula labels neither cover the data nor squeeze it."""
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=7.5, frameon=False,
-              ncol=1 if n <= 6 else 2)
-
-
-def depth_axis(ax, depths):
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_locator(FixedLocator(sorted(depths)))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xlabel("depth (number of blocks, L)")
-
+import study_stats as stats  # noqa: E402
+from plot_common import (REF_STYLE, arr, depth_axis, legend_below, save, wiring_colors,  # noqa: E402
+                         wiring_label)
+from plot_study import plot_deepest_curves, plot_escape, plot_loss_vs_lr  # noqa: E402
 
 def layers_record(run, step, note):
     if run.is_probe and step != 0:
@@ -87,33 +45,67 @@ def layers_record(run, step, note):
     return rec
 
 
+def seed_series(run, key, step, note):
+    """[one list per seed] of a per-layer metric: a probe file's per-seed values, else the run's
+    layers record at `step` (one seed)."""
+    if run.is_probe:
+        j = runlog._read_json(run.path, "probe file") or {}
+        out = [(s.get("layers") or {}).get(key) for s in j.get("seeds") or []]
+        return [arr(v) for v in out if v]
+    rec = layers_record(run, step, note)
+    return [arr(rec.get(key))] if rec and rec.get(key) else []
+
+
 def plot_grad_by_block(runs, step, out_dir, written, note):
-    _, shade = wiring_colors(runs)
-    labels = [runlog.label(r) for r in runs]
-    dup = {l for l in labels if labels.count(l) > 1}
-    fig, ax = plt.subplots(figsize=(10, 5.5))
+    """Small multiples: one panel per wiring, depth as colour, block position l/L on x so depths
+    share an axis; line = seed mean (geometric), band = min-max over seeds."""
+    wirings = sorted({r.wiring for r in runs})
+    depths = sorted({r.n_layer or 0 for r in runs})
+    cmap = plt.get_cmap("viridis")
+    color = {d: cmap(0.1 + 0.8 * i / max(1, len(depths) - 1)) for i, d in enumerate(depths)}
+    cols = min(3, len(wirings))
+    rows = (len(wirings) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows), squeeze=False, sharey=True)
     n = 0
-    for run, lab in zip(runs, labels):
-        rec = layers_record(run, step, note)
-        g = arr(rec.get("grad_norm")) if rec else np.array([])
-        g[~(g > 0)] = np.nan
-        if not np.isfinite(g).any():
-            note.add(f"{run.path}: no finite grad_norm at step {step}; left out of grad_norm_by_block")
-            continue
-        if lab in dup:
-            lab += f" seed={run.config.get('train', {}).get('seed', '?')}"
-        ls = "-" if run.status in ("completed", "probe") else "--"
-        ax.plot(np.arange(len(g)), g, ls, marker="o", ms=3, lw=1.4, color=shade(run), label=lab)
-        n += 1
+    for ax, w in zip(axes.flat, wirings):
+        ws = [r for r in runs if r.wiring == w]
+        for d in depths:
+            series = [g for r in ws if r.n_layer == d for g in seed_series(r, "grad_norm", step, note)]
+            series = [g for g in series if g.size == d]
+            if not series:
+                continue
+            g = np.vstack(series)
+            g[~(g > 0)] = np.nan
+            if not np.isfinite(g).any():
+                note.add(f"{w} L={d}: no positive grad_norm at step {step}; left out of grad_norm_by_block")
+                continue
+            with np.errstate(all="ignore"):
+                mean = np.exp(np.nanmean(np.log(g), axis=0))
+                lo, hi = np.nanmin(g, axis=0), np.nanmax(g, axis=0)
+            x = (np.arange(d) + 0.5) / d
+            ax.plot(x, mean, "-", marker="o" if d <= 8 else None, ms=3, lw=1.5, color=color[d],
+                    label=f"L={d} ({len(series)} seed{'s' if len(series) != 1 else ''})")
+            if len(series) > 1:
+                ax.fill_between(x, lo, hi, color=color[d], alpha=0.2, lw=0)
+            n += 1
+        ax.set_yscale("log")
+        ax.set_title(wiring_label(ws), fontsize=8.5)
+        ax.set_xlim(0, 1)
+        ax.grid(alpha=0.3, which="both")
+        ax.set_xlabel("block position l/L (0 = next to the embedding)", fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(wirings):]:
+        ax.set_visible(False)
     if not n:
         plt.close(fig)
         return print("plot_compare: skipping grad_norm_by_block.png: no run has a layers record")
-    ax.set_yscale("log")
-    ax.set_xlabel("block index (0 = next to the embedding)")
-    ax.set_ylabel("grad norm of the block's parameters (log)")
-    ax.grid(alpha=0.3, which="both")
-    ax.set_title(f"Gradient norm per block at step {step} (dashed = diverged or incomplete)", fontsize=10)
-    legend_below(ax, n)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("grad norm of the block (log)", fontsize=8)
+    handles, labels = max((a.get_legend_handles_labels() for a in axes.flat), key=lambda hl: len(hl[0]))
+    fig.suptitle(f"Gradient norm per block at step {step}: seed mean (geometric), min-max band", fontsize=10)
+    fig.tight_layout()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), fontsize=8, frameon=False,
+               ncol=len(labels))
     save(fig, out_dir, "grad_norm_by_block.png", written)
 
 
@@ -330,7 +322,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description="Compare stacklab runs across depth and wiring.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="run dir, sweep dir or probe JSON")
     p.add_argument("--out", help="output directory")
-    p.add_argument("--step", type=int, default=0, help="layers-record step to compare (default 0)")
+    p.add_argument("--step", default="0",
+                   help="layers-record step to compare (default 0), or 'last': the runs' last layers record")
     args = p.parse_args(argv)
 
     runs = runlog.find_runs(args.paths)
@@ -339,19 +332,38 @@ def main(argv=None):
         print("plot_compare: no runs with metrics.jsonl (or probe files) under: " + " ".join(args.paths),
               file=sys.stderr)
         return 1
+    if args.step == "last":
+        last = [max(x.get("step", 0) for x in r.records["layers"]) for r in runs
+                if not r.is_probe and r.records["layers"]]
+        step = max(set(last), key=last.count) if last else 0
+    elif args.step.isdigit():
+        step = int(args.step)
+    else:
+        p.error(f"--step: expected a step number or 'last', got {args.step!r}")
     first = args.paths[0]
     single_sweep = len(args.paths) == 1 and os.path.isdir(first) and not runlog._is_run_dir(first)
     out_dir = args.out or (os.path.join(first, "plots") if single_sweep else "compare_plots")
     os.makedirs(out_dir, exist_ok=True)
     print(f"plot_compare: {len(runs)} run(s), wirings: {', '.join(sorted({r.wiring for r in runs}))}")
+    # The depth plots compare one learning rate: with several, the one run at the most (wiring,
+    # depth) points (study_stats.reference_rate); the rate plot shows them all.
+    all_runs = runs
+    ref = stats.reference_rate(stats.points([r for r in runs if not r.is_probe]))
+    if len({stats.learning_rate(r) for r in runs if not r.is_probe}) > 1:
+        runs = [r for r in runs if r.is_probe or stats.learning_rate(r) == ref]
+        print(f"plot_compare: several learning rates; the depth plots use lr {ref:g} ({len(runs)} runs)")
 
     written, note = [], set()
-    plot_grad_by_block(runs, args.step, out_dir, written, note)
+    plot_grad_by_block(runs, step, out_dir, written, note)
     plot_final_loss(runs, out_dir, written)
-    plot_ratio(runs, args.step, out_dir, written, note)
-    plot_rank(runs, args.step, out_dir, written, note)
-    plot_last_grad(runs, args.step, out_dir, written, note)
-    plot_layer_metrics(runs, args.step, out_dir, written, note)
+    plot_ratio(runs, step, out_dir, written, note)
+    plot_rank(runs, step, out_dir, written, note)
+    plot_last_grad(runs, step, out_dir, written, note)
+    plot_layer_metrics(runs, step, out_dir, written, note)
+    if any(not r.is_probe for r in runs) and step == 0:
+        plot_loss_vs_lr(all_runs, out_dir, written)
+        plot_escape(runs, out_dir, written)
+        plot_deepest_curves(runs, out_dir, written)
     for n in sorted(note):
         print(f"plot_compare: {n}")
     for path in written:

@@ -1,27 +1,90 @@
 #!/usr/bin/env bash
-# Reproduces the deep-stacking study end to end: builds (scripts/setup.sh), runs the sweeps of
-# configs/experiments/ into runs/deep_stacking/<sweep>/ (2 jobs at once), plots each sweep into
-# runs/deep_stacking/figures/<sweep>/, then scripts/report.py writes runs/deep_stacking/report.md.
-# Re-running resumes: completed runs are skipped, interrupted ones continue.
+# Reproduces the deep-stacking study end to end: builds (scripts/setup.sh), runs a tier's sweeps into
+# OUT/<sweep>/, plots them into OUT/figures/, then scripts/report.py writes OUT/report.md,
+# OUT/report.html and OUT/findings.json. Re-running resumes: completed runs are skipped,
+# interrupted ones continue.
 #
-#   time bash scripts/reproduce.sh          # from any directory
-#   STACKLAB_JOBS=1 bash scripts/reproduce.sh
+#   bash scripts/reproduce.sh                    # quick tier -> runs/deep_stacking (2 runs at once)
+#   bash scripts/reproduce.sh --full --jobs 2    # full tier (configs/experiments/full/) -> runs/deep_stacking_full
+#   bash scripts/reproduce.sh --full --executor slurm --slurm-partition cpu --slurm-time 04:00:00
+#   bash scripts/reproduce.sh --full --report-only          # after the Slurm jobs: figures and report
+#   OPENBLAS_CORETYPE=Haswell bash scripts/reproduce.sh --out runs/deep_stacking_haswell
 #   STACKLAB_BIN=/path/to/stacklab bash scripts/reproduce.sh   # skip setup, use this binary
-# Not here: the analysis itself (scripts/report.py), the figures' code (scripts/plot_compare.py).
+# --help lists every flag. Not here: the analysis (report.py), the figures' code (plot_compare.py),
+# the tiers' files and cost model (tier.py).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-OUT="runs/deep_stacking"
-JOBS="${STACKLAB_JOBS:-2}"
-SWEEPS=(probe_grid train_grid extras extras_init extras_lr)
-SWEEP_FILES=("${SWEEPS[@]/#/configs/experiments/}")
-SWEEP_FILES=("${SWEEP_FILES[@]/%/.json}")
+QUICK_SWEEPS=(probe_grid train_grid lr_grid extras extras_init extras_lr)
+
+usage() {
+  cat <<'EOF'
+usage: bash scripts/reproduce.sh [--full] [--out DIR] [--jobs N] [--executor local|slurm]
+                                 [--slurm-* VALUE ...] [--max-parallel K] [--wait] [--report-only] [--tiny]
+
+  --full            the full tier: configs/experiments/full/*.json (5 seeds, 4 learning rates at every
+                    wiring and depth, twice the quick horizon); prints its size (runs, how many are done,
+                    estimated core-hours) before it starts. Default: the quick tier (probe_grid,
+                    train_grid, lr_grid, extras, extras_init, extras_lr of configs/experiments/)
+  --out DIR         where the runs, figures and report go (default runs/deep_stacking, with --full
+                    runs/deep_stacking_full); a second numeric path needs its own DIR
+  --jobs N          local runs at once, each single-threaded (default: STACKLAB_JOBS or 2)
+  --executor WHERE  local (default) or slurm: one job array per sweep; submits and exits (unless --wait),
+                    then run again with --report-only when the jobs are done
+  --slurm-partition P, --slurm-time T, --slurm-cpus-per-task C, --slurm-mem M, --slurm-extra "...",
+  --max-parallel K, --wait
+                    passed to `stacklab sweep` as they are (see `stacklab sweep --help`)
+  --report-only     run nothing: plot and write the report from what OUT holds
+  --tiny            the tier scaled down (depths capped at 2, 2 seeds, first and last rate, a 16-wide
+                    model, 6 steps: scripts/tier.py prepare --tiny), for the tests
+  -h, --help        this text
+EOF
+}
 
 say() { printf 'reproduce: %s\n' "$*"; }
 die() { printf 'reproduce: ERROR: %s\n' "$*" >&2; exit 1; }
+bad() { printf 'reproduce: %s (see --help)\n' "$*" >&2; exit 2; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+TIER=quick OUT="" JOBS="${STACKLAB_JOBS:-2}" EXECUTOR=local REPORT_ONLY=0 TINY=0 WAIT=0
+SLURM_ARGS=()
+while (($#)); do
+  case "$1" in
+    -h | --help) usage; exit 0 ;;
+    --full) TIER=full ;;
+    --report-only) REPORT_ONLY=1 ;;
+    --tiny) TINY=1 ;;
+    --wait) WAIT=1; SLURM_ARGS+=(--wait) ;;
+    --out | --jobs | --executor | --slurm-partition | --slurm-time | --slurm-cpus-per-task | --slurm-mem | \
+      --slurm-extra | --max-parallel)
+      (($# >= 2)) || bad "$1 needs a value"
+      case "$1" in
+        --out) OUT="$2" ;;
+        --jobs) [[ "$2" =~ ^[0-9]+$ ]] || bad "--jobs: expected a number, got '$2'"; JOBS="$2" ;;
+        --executor) [[ "$2" == local || "$2" == slurm ]] || bad "--executor: expected local or slurm, got '$2'"
+                    EXECUTOR="$2" ;;
+        *) SLURM_ARGS+=("$1" "$2") ;;
+      esac
+      shift ;;
+    *) bad "unknown argument '$1'" ;;
+  esac
+  shift
+done
+if [[ "$EXECUTOR" == local && ${#SLURM_ARGS[@]} -gt 0 ]]; then
+  bad "${SLURM_ARGS[0]} needs --executor slurm"
+fi
+[[ -n "$OUT" ]] || OUT="runs/deep_stacking$([[ "$TIER" == full ]] && echo _full)"
+if [[ "$TIER" == full ]]; then
+  shopt -s nullglob
+  SRC_FILES=(configs/experiments/full/*.json)
+  shopt -u nullglob
+  ((${#SRC_FILES[@]})) || die "configs/experiments/full/ holds no sweep files (python3 scripts/tier.py full-configs)"
+else
+  SRC_FILES=("${QUICK_SWEEPS[@]/#/configs/experiments/}")
+  SRC_FILES=("${SRC_FILES[@]/%/.json}")
+fi
 
 # Each sweep child is single-threaded (--train.threads=1) and --jobs children share the cores:
 # OpenMP worker threads on top would oversubscribe them, and their barrier spin-waits cost more
@@ -41,54 +104,111 @@ T_SETUP="$(now)"
 [[ -x "$BIN" ]] || die "$BIN not found after setup"
 PY="$(bash scripts/find_python.sh --plot)" || die "no Python with numpy and matplotlib (see above)"
 mkdir -p "$OUT/figures"
+OUT="$(cd "$OUT" && pwd)"
+
+# This invocation's sweep files: OUT/sweeps/<name>.json, out_dir OUT/<name> (tier.py prepare).
+rm -rf "$OUT/sweeps"
+LIST="$(mktemp)"
+trap 'rm -f "$LIST"' EXIT
+"$PY" scripts/tier.py prepare "$OUT" "${SRC_FILES[@]}" $([[ $TINY == 1 ]] && echo --tiny) >"$LIST" ||
+  die "scripts/tier.py prepare failed (see above)"
+mapfile -t SWEEP_FILES <"$LIST"
+SWEEPS=()
+for f in "${SWEEP_FILES[@]}"; do SWEEPS+=("$(basename "$f" .json)"); done
 
 # One JSON line per stage, appended: each invocation starts with a "start" line (a re-run that
-# resumes finished sweeps shows up as a second, shorter invocation). The report states these.
+# resumes finished sweeps shows up as a second, shorter invocation). The report states these,
+# with the numeric path: OPENBLAS_CORETYPE, the OpenBLAS core this binary loads with
+# (`stacklab --version`'s "OpenBLAS kernels:" line, or OPENBLAS_VERBOSE=2's "Core:"), the matrix-
+# product path and vector-loop clone of the build, the CPU model.
 TIMING="$OUT/timing.jsonl"
+json_str() { "$PY" -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$1"; }
+VERSION_TEXT="$("$BIN" --version 2>/dev/null || true)"
+# `stacklab --version` names the OpenBLAS kernels (newer binaries); else OPENBLAS_VERBOSE=2's line.
+CORE="$(sed -n 's/^OpenBLAS kernels: *//p' <<<"$VERSION_TEXT" | head -n 1)"
+[[ -n "$CORE" ]] || CORE="$(OPENBLAS_VERBOSE=2 "$BIN" --version 2>&1 | sed -n 's/^Core: *//p' | head -n 1)"
+MATMUL="$(sed -n 's/^matrix products: *//p' <<<"$VERSION_TEXT" | head -n 1)"
+LOOPS="$(sed -n 's/^vector loops: *//p' <<<"$VERSION_TEXT" | head -n 1)"
+CPU="$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo 2>/dev/null | head -n 1)"
 {
-  printf '{"stage": "start", "time": %s, "version": "%s", "commit": "%s", "dirty": %s, "nproc": %s, "jobs": %s, "loadavg": "%s", "binary": "%s"}\n' \
-    "$T0" "$("$BIN" --version 2>/dev/null | awk '{print $2}')" "$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
+  printf '{"stage": "start", "tier": "%s", "tiny": %s, "executor": "%s", "time": %s, "version": "%s", "commit": "%s", "dirty": %s, "nproc": %s, "jobs": %s, "loadavg": "%s", "binary": %s, "openblas_coretype": %s, "openblas_core": %s, "matmul": %s, "vector_loops": %s, "cpu_model": %s, "omp_num_threads": %s}\n' \
+    "$TIER" "$([[ $TINY == 1 ]] && echo true || echo false)" "$EXECUTOR" \
+    "$T0" "$(head -n 1 <<<"$VERSION_TEXT" | awk '{print $2}')" "$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
     "$(git diff --quiet HEAD -- src CMakeLists.txt 2>/dev/null && echo false || echo true)" \
-    "$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc --all)" "$JOBS" "$(cut -d' ' -f1-3 /proc/loadavg)" "$BIN"
+    "$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc --all)" "$JOBS" "$(cut -d' ' -f1-3 /proc/loadavg)" \
+    "$(json_str "$BIN")" "$([[ -n "${OPENBLAS_CORETYPE:-}" ]] && json_str "$OPENBLAS_CORETYPE" || echo null)" \
+    "$([[ -n "$CORE" ]] && json_str "$CORE" || echo null)" "$([[ -n "$MATMUL" ]] && json_str "$MATMUL" || echo null)" \
+    "$([[ -n "$LOOPS" ]] && json_str "$LOOPS" || echo null)" "$([[ -n "$CPU" ]] && json_str "$CPU" || echo null)" \
+    "$(json_str "$OMP_NUM_THREADS")"
   printf '{"stage": "setup", "seconds": %s, "skipped": %s}\n' "$(awk -v a="$T0" -v b="$T_SETUP" 'BEGIN { printf "%.1f", b - a }')" \
     "$([[ -n "${STACKLAB_BIN:-}" ]] && echo true || echo false)"
 } >>"$TIMING"
+say "$TIER tier$([[ $TINY == 1 ]] && echo ' (--tiny)') into $OUT; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}, OpenBLAS core ${CORE:-unknown}"
 
 status=0
-# All sweeps in one `stacklab sweep` call: one pool of $JOBS slots, so no core idles at the end of
-# one sweep while the next has runs waiting (the sweeps are listed small-last to keep the tail short).
-# A failed run is recorded in its manifest and the report; it does not stop the study. A signal
-# does: the runs checkpoint, and running this script again resumes them.
-t="$(now)"
-say "sweeps ${SWEEPS[*]} ($JOBS runs at once)"
-rc=0
-"$BIN" sweep "${SWEEP_FILES[@]}" --jobs "$JOBS" || rc=$?
-printf '{"stage": "sweep", "sweep": "%s", "seconds": %s, "exit": %s}\n' "${SWEEPS[*]}" "$(since "$t")" "$rc" >>"$TIMING"
-if ((rc >= 128)); then
-  die "sweeps stopped by a signal (exit $rc); run this script again to resume"
-elif ((rc != 0)); then
-  say "some runs failed (see the manifest.json of each sweep)"
-  status=1
+if ((REPORT_ONLY)); then
+  say "--report-only: running nothing"
+  "$BIN" sweep --status "${SWEEPS[@]/#/$OUT/}" || say "not every run completed (see above)"
+else
+  if [[ "$TIER" == full || $TINY == 1 ]]; then
+    "$PY" scripts/tier.py size "$BIN" "${SWEEP_FILES[@]}" --timing "$TIMING" || die "scripts/tier.py size failed"
+  fi
+  # All sweeps in one `stacklab sweep` call: one pool of $JOBS slots, so no core idles at the end of
+  # one sweep while the next has runs waiting. A failed run is recorded in its manifest and the
+  # report; it does not stop the study. A signal does: the runs checkpoint, and running this
+  # script again resumes them.
+  t="$(now)"
+  say "sweeps ${SWEEPS[*]} ($([[ $EXECUTOR == slurm ]] && echo "Slurm" || echo "$JOBS runs at once"))"
+  rc=0
+  if [[ "$EXECUTOR" == slurm ]]; then
+    "$BIN" sweep "${SWEEP_FILES[@]}" --executor slurm "${SLURM_ARGS[@]}" || rc=$?
+  else
+    "$BIN" sweep "${SWEEP_FILES[@]}" --jobs "$JOBS" || rc=$?
+  fi
+  printf '{"stage": "sweep", "sweep": "%s", "executor": "%s", "seconds": %s, "exit": %s}\n' "${SWEEPS[*]}" "$EXECUTOR" \
+    "$(since "$t")" "$rc" >>"$TIMING"
+  if ((rc >= 128)); then
+    die "sweeps stopped by a signal (exit $rc); run this script again to resume"
+  elif ((rc != 0)); then
+    say "some runs failed (see the manifest.json of each sweep)"
+    status=1
+  fi
+  if [[ "$EXECUTOR" == slurm && $WAIT == 0 ]]; then
+    printf '{"stage": "submitted", "time": %s}\n' "$(now)" >>"$TIMING"
+    say "submitted. Follow: $BIN sweep --status ${SWEEPS[*]/#/$OUT/}"
+    say "when the jobs are done: bash scripts/reproduce.sh $([[ $TIER == full ]] && echo '--full ')--out $OUT --report-only"
+    exit "$status"
+  fi
 fi
 
 t="$(now)"
+rm -rf "$OUT/figures"
+TRAINING=()
 for s in "${SWEEPS[@]}"; do
-  MPLBACKEND=Agg "$PY" scripts/plot_compare.py "$OUT/$s" --out "$OUT/figures/$s" >/dev/null ||
-    say "plot_compare.py $s: no figures"
+  case "$s" in
+    train_grid | lr_grid) TRAINING+=("$OUT/$s") ;;
+    *) MPLBACKEND=Agg "$PY" scripts/plot_compare.py "$OUT/$s" --out "$OUT/figures/$s" >/dev/null ||
+         say "plot_compare.py $s: no figures" ;;
+  esac
 done
-# The training grid again after training: the last layers record (step 275 of 300).
-MPLBACKEND=Agg "$PY" scripts/plot_compare.py "$OUT/train_grid" --step 275 --out "$OUT/figures/train_grid_step275" \
-  >/dev/null || say "plot_compare.py train_grid --step 275: no figures"
-# Single runs of the training grid, each with its loss curves against the reference losses and its
-# block x step heatmap: the deepest stack with and without a residual, pre-norm.
-for id in L96-pre-layernorm-res-s0 L96-pre-layernorm-nores-s0; do
-  [[ -d "$OUT/train_grid/$id" ]] || continue
-  MPLBACKEND=Agg "$PY" scripts/plot_run.py "$OUT/train_grid/$id" --out "$OUT/figures/train_grid_runs/$id" \
-    >/dev/null || say "plot_run.py $id: no figures"
-done
+# The training points pooled over train_grid and lr_grid: at initialisation (with the learning-
+# rate, escape-step and loss-curve figures) and at each run's last layers record.
+if ((${#TRAINING[@]})); then
+  MPLBACKEND=Agg "$PY" scripts/plot_compare.py "${TRAINING[@]}" --out "$OUT/figures/training" >/dev/null ||
+    say "plot_compare.py training: no figures"
+  MPLBACKEND=Agg "$PY" scripts/plot_compare.py "${TRAINING[@]}" --step last --out "$OUT/figures/training_last" \
+    >/dev/null || say "plot_compare.py training --step last: no figures"
+fi
+# Single runs, each with its loss curves and its block x step heatmap: the deepest pre-norm stack
+# with and without a residual (lowest seed, the rate every depth has).
+while read -r run; do
+  [[ -n "$run" ]] || continue
+  MPLBACKEND=Agg "$PY" scripts/plot_run.py "$run" --out "$OUT/figures/runs/$(basename "$run")" >/dev/null ||
+    say "plot_run.py $run: no figures"
+done < <("$PY" scripts/tier.py deepest "$OUT")
 printf '{"stage": "plots", "seconds": %s}\n' "$(since "$t")" >>"$TIMING"
 printf '{"stage": "end", "time": %s}\n' "$(now)" >>"$TIMING"
 
 "$PY" scripts/report.py "$OUT" || die "scripts/report.py failed"
-say "done in $(since "$T0") s: $OUT/report.md"
+say "done in $(since "$T0") s: $OUT/report.md, $OUT/report.html"
 exit "$status"

@@ -15,9 +15,10 @@ BUILD_DIR="$ROOT/build"
 # Debian 12 package names. clang and libclang-rt-14-dev (its libFuzzer runtime) are for fuzzing;
 # libbenchmark-dev for -DSTACKLAB_BUILD_BENCH=ON; the python3-* packages for the PyTorch parity
 # check and the plots; slurm-wlm and munge for the single-node Slurm of scripts/check_slurm.sh
-# (scripts/slurm_local.sh: nothing is configured system-wide, the daemons are not started here).
+# (scripts/slurm_local.sh: nothing is configured system-wide, the daemons are not started here);
+# chromium renders report.html headless in scripts/check_report_html.sh.
 PACKAGES=(g++ cmake make libopenblas-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev slurm-wlm munge
-          python3-numpy python3-matplotlib python3-torch clang libclang-rt-14-dev)
+          python3-numpy python3-matplotlib python3-torch clang libclang-rt-14-dev chromium)
 # libxsmm-dev and pkg-config: the optional libxsmm matrix-product path (-DSTACKLAB_LIBXSMM=ON), which
 # scripts/test.sh builds and tests beside the default OpenBLAS one.
 PACKAGES+=(libxsmm-dev pkg-config)

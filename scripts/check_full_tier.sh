@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Checks the study's full tier: configs/experiments/full/ is what `scripts/tier.py full-configs`
+# derives from the quick tier; `stacklab sweep configs/experiments/full/*.json --dry-run` lists the
+# expected number of runs, every wiring x depth of train_grid at the 4 rates with >= 5 seeds and
+# twice the quick horizon; then a real full tier scaled down (`reproduce.sh --full --tiny`, the
+# same code path: depths capped at 2, 2 seeds, 2 rates, 6 steps) prints its size, writes
+# report.md, report.html and findings.json with the seed and rate structure, and a second
+# invocation resumes: it runs nothing new. Bad flags exit 2.
+# Run by scripts/test.sh from the repo root (about a minute). Exit 0 pass, 77 skip, 1 fail.
+# Not here: the report's numbers (check_report.sh), the page in a browser (check_report_html.sh).
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+BIN="${STACKLAB_BIN:-build/stacklab}"
+[[ -x "$BIN" ]] || { echo "check_full_tier: SKIPPED: $BIN not built (run scripts/setup.sh)" >&2; exit 77; }
+BIN="$(realpath "$BIN")"
+PY=""
+if [[ -n "${STACKLAB_PYTHON:-}" ]] && "$STACKLAB_PYTHON" -c "import numpy, matplotlib" >/dev/null 2>&1; then
+  PY="$STACKLAB_PYTHON"
+elif ! PY="$(bash scripts/find_python.sh --plot)"; then
+  echo "check_full_tier: SKIPPED: no Python with numpy and matplotlib" >&2
+  exit 77
+fi
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "check_full_tier: FAIL: $*" >&2; fails=$((fails + 1)); }
+
+# ---- the full tier's files and expansion ------------------------------------------------------
+"$PY" scripts/tier.py full-configs --check || fail "configs/experiments/full/ is out of date with the quick tier"
+"$BIN" sweep configs/experiments/full/*.json --dry-run >"$tmp/dry.log" 2>&1 || { cat "$tmp/dry.log" >&2; fail "full tier --dry-run"; }
+"$PY" - "$tmp/dry.log" <<'EOF' || fail "full tier expansion (see above)"
+import glob, json, math, re, sys
+sys.path.insert(0, "scripts")
+import tier
+log = open(sys.argv[1]).read()
+total = 0
+for path in sorted(glob.glob("configs/experiments/full/*.json")):
+    s = json.load(open(path))
+    pts = math.prod(len(v) for v in s.get("grid", {}).values()) * max(1, len(s.get("variants", [])))
+    n = pts * (len(s["seeds"]) if s.get("mode", "train") == "train" else 1)
+    m = re.search(rf"^sweep {s['name']}: (\d+) (train|probe) runs", log, re.M)
+    assert m and int(m.group(1)) == n, f"{path}: expected {n} runs, dry-run says {m.group(0) if m else 'nothing'}"
+    total += n
+    if s.get("mode", "train") == "train":
+        assert len(s["seeds"]) >= 5, f"{path}: {len(s['seeds'])} seeds"
+        assert sorted(s["grid"]["optim.learning_rate"]) == [0.0003, 0.001, 0.003, 0.01], path
+        q = json.load(open(path.replace("/full/", "/")))
+        assert s["overrides"]["train.max_iters"] == 2 * tier.base_value(path.replace("/full/", "/"), q, "train.max_iters"), \
+            f"{path}: train.max_iters is not twice the quick tier's"
+assert re.search(rf"in one pool: {total} runs to do", log), f"the pool does not list {total} runs"
+# Every wiring x depth of train_grid: the 4 rates, >= 5 seeds each.
+cells = {}
+for rid in re.findall(r"^\s+train_grid/(\S+)\s", log, re.M):
+    m = re.match(r"L(\d+)-(.+)-learning_rate([0-9.e-]+)-s(\d+)$", rid)
+    assert m, f"unexpected run id {rid}"
+    cells.setdefault((m.group(2), int(m.group(1))), {}).setdefault(float(m.group(3)), set()).add(int(m.group(4)))
+quick = json.load(open("configs/experiments/train_grid.json"))
+assert len(cells) == len(quick["variants"]) * len(quick["grid"]["model.n_layer"]), f"{len(cells)} wiring x depth cells"
+for key, rates in cells.items():
+    assert sorted(rates) == [0.0003, 0.001, 0.003, 0.01], f"{key}: rates {sorted(rates)}"
+    assert all(len(s) >= 5 for s in rates.values()), f"{key}: seeds {rates}"
+print(f"check_full_tier: expansion ok: {total} runs, {len(cells)} wiring x depth cells of train_grid at 4 rates x >= 5 seeds")
+EOF
+
+# ---- bad flags -----------------------------------------------------------------------------------
+for args in "--bogus" "--jobs" "--executor pbs" "--slurm-time 1:00:00"; do
+  rc=0
+  # shellcheck disable=SC2086
+  bash scripts/reproduce.sh $args >"$tmp/bad.log" 2>&1 || rc=$?
+  ((rc == 2)) && grep -q "reproduce: " "$tmp/bad.log" || { cat "$tmp/bad.log" >&2; fail "reproduce.sh $args: exit $rc, expected 2 with a message"; }
+done
+bash scripts/reproduce.sh --help | grep -q -- "--full" || fail "reproduce.sh --help does not list --full"
+
+# ---- a scaled-down real full tier, then a resume -------------------------------------------------
+OUT="$tmp/full"
+STACKLAB_BIN="$BIN" bash scripts/reproduce.sh --full --tiny --jobs 2 --out "$OUT" >"$tmp/run1.log" 2>&1 ||
+  { tail -20 "$tmp/run1.log" >&2; fail "reproduce.sh --full --tiny exited non-zero"; }
+grep -E "^reproduce: size: [0-9]+ runs \([0-9]+ probes, [0-9]+ trainings\), 0 done already" "$tmp/run1.log" >/dev/null ||
+  fail "the first invocation did not print its size with 0 done"
+grep -E "^reproduce: estimated [0-9.e+-]+ core-hours in all" "$tmp/run1.log" >/dev/null || fail "no core-hours estimate"
+for f in report.md report.html findings.json; do [[ -s "$OUT/$f" ]] || fail "no $f"; done
+"$PY" - "$OUT" <<'EOF' || fail "findings.json / report.md structure (see above)"
+import json, os, sys
+root = sys.argv[1]
+fj = json.load(open(os.path.join(root, "findings.json")))
+md = open(os.path.join(root, "report.md")).read()
+assert [f["id"] for f in fj["findings"]] == list("abcde"), [f["id"] for f in fj["findings"]]
+assert fj["learning_rates"]["rates"] == [0.0003, 0.01], fj["learning_rates"]["rates"]
+pts = [p for p in fj["points"] if p["sweep"] == "train_grid"]
+assert pts and all(p["seeds"] == [0, 1] for p in pts), "every train_grid point should have seeds 0 and 1"
+cells = {}
+for p in pts:
+    cells.setdefault((p["wiring"], p["depth"]), set()).add(p["learning_rate"])
+assert len(cells) == 12 and all(r == {0.0003, 0.01} for r in cells.values()), cells
+assert all(p["final_val_loss"]["n"] == 2 and p["final_val_loss"]["ci"] for p in pts), "no 2-seed interval"
+esc = fj["escape"]["points"]
+assert len(esc) == len(pts) and all(len(e["seeds"]) == 2 for e in esc), "escape: every point, every seed"
+assert all(("escape_step" in s and "censored" in s) for e in esc for s in e["seeds"])
+c = next(f for f in fj["findings"] if f["id"] == "c")
+assert any("at lr " in m and "best of 2" in m for m in c["measured"]), "(c) does not state the best rate per depth"
+for head in ("## Learning rates", "## Escape time", "## Numeric path", "| lr 0.0003 | lr 0.01 |", "n=2"):
+    assert head in md, f"report.md lacks {head!r}"
+print(f"check_full_tier: report ok: {len(pts)} train_grid points x 2 seeds, rates {fj['learning_rates']['rates']}")
+EOF
+stamp="$tmp/stamp"; touch "$stamp"
+STACKLAB_BIN="$BIN" bash scripts/reproduce.sh --full --tiny --jobs 2 --out "$OUT" >"$tmp/run2.log" 2>&1 ||
+  { tail -20 "$tmp/run2.log" >&2; fail "the second reproduce.sh --full --tiny exited non-zero"; }
+n_runs="$(sed -nE 's/^reproduce: size: ([0-9]+) runs.*/\1/p' "$tmp/run1.log")"
+grep -E "^reproduce: size: $n_runs runs .*, $n_runs done already, 0 to run" "$tmp/run2.log" >/dev/null ||
+  { grep "size:" "$tmp/run2.log" >&2; fail "the second invocation did not find all $n_runs runs done"; }
+grep -q "in one pool: 0 runs to do" "$tmp/run2.log" || { grep "pool" "$tmp/run2.log" >&2; fail "the resume had runs to do"; }
+changed="$(find "$OUT" \( -name metrics.jsonl -o -name probe.json \) -newer "$stamp" | head -n 3)"
+[[ -z "$changed" ]] || fail "the resume rewrote run files: $changed"
+[[ "$(grep -c '"stage": "start"' "$OUT/timing.jsonl")" == 2 ]] || fail "timing.jsonl should hold 2 invocations"
+grep -q "invocation 2 of reproduce.sh (full tier)" "$OUT/report.md" || fail "report.md does not list the second invocation"
+
+if ((fails)); then
+  echo "check_full_tier: $fails check(s) failed" >&2
+  exit 1
+fi
+echo "check_full_tier: PASS"

@@ -1,0 +1,349 @@
+"""The findings of the deep-stacking report, each computed from the runs and marked seen or not
+seen against its stated criterion: (a), (b), (d) from the probes (seed means), (b)'s training part,
+(c) and (e) from the training points (wiring, depth, learning rate) pooled over the training sweeps
+(class Training), every seed aggregated (study_stats.py); and every run's escape step. Used by
+report.py. Not here: loading sweeps, tables, figures, writing files (report.py).
+"""
+import math
+
+import numpy as np
+
+import runlog
+import study_stats as stats
+
+RES = ("pre-layernorm-res", "post-layernorm-res", "none-res")
+NORES_NORM = ("pre-layernorm-nores", "post-layernorm-nores")
+NORES = NORES_NORM + ("none-nores",)
+GRID_WIRINGS = RES + NORES
+
+# Thresholds of the findings (stated in the report next to each finding).
+A_MAX_FACTOR = 0.9       # (a) per-layer factor of the gradient ratio at most this ...
+A_MIN_R2 = 0.9           # ... with a log-linear fit this good
+B_RATIO_BAND = (1e-2, 1e2)  # (b) first/last block gradient ratio at init inside this band
+B_MAX_RANK = 0.1         # (b) rank ratio at the last boundary of the deepest stack below this
+B_TRAIN_RATIO = 1e-2     # (b) first/last ratio during training (median of records after step 0) below this
+C_TRAIN_MARGIN = 0.05    # (c) "trains": final val loss at least this far below the unigram loss
+C_STUCK_MARGIN = 0.05    # (c) "stuck": final val loss above unigram - this
+C_DEEP = 8               # (c) "stuck" is tested at depths >= this
+D_PRE = (-0.7, -0.3)     # (d) pre-norm slope of log g_last vs log L inside this
+D_POST = (-0.2, 0.2)     # (d) post-norm slope inside this
+
+
+def fmt(v, nd=3):
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "n/a"
+    if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e4):
+        return f"{v:.2e}"
+    return f"{v:.{nd}g}" if abs(v) >= 1 else f"{v:.{nd}f}".rstrip("0").rstrip(".") or "0"
+
+
+def fit_line(x, y):
+    """Least squares y = a + b x; returns (b, a, r2) or None with fewer than 2 points."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < 2 or np.ptp(x) == 0:
+        return None
+    b, a = np.polyfit(x, y, 1)
+    ss = float(((y - y.mean()) ** 2).sum())
+    r2 = 1.0 - float(((y - (a + b * x)) ** 2).sum()) / ss if ss > 0 else 1.0
+    return float(b), float(a), r2
+
+
+def probe_mean(run, key):
+    return runlog.Run.layers_at(run, 0).get(key) or []
+
+
+# ---- findings --------------------------------------------------------------------------------
+
+def finding(fid, claim, criterion, rows, seen, note=""):
+    return {"id": fid, "claim": claim, "criterion": criterion, "measured": rows, "seen": bool(seen), "note": note}
+
+
+def finding_a(probe):
+    claim = ("Without residual or norm, gradients vanish toward the first block at initialisation, "
+             "exponentially in depth.")
+    crit = (f"`f(x)` stacks, probe seed means: fit ln(g_first/g_last) = a + b*L over the depths L >= 2, and "
+            f"ln g_l = c + k*l over the blocks of the deepest stack; seen if both per-layer factors exp(b) and "
+            f"exp(-k) are <= {A_MAX_FACTOR} and the within-stack fit has R^2 >= {A_MIN_R2} (a 2-point fit has "
+            f"R^2 = 1 trivially, hence the within-stack check)")
+    pts, rows, zero = [], [], []
+    for r in sorted(probe.by("none-nores"), key=lambda r: r.n_layer):
+        g = probe_mean(r, "grad_norm")
+        ratio = (g[0] / g[-1]) if g and g[0] is not None and g[-1] else None
+        rows.append(f"L={r.n_layer}: g_first/g_last = {fmt(ratio)}")
+        if r.n_layer >= 2:
+            if ratio is not None and ratio > 0:
+                pts.append((r.n_layer, math.log(ratio)))
+            else:
+                zero.append(r.n_layer)
+    fit = fit_line(*zip(*pts)) if len(pts) >= 2 else None
+    if fit is None:
+        return finding("a", claim, crit, rows + ["fewer than 2 depths >= 2 with a finite ratio"], False)
+    b, _, r2 = fit
+    factor = math.exp(b)
+    rows.append(f"fit over L={', '.join(str(p[0]) for p in pts)}: b = {fmt(b)} per layer, "
+                f"factor exp(b) = {fmt(factor)}, R^2 = {fmt(r2)}")
+    if zero:
+        rows.append(f"first-block gradient exactly 0 (underflow) at L={zero}: left out of the fit")
+    # Inside the deepest stack: log g_l vs l, over the blocks whose gradient did not underflow to 0.
+    deep = max(probe.by("none-nores"), key=lambda r: r.n_layer, default=None)
+    f2 = None
+    if deep is not None and deep.n_layer >= 3:
+        g = np.array([np.nan if v is None else v for v in probe_mean(deep, "grad_norm")], float)
+        ok = np.isfinite(g) & (g > 0)
+        f2 = fit_line(np.arange(len(g))[ok], np.log(g[ok])) if ok.sum() >= 3 else None
+        if f2:
+            rows.append(f"inside L={deep.n_layer} ({int(ok.sum())} of {len(g)} blocks with a non-zero gradient): "
+                        f"g_l shrinks by exp(-k) = {fmt(math.exp(-f2[0]))} per block toward block 0 "
+                        f"(R^2 = {fmt(f2[2])})")
+    if f2 is None:
+        rows.append("no deep enough `f(x)` probe (L >= 3 with 3 non-zero block gradients) for the within-stack fit")
+        return finding("a", claim, crit, rows, False)
+    return finding("a", claim, crit, rows,
+                   factor <= A_MAX_FACTOR and math.exp(-f2[0]) <= A_MAX_FACTOR and f2[2] >= A_MIN_R2)
+
+
+def train_ratios(run):
+    """first/last block grad-norm ratio at step 0 and the median over the later layers records."""
+    recs = sorted(run.records["layers"], key=lambda r: r.get("step", 0))
+
+    def ratio(rec):
+        g = rec.get("grad_norm") or []
+        return g[0] / g[-1] if g and g[0] is not None and g[-1] else None
+    at0 = ratio(recs[0]) if recs and recs[0].get("step") == 0 else None
+    later = [x for x in (ratio(r) for r in recs if r.get("step", 0) > 0) if x is not None]
+    return at0, (float(np.median(later)) if later else None), len(later)
+
+
+class Training:
+    """The training points (wiring, depth, learning rate) pooled over the training sweeps
+    (train_grid, lr_grid: each point lives in one of them), seeds within a point."""
+
+    def __init__(self, sweeps):
+        self.sweeps = sweeps
+        self.runs = [r for s in sweeps for r in s.runs]
+        self.pts = stats.points(self.runs)
+        self.ref_lr = stats.reference_rate(self.pts)
+        self.refs = next((r.reference_losses for r in self.runs if r.reference_losses), {})
+        self.unigram = self.refs.get("unigram")
+        self.depths = sorted({d for (_, d, _) in self.pts})
+        self.rates = sorted({lr for (_, _, lr) in self.pts if lr is not None})
+        self.excluded = [(s, rid, why) for s in sweeps for rid, why in s.excluded]
+
+    def seeds(self, wiring, depth, lr):
+        return self.pts.get((wiring, depth, lr), [])
+
+    def finals(self, wiring, depth, lr):
+        return [r.final_val_loss for r in self.seeds(wiring, depth, lr)]
+
+    def best(self, wiring, depth):
+        return stats.best_rate(self.pts, wiring, depth)
+
+    def excluded_at(self, wiring, depth):
+        return [f"{s.name}/{rid}: {why}" for s, rid, why in self.excluded if rid.startswith(f"L{depth}-{wiring}-")]
+
+    def planned_depths(self):
+        out = set()
+        for s in self.sweeps:
+            for e in s.manifest.get("runs", []):
+                head = e.get("id", "").split("-")[0]
+                if head.startswith("L") and head[1:].isdigit():
+                    out.add(int(head[1:]))
+        return sorted(out)
+
+
+def seed_list(runs):
+    return "/".join(str(stats.seed_of(r)) for r in sorted(runs, key=lambda r: stats.seed_of(r) or 0))
+
+
+def finding_b(probe, tr):
+    claim = ("Without residual but with a norm, gradient norms stay moderate at initialisation, but the "
+             "tokens' representations collapse (rank ratio at the last boundary -> 0 with depth), and once "
+             "training starts the early blocks' gradients vanish.")
+    crit = (f"for both `f(norm(x))` and `norm(f(x))`: at init every depth has g_first/g_last in "
+            f"[{B_RATIO_BAND[0]:g}, {B_RATIO_BAND[1]:g}] (probe seed means), the deepest probe has rank ratio < "
+            f"{B_MAX_RANK} at the last boundary, and in training every seed's run at the deepest depth (every rate "
+            f"run there) has median g_first/g_last over its layers records after step 0 < {B_TRAIN_RATIO:g} "
+            f"(k of n seeds; all n needed)")
+    rows, ok = [], True
+    for w in NORES_NORM:
+        runs = sorted(probe.by(w), key=lambda r: r.n_layer)
+        if not runs:
+            rows.append(f"{w}: no probe data")
+            ok = False
+            continue
+        ratios, rks = [], []
+        for r in runs:
+            g = probe_mean(r, "grad_norm")
+            ratios.append(g[0] / g[-1] if g and g[0] is not None and g[-1] else None)
+            rk = probe_mean(r, "rank_ratio")
+            rks.append(rk[-1] if rk else None)
+        nseed = max(r.probe_seeds for r in runs)
+        rows.append(f"{w} at init ({nseed} probe seeds), g_first/g_last by depth: "
+                    + ", ".join(f"L={r.n_layer}: {fmt(x)}" for r, x in zip(runs, ratios)))
+        rows.append(f"{w} at init, rank ratio at the last boundary: "
+                    + ", ".join(f"L={r.n_layer}: {fmt(x)}" for r, x in zip(runs, rks)))
+        ok &= all(x is not None and B_RATIO_BAND[0] <= x <= B_RATIO_BAND[1] for x in ratios)
+        ok &= rks[-1] is not None and rks[-1] < B_MAX_RANK
+        depths = sorted({d for (ww, d, _) in tr.pts if ww == w})
+        if not depths:
+            rows.append(f"{w}: no completed training run")
+            ok = False
+            continue
+        parts = []
+        for d in depths:
+            meds = [train_ratios(r)[1] for lr in stats.rates_at(tr.pts, w, d) for r in tr.seeds(w, d, lr)]
+            parts.append(f"L={d}: {fmt(float(np.median([m for m in meds if m is not None])) if any(m is not None for m in meds) else None)}")
+        rows.append(f"{w} in training, median over seeds of each run's median g_first/g_last after step 0: "
+                    + ", ".join(parts))
+        deep = [r for lr in stats.rates_at(tr.pts, w, depths[-1]) for r in tr.seeds(w, depths[-1], lr)]
+        meds = [train_ratios(r)[1] for r in deep]
+        k = sum(m is not None and m < B_TRAIN_RATIO for m in meds)
+        rows.append(f"{w} at L={depths[-1]} (deepest), per run: "
+                    + ", ".join(f"seed {stats.seed_of(r)} lr {stats.learning_rate(r):g}: {fmt(m)}" for r, m in zip(deep, meds))
+                    + f"; below {B_TRAIN_RATIO:g} in {k} of {len(meds)} runs")
+        ok &= bool(meds) and k == len(meds)
+    return finding("b", claim, crit, rows, ok)
+
+
+def finding_c(tr):
+    claim = ("Residual stacks train at every depth up to the deepest; stacks without residual do not (stuck near "
+             "the unigram loss) and adding layers makes them worse. Each wiring is compared at its own best "
+             "learning rate per depth.")
+    crit = (f"per wiring and depth at its best rate (lowest mean final val loss over seeds among the rates run at "
+            f"that depth); seen if (1) every residual wiring (`x + f(norm(x))`, `norm(x + f(x))`, `x + f(x)`) ends "
+            f"at least {C_TRAIN_MARGIN} nats below the unigram loss at every depth, (2) every no-residual wiring at "
+            f"L >= {C_DEEP} ends above unigram - {C_STUCK_MARGIN}, each for every seed or by the 95% interval of "
+            f"the mean, and (3) for each no-residual wiring the mean final loss rises with depth (Spearman rho > 0, "
+            f"losses rounded to 1e-3, ties averaged)")
+    if not tr.runs or tr.unigram is None:
+        return finding("c", claim, crit, ["no completed training run"], False)
+    uni = tr.unigram
+    rows = [f"references: unigram {fmt(uni, 4)}, optimal {fmt(tr.refs.get('optimal'), 4)} nats"]
+    ok1 = ok2 = ok3 = True
+    for w in GRID_WIRINGS:
+        depths = sorted({d for (ww, d, _) in tr.pts if ww == w})
+        if not depths:
+            rows.append(f"{w}: no completed run")
+            ok1 = ok1 and w not in RES
+            ok2 = ok2 and w not in NORES
+            continue
+        parts, means = [], []
+        for d in depths:
+            lr = tr.best(w, d)
+            vals = tr.finals(w, d, lr)
+            s = stats.summarize(vals)
+            n_rates = len(stats.rates_at(tr.pts, w, d))
+            if w in RES:
+                good, k, n, rule = stats.seed_rule(vals, uni - C_TRAIN_MARGIN, below=True)
+                ok1 &= good
+            else:
+                good, k, n, rule = stats.seed_rule(vals, uni - C_STUCK_MARGIN, below=False)
+                if d >= C_DEEP:
+                    ok2 &= good
+            means.append((d, s["mean"]))
+            parts.append(f"L={d}: {stats.fmt_summary(s, 4)} at lr {lr:g} (best of {n_rates}), "
+                         f"{'trains' if w in RES else 'stuck'} in {stats.rule_text(k, n, rule)}")
+        rows.append(f"{w}: " + "; ".join(parts))
+        if w in NORES:
+            if len(means) >= 2:
+                rho = spearman([d for d, _ in means], [m for _, m in means])
+                rows.append(f"{w}: Spearman rho(depth, mean final loss) = {fmt(rho)}")
+                ok3 &= rho > 0
+            else:
+                ok3 = False
+    rows.append(f"(1) residual stacks train: {'yes' if ok1 else 'no'}; (2) deep no-residual stacks stuck: "
+                f"{'yes' if ok2 else 'no'}; (3) worse with depth: {'yes' if ok3 else 'no'}")
+    missing = [f"{w} L={d}" for w in GRID_WIRINGS for d in tr.planned_depths()
+               if not any((w, d, lr) in tr.pts for lr in tr.rates)]
+    if missing:
+        rows.append(f"(4) grid incomplete, so not testable at every depth: no completed run for {', '.join(missing)}")
+    return finding("c", claim, crit + "; (4) every wiring has a completed run at every depth of the grid",
+                   rows, ok1 and ok2 and ok3 and not missing)
+
+
+def finding_e(tr):
+    claim = "Without a residual, stacks of 2 or more layers stay on the unigram plateau at every learning rate tried."
+    crit = (f"every no-residual point (`f(norm(x))`, `norm(f(x))`, `f(x)`) with L >= 2, at every rate run, ends above "
+            f"unigram - {C_STUCK_MARGIN} for every seed or by the 95% interval of the mean; where it does not, the "
+            f"(wiring, depth, rate, seeds) are listed")
+    if not tr.runs or tr.unigram is None:
+        return finding("e", claim, crit, ["no completed training run"], False)
+    thr = tr.unigram - C_STUCK_MARGIN
+    rows, fails, n_pts = [], [], 0
+    for w in NORES:
+        for d in [d for d in tr.depths if d >= 2]:
+            for lr in stats.rates_at(tr.pts, w, d):
+                runs = tr.seeds(w, d, lr)
+                good, k, n, rule = stats.seed_rule([r.final_val_loss for r in runs], thr, below=False)
+                n_pts += 1
+                if not good:
+                    low = [f"{stats.seed_of(r)} ({fmt(r.final_val_loss, 4)})" for r in runs if r.final_val_loss <= thr]
+                    fails.append(f"{w} L={d} lr {lr:g}: stuck in {k} of {n} seeds; below the plateau: seed(s) "
+                                 + ", ".join(low))
+        rates = {lr for (ww, d, lr) in tr.pts if ww == w and d >= 2}
+        rows.append(f"{w}: depths {', '.join(str(d) for d in tr.depths if d >= 2)}, rates "
+                    f"{', '.join(f'{x:g}' for x in sorted(rates))}")
+    rows.append(f"{n_pts} points checked against {fmt(thr, 4)} (unigram {fmt(tr.unigram, 4)} - {C_STUCK_MARGIN})")
+    rows += ["not on the plateau: " + f for f in fails] or ["every point stays on the plateau"]
+    return finding("e", claim, crit, rows, n_pts > 0 and not fails)
+
+
+def escape_table(tr):
+    """Per (wiring, depth, rate): every seed's escape step (None = never) and the median."""
+    out = []
+    for (w, d, lr), runs in sorted(tr.pts.items(), key=lambda kv: (GRID_WIRINGS.index(kv[0][0])
+                                                                  if kv[0][0] in GRID_WIRINGS else 99, kv[0][1], kv[0][2] or 0)):
+        esc = [(stats.seed_of(r),) + stats.escape_step(r, tr.unigram) for r in sorted(runs, key=lambda r: stats.seed_of(r) or 0)]
+        med, horizon = stats.median_escape([(s, h) for _, s, h in esc])
+        out.append({"wiring": w, "depth": d, "learning_rate": lr,
+                    "seeds": [{"seed": sd, "escape_step": s, "censored": s is None, "last_step": h} for sd, s, h in esc],
+                    "median": med, "median_censored": med is None, "horizon": horizon})
+    return out
+
+
+def fmt_escape(e):
+    steps = ", ".join(str(s["escape_step"]) if s["escape_step"] is not None else f"> {s['last_step']}"
+                      for s in e["seeds"])
+    med = fmt(e["median"], 4) if e["median"] is not None else f"> {e['horizon']}"
+    return f"median {med} (seeds: {steps})"
+
+
+def ranks(v):
+    """Ranks with ties averaged (equal losses must not look like a trend)."""
+    v = np.asarray(v, float)
+    return np.array([np.mean(np.nonzero(np.sort(v) == x)[0]) for x in v])
+
+
+def spearman(x, y):
+    rx, ry = ranks(x), ranks(np.round(y, 3))
+    if np.std(rx) == 0 or np.std(ry) == 0:
+        return 0.0
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def finding_d(probe):
+    claim = ("In a pre-norm residual stack the last block's gradient shrinks like 1/sqrt(L); in a post-norm "
+             "one it does not depend on depth (Xiong et al. 2020, Theorem 1).")
+    crit = (f"fit ln g_last = a + s*ln L over the probe depths L >= 2 (seed means; at L = 1 the last block is "
+            f"also the first, fed the raw embedding of std 0.02 rather than a block's output, outside the "
+            f"theorem's setting; the slope with L = 1 is shown too); seen if s(pre) in [{D_PRE[0]}, {D_PRE[1]}] "
+            f"and s(post) in [{D_POST[0]}, {D_POST[1]}]")
+    rows, slopes = [], {}
+    for w in ("pre-layernorm-res", "post-layernorm-res"):
+        pts = []
+        for r in sorted(probe.by(w), key=lambda r: r.n_layer):
+            g = probe_mean(r, "grad_norm")
+            if g and g[-1]:
+                pts.append((r.n_layer, g[-1]))
+
+        def slope(ps):
+            return fit_line([math.log(d) for d, _ in ps], [math.log(v) for _, v in ps]) if len(ps) >= 2 else None
+        fit, fit_all = slope([p for p in pts if p[0] >= 2]), slope(pts)
+        slopes[w] = fit[0] if fit else None
+        rows.append(f"{w}: g_last " + ", ".join(f"L={d}: {fmt(v)}" for d, v in pts)
+                    + (f"; slope s = {fmt(fit[0])} over L >= 2 (R^2 = {fmt(fit[2])})" if fit else "; no fit (< 2 depths)")
+                    + (f", {fmt(fit_all[0])} with L = 1" if fit_all else ""))
+    sp, so = slopes["pre-layernorm-res"], slopes["post-layernorm-res"]
+    seen = sp is not None and so is not None and D_PRE[0] <= sp <= D_PRE[1] and D_POST[0] <= so <= D_POST[1]
+    rows.append(f"expected -0.5 (pre) and 0 (post); measured {fmt(sp)} and {fmt(so)}")
+    return finding("d", claim, crit, rows, seen)
