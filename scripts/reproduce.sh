@@ -16,7 +16,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-QUICK_SWEEPS=(probe_grid train_grid lr_grid extras extras_init extras_lr)
+QUICK_SWEEPS=(probe_grid train_grid lr_grid)
 
 usage() {
   cat <<'EOF'
@@ -26,7 +26,7 @@ usage: bash scripts/reproduce.sh [--full] [--out DIR] [--jobs N] [--executor loc
   --full            the full tier: configs/experiments/full/*.json (5 seeds, 4 learning rates at every
                     wiring and depth, twice the quick horizon); prints its size (runs, how many are done,
                     estimated core-hours) before it starts. Default: the quick tier (probe_grid,
-                    train_grid, lr_grid, extras, extras_init, extras_lr of configs/experiments/)
+                    train_grid, lr_grid of configs/experiments/; the extras are in the full tier only)
   --out DIR         where the runs, figures and report go (default runs/deep_stacking, with --full
                     runs/deep_stacking_full); a second numeric path needs its own DIR
   --jobs N          local runs at once, each single-threaded (default: STACKLAB_JOBS or 2)

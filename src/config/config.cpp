@@ -77,6 +77,7 @@ template <class S, class V> void visit_train(S& t, V& v) {
   v("eval_iters", t.eval_iters);
   v("seed", t.seed);
   v("ckpt_interval", t.ckpt_interval);
+  v("save_best", t.save_best);
   v("threads", t.threads);
   v("grad_accum_steps", t.grad_accum_steps);
 }

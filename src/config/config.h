@@ -92,6 +92,7 @@ struct TrainConfig {
   int eval_iters = 10;
   std::uint64_t seed = 1337;
   int ckpt_interval = 100;                // 0 = only at the end
+  bool save_best = true;                  // write checkpoints/best.safetensors at each new best val loss
   int threads = 0;                        // 0 = all cores
   int grad_accum_steps = 1;               // micro-batches of batch_size summed into one update
   bool operator==(const TrainConfig&) const = default;

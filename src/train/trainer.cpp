@@ -266,7 +266,7 @@ class Run {
     std::fflush(stdout);
     if (last_val_ < best_val_) {
       best_val_ = last_val_;
-      checkpoint(best_path_, step);  // the state that was just evaluated, resumable like latest
+      if (cfg_.train.save_best) checkpoint(best_path_, step);  // the state just evaluated, resumable like latest
     }
   }
 

@@ -190,6 +190,18 @@ TEST(BestCheckpoint, IsWrittenAndSampleCanChooseItAndStreamSeveralSamples) {
   EXPECT_TRUE(contains(missing.output, "nope.safetensors not found")) << missing;
 }
 
+TEST(BestCheckpoint, IsNotWrittenWithSaveBestOffAndTheRunIsOtherwiseTheSame) {
+  const std::string dir = make_temp_dir("nobest");
+  ASSERT_EQ(run_stacklab(tiny_run(dir + "/on", {"--train.eval_interval=10"})).exit_code, 0);
+  ASSERT_EQ(run_stacklab(tiny_run(dir + "/off", {"--train.eval_interval=10", "--train.save_best=false"})).exit_code, 0);
+  EXPECT_TRUE(fs::exists(dir + "/on/checkpoints/best.safetensors"));
+  EXPECT_FALSE(fs::exists(dir + "/off/checkpoints/best.safetensors"));
+  EXPECT_TRUE(fs::exists(dir + "/off/checkpoints/latest.safetensors"));
+  const auto summary = [&](const std::string& run) { return read_json(dir + "/" + run + "/summary.json"); };
+  EXPECT_EQ(summary("on")["best_val_loss"], summary("off")["best_val_loss"]);
+  EXPECT_EQ(summary("on")["final_val_loss"], summary("off")["final_val_loss"]);
+}
+
 // ---- gradient accumulation ---------------------------------------------------------------
 
 TEST(GradAccum, TwoMicroBatchesGiveTheUpdateOfOneBatchOfTwiceTheSize) {
