@@ -75,7 +75,9 @@ done
 if [[ "$EXECUTOR" == local && ${#SLURM_ARGS[@]} -gt 0 ]]; then
   bad "${SLURM_ARGS[0]} needs --executor slurm"
 fi
-[[ -n "$OUT" ]] || OUT="runs/deep_stacking$([[ "$TIER" == full ]] && echo _full)"
+if [[ -z "$OUT" ]]; then  # (an `x && echo` substitution would fail the assignment under set -e)
+  if [[ "$TIER" == full ]]; then OUT="runs/deep_stacking_full"; else OUT="runs/deep_stacking"; fi
+fi
 if [[ "$TIER" == full ]]; then
   shopt -s nullglob
   SRC_FILES=(configs/experiments/full/*.json)
