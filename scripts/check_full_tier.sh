@@ -5,7 +5,8 @@
 # twice the quick horizon; then a real full tier scaled down (`reproduce.sh --full --tiny`, the
 # same code path: depths capped at 2, 2 seeds, 2 rates, 6 steps) prints its size, writes
 # report.md, report.html and findings.json with the seed and rate structure, and a second
-# invocation resumes: it runs nothing new. Bad flags exit 2.
+# invocation resumes: it runs nothing new. Bad flags exit 2. Last, the quick tier as a user starts it
+# (default output directory), scaled down.
 # Run by scripts/test.sh from the repo root (about a minute). Exit 0 pass, 77 skip, 1 fail.
 # Not here: the report's numbers (check_report.sh), the page in a browser (check_report_html.sh).
 set -uo pipefail
@@ -114,6 +115,17 @@ changed="$(find "$OUT" \( -name metrics.jsonl -o -name probe.json \) -newer "$st
 [[ -z "$changed" ]] || fail "the resume rewrote run files: $changed"
 [[ "$(grep -c '"stage": "start"' "$OUT/timing.jsonl")" == 2 ]] || fail "timing.jsonl should hold 2 invocations"
 grep -q "invocation 2 of reproduce.sh (full tier)" "$OUT/report.md" || fail "report.md does not list the second invocation"
+
+# ---- the quick tier as a user starts it: no flags but --tiny, default output directory -----------
+# (in a copy of scripts/ and configs/, so the default runs/deep_stacking/ of this tree is not touched)
+mkdir -p "$tmp/repo" && cp -r scripts configs "$tmp/repo/"
+STACKLAB_BIN="$BIN" bash "$tmp/repo/scripts/reproduce.sh" --tiny >"$tmp/quick.log" 2>&1 ||
+  { tail -20 "$tmp/quick.log" >&2; fail "reproduce.sh --tiny (quick tier, default --out) exited non-zero"; }
+[[ -s "$tmp/repo/runs/deep_stacking/report.md" && -s "$tmp/repo/runs/deep_stacking/report.html" ]] ||
+  fail "the quick tier did not write runs/deep_stacking/report.md and report.html"
+for s in probe_grid train_grid lr_grid; do
+  [[ -f "$tmp/repo/runs/deep_stacking/$s/manifest.json" ]] || fail "the quick tier did not run $s"
+done
 
 if ((fails)); then
   echo "check_full_tier: $fails check(s) failed" >&2
