@@ -39,15 +39,33 @@ def plot_loss_vs_lr(runs, out_dir, written):
     line, _ = wiring_colors(done)
     fig, axes = plt.subplots(1, len(depths), figsize=(4.8 * len(depths), 4.2), squeeze=False, sharey=True)
     uni = unigram_of(done)
+    # A diverged seed (loss in the thousands) would flatten every other curve: the axis stops a
+    # little above the uniform loss, and a mean above it is drawn as a triangle on the top edge.
+    uniform = next((r.reference_losses.get("uniform") for r in done if r.reference_losses), None)
+    finite = [r.final_val_loss for r in done if np.isfinite(r.final_val_loss)]
+    top = (uniform if uniform is not None else max(finite)) + 0.3
+    bottom = min(finite) - 0.05 if finite else None
+    off_scale = 0
     for ax, d in zip(axes[0], depths):
+        in_panel = 0
         for w in sorted({w for (w, dd, _) in pts if dd == d}):
             rates = stats.rates_at(pts, w, d)
             vals = [np.array([r.final_val_loss for r in pts[(w, d, lr)]]) for lr in rates]
             n = max(len(v) for v in vals)
-            ax.plot(rates, [v.mean() for v in vals], "o-", color=line[w], lw=1.6, ms=4,
+            means = np.array([v.mean() for v in vals])
+            ax.plot(rates, np.minimum(means, top), "o-", color=line[w], lw=1.6, ms=4,
                     label=f"{wiring_label([r for r in done if r.wiring == w])} (n={n})")
             if n > 1:
-                ax.fill_between(rates, [v.min() for v in vals], [v.max() for v in vals], color=line[w], alpha=0.2, lw=0)
+                ax.fill_between(rates, [min(v.min(), top) for v in vals], [min(v.max(), top) for v in vals],
+                                color=line[w], alpha=0.2, lw=0)
+            for lr, m in zip(rates, means):
+                if not m <= top:
+                    off_scale += 1
+                    in_panel += 1
+                    ax.plot([lr], [top], "^", color=line[w], ms=8, clip_on=False)
+                    ax.annotate(f"mean {m:.3g}", (lr, top), textcoords="offset points", xytext=(-6, -11 * in_panel),
+                                fontsize=6.5, ha="right", color=line[w])
+        ax.set_ylim(bottom, top)
         if uni is not None:
             ax.axhline(uni, color=REF_STYLE["unigram"][0], ls="--", lw=1)
             ax.text(0.01, uni, f" unigram {uni:.3f}", transform=ax.get_yaxis_transform(), fontsize=7,
@@ -58,7 +76,9 @@ def plot_loss_vs_lr(runs, out_dir, written):
         ax.grid(alpha=0.3, which="both")
     axes[0][0].set_ylabel("final val loss (nats/token)")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.suptitle("Final validation loss vs learning rate (seed mean, min-max band)", fontsize=10)
+    fig.suptitle("Final validation loss vs learning rate (seed mean, min-max band"
+                 + (f"; triangles: {off_scale} mean(s) above the axis, i.e. diverged seeds)" if off_scale else ")"),
+                 fontsize=10)
     fig.tight_layout()
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), fontsize=7.5, frameon=False, ncol=2)
     save(fig, out_dir, "final_loss_vs_lr.png", written)
