@@ -376,5 +376,44 @@ TEST(Messages, TheDataReadmeCommandRuns) {
   EXPECT_EQ(r.exit_code, 0) << r;
 }
 
+
+// ---- the numeric path and the bench ceiling (issue 12) ------------------------------------
+
+TEST(NumericPath, TheStartRecordNamesTheMatrixPathTheOpenBlasKernelsTheVectorLoopsAndTheThreads) {
+  const std::string dir = make_temp_dir("numeric");
+  ASSERT_EQ(run_stacklab(tiny_run(dir + "/a", {"--train.threads=1"})).exit_code, 0);
+  const json start = read_jsonl(dir + "/a/metrics.jsonl").at(0);
+  ASSERT_EQ(start.at("kind"), "start");
+  const json& path = start.at("numeric_path");
+  EXPECT_TRUE(path.at("matmul") == "OpenBLAS" || contains(path.at("matmul").get<std::string>(), "libxsmm")) << path;
+  EXPECT_FALSE(path.at("openblas_core").get<std::string>().empty()) << path;
+  EXPECT_FALSE(path.at("vector_loops").get<std::string>().empty()) << path;
+  EXPECT_EQ(path.at("threads"), 1) << path;
+  const auto version = run_stacklab({"--version"});
+  ASSERT_EQ(version.exit_code, 0) << version;
+  EXPECT_TRUE(contains(version.out, "matrix products: " + path.at("matmul").get<std::string>() + "\n")) << version;
+  EXPECT_TRUE(contains(version.out, "OpenBLAS kernels: " + path.at("openblas_core").get<std::string>() + "\n"))
+      << version;
+}
+
+TEST(Bench, ReportsTheSgemmCeilingOfEachRoundAndTheStepOverCeilingRatio) {
+  const auto r = run_stacklab(concat(concat({"bench", base_config()}, tiny_model_args()),
+                                     {"--steps", "4", "--warmup", "1", "--rounds", "2", "--threads", "1", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j.at("ceiling_rounds"), 2) << j;
+  ASSERT_GT(j.at("ceiling_gflops").get<double>(), 0.0) << j;
+  EXPECT_NEAR(j.at("ceiling_ratio").get<double>(), j.at("gflops").get<double>() / j.at("ceiling_gflops").get<double>(),
+              1e-9);
+  EXPECT_EQ(j.contains("ceiling_build_gflops"), contains(j.at("numeric_path").at("matmul").get<std::string>(), "libxsmm"));
+  const auto none = run_stacklab(concat(concat({"bench", base_config()}, tiny_model_args()),
+                                        {"--steps", "2", "--warmup", "0", "--no-ceiling", "--json"}));
+  ASSERT_EQ(none.exit_code, 0) << none;
+  EXPECT_FALSE(json::parse(none.out).contains("ceiling_gflops")) << none;
+  const auto bad = run_stacklab({"bench", base_config(), "--rounds", "0"});
+  EXPECT_EQ(bad.exit_code, 1) << bad;
+  EXPECT_TRUE(contains(bad.output, "--rounds must be >= 1")) << bad;
+}
+
 }  // namespace
 }  // namespace sl
