@@ -27,43 +27,35 @@
 namespace sl {
 namespace {
 
-// Causal softmax of one (T, T) block in place: row i over columns 0..i, zeros after. Every loop
-// runs over the whole row with the future columns masked by a select, not over 0..i: a loop of
-// fixed length T vectorises without a scalar remainder (rows average T/2 columns, and with 16
-// lanes the remainder was most of the work). The max and the sum are `omp simd` reductions
-// (lane partials combined at the end: a fixed order, so still deterministic).
+// Causal softmax of one (T, T) block in place: row i over columns 0..i, zeros after. The max
+// and the sum are `omp simd` reductions (lane partials, combined at the end: a fixed order, so
+// still deterministic), which lets the exp loop vectorise too.
 SL_SIMD_CLONES void causal_softmax_rows(float* p, int64_t T) {
-  constexpr float kMinusInf = -__builtin_inff();
   for (int64_t i = 0; i < T; ++i) {
     float* row = p + i * T;
-    float mx = kMinusInf;
+    float mx = row[0];
 #pragma omp simd reduction(max : mx)
-    for (int64_t j = 0; j < T; ++j) {
-      const float v = j <= i ? row[j] : kMinusInf;
-      mx = v > mx ? v : mx;
-    }
+    for (int64_t j = 1; j <= i; ++j) mx = row[j] > mx ? row[j] : mx;
+    for (int64_t j = 0; j <= i; ++j) row[j] = fast_exp(row[j] - mx);
     float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-    for (int64_t j = 0; j < T; ++j) {
-      const float e = j <= i ? fast_exp(row[j] - mx) : 0.0f;
-      row[j] = e;
-      sum += e;
-    }
+    for (int64_t j = 0; j <= i; ++j) sum += row[j];
     const float inv = 1.0f / sum;
-    for (int64_t j = 0; j < T; ++j) row[j] *= inv;
+    for (int64_t j = 0; j <= i; ++j) row[j] *= inv;
+    for (int64_t j = i + 1; j < T; ++j) row[j] = 0.0f;
   }
 }
 
-// dS = P * (dP - rowsum(dP * P)) of one causal (T, T) block, in place over dP; whole rows with
-// the future columns selected to 0 (P is 0 there, but dP may hold anything finite or not).
+// dS = P * (dP - rowsum(dP * P)) of one causal (T, T) block, in place over dP.
 SL_SIMD_CLONES void causal_softmax_backward_rows(float* dp, const float* p, int64_t T) {
   for (int64_t i = 0; i < T; ++i) {
     const float* pr = p + i * T;
     float* dr = dp + i * T;
     float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
-    for (int64_t j = 0; j < T; ++j) dot += j <= i ? dr[j] * pr[j] : 0.0f;
-    for (int64_t j = 0; j < T; ++j) dr[j] = j <= i ? pr[j] * (dr[j] - dot) : 0.0f;
+    for (int64_t j = 0; j <= i; ++j) dot += dr[j] * pr[j];
+    for (int64_t j = 0; j <= i; ++j) dr[j] = pr[j] * (dr[j] - dot);
+    for (int64_t j = i + 1; j < T; ++j) dr[j] = 0.0f;
   }
 }
 
