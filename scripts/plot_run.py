@@ -22,6 +22,7 @@ from matplotlib.colors import LogNorm  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_common import save  # noqa: E402  (one figure writer for every plot script)
 import runlog  # noqa: E402
 
 REF_STYLE = {"uniform": ("0.45", ":"), "unigram": ("tab:purple", "--"), "optimal": ("tab:green", "-.")}
@@ -52,13 +53,6 @@ def plain_log_labels(axis, lo, hi):
 
 def title(ax, what, run):
     ax.set_title(f"{what}\n{runlog.label(run)}", fontsize=10)
-
-
-def save(fig, out_dir, name, written):
-    path = os.path.join(out_dir, name)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    written.append(path)
 
 
 def skip(name, why):
