@@ -15,6 +15,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CALLER_DIR="$PWD"  # a relative --out or STACKLAB_BIN is the caller's, not the repo's
 cd "$ROOT"
 QUICK_SWEEPS=(probe_grid train_grid lr_grid)
 
@@ -61,7 +62,7 @@ while (($#)); do
       --slurm-extra | --max-parallel)
       (($# >= 2)) || bad "$1 needs a value"
       case "$1" in
-        --out) OUT="$2" ;;
+        --out) if [[ "$2" == /* ]]; then OUT="$2"; else OUT="$CALLER_DIR/$2"; fi ;;
         --jobs) [[ "$2" =~ ^[0-9]+$ ]] || bad "--jobs: expected a number, got '$2'"; JOBS="$2" ;;
         --executor) [[ "$2" == local || "$2" == slurm ]] || bad "--executor: expected local or slurm, got '$2'"
                     EXECUTOR="$2" ;;
@@ -96,7 +97,7 @@ export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" OMP_WAIT_POLICY="${OMP_WAIT_POLIC
 
 T0="$(now)"
 if [[ -n "${STACKLAB_BIN:-}" ]]; then
-  BIN="$(realpath "$STACKLAB_BIN")"
+  BIN="$(cd "$CALLER_DIR" && realpath "$STACKLAB_BIN")"
   say "STACKLAB_BIN=$BIN: not running scripts/setup.sh"
 else
   bash scripts/setup.sh stacklab || die "scripts/setup.sh failed"
@@ -131,7 +132,9 @@ CORE="$(sed -n 's/^OpenBLAS kernels: *//p' <<<"$VERSION_TEXT" | head -n 1)"
 [[ -n "$CORE" ]] || CORE="$(OPENBLAS_VERBOSE=2 "$BIN" --version 2>&1 | sed -n 's/^Core: *//p' | head -n 1)"
 MATMUL="$(sed -n 's/^matrix products: *//p' <<<"$VERSION_TEXT" | head -n 1)"
 LOOPS="$(sed -n 's/^vector loops: *//p' <<<"$VERSION_TEXT" | head -n 1)"
-CPU="$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo 2>/dev/null | head -n 1)"
+# (awk exits at the first match: `sed | head` could end on SIGPIPE with hundreds of CPUs, which
+# pipefail + set -e would turn into a silent exit)
+CPU="$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null || true)"
 {
   printf '{"stage": "start", "tier": "%s", "tiny": %s, "executor": "%s", "time": %s, "version": "%s", "commit": "%s", "dirty": %s, "nproc": %s, "jobs": %s, "loadavg": "%s", "binary": %s, "openblas_coretype": %s, "openblas_core": %s, "matmul": %s, "vector_loops": %s, "cpu_model": %s, "omp_num_threads": %s}\n' \
     "$TIER" "$([[ $TINY == 1 ]] && echo true || echo false)" "$EXECUTOR" \

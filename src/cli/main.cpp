@@ -54,7 +54,7 @@ const Command kCommands[] = {
      "  --steps N              timed steps (default: 20)\n"
      "  --warmup W             untimed steps first (default: 3)\n"
      "  --threads T            threads; 0 = all cores (default: the config's train.threads)\n"
-     "  --rounds R             times the sgemm ceiling R times, between blocks of the steps (default: 3)\n"
+     "  --rounds R             times the sgemm ceiling R times (at most --steps), between blocks of the steps (default: 3)\n"
      "  --no-ceiling           steps only, no sgemm ceiling or step/ceiling ratio (default: off)\n"
      "  --json                 one JSON object instead of the table (default: off)\n"
      "  --sgemm                time sgemm on the config's Linear shapes (default: off)\n"},

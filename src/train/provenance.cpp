@@ -21,11 +21,15 @@ constexpr const char* kFormat = "stacklab.provenance.v1";
 // model.vocab_size from its file, and the file's content (size and hash) is its identity, not
 // where it lies: both are covered by the data identity, so a moved checkout or corpus (an
 // absolute data.path that differs) does not make every run "changed".
+// train.save_best only decides which checkpoint files are written, like out_dir where.
+void erase_non_identity(json& j) {
+  for (const char* k : {"name", "out_dir", "threads", "save_best"})
+    if (j.contains("train") && j["train"].is_object()) j["train"].erase(k);
+}
+
 json identity_config(const Config& cfg) {
   json j = to_json(cfg);
-  j["train"].erase("name");
-  j["train"].erase("out_dir");
-  j["train"].erase("threads");
+  erase_non_identity(j);
   if (cfg.data.source == SourceKind::Text) {
     j["model"].erase("vocab_size");
     j["data"].erase("path");
@@ -64,6 +68,18 @@ void collect_changes(const json& a, const json& b, const std::string& prefix, st
   if (a != b) out.push_back((prefix.empty() ? "(root)" : prefix) + ": " + a.dump() + " -> " + b.dump());
 }
 
+// A key the stored config lacks was added to stacklab after the run was made; a new key's
+// default keeps the old behaviour (keys are extended, never changed), so the run had the default.
+// Only keys the current identity has are filled (a text source's identity has no vocab_size).
+void fill_defaults(json& stored, const json& defaults, const json& current) {
+  if (!stored.is_object() || !defaults.is_object() || !current.is_object()) return;
+  for (const auto& [k, v] : defaults.items()) {
+    if (!current.contains(k)) continue;
+    if (!stored.contains(k)) stored[k] = v;
+    else fill_defaults(stored[k], v, current.at(k));
+  }
+}
+
 bool is_object_field(const json& j, const char* key) { return j.contains(key) && j.at(key).is_object(); }
 
 }  // namespace
@@ -98,7 +114,10 @@ json read_provenance(const std::string& run_dir) {
 
 std::vector<std::string> provenance_changes(const json& stored, const json& current) {
   std::vector<std::string> out;
-  collect_changes(stored.at("config"), current.at("config"), "", out);
+  json config = stored.at("config");
+  erase_non_identity(config);  // a run stored when one of these still counted
+  fill_defaults(config, identity_config(Config{}), current.at("config"));
+  collect_changes(config, current.at("config"), "", out);
   if (!stored.at("data").is_null()) collect_changes(stored.at("data"), current.at("data"), "data", out);
   collect_changes(stored.value("run", json()), current.value("run", json()), "run", out);
   return out;

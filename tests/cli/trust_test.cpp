@@ -75,6 +75,32 @@ TEST(Provenance, ASweepWhoseOverrideChangedDoesNotCountTheOldRunAsDone) {
   EXPECT_TRUE(contains(run_stacklab({"sweep", sweep}).output, "0 to do, 1 already done"));
 }
 
+TEST(Provenance, TurningSaveBestOffDoesNotMakeASweepsRunsChanged) {
+  const std::string dir = make_temp_dir("savebest");
+  const std::string sweep = write_sweep(dir, base_config(), {{"model.n_embd", 16}});
+  ASSERT_EQ(run_stacklab({"sweep", sweep}).exit_code, 0);
+  write_sweep(dir, base_config(), {{"model.n_embd", 16}, {"train.save_best", false}});
+  const auto r = run_stacklab({"sweep", sweep});
+  EXPECT_EQ(r.exit_code, 0) << r;
+  EXPECT_TRUE(contains(r.output, "0 to do, 1 already done")) << r;
+}
+
+TEST(Provenance, ARunMadeBeforeAKeyExistedIsNotChanged) {
+  const std::string dir = make_temp_dir("newkey");
+  ASSERT_EQ(run_stacklab(tiny_run(dir + "/a", {"--train.max_iters=4"})).exit_code, 0);
+  // As written by a binary from before train.save_best and model.dropout existed.
+  json p = read_json(dir + "/a/provenance.json");
+  p["config"]["train"].erase("save_best");
+  p["config"]["model"].erase("dropout");
+  write_text(dir + "/a/provenance.json", p.dump(2));
+  const auto resumed = run_stacklab({"train", "--resume", dir + "/a", "--train.max_iters=6"});
+  EXPECT_EQ(resumed.exit_code, 0) << resumed;
+  EXPECT_FALSE(contains(resumed.output, "changed")) << resumed;
+  // A real change is still one.
+  const auto changed = run_stacklab({"train", "--resume", dir + "/a", "--train.max_iters=8", "--optim.learning_rate=0.5"});
+  EXPECT_EQ(changed.exit_code, 1) << changed;
+}
+
 TEST(Provenance, AChangedBaseConfigIsDetectedBySweep) {
   const std::string dir = make_temp_dir("prov");
   write_text(dir + "/base.json", json{{"extends", base_config()}, {"optim", {{"learning_rate", 0.002}}}}.dump());
