@@ -139,6 +139,16 @@ def job_gone(job, timeout=180):
     fail(f"job {job} still in the queue after {timeout} s")
     return False
 
+def start_now(job_task, requeued_at):
+    """Start a requeued task now instead of after Slurm's requeue delay (~2 min). slurmd compares a
+    credential's creation time, in whole seconds, with the time it revoked the task's previous one:
+    a task started again within the same second is refused ("Job credential revoked") and ends
+    with exit 1 instead of running. So wait until 2 s have passed since the requeue."""
+    time.sleep(max(0.0, requeued_at + 2.0 - time.time()))
+    rc, out = run("scontrol", "update", f"JobId={job_task}", "StartTime=now")
+    if rc != 0:
+        fail(f"scontrol update JobId={job_task} StartTime=now: exit {rc}: {out}")
+
 def wait_for(pred, what, timeout=120, step=0.05):
     end = time.time() + timeout
     while time.time() < end:
@@ -205,13 +215,12 @@ if wait_for(lambda: task(REQUEUED)["state"] == "running" and steps_done(REQUEUED
         fail(f"scontrol requeue {job}_2: exit {rc}: {out}")
     wait_for(lambda: task(REQUEUED)["state"] == "exited" and task(REQUEUED)["exit"] == 143, f"{REQUEUED} checkpointed")
     wait_for(lambda: status_counts()[3].get("queued", 0) >= 1, "the requeued task back in the queue", timeout=20)
+    requeued_at = time.time()
     wait_for(lambda: all(os.path.exists(os.path.join(SLURM, r, "summary.json")) and
                          json.load(open(os.path.join(SLURM, r, "summary.json")))["status"] == "completed"
                          for r in (RUNS[0], RUNS[3])), "the other runs to complete")
     status({"completed": 2, "failed": 1, "queued": 1}, 1, "requeued task pending")
-    rc, out = run("scontrol", "update", f"JobId={job}_2", "StartTime=now")  # Slurm delays a requeued task ~2 min
-    if rc != 0:
-        fail(f"scontrol update StartTime=now: exit {rc}: {out}")
+    start_now(f"{job}_2", requeued_at)
 job_gone(job)
 out = status({"completed": 3, "failed": 1}, 1, "first job done")
 if f"failed {BAD}" not in out or "n_head" not in out:
@@ -269,7 +278,7 @@ elif wait_for(lambda: warn_task()["state"] == "running" and warn_steps() >= 300,
     if not wait_for(lambda: "PENDING" in run("squeue", "-h", "-r", "-j", job3, "-o", "%i %T")[1],
                     "the warned task to requeue itself (PENDING in squeue)", timeout=30, step=0.2):
         print(run("squeue", "-h", "-r", "-j", job3, "-o", "%i %T")[1], flush=True)
-    run("scontrol", "update", f"JobId={job3}_0", "StartTime=now")
+    start_now(f"{job3}_0", time.time())
     job_gone(job3)
     wait_for(lambda: json.load(open(os.path.join(W, "summary.json")))["status"] == "completed",
              "the warned run to complete", timeout=60)
