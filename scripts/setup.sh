@@ -6,22 +6,28 @@
 #   scripts/setup.sh                         # from any directory
 #   STACKLAB_SKIP_INSTALL=1 scripts/setup.sh # build only, never touch apt
 #   scripts/setup.sh stacklab                # build only these targets (run.sh, reproduce.sh: the
-#                                            # binary, not the test executables)
+#                                            # binary, not the test executables), and install only
+#                                            # the packages to run it (not the test-only ones)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="$ROOT/build"
 
-# Debian 12 package names. clang and libclang-rt-14-dev (its libFuzzer runtime) are for fuzzing;
-# libbenchmark-dev for -DSTACKLAB_BUILD_BENCH=ON; the python3-* packages for the PyTorch parity
-# check and the plots; slurm-wlm and munge for the single-node Slurm of scripts/check_slurm.sh
-# (scripts/slurm_local.sh: nothing is configured system-wide, the daemons are not started here);
-# chromium renders report.html headless in scripts/check_report_html.sh.
-PACKAGES=(g++ cmake make libopenblas-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev slurm-wlm munge
-          python3-numpy python3-matplotlib python3-torch clang libclang-rt-14-dev chromium)
-# libxsmm-dev and pkg-config: the optional libxsmm matrix-product path (-DSTACKLAB_LIBXSMM=ON), which
-# scripts/test.sh builds and tests beside the default OpenBLAS one.
-PACKAGES+=(libxsmm-dev pkg-config)
+# Debian 12 package names. RUN_PACKAGES build and run stacklab and draw its figures (GoogleTest
+# too: CMake configures the tests by default). TEST_PACKAGES are for scripts/test.sh only: clang and
+# libclang-rt-14-dev (its libFuzzer runtime) for fuzzing; libbenchmark-dev for
+# -DSTACKLAB_BUILD_BENCH=ON; python3-torch for the PyTorch parity check; slurm-wlm and munge for the
+# single-node Slurm of scripts/check_slurm.sh (scripts/slurm_local.sh: nothing is configured
+# system-wide, the daemons are not started here); chromium renders report.html headless in
+# scripts/check_report_html.sh; libxsmm-dev and pkg-config for the optional libxsmm matrix-product
+# path (-DSTACKLAB_LIBXSMM=ON) that test.sh builds and tests beside the default OpenBLAS one.
+RUN_PACKAGES=(g++ cmake make libopenblas-dev nlohmann-json3-dev libgtest-dev python3-numpy python3-matplotlib)
+TEST_PACKAGES=(libbenchmark-dev python3-torch clang libclang-rt-14-dev slurm-wlm munge chromium
+               libxsmm-dev pkg-config)
+# A build of named targets (run.sh and reproduce.sh: `setup.sh stacklab`) installs RUN_PACKAGES; a
+# full build (no target: test.sh) installs both sets.
+PACKAGES=("${RUN_PACKAGES[@]}")
+(($# == 0)) && PACKAGES+=("${TEST_PACKAGES[@]}")
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }
