@@ -15,13 +15,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BIN="${STACKLAB_BIN:-build/stacklab}"
 [[ -x "$BIN" ]] || { echo "check_full_tier: SKIPPED: $BIN not built (run scripts/setup.sh)" >&2; exit 77; }
 BIN="$(realpath "$BIN")"
-PY=""
-if [[ -n "${STACKLAB_PYTHON:-}" ]] && "$STACKLAB_PYTHON" -c "import numpy, matplotlib" >/dev/null 2>&1; then
-  PY="$STACKLAB_PYTHON"
-elif ! PY="$(bash scripts/find_python.sh --plot)"; then
-  echo "check_full_tier: SKIPPED: no Python with numpy and matplotlib" >&2
-  exit 77
-fi
+# find_python.sh tries $STACKLAB_PYTHON (test.sh sets it) first, then Debian's python3.
+PY="$(bash scripts/find_python.sh --plot)" || { echo "check_full_tier: SKIPPED: no Python with numpy and matplotlib" >&2; exit 77; }
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 fails=0

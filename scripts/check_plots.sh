@@ -9,13 +9,8 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 FIXTURE=tests/fixtures/run_small
 
-PY=""
-if [[ -n "${STACKLAB_PYTHON:-}" ]] && "$STACKLAB_PYTHON" -c "import numpy, matplotlib" >/dev/null 2>&1; then
-  PY="$STACKLAB_PYTHON"
-elif ! PY="$(bash scripts/find_python.sh --plot)"; then
-  echo "check_plots: SKIPPED: no Python with numpy and matplotlib" >&2
-  exit 77
-fi
+# find_python.sh tries $STACKLAB_PYTHON (test.sh sets it) first, then Debian's python3.
+PY="$(bash scripts/find_python.sh --plot)" || { echo "check_plots: SKIPPED: no Python with numpy and matplotlib" >&2; exit 77; }
 export MPLBACKEND=Agg
 
 tmp="$(mktemp -d)"

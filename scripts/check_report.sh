@@ -11,13 +11,8 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BIN="${STACKLAB_BIN:-build/stacklab}"
 [[ -x "$BIN" ]] || { echo "check_report: SKIPPED: $BIN not built (run scripts/setup.sh)" >&2; exit 77; }
-PY=""
-if [[ -n "${STACKLAB_PYTHON:-}" ]] && "$STACKLAB_PYTHON" -c "import numpy" >/dev/null 2>&1; then
-  PY="$STACKLAB_PYTHON"
-elif ! PY="$(bash scripts/find_python.sh --plot)"; then
-  echo "check_report: SKIPPED: no Python with numpy" >&2
-  exit 77
-fi
+# find_python.sh tries $STACKLAB_PYTHON (test.sh sets it) first, then Debian's python3.
+PY="$(bash scripts/find_python.sh --plot)" || { echo "check_report: SKIPPED: no Python with numpy and matplotlib" >&2; exit 77; }
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT

@@ -13,13 +13,8 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BIN="${STACKLAB_BIN:-build/stacklab}"
 [[ -x "$BIN" ]] || { echo "check_report_html: SKIPPED: $BIN not built (run scripts/setup.sh)" >&2; exit 77; }
-PY=""
-if [[ -n "${STACKLAB_PYTHON:-}" ]] && "$STACKLAB_PYTHON" -c "import numpy, matplotlib" >/dev/null 2>&1; then
-  PY="$STACKLAB_PYTHON"
-elif ! PY="$(bash scripts/find_python.sh --plot)"; then
-  echo "check_report_html: SKIPPED: no Python with numpy and matplotlib" >&2
-  exit 77
-fi
+# find_python.sh tries $STACKLAB_PYTHON (test.sh sets it) first, then Debian's python3.
+PY="$(bash scripts/find_python.sh --plot)" || { echo "check_report_html: SKIPPED: no Python with numpy and matplotlib" >&2; exit 77; }
 CHROMIUM="${STACKLAB_CHROMIUM:-$(command -v chromium || true)}"
 [[ -x "$CHROMIUM" ]] || { echo "check_report_html: SKIPPED: no chromium (apt-get install chromium; scripts/setup.sh installs it)" >&2; exit 77; }
 

@@ -85,22 +85,32 @@ run_ctest() {
 
 run_ctest ctest build "$@"
 
+# build_tree LABEL DIR CMAKE_ARGS...: configures DIR with CMAKE_ARGS and builds all its targets;
+# a failure is counted (and returns 1, so the stage's tests are not run).
+build_tree() {
+  local label="$1" dir="$2"
+  shift 2
+  echo "==> $dir ($label)"
+  if cmake -S "$ROOT" -B "$dir" "$@" >/dev/null &&
+     cmake --build "$dir" -j"$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)"; then
+    return 0
+  fi
+  failed=$((failed + 1))
+  failures+=("$dir: configure or build failed (see above)")
+  return 1
+}
+
 # ---- the unit tests again under ASan + UBSan (build-asan/) ------------------------------------
 # Any sanitizer report aborts the test that triggered it, which then fails. STACKLAB_SKIP_SANITIZE=1
 # skips this stage for quick local runs (CI never sets it).
 if [[ "${STACKLAB_SKIP_SANITIZE:-0}" == "1" ]]; then
   loud_skip "ASan+UBSan tests (STACKLAB_SKIP_SANITIZE=1)"
 else
-  echo "==> build-asan (ASan + UBSan, RelWithDebInfo)"
-  if cmake -S "$ROOT" -B build-asan -DSTACKLAB_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
-     cmake --build build-asan -j"$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)"; then
+  if build_tree "ASan + UBSan, RelWithDebInfo" build-asan -DSTACKLAB_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo; then
     ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
     LSAN_OPTIONS="suppressions=$ROOT/tests/sanitize/lsan.supp" \
     UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
       run_ctest "ctest (ASan+UBSan)" build-asan "$@"
-  else
-    failed=$((failed + 1))
-    failures+=("build-asan: configure or build failed (see above)")
   fi
 fi
 
@@ -111,9 +121,7 @@ fi
 if [[ "${STACKLAB_SKIP_LIBXSMM:-0}" == "1" ]]; then
   loud_skip "libxsmm path tests (STACKLAB_SKIP_LIBXSMM=1)"
 else
-  echo "==> build-xsmm (Release, -DSTACKLAB_LIBXSMM=ON)"
-  if cmake -S "$ROOT" -B build-xsmm -DSTACKLAB_LIBXSMM=ON -DCMAKE_BUILD_TYPE=Release >/dev/null &&
-     cmake --build build-xsmm -j"$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)"; then
+  if build_tree "Release, -DSTACKLAB_LIBXSMM=ON" build-xsmm -DSTACKLAB_LIBXSMM=ON -DCMAKE_BUILD_TYPE=Release; then
     run_check "build-xsmm/stacklab --version names the libxsmm path" \
       bash -c 'build-xsmm/stacklab --version | grep -q "^matrix products: libxsmm"'
     run_ctest "ctest (libxsmm path)" build-xsmm "$@"
@@ -121,9 +129,6 @@ else
       run_check "torch parity, libxsmm path (scripts/torch_parity.py)" \
         "$PY" scripts/torch_parity.py --stacklab build-xsmm/stacklab
     fi
-  else
-    failed=$((failed + 1))
-    failures+=("build-xsmm: configure or build failed (see above)")
   fi
 fi
 
