@@ -78,8 +78,12 @@ fi
 command -v cmake >/dev/null 2>&1 || die "cmake not found (apt-get install cmake)"
 # Plain nproc honours OMP_NUM_THREADS, which reproduce.sh sets to 1 for its runs: unset it here.
 jobs="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)"
+# A full build (no targets: test.sh) also builds the kernel microbenchmarks (libbenchmark-dev is
+# one of TEST_PACKAGES), so scripts/check_microbench.sh never has to reconfigure build/.
+cmake_args=(-DCMAKE_BUILD_TYPE=Release)
+(($# == 0)) && cmake_args+=(-DSTACKLAB_BUILD_BENCH=ON)
 say "configuring Release build in $BUILD_DIR"
-cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release ||
+cmake -S "$ROOT" -B "$BUILD_DIR" "${cmake_args[@]}" ||
   die "cmake configure failed; see the message above"
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done

@@ -1,28 +1,81 @@
 #!/usr/bin/env bash
-# Installs, builds (scripts/setup.sh) and runs every test: all CTest tests, the same tests again
-# built with ASan + UBSan (build-asan/; STACKLAB_SKIP_SANITIZE=1 skips), again on the libxsmm
-# matrix-product path (build-xsmm/, with the torch parity check; STACKLAB_SKIP_LIBXSMM=1 skips), the libFuzzer targets for
-# 40 s each (scripts/fuzz.sh; STACKLAB_SKIP_FUZZ=1 skips), then the Python-side checks
-# (scripts/torch_parity.py when present, then each scripts/check_*.sh). Extra arguments go
-# to ctest (e.g. scripts/test.sh -R LayerNorm). Ends with one line
+# Installs, builds (scripts/setup.sh) and runs every test, in stages. Each stage is a function
+# that prints its wall time; the summary lists every stage with its time and counts, and the
+# last line is
 #   stacklab tests: N passed, M failed
-# (N and M count both ctest runs' tests plus one per other check) and exits non-zero when M > 0.
+# (N and M count every CTest test of each ctest stage plus one per other check); the exit status
+# is non-zero when M > 0. No stage reconfigures a build tree another stage uses.
+#
+#   scripts/test.sh                  # the complete run (what CI's .ci/run calls)
+#   scripts/test.sh --fast           # the edit loop: incremental build, unit tests, parity at one
+#                                    # depth, Python tests (a few minutes after a first build)
+#   scripts/test.sh --stage NAME     # one stage (repeatable); --list prints the stage names
+#   scripts/test.sh -R LayerNorm     # other arguments go to every ctest call
+#
+# Stages of the complete run, in order:
+#   build      scripts/setup.sh: the missing Debian packages, then Release into build/
+#   unit       every CTest test in build/ (labels: core nn train data config cli)
+#   asan       the same tests built with ASan + UBSan into build-asan/
+#   xsmm       the libxsmm matrix-product path (build-xsmm/): --version, CTest, torch parity
+#   fuzz       each libFuzzer target for STACKLAB_FUZZ_SECONDS (40) s (scripts/fuzz.sh, build-fuzz/);
+#              its seed is printed, STACKLAB_FUZZ_SEED=N reruns it
+#   parity     the PyTorch parity check of build/stacklab (scripts/torch_parity.py)
+#   python     the analysis package's unit tests (tests/python/, when present)
+#   check_*    one stage per scripts/check_*.sh (end-to-end checks: Slurm, kill and resume, ...)
+# A check exiting 77 is a loud skip (a prerequisite is missing), never a pass. For quick local
+# runs STACKLAB_SKIP_SANITIZE=1, STACKLAB_SKIP_LIBXSMM=1 and STACKLAB_SKIP_FUZZ=1 skip (loudly)
+# the asan, xsmm and fuzz stages; CI sets none of them.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
+usage() { sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+
+CHECKS=()
+shopt -s nullglob
+for c in scripts/check_*.sh; do CHECKS+=("$(basename "$c" .sh)"); done
+shopt -u nullglob
+ALL_STAGES=(build unit asan xsmm fuzz parity python "${CHECKS[@]}")
+FAST_STAGES=(build unit parity_quick python)
+
+selected=()
+ctest_args=()
+fast=0
+while (($#)); do
+  case "$1" in
+    --fast) fast=1 ;;
+    --stage)
+      (($# >= 2)) || { echo "test.sh: --stage needs a stage name (--list shows them)" >&2; exit 2; }
+      selected+=("$2")
+      shift ;;
+    --stage=*) selected+=("${1#--stage=}") ;;
+    --list) printf '%s\n' "${ALL_STAGES[@]}" parity_quick; exit 0 ;;
+    -h | --help) usage; exit 0 ;;
+    *) ctest_args+=("$1") ;;
+  esac
+  shift
+done
+
+if ((fast)); then
+  ((${#selected[@]} == 0)) || { echo "test.sh: --fast and --stage do not combine" >&2; exit 2; }
+  selected=("${FAST_STAGES[@]}")
+elif ((${#selected[@]} == 0)); then
+  selected=("${ALL_STAGES[@]}")
+else
+  for s in "${selected[@]}"; do
+    [[ " ${ALL_STAGES[*]} parity_quick " == *" $s "* ]] ||
+      { echo "test.sh: no stage '$s'; the stages are: ${ALL_STAGES[*]} parity_quick" >&2; exit 2; }
+  done
+  # Every stage but the self-building ones needs build/ current: build first.
+  [[ " ${selected[*]} " == *" build "* ]] || selected=(build "${selected[@]}")
+fi
+
 passed=0
 failed=0
 skipped=()
 failures=()
-
-summary() {
-  echo
-  ((${#failures[@]} == 0)) || printf 'FAILED: %s\n' "${failures[@]}"
-  ((${#skipped[@]} == 0)) || printf 'SKIPPED: %s\n' "${skipped[@]}"
-  echo "stacklab tests: ${passed} passed, ${failed} failed"
-}
+stage_rows=()
 
 loud_skip() {
   skipped+=("$1")
@@ -30,7 +83,7 @@ loud_skip() {
     "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
 }
 
-# run_check NAME CMD...: one step; exit status 77 means "skipped" (the automake convention).
+# run_check NAME CMD...: one check; exit status 77 means "skipped" (the automake convention).
 run_check() {
   local name="$1" rc=0
   shift
@@ -45,14 +98,6 @@ run_check() {
     failures+=("$name (exit $rc)")
   fi
 }
-
-echo "==> setup (install + build)"
-if ! bash "$ROOT/scripts/setup.sh"; then
-  failed=$((failed + 1))
-  failures+=("setup/build (scripts/setup.sh)")
-  summary
-  exit 1
-fi
 
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
@@ -83,7 +128,7 @@ run_ctest() {
   fi
 }
 
-run_ctest ctest build "$@"
+jobs_n() { env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2; }
 
 # build_tree LABEL DIR CMAKE_ARGS...: configures DIR with CMAKE_ARGS and builds all its targets;
 # a failure is counted (and returns 1, so the stage's tests are not run).
@@ -91,8 +136,7 @@ build_tree() {
   local label="$1" dir="$2"
   shift 2
   echo "==> $dir ($label)"
-  if cmake -S "$ROOT" -B "$dir" "$@" >/dev/null &&
-     cmake --build "$dir" -j"$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)"; then
+  if cmake -S "$ROOT" -B "$dir" "$@" >/dev/null && cmake --build "$dir" -j"$(jobs_n)"; then
     return 0
   fi
   failed=$((failed + 1))
@@ -100,61 +144,106 @@ build_tree() {
   return 1
 }
 
-# ---- the unit tests again under ASan + UBSan (build-asan/) ------------------------------------
-# Any sanitizer report aborts the test that triggered it, which then fails. STACKLAB_SKIP_SANITIZE=1
-# skips this stage for quick local runs (CI never sets it).
-if [[ "${STACKLAB_SKIP_SANITIZE:-0}" == "1" ]]; then
-  loud_skip "ASan+UBSan tests (STACKLAB_SKIP_SANITIZE=1)"
-else
+torch_python() { bash scripts/find_python.sh --torch 2>/dev/null; }
+
+# ---- the stages ------------------------------------------------------------------------------
+BUILD_OK=1
+stage_build() {
+  if ! bash "$ROOT/scripts/setup.sh"; then
+    BUILD_OK=0
+    failed=$((failed + 1))
+    failures+=("setup/build (scripts/setup.sh)")
+  fi
+}
+
+stage_unit() { run_ctest ctest build "${ctest_args[@]}"; }
+
+# Any sanitizer report aborts the test that triggered it, which then fails.
+stage_asan() {
+  [[ "${STACKLAB_SKIP_SANITIZE:-0}" != "1" ]] || { loud_skip "ASan+UBSan tests (STACKLAB_SKIP_SANITIZE=1)"; return 0; }
   if build_tree "ASan + UBSan, RelWithDebInfo" build-asan -DSTACKLAB_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo; then
     ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
     LSAN_OPTIONS="suppressions=$ROOT/tests/sanitize/lsan.supp" \
     UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
-      run_ctest "ctest (ASan+UBSan)" build-asan "$@"
+      run_ctest "ctest (ASan+UBSan)" build-asan "${ctest_args[@]}"
   fi
-fi
+}
 
-# ---- the second matrix-product path: libxsmm (build-xsmm/) ------------------------------------
 # The same unit tests (gradient checks included) and the PyTorch parity check on a build whose
 # small products run through libxsmm (-DSTACKLAB_LIBXSMM=ON; setup.sh installs libxsmm-dev).
-# STACKLAB_SKIP_LIBXSMM=1 skips this stage for quick local runs (CI never sets it).
-if [[ "${STACKLAB_SKIP_LIBXSMM:-0}" == "1" ]]; then
-  loud_skip "libxsmm path tests (STACKLAB_SKIP_LIBXSMM=1)"
-else
+stage_xsmm() {
+  [[ "${STACKLAB_SKIP_LIBXSMM:-0}" != "1" ]] || { loud_skip "libxsmm path tests (STACKLAB_SKIP_LIBXSMM=1)"; return 0; }
   if build_tree "Release, -DSTACKLAB_LIBXSMM=ON" build-xsmm -DSTACKLAB_LIBXSMM=ON -DCMAKE_BUILD_TYPE=Release; then
     run_check "build-xsmm/stacklab --version names the libxsmm path" \
       bash -c 'build-xsmm/stacklab --version | grep -q "^matrix products: libxsmm"'
-    run_ctest "ctest (libxsmm path)" build-xsmm "$@"
-    if PY="$(bash scripts/find_python.sh --torch 2>/dev/null)"; then
-      run_check "torch parity, libxsmm path (scripts/torch_parity.py)" \
-        "$PY" scripts/torch_parity.py --stacklab build-xsmm/stacklab
+    run_ctest "ctest (libxsmm path)" build-xsmm "${ctest_args[@]}"
+    local py
+    if py="$(torch_python)"; then
+      run_check "torch parity, libxsmm path (scripts/torch_parity.py)" "$py" scripts/torch_parity.py --stacklab build-xsmm/stacklab
+    else
+      loud_skip "torch parity, libxsmm path: no Python with numpy+torch (apt-get install python3-torch)"
     fi
   fi
-fi
+}
 
-# ---- fuzzing: each libFuzzer target for a bounded time (scripts/fuzz.sh) -----------------------
-if [[ "${STACKLAB_SKIP_FUZZ:-0}" == "1" ]]; then
-  loud_skip "fuzzing (STACKLAB_SKIP_FUZZ=1)"
-else
+stage_fuzz() {
+  [[ "${STACKLAB_SKIP_FUZZ:-0}" != "1" ]] || { loud_skip "fuzzing (STACKLAB_SKIP_FUZZ=1)"; return 0; }
   run_check "fuzzing (scripts/fuzz.sh ${STACKLAB_FUZZ_SECONDS:-40})" bash scripts/fuzz.sh "${STACKLAB_FUZZ_SECONDS:-40}"
-fi
+}
 
-# ---- Python-side checks ---------------------------------------------------------------------
-if [[ -f scripts/torch_parity.py ]]; then
-  if PY="$(bash scripts/find_python.sh --torch)"; then
-    run_check "torch parity (scripts/torch_parity.py)" \
-      "$PY" scripts/torch_parity.py --stacklab build/stacklab
+parity() {
+  local py
+  if py="$(torch_python)"; then
+    run_check "torch parity (scripts/torch_parity.py $*)" "$py" scripts/torch_parity.py --stacklab build/stacklab "$@"
   else
-    loud_skip "torch parity (scripts/torch_parity.py): no Python with numpy+torch; install python3-torch (apt-get install python3-numpy python3-matplotlib python3-torch)"
+    loud_skip "torch parity: no Python with numpy+torch; install python3-torch (apt-get install python3-numpy python3-matplotlib python3-torch)"
   fi
-fi
+}
+stage_parity() { parity; }
+stage_parity_quick() { parity --quick; }
+
+stage_python() {
+  [[ -d tests/python ]] || { echo "(no tests/python/)"; return 0; }
+  local py
+  if ! py="$(bash scripts/find_python.sh --plot 2>/dev/null)"; then
+    loud_skip "Python unit tests: no Python with numpy+matplotlib"
+    return 0
+  fi
+  if "$py" -c 'import pytest' 2>/dev/null; then
+    run_check "Python unit tests (pytest tests/python)" "$py" -m pytest -q tests/python
+  else
+    run_check "Python unit tests (unittest tests/python)" "$py" -m unittest discover -s tests/python -t .
+  fi
+}
 
 # Each scripts/check_*.sh gets STACKLAB_PYTHON (when one was found) and may exit 77 to skip.
-if PY="$(bash scripts/find_python.sh --torch 2>/dev/null)"; then export STACKLAB_PYTHON="$PY"; fi
-shopt -s nullglob
-for check in scripts/check_*.sh; do
-  run_check "$check" bash "$check"
+stage_check() {
+  local py
+  if py="$(torch_python)"; then export STACKLAB_PYTHON="$py"; fi
+  run_check "scripts/$1.sh" bash "scripts/$1.sh"
+}
+
+# ---- run them ----------------------------------------------------------------------------------
+for s in "${selected[@]}"; do
+  if [[ $s != build ]] && ((BUILD_OK == 0)); then
+    stage_rows+=("$(printf '%-22s %8s  %s' "$s" "-" "not run: the build failed")")
+    continue
+  fi
+  echo
+  echo "======== stage $s"
+  p0=$passed f0=$failed t0=$SECONDS
+  if [[ $s == check_* ]]; then stage_check "$s"; else "stage_$s"; fi
+  dt=$((SECONDS - t0))
+  echo "======== stage $s: ${dt} s"
+  stage_rows+=("$(printf '%-22s %6d s  %d passed, %d failed' "$s" "$dt" $((passed - p0)) $((failed - f0)))")
 done
 
-summary
+echo
+echo "stage                    time    tests"
+printf '%s\n' "${stage_rows[@]}"
+echo "total                  ${SECONDS} s"
+echo
+((${#failures[@]} == 0)) || printf 'FAILED: %s\n' "${failures[@]}"
+((${#skipped[@]} == 0)) || printf 'SKIPPED: %s\n' "${skipped[@]}"
+echo "stacklab tests: ${passed} passed, ${failed} failed"
 ((failed == 0))
