@@ -138,8 +138,23 @@ class Training:
     def best(self, wiring, depth):
         return stats.best_rate(self.pts, wiring, depth)
 
-    def excluded_at(self, wiring, depth):
-        return [f"{s.name}/{rid}: {why}" for s, rid, why in self.excluded if rid.startswith(f"L{depth}-{wiring}-")]
+    def excluded_at(self, wiring, depth, lr=None):
+        """[(id, reason)] of the runs left out at (wiring, depth), at rate lr when given. A run
+        that never started has no config: its id (L<depth>-<wiring>-s<seed>) places it, at the
+        sweep's rate when the sweep has one."""
+        out = []
+        for s, rid, why in self.excluded:
+            run = getattr(s, "excluded_runs", {}).get(rid)
+            if run is not None and run.config:
+                here = (run.wiring, run.n_layer) == (wiring, depth)
+                rate = stats.learning_rate(run)
+            else:
+                here = rid.startswith(f"L{depth}-{wiring}-")
+                rates = {stats.learning_rate(r) for r in s.runs}
+                rate = rates.pop() if len(rates) == 1 else None
+            if here and (lr is None or rate == lr):
+                out.append((rid, why))
+        return out
 
     def planned_depths(self):
         out = set()
@@ -231,7 +246,7 @@ def finding_c(tr):
         for d in depths:
             lr = tr.best(w, d)
             vals = tr.finals(w, d, lr)
-            s = stats.summarize(vals)
+            s = stats.summarize_loss(vals)
             n_rates = len(stats.rates_at(tr.pts, w, d))
             if w in RES:
                 good, k, n, rule = stats.seed_rule(vals, uni - C_TRAIN_MARGIN, below=True)
@@ -284,6 +299,10 @@ def finding_e(tr):
         rows.append(f"{w}: depths {', '.join(str(d) for d in tr.depths if d >= 2)}, rates "
                     f"{', '.join(f'{x:g}' for x in sorted(rates))}")
     rows.append(f"{n_pts} points checked against {fmt(thr, 4)} (unigram {fmt(tr.unigram, 4)} - {C_STUCK_MARGIN})")
+    left = [f"{w} L={d} lr {lr:g}: {rid} {why}" for w in NORES for d in tr.depths if d >= 2 for lr in tr.rates
+            for rid, why in tr.excluded_at(w, d, lr)]
+    if left:
+        rows.append("left out (no final loss to judge; listed under Excluded runs): " + "; ".join(left))
     rows += ["not on the plateau: " + f for f in fails] or ["every point stays on the plateau"]
     return finding("e", claim, crit, rows, n_pts > 0 and not fails)
 

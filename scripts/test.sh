@@ -3,8 +3,8 @@
 # built with ASan + UBSan (build-asan/; STACKLAB_SKIP_SANITIZE=1 skips), again on the libxsmm
 # matrix-product path (build-xsmm/, with the torch parity check; STACKLAB_SKIP_LIBXSMM=1 skips), the libFuzzer targets for
 # 40 s each (scripts/fuzz.sh; STACKLAB_SKIP_FUZZ=1 skips), then the Python-side checks
-# (scripts/torch_parity.py when present, then each scripts/check_*.sh). Extra arguments go
-# to ctest (e.g. scripts/test.sh -R LayerNorm). Ends with one line
+# (scripts/torch_parity.py when present, the unit tests in tests/python, then each
+# scripts/check_*.sh). Extra arguments go to ctest (e.g. scripts/test.sh -R LayerNorm). Ends with one line
 #   stacklab tests: N passed, M failed
 # (N and M count both ctest runs' tests plus one per other check) and exits non-zero when M > 0.
 set -euo pipefail
@@ -147,6 +147,14 @@ if [[ -f scripts/torch_parity.py ]]; then
   else
     loud_skip "torch parity (scripts/torch_parity.py): no Python with numpy+torch; install python3-torch (apt-get install python3-numpy python3-matplotlib python3-torch)"
   fi
+fi
+
+# The analysis package's unit tests (tests/python: statistics, tables, findings, figures on
+# fabricated runs); standard-library unittest, so no pytest is needed.
+if PY="$(bash scripts/find_python.sh --plot 2>/dev/null)"; then
+  run_check "python unit tests (tests/python)" env MPLBACKEND=Agg "$PY" -m unittest discover -s tests/python
+else
+  loud_skip "python unit tests (tests/python): no Python with numpy and matplotlib"
 fi
 
 # Each scripts/check_*.sh gets STACKLAB_PYTHON (when one was found) and may exit 77 to skip.
