@@ -31,8 +31,8 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import runlog  # noqa: E402
 import study_stats as stats  # noqa: E402
-from plot_common import (REF_STYLE, arr, depth_axis, legend_below, save, wiring_colors,  # noqa: E402
-                         wiring_label)
+from plot_common import (REF_STYLE, arr, depth_axis, legend_below, save, separate_labels,  # noqa: E402
+                         wiring_colors, wiring_label, wiring_styles)
 from plot_study import plot_deepest_curves, plot_escape, plot_loss_vs_lr  # noqa: E402
 
 def layers_record(run, step, note):
@@ -122,6 +122,7 @@ def group_by_wiring_depth(runs, value):
 def plot_groups(ax, runs, groups, geometric=False):
     """One line per wiring: the seed mean (geometric for log axes) with a min-max band."""
     line, _ = wiring_colors(runs)
+    style = wiring_styles(r.wiring for r in runs)  # equal values (the plateau) stay told apart
     by_wiring = defaultdict(list)
     for r in runs:
         by_wiring[r.wiring].append(r)
@@ -138,7 +139,7 @@ def plot_groups(ax, runs, groups, geometric=False):
         mean = [np.exp(np.log(v).mean()) if geometric else v.mean() for v in vals]
         seeds = max(len(v) for v in vals)
         lab = wiring_label(by_wiring[w]) + (f" ({seeds} seeds, min-max band)" if seeds > 1 else "")
-        ax.plot(depths, mean, "o-", color=line[w], lw=1.8, ms=5, label=lab)
+        ax.plot(depths, mean, marker=style[w][0], ls=style[w][1], color=line[w], lw=1.8, ms=5, label=lab)
         ax.fill_between(depths, [v.min() for v in vals], [v.max() for v in vals], color=line[w], alpha=0.2)
     if zeros:
         print(f"plot_compare: {zeros} value(s) of exactly 0 (float32 underflow) not drawn on the log axis")
@@ -149,12 +150,12 @@ def plot_final_loss(runs, out_dir, written):
     trained = [r for r in runs if not r.is_probe]
     if len(trained) < len(runs):
         print(f"plot_compare: final_loss_vs_depth.png: {len(runs) - len(trained)} probe file(s) left out (no training)")
-    done = [r for r in trained if r.status == "completed"]
+    done = [r for r in trained if runlog.is_completed(r)]
     for r in trained:
-        if r.status not in ("completed", "diverged"):
+        if not (runlog.is_completed(r) or runlog.is_diverged(r)):
             print(f"plot_compare: final_loss_vs_depth.png: {r.path} left out:{runlog.status_mark(r)}")
     groups = group_by_wiring_depth(done, lambda r: r.final_val_loss)
-    diverged = [r for r in trained if r.status == "diverged"]
+    diverged = [r for r in trained if runlog.is_diverged(r)]  # what the run's summary says
     if not groups and not diverged:
         return print("plot_compare: skipping final_loss_vs_depth.png: no completed run with a final val loss")
     fig, ax = plt.subplots(figsize=(10, 5.5))
@@ -164,20 +165,23 @@ def plot_final_loss(runs, out_dir, written):
         xs = [r.n_layer for r in diverged]
         ax.scatter(xs, [0.97] * len(xs), transform=ax.get_xaxis_transform(), marker="x", s=60,
                    color=[line[r.wiring] for r in diverged], zorder=5,
-                   label=f"diverged ({len(diverged)} run(s); drawn at the top, in the wiring's colour)")
+                   label=f"diverged ({len(diverged)} run(s), summary.json status; drawn at the top, "
+                         "in the wiring's colour)")
         depths += xs
     refs = next((r.reference_losses for r in trained if r.reference_losses), {})
+    labels = []
     for name, v in refs.items():
         if v is not None and math.isfinite(v):
             color, ls = REF_STYLE.get(name, ("0.3", ":"))
             ax.axhline(v, color=color, ls=ls, lw=1)
-            ax.text(1.01, v, f"{name} {v:.3f}", transform=ax.get_yaxis_transform(), color=color,
-                    va="center", fontsize=8, clip_on=False)
+            labels.append(ax.text(1.01, v, f"{name} {v:.3f}", transform=ax.get_yaxis_transform(), color=color,
+                                  va="center", fontsize=8, clip_on=False))
     depth_axis(ax, set(depths))
     ax.set_ylabel("final val loss (nats/token)")
     ax.grid(alpha=0.3)
     ax.set_title("Final validation loss vs depth (completed runs; seeds averaged)", fontsize=10)
     legend_below(ax, len(groups) + bool(diverged))
+    separate_labels(labels)  # uniform and unigram are 0.05 nats apart
     save(fig, out_dir, "final_loss_vs_depth.png", written)
 
 
