@@ -71,12 +71,13 @@ def separate_labels(texts, pad_px=2.0, down=False):
     order = sorted(texts, key=lambda t: -t.get_window_extent(r).y1 if down else t.get_window_extent(r).y0)
     for t in order:
         bb = t.get_window_extent(r)
-        while True:
+        for _ in range(len(placed) + 1):  # each move clears at least one placed box for good
             hit = [p for p in placed
                    if p.x0 < bb.x1 and bb.x0 < p.x1 and p.y0 - pad_px < bb.y1 and bb.y0 < p.y1 + pad_px]
             if not hit:
                 break
-            dy = (min(p.y0 for p in hit) - pad_px - bb.y1) if down else (max(p.y1 for p in hit) + pad_px - bb.y0)
+            # one pixel beyond the pad, so rounding cannot leave the boxes touching
+            dy = (min(p.y0 for p in hit) - pad_px - 1 - bb.y1) if down else (max(p.y1 for p in hit) + pad_px + 1 - bb.y0)
             tr = t.get_transform()
             x, y = tr.transform(t.get_position())
             t.set_position(tr.inverted().transform((x, y + dy)))
