@@ -79,22 +79,22 @@ R="$tmp/study/report.md"
 import json, re, sys
 md = open(sys.argv[1]).read()
 fj = json.load(open(sys.argv[2]))
-rows = [l for l in md.splitlines() if re.match(r"\| \([abcd]\) \|", l)]
-assert [r[3] for r in rows] == list("abcd"), f"findings table rows: {[r[:8] for r in rows]}"
+rows = [l for l in md.splitlines() if re.match(r"\| [1-9] \|", l)]
+assert [int(r[2]) for r in rows] == [1, 2, 3, 4, 5], f"findings rows, numbered as in README.md: {[r[:8] for r in rows]}"
 for r in rows:
     cells = r.split(" | ")
     assert cells[-1].strip(" |") in ("**seen**", "**not seen**"), f"no seen/not-seen mark: {r[:60]}"
     assert re.search(r"\d\.\d", cells[3]), f"no computed number in the measured cell: {r[:60]}"
 assert "| | finding | criterion | measured | seen? |" in md, "findings table header missing"
-assert [f["id"] for f in fj["findings"]] == list("abcde") and all(isinstance(f["seen"], bool) for f in fj["findings"])
+assert [f["id"] for f in fj["findings"]] == [1, 2, 3, 4, 5] and all(isinstance(f["seen"], bool) for f in fj["findings"])
 ex = {e["id"]: e["reason"] for e in fj["excluded"]}
 assert "L2-pre-layernorm-res-s0" in ex and "diverged" in ex["L2-pre-layernorm-res-s0"], ex
 assert "L2-pre-layernorm-nores-s0" in ex and "incomplete" in ex["L2-pre-layernorm-nores-s0"], ex
 excl = md.split("## Excluded runs")[1].split("##")[0]
 for rid in ex:
     assert rid in excl, f"{rid} not listed under Excluded runs"
-# Left out of the numbers: finding (c) has the L=2 points of these wirings with their one completed seed.
-c = next(f for f in fj["findings"] if f["id"] == "c")
+# Left out of the numbers: finding 3 has the L=2 points of these wirings with their one completed seed.
+c = next(f for f in fj["findings"] if f["id"] == 3)
 text = " ".join(c["measured"])
 for w in ("pre-layernorm-res", "pre-layernorm-nores"):
     line = next(m for m in c["measured"] if m.startswith(w + ":"))

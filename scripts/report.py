@@ -25,8 +25,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report_doc  # noqa: E402
 import runlog  # noqa: E402
 import study_stats as stats  # noqa: E402
-from study_findings import (GRID_WIRINGS, Training, escape_table, finding_a, finding_b, finding_c,  # noqa: E402
-                            finding_d, finding_e, fmt, fmt_escape, seed_list)
+from study_findings import (GRID_WIRINGS, Training, escape_table, finding_1, finding_2, finding_3,  # noqa: E402
+                            finding_4, finding_5, fmt, fmt_escape, seed_list)
 
 TRAINING_SWEEPS = ("train_grid", "lr_grid")  # pooled: each (wiring, depth, rate) lives in one
 
@@ -238,31 +238,31 @@ def numeric_path_lines(stages, runs):
 FIGURES = {  # file name -> (what it shows, which finding it supports)
     "grad_norm_by_block.png": ("Gradient norm of each block's parameters against its position l/L in the stack, "
                                "one panel per wiring, depth as colour; line = seed mean, band = min-max over seeds",
-                               "(a) and (b)"),
+                               "findings 1 and 2"),
     "final_loss_vs_depth.png": ("Final validation loss against depth, one line per wiring (seed mean, min-max band), "
-                                "with the reference losses", "(c)"),
+                                "with the reference losses", "finding 3"),
     "grad_ratio_vs_depth.png": ("First/last block gradient ratio against depth (geometric seed mean, min-max band)",
-                                "(a) and (b)"),
-    "rank_vs_layer.png": ("Rank ratio and RMS of the residual stream at the last boundary against depth", "(b)"),
+                                "findings 1 and 2"),
+    "rank_vs_layer.png": ("Rank ratio and RMS of the residual stream at the last boundary against depth", "finding 2"),
     "last_grad_vs_depth.png": ("The last block's gradient norm against depth, log-log, with slope -1/2 and flat "
-                               "guides", "(d)"),
+                               "guides", "finding 4"),
     "layer_metrics_vs_depth.png": ("Every per-layer metric at the last block or boundary against depth",
-                                   "context for (a)-(d)"),
+                                   "context for findings 1-4"),
     "final_loss_vs_lr.png": ("Final validation loss against learning rate, one panel per depth, one line per wiring "
-                             "(seed mean, min-max band), with the unigram line", "(c) and (e)"),
+                             "(seed mean, min-max band), with the unigram line", "findings 3 and 5"),
     "escape_step_vs_depth.png": (f"Escape step (first eval step with val loss <= unigram - {stats.ESCAPE_MARGIN}) "
                                  "against depth, one panel per wiring: seed points, median line; a run that never "
-                                 "escaped is an open marker at its horizon", "(c) and the choice of horizon"),
+                                 "escaped is an open marker at its horizon", "finding 3 and the choice of horizon"),
     "loss_curves_deepest.png": ("Validation loss curves of the deepest stack, each wiring with and without a residual "
-                                "(seed mean, min-max band), against the unigram line", "(c)"),
+                                "(seed mean, min-max band), against the unigram line", "finding 3"),
 }
 RUN_FIGURES = {  # plot_run.py's figures of one run
-    "loss.png": ("Train and validation loss of one run against the reference losses", "(c)"),
-    "grad_norm_heatmap.png": ("Gradient norm per block (rows) over training steps (columns) of one run", "(b)"),
-    "grad_norm_by_block.png": ("Gradient norm per block of one run at several steps", "(a) and (b)"),
-    "stream.png": ("Activation RMS and rank ratio of one run's residual stream per boundary", "(b)"),
-    "stream_grad.png": ("Gradient norm of one run's residual stream per boundary", "(a) and (b)"),
-    "layer_metrics.png": ("Every per-layer metric of one run", "context for (a)-(d)"),
+    "loss.png": ("Train and validation loss of one run against the reference losses", "finding 3"),
+    "grad_norm_heatmap.png": ("Gradient norm per block (rows) over training steps (columns) of one run", "finding 2"),
+    "grad_norm_by_block.png": ("Gradient norm per block of one run at several steps", "findings 1 and 2"),
+    "stream.png": ("Activation RMS and rank ratio of one run's residual stream per boundary", "finding 2"),
+    "stream_grad.png": ("Gradient norm of one run's residual stream per boundary", "findings 1 and 2"),
+    "layer_metrics.png": ("Every per-layer metric of one run", "context for findings 1-4"),
 }
 
 
@@ -320,7 +320,7 @@ def main(argv=None):
               file=sys.stderr)
         return 1
     tr = Training(training)
-    findings = [finding_a(probe), finding_b(probe, tr), finding_c(tr), finding_d(probe), finding_e(tr)]
+    findings = [finding_1(probe), finding_2(probe, tr), finding_3(tr), finding_4(probe), finding_5(tr)]
     esc = escape_table(tr)
     extras = [s for s in sweeps.values() if s is not probe and s not in training]
     stages = read_timing(root)
@@ -347,7 +347,7 @@ def main(argv=None):
           "status \"diverged\" (the trainer's rule: a non-finite loss, or one above 10 x ln(vocab size)); nothing "
           "here judges a loss by its size.")
     doc.table(["", "finding", "criterion", "measured", "seen?"],
-              [[f"({f['id']})", f["claim"], f["criterion"], f["measured"], f"**{'seen' if f['seen'] else 'not seen'}**"]
+              [[str(f["id"]), f["claim"], f["criterion"], f["measured"], f"**{'seen' if f['seen'] else 'not seen'}**"]
                for f in findings])
     steps = sorted({r.summary.get("steps") for r in tr.runs if r.summary})
     seeds = sorted({stats.seed_of(r) for r in tr.runs} - {None})
@@ -357,7 +357,7 @@ def main(argv=None):
     doc.table(*loss_table(tr))
     doc.h(2, "Learning rates: final validation loss per wiring, depth and rate")
     doc.p("Mean (min-max, 95% CI clipped at 0, n) over the completed seeds, with the excluded ones counted; "
-          "**best** marks the rate finding (c) uses at that depth (lowest "
+          "**best** marks the rate finding 3 uses at that depth (lowest "
           "mean); at a depth with one rate, that rate.")
     doc.table(*lr_table(tr))
     doc.h(2, "Escape time")
@@ -400,7 +400,7 @@ def main(argv=None):
                               for (w, d, lr), runs in sorted(tr.pts.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0))],
                    "excluded": [{"sweep": n, "id": rid, "reason": why} for n, rid, why in excluded]}, fh, indent=1)
     for f in findings:
-        print(f"({f['id']}) {'seen' if f['seen'] else 'NOT seen'}")
+        print(f"finding {f['id']}: {'seen' if f['seen'] else 'NOT seen'}")
     print(out)
     print(html_path)
     return 0
