@@ -12,7 +12,9 @@ grad_ratio_vs_depth.png, rank_vs_layer.png, last_grad_vs_depth.png, layer_metric
 step 0 plot_study.py's final_loss_vs_lr.png, escape_step_vs_depth.png and loss_curves_deepest.png;
 prints each path. `--step last`: each run's last layers record (the most common last step).
 Runs are grouped by their wiring id; runs with the same wiring and depth (seeds) are averaged,
-with a min-max band. Runs at several learning rates: the depth figures use the rate run at the most
+with a min-max band. Diverged runs (summary.json status: runlog.is_diverged) are left out of the
+per-layer figures, as the report leaves them out of its numbers, and marked in
+final_loss_vs_depth.png and final_loss_vs_lr.png. Runs at several learning rates: the depth figures use the rate run at the most
 points (study_stats.reference_rate), the learning-rate figure all. Not here: one run's curves
 (plot_run.py).
 """
@@ -322,6 +324,16 @@ def plot_layer_metrics(runs, step, out_dir, written, note):
     save(fig, out_dir, "layer_metrics_vs_depth.png", written)
 
 
+def layer_figure_runs(runs, note):
+    """The runs the per-layer figures draw: all but the diverged ones (runlog.is_diverged, what
+    their summary.json says), which the report leaves out of its numbers too; final_loss_vs_depth
+    marks them itself. A run still going is drawn (its records so far)."""
+    for r in runs:
+        if runlog.is_diverged(r):
+            note.add(f"{r.path}: left out of the per-layer figures:{runlog.status_mark(r)}")
+    return [r for r in runs if not runlog.is_diverged(r)]
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description="Compare stacklab runs across depth and wiring.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="run dir, sweep dir or probe JSON")
@@ -358,12 +370,13 @@ def main(argv=None):
         print(f"plot_compare: several learning rates; the depth plots use lr {ref:g} ({len(runs)} runs)")
 
     written, note = [], set()
-    plot_grad_by_block(runs, step, out_dir, written, note)
+    layer_runs = layer_figure_runs(runs, note)
+    plot_grad_by_block(layer_runs, step, out_dir, written, note)
     plot_final_loss(runs, out_dir, written)
-    plot_ratio(runs, step, out_dir, written, note)
-    plot_rank(runs, step, out_dir, written, note)
-    plot_last_grad(runs, step, out_dir, written, note)
-    plot_layer_metrics(runs, step, out_dir, written, note)
+    plot_ratio(layer_runs, step, out_dir, written, note)
+    plot_rank(layer_runs, step, out_dir, written, note)
+    plot_last_grad(layer_runs, step, out_dir, written, note)
+    plot_layer_metrics(layer_runs, step, out_dir, written, note)
     if any(not r.is_probe for r in runs) and step == 0:
         plot_loss_vs_lr(all_runs, out_dir, written)
         plot_escape(runs, out_dir, written)

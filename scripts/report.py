@@ -239,8 +239,9 @@ FIGURES = {  # file name -> (what it shows, which finding it supports)
     "grad_norm_by_block.png": ("Gradient norm of each block's parameters against its position l/L in the stack, "
                                "one panel per wiring, depth as colour; line = seed mean, band = min-max over seeds",
                                "findings 1 and 2"),
-    "final_loss_vs_depth.png": ("Final validation loss against depth, one line per wiring (seed mean, min-max band), "
-                                "with the reference losses", "finding 3"),
+    "final_loss_vs_depth.png": ("Final validation loss against depth, one line per wiring (seed mean, min-max band "
+                                "of the completed seeds), with the reference losses; a diverged run (summary.json "
+                                "status) is an x at the top", "finding 3"),
     "grad_ratio_vs_depth.png": ("First/last block gradient ratio against depth (geometric seed mean, min-max band)",
                                 "findings 1 and 2"),
     "rank_vs_layer.png": ("Rank ratio and RMS of the residual stream at the last boundary against depth", "finding 2"),
@@ -249,7 +250,9 @@ FIGURES = {  # file name -> (what it shows, which finding it supports)
     "layer_metrics_vs_depth.png": ("Every per-layer metric at the last block or boundary against depth",
                                    "context for findings 1-4"),
     "final_loss_vs_lr.png": ("Final validation loss against learning rate, one panel per depth, one line per wiring "
-                             "(seed mean, min-max band), with the unigram line", "findings 3 and 5"),
+                             "(seed mean, min-max band of the completed seeds; each wiring its own marker and dash, "
+                             "dodged sideways so equal losses stay visible), with the unigram line; a diverged run "
+                             "(summary.json status) is an x at the top, left out of the mean", "findings 3 and 5"),
     "escape_step_vs_depth.png": (f"Escape step (first eval step with val loss <= unigram - {stats.ESCAPE_MARGIN}) "
                                  "against depth, one panel per wiring: seed points, median line; a run that never "
                                  "escaped is an open marker at its horizon", "finding 3 and the choice of horizon"),

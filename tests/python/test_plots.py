@@ -6,6 +6,7 @@ import unittest
 import fabricate
 import matplotlib.pyplot as plt
 import plot_common
+import plot_compare
 import plot_run
 import plot_study
 import runlog
@@ -110,6 +111,16 @@ class LossVsLearningRate(unittest.TestCase):
         title = self.fig._suptitle.get_text()
         self.assertIn("above the axis", title)
         self.assertNotIn("diverged", title)
+
+
+class DepthFigures(unittest.TestCase):
+    def test_the_per_layer_figures_leave_out_exactly_the_runs_whose_summary_says_diverged(self):
+        ok = fabricate.run("none-nores", 8, 1e-2, 0, 3.46)
+        huge = fabricate.run("none-nores", 8, 1e-2, 2, 24967.77)  # completed: the trainer's call
+        div = fabricate.run("none-nores", 8, 1e-2, 1, None, status="diverged", diverged_step=133)
+        note = set()
+        self.assertEqual(plot_compare.layer_figure_runs([ok, huge, div], note), [ok, huge])
+        self.assertEqual(len(note), 1)
 
 
 if __name__ == "__main__":
