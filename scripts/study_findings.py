@@ -125,9 +125,12 @@ class Training:
         self.ref_lr = stats.reference_rate(self.pts)
         self.refs = next((r.reference_losses for r in self.runs if r.reference_losses), {})
         self.unigram = self.refs.get("unigram")
-        self.depths = sorted({d for (_, d, _) in self.pts})
-        self.rates = sorted({lr for (_, _, lr) in self.pts if lr is not None})
         self.excluded = [(s, rid, why) for s in sweeps for rid, why in s.excluded]
+        # A point whose every seed was left out still gets its row and column (saying so).
+        left = [r for s in sweeps for r in getattr(s, "excluded_runs", {}).values() if r.config]
+        self.depths = sorted({d for (_, d, _) in self.pts} | {r.n_layer for r in left if r.n_layer})
+        self.rates = sorted({lr for (_, _, lr) in self.pts if lr is not None}
+                            | {stats.learning_rate(r) for r in left if stats.learning_rate(r) is not None})
 
     def seeds(self, wiring, depth, lr):
         return self.pts.get((wiring, depth, lr), [])
