@@ -77,7 +77,10 @@ def separate_labels(texts, pad_px=2.0, down=False):
             if not hit:
                 break
             # one pixel beyond the pad, so rounding cannot leave the boxes touching
-            dy = (min(p.y0 for p in hit) - pad_px - 1 - bb.y1) if down else (max(p.y1 for p in hit) + pad_px + 1 - bb.y0)
+            if down:
+                dy = min(p.y0 for p in hit) - pad_px - 1 - bb.y1
+            else:
+                dy = max(p.y1 for p in hit) + pad_px + 1 - bb.y0
             tr = t.get_transform()
             x, y = tr.transform(t.get_position())
             t.set_position(tr.inverted().transform((x, y + dy)))

@@ -14,9 +14,9 @@ prints each path. `--step last`: each run's last layers record (the most common 
 Runs are grouped by their wiring id; runs with the same wiring and depth (seeds) are averaged,
 with a min-max band. Diverged runs (summary.json status: runlog.is_diverged) are left out of the
 per-layer figures, as the report leaves them out of its numbers, and marked in
-final_loss_vs_depth.png and final_loss_vs_lr.png. Runs at several learning rates: the depth figures use the rate run at the most
-points (study_stats.reference_rate), the learning-rate figure all. Not here: one run's curves
-(plot_run.py).
+final_loss_vs_depth.png and final_loss_vs_lr.png. Runs at several learning rates: the depth figures
+use the rate run at the most points (study_stats.reference_rate), the learning-rate figure all.
+Not here: one run's curves (plot_run.py).
 """
 import argparse
 import math
@@ -36,6 +36,7 @@ import study_stats as stats  # noqa: E402
 from plot_common import (REF_STYLE, arr, depth_axis, legend_below, save, separate_labels,  # noqa: E402
                          wiring_colors, wiring_label, wiring_styles)
 from plot_study import plot_deepest_curves, plot_escape, plot_loss_vs_lr  # noqa: E402
+
 
 def layers_record(run, step, note):
     if run.is_probe and step != 0:

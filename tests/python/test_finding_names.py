@@ -12,7 +12,8 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 NAMED = (["README.md", "configs/experiments/README.md", "scripts/README.md", "scripts/report.py",
           "scripts/report_doc.py", "scripts/study_findings.py", "scripts/check_report.sh",
           "scripts/check_report_html.sh", "scripts/check_full_tier.sh"]
-         + [os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "configs/experiments/**/*.json"), recursive=True)]
+         + [os.path.relpath(p, ROOT)
+            for p in glob.glob(os.path.join(ROOT, "configs/experiments/**/*.json"), recursive=True)]
          + [os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs/*.md"))])
 
 

@@ -43,7 +43,8 @@ class LayerMetrics(unittest.TestCase):
 class Labels(unittest.TestCase):
     def diverged_at_step_1(self):
         run = fabricate.run("none-nores", 8, 1e-2, 0, None, status="diverged", diverged_step=1)
-        run.records["train"] = [{"step": 0, "kind": "train", "loss": 3.47}, {"step": 1, "kind": "train", "loss": 5000.0}]
+        run.records["train"] = [{"step": 0, "kind": "train", "loss": 3.47},
+                                {"step": 1, "kind": "train", "loss": 5000.0}]
         return run
 
     def test_no_label_of_the_loss_figure_covers_another(self):
@@ -93,7 +94,8 @@ class LossVsLearningRate(unittest.TestCase):
             self.assertGreaterEqual(len(lines), 2)
             for i, a in enumerate(lines):
                 for b in lines[i + 1:]:
-                    same_place = list(a.get_xdata()) == list(b.get_xdata()) and list(a.get_ydata()) == list(b.get_ydata())
+                    same_place = (list(a.get_xdata()) == list(b.get_xdata())
+                                  and list(a.get_ydata()) == list(b.get_ydata()))
                     same_look = (a.get_marker(), a.get_linestyle()) == (b.get_marker(), b.get_linestyle())
                     self.assertFalse(same_place, f"{a.get_label()} drawn exactly on {b.get_label()}")
                     self.assertFalse(same_look, f"{a.get_label()} looks like {b.get_label()}")
