@@ -81,7 +81,7 @@ import json, os, sys
 root = sys.argv[1]
 fj = json.load(open(os.path.join(root, "findings.json")))
 md = open(os.path.join(root, "report.md")).read()
-assert [f["id"] for f in fj["findings"]] == list("abcde"), [f["id"] for f in fj["findings"]]
+assert [f["id"] for f in fj["findings"]] == [1, 2, 3, 4, 5], [f["id"] for f in fj["findings"]]
 assert fj["learning_rates"]["rates"] == [0.0003, 0.01], fj["learning_rates"]["rates"]
 pts = [p for p in fj["points"] if p["sweep"] == "train_grid"]
 assert pts and all(p["seeds"] == [0, 1] for p in pts), "every train_grid point should have seeds 0 and 1"
@@ -93,8 +93,8 @@ assert all(p["final_val_loss"]["n"] == 2 and p["final_val_loss"]["ci"] for p in 
 esc = fj["escape"]["points"]
 assert len(esc) == len(pts) and all(len(e["seeds"]) == 2 for e in esc), "escape: every point, every seed"
 assert all(("escape_step" in s and "censored" in s) for e in esc for s in e["seeds"])
-c = next(f for f in fj["findings"] if f["id"] == "c")
-assert any("at lr " in m and "best of 2" in m for m in c["measured"]), "(c) does not state the best rate per depth"
+c = next(f for f in fj["findings"] if f["id"] == 3)
+assert any("at lr " in m and "best of 2" in m for m in c["measured"]), "finding 3 does not state the best rate per depth"
 for head in ("## Learning rates", "## Escape time", "## Numeric path", "| lr 0.0003 | lr 0.01 |", "n=2"):
     assert head in md, f"report.md lacks {head!r}"
 print(f"check_full_tier: report ok: {len(pts)} train_grid points x 2 seeds, rates {fj['learning_rates']['rates']}")

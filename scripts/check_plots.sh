@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks the plotting scripts on the committed example run tests/fixtures/run_small (4 blocks,
 # 60 steps, a torn last line): runlog reads it as expected, plot_run.py and plot_compare.py write
-# every figure as a valid non-empty PNG, and a run dir without metrics.jsonl fails by name.
+# every figure as a valid non-empty PNG, a copy made diverged (summary.json status) is left out of the
+# per-layer comparison by name, and a run dir without metrics.jsonl fails by name.
 # Run by scripts/test.sh from the repo root. Exit 0 pass, 77 skip (no numpy+matplotlib), 1 fail.
 # Not here: judging how the figures look (do that by eye).
 set -uo pipefail
@@ -102,13 +103,25 @@ fi
 "$PY" scripts/plot_run.py "$FIXTURE" --out "$tmp/run_steps" --steps 0,20 >/dev/null 2>&1 ||
   fail "plot_run.py --steps 0,20 exited non-zero"
 
-# 3. plot_compare.py on the fixture's parent-style sweep (a copy) plus the probe file.
+# 3. plot_compare.py on the fixture's parent-style sweep (a copy, plus a copy made diverged as the
+# trainer records it: summary.json status "diverged", its last loss kept) and the probe file.
 mkdir -p "$tmp/sweep"
 cp -r "$FIXTURE" "$tmp/sweep/run_small"
+cp -r "$FIXTURE" "$tmp/sweep/run_diverged"
+"$PY" - "$tmp/sweep/run_diverged/summary.json" <<'EOF' || fail "marking the fixture's copy diverged"
+import json, sys
+s = json.load(open(sys.argv[1]))
+s.update(status="diverged", diverged=True, final_val_loss=8324.9,
+         divergence={"step": 40, "reason": "val loss above 10 x ln(vocab_size)", "blocks": []})
+json.dump(s, open(sys.argv[1], "w"))
+EOF
 if "$PY" scripts/plot_compare.py "$tmp/sweep" "$tmp/probe_L4.json" --out "$tmp/cmp" >"$tmp/cmp.out" 2>&1; then
   expect_pngs "$tmp/cmp" grad_norm_by_block.png final_loss_vs_depth.png grad_ratio_vs_depth.png rank_vs_layer.png \
     layer_metrics_vs_depth.png
-  grep -q "2 run(s)" "$tmp/cmp.out" || fail "plot_compare.py did not find the run and the probe: $(head -n 3 "$tmp/cmp.out")"
+  grep -q "3 run(s)" "$tmp/cmp.out" || fail "plot_compare.py did not find the runs and the probe: $(head -n 3 "$tmp/cmp.out")"
+  grep -q "run_diverged: left out of the per-layer figures: \[diverged at step 40\]" "$tmp/cmp.out" ||
+    fail "plot_compare.py did not leave out the run whose summary says diverged: $(cat "$tmp/cmp.out")"
+  grep -q "run_small: left out" "$tmp/cmp.out" && fail "plot_compare.py left out the completed run"
 else
   cat "$tmp/cmp.out" >&2
   fail "plot_compare.py exited non-zero"

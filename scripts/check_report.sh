@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Checks scripts/report.py end to end on a tiny real study written by `build/stacklab sweep` into
-# a temp dir (a 3-depth probe sweep and a 4-run train sweep of a 16-wide model, 4 steps): the
-# report has the findings table with computed numbers and a seen/not-seen mark per finding, and
-# a run made to look diverged and one made incomplete are left out of the numbers and listed; and
+# a temp dir (a 3-depth probe sweep and an 8-run train sweep of a 16-wide model, 4 steps, 2 seeds):
+# the report has the findings table with computed numbers and a seen/not-seen mark per finding; a
+# run made diverged as the trainer records it (summary.json status "diverged", its last loss 8324.9)
+# and one made incomplete are left out of every number, listed, and counted in their table cells;
+# a completed point whose 2 seeds are far apart has its interval clipped at 0, not below; and
 # scripts/study_stats.py against hand values (t-interval, the every-seed-or-interval rule, escape steps).
 # Run by scripts/test.sh from the repo root. Exit 0 pass, 77 skip (no binary or no numpy), 1 fail.
 # Not here: whether the findings hold at full scale (that is scripts/reproduce.sh's report).
@@ -33,14 +35,14 @@ cat >"$tmp/probe_grid.json" <<EOF
               {"name": "pre-nores", "model.norm_position": "pre", "model.residual": false}]}
 EOF
 cat >"$tmp/train_grid.json" <<EOF
-{"name": "train_grid", "base": "$BASE", "mode": "train", "out_dir": "$tmp/study/train_grid",
+{"name": "train_grid", "base": "$BASE", "mode": "train", "out_dir": "$tmp/study/train_grid", "seeds": [0, 1],
  "overrides": {$TINY}, "grid": {"model.n_layer": [1, 2]}, "variants": $VARIANTS}
 EOF
 # Both sweeps in one call, as scripts/reproduce.sh runs them: one pool, a manifest per sweep.
 "$BIN" sweep "$tmp/probe_grid.json" "$tmp/train_grid.json" --jobs 2 >"$tmp/sweep.log" 2>&1 ||
   { cat "$tmp/sweep.log" >&2; fail "stacklab sweep probe_grid.json train_grid.json"; }
-grep -q "2 sweeps in one pool: 16 runs to do, 2 at once" "$tmp/sweep.log" ||
-  { cat "$tmp/sweep.log" >&2; fail "the pooled sweep did not announce its 16 runs"; }
+grep -q "2 sweeps in one pool: 20 runs to do, 2 at once" "$tmp/sweep.log" ||
+  { cat "$tmp/sweep.log" >&2; fail "the pooled sweep did not announce its 20 runs"; }
 for s in probe_grid train_grid; do
   "$PY" -c "import json, sys; m = json.load(open(sys.argv[1])); \
 assert m['name'] == sys.argv[2] and m['runs'] and all(r['status'] == 'completed' for r in m['runs']), m" \
@@ -54,14 +56,20 @@ elif ! grep -q "write to the same out_dir" "$tmp/same.log"; then
   cat "$tmp/same.log" >&2; fail "the same-out_dir error does not say so"
 fi
 
-# One run diverged (as the trainer records it), one interrupted before its summary.
+# One run diverged as the trainer records it (status "diverged", its last loss kept: only the
+# status may decide), one interrupted before its summary, and one completed seed 10x off its twin.
 T="$tmp/study/train_grid"
-"$PY" - "$T/L2-pre-layernorm-res-s0/summary.json" <<'EOF' || fail "marking a run diverged"
+"$PY" - "$T/L2-pre-layernorm-res-s0/summary.json" "$T/L1-pre-layernorm-nores-s1/summary.json" <<'EOF' ||
 import json, sys
 s = json.load(open(sys.argv[1]))
-s.update(status="diverged", final_val_loss=None, diverged={"step": 2, "reason": "non-finite loss", "blocks": [1]})
+s.update(status="diverged", final_val_loss=8324.9001, diverged=True,
+         divergence={"step": 2, "reason": "val loss 8324.9 above 10 x ln(vocab_size) = 34.66", "blocks": []})
 json.dump(s, open(sys.argv[1], "w"))
+s = json.load(open(sys.argv[2]))
+s.update(final_val_loss=30.0)  # completed, below the divergence bound; 2 seeds: t-interval reaches below 0
+json.dump(s, open(sys.argv[2], "w"))
 EOF
+  fail "marking a run diverged"
 rm -f "$T/L2-pre-layernorm-nores-s0/summary.json"
 
 "$PY" scripts/report.py "$tmp/study" >"$tmp/report.log" 2>&1 || { cat "$tmp/report.log" >&2; fail "report.py exited non-zero"; }
@@ -71,28 +79,35 @@ R="$tmp/study/report.md"
 import json, re, sys
 md = open(sys.argv[1]).read()
 fj = json.load(open(sys.argv[2]))
-rows = [l for l in md.splitlines() if re.match(r"\| \([abcd]\) \|", l)]
-assert [r[3] for r in rows] == list("abcd"), f"findings table rows: {[r[:8] for r in rows]}"
+rows = [l for l in md.splitlines() if re.match(r"\| [1-9] \|", l)]
+assert [int(r[2]) for r in rows] == [1, 2, 3, 4, 5], f"findings rows, numbered as in README.md: {[r[:8] for r in rows]}"
 for r in rows:
     cells = r.split(" | ")
     assert cells[-1].strip(" |") in ("**seen**", "**not seen**"), f"no seen/not-seen mark: {r[:60]}"
     assert re.search(r"\d\.\d", cells[3]), f"no computed number in the measured cell: {r[:60]}"
 assert "| | finding | criterion | measured | seen? |" in md, "findings table header missing"
-assert [f["id"] for f in fj["findings"]] == list("abcde") and all(isinstance(f["seen"], bool) for f in fj["findings"])
+assert [f["id"] for f in fj["findings"]] == [1, 2, 3, 4, 5] and all(isinstance(f["seen"], bool) for f in fj["findings"])
 ex = {e["id"]: e["reason"] for e in fj["excluded"]}
 assert "L2-pre-layernorm-res-s0" in ex and "diverged" in ex["L2-pre-layernorm-res-s0"], ex
 assert "L2-pre-layernorm-nores-s0" in ex and "incomplete" in ex["L2-pre-layernorm-nores-s0"], ex
 excl = md.split("## Excluded runs")[1].split("##")[0]
 for rid in ex:
     assert rid in excl, f"{rid} not listed under Excluded runs"
-# Left out of the numbers: finding (c) lists only the completed L=1 runs for these wirings.
-c = next(f for f in fj["findings"] if f["id"] == "c")
+# Left out of the numbers: finding 3 has the L=2 points of these wirings with their one completed seed.
+c = next(f for f in fj["findings"] if f["id"] == 3)
 text = " ".join(c["measured"])
 for w in ("pre-layernorm-res", "pre-layernorm-nores"):
     line = next(m for m in c["measured"] if m.startswith(w + ":"))
-    assert "L=1:" in line and "L=2:" not in line, f"an excluded run is in the numbers: {line}"
+    assert "L=1:" in line and re.search(r"L=2: [0-9.]+ \(n=1\)", line), f"an excluded run is in the numbers: {line}"
 loss_table = md.split("## Final validation loss")[1].split("##")[0]
-assert loss_table.count("excluded (") == 2, f"the loss table must mark 2 excluded cells:\n{loss_table}"
+assert loss_table.count("1 of 2 seeds excluded: s0 ") == 2, f"2 cells must count their excluded seeds:\n{loss_table}"
+assert "s0 diverged at step 2" in loss_table and "s0 incomplete" in loss_table, loss_table
+lr_table = md.split("## Learning rates")[1].split("##")[0]
+assert lr_table.count("1 of 2 seeds excluded: s0 ") == 2, f"the rate table must count the excluded seeds:\n{lr_table}"
+assert "8324" not in loss_table + lr_table + json.dumps(fj["points"]), "the diverged run's loss is in a number"
+neg = re.search(r".{60}CI -\d.{20}", md)
+assert not neg, "an interval of a loss reaches below 0: " + neg.group(0)
+assert "95% CI 0.0000-" in loss_table and "clipped at 0" in loss_table, f"the far-apart point's interval:\n{loss_table}"
 print("check_report: report ok:", len(rows), "findings,", len(ex), "excluded runs")
 EOF
 

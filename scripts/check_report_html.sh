@@ -59,8 +59,8 @@ assert len(figs_md) == len(pngs) == len(imgs) > 0, f"figures: {len(figs_md)} in 
 assert page.count("<figcaption>") == len(imgs), "a figure without a caption"
 tables_md = len(re.findall(r"^\|---", md, re.M))
 assert page.count("<table>") == tables_md, f"{page.count('<table>')} tables in html, {tables_md} in md"
-for fid in "abcde":
-    assert f"<td>({fid})</td>" in page, f"finding ({fid}) missing from report.html"
+for fid in range(1, 6):  # numbered as in README.md; a findings row is marked seen or notseen
+    assert re.search(f'<tr class="(not)?seen"><td>{fid}</td>', page), f"finding {fid} missing from report.html"
 print(f"check_report_html: static ok: {len(imgs)} embedded figures, {tables_md} tables")
 EOF
 

@@ -1,5 +1,7 @@
-"""Figure helpers shared by plot_compare.py and plot_study.py: the wiring's label without its
-depth-specific constant, one colour per wiring, the depth axis, saving. Not here: any figure.
+"""Figure helpers shared by the plot scripts: the wiring's label without its depth-specific
+constant, one colour, marker and line style per wiring (keyed by the wiring id, so a series keeps
+its look in every panel), text labels moved apart so none covers another, the depth axis, saving.
+Not here: any figure.
 """
 import os
 import re
@@ -37,6 +39,65 @@ def wiring_colors(runs):
         k = depths.index(run.n_layer or 0)
         return hue[run.wiring](0.45 + 0.5 * k / max(1, len(depths) - 1))
     return line, shade
+
+
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "*"]
+LINESTYLES = ["-", "--", "-.", ":"]
+
+
+def wiring_styles(wirings):
+    """{wiring: (marker, linestyle, index)}: keyed by the sorted wiring ids, so two wirings with equal
+    values (the no-residual stacks all end on the plateau) stay told apart by marker and dash."""
+    ws = sorted(set(wirings))
+    return {w: (MARKERS[i % len(MARKERS)], LINESTYLES[i % len(LINESTYLES)], i) for i, w in enumerate(ws)}
+
+
+def dodge(x, index, count, decades=0.02):
+    """x shifted on a log axis by (index - centre) * `decades`: coincident series side by side."""
+    return np.asarray(x, float) * 10 ** ((index - (count - 1) / 2) * decades)
+
+
+def separate_labels(texts, pad_px=2.0, down=False):
+    """Moves text labels up (down=True: down, for labels hanging from the top edge), nearest the
+    start first, until no label's box overlaps another's. The figure is drawn first, so limits and
+    layout are final; each text's transform must be invertible (data, axes or blended)."""
+    texts = [t for t in texts if t.get_visible() and t.get_text()]
+    if len(texts) < 2:
+        return
+    fig = texts[0].figure
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    placed = []
+    order = sorted(texts, key=lambda t: -t.get_window_extent(r).y1 if down else t.get_window_extent(r).y0)
+    for t in order:
+        bb = t.get_window_extent(r)
+        for _ in range(len(placed) + 1):  # each move clears at least one placed box for good
+            hit = [p for p in placed
+                   if p.x0 < bb.x1 and bb.x0 < p.x1 and p.y0 - pad_px < bb.y1 and bb.y0 < p.y1 + pad_px]
+            if not hit:
+                break
+            # one pixel beyond the pad, so rounding cannot leave the boxes touching
+            if down:
+                dy = min(p.y0 for p in hit) - pad_px - 1 - bb.y1
+            else:
+                dy = max(p.y1 for p in hit) + pad_px + 1 - bb.y0
+            tr = t.get_transform()
+            x, y = tr.transform(t.get_position())
+            t.set_position(tr.inverted().transform((x, y + dy)))
+            bb = t.get_window_extent(r)
+        placed.append(bb)
+
+
+def overlapping_texts(fig):
+    """[(text a, text b)] of visible, non-empty text labels (the axes' texts and the figure's) whose
+    boxes overlap: what a check asserts is empty."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    texts = [t for ax in fig.axes if ax.get_visible() for t in ax.texts] + list(fig.texts)
+    texts = [t for t in texts if t.get_visible() and t.get_text().strip()]
+    boxes = [(t, t.get_window_extent(r)) for t in texts]
+    return [(a.get_text(), b.get_text()) for i, (a, ba) in enumerate(boxes) for b, bb in boxes[i + 1:]
+            if ba.overlaps(bb)]
 
 
 def save(fig, out_dir, name, written):

@@ -12,9 +12,11 @@ grad_ratio_vs_depth.png, rank_vs_layer.png, last_grad_vs_depth.png, layer_metric
 step 0 plot_study.py's final_loss_vs_lr.png, escape_step_vs_depth.png and loss_curves_deepest.png;
 prints each path. `--step last`: each run's last layers record (the most common last step).
 Runs are grouped by their wiring id; runs with the same wiring and depth (seeds) are averaged,
-with a min-max band. Runs at several learning rates: the depth figures use the rate run at the most
-points (study_stats.reference_rate), the learning-rate figure all. Not here: one run's curves
-(plot_run.py).
+with a min-max band. Diverged runs (summary.json status: runlog.is_diverged) are left out of the
+per-layer figures, as the report leaves them out of its numbers, and marked in
+final_loss_vs_depth.png and final_loss_vs_lr.png. Runs at several learning rates: the depth figures
+use the rate run at the most points (study_stats.reference_rate), the learning-rate figure all.
+Not here: one run's curves (plot_run.py).
 """
 import argparse
 import math
@@ -31,9 +33,10 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import runlog  # noqa: E402
 import study_stats as stats  # noqa: E402
-from plot_common import (REF_STYLE, arr, depth_axis, legend_below, save, wiring_colors,  # noqa: E402
-                         wiring_label)
+from plot_common import (REF_STYLE, arr, depth_axis, legend_below, save, separate_labels,  # noqa: E402
+                         wiring_colors, wiring_label, wiring_styles)
 from plot_study import plot_deepest_curves, plot_escape, plot_loss_vs_lr  # noqa: E402
+
 
 def layers_record(run, step, note):
     if run.is_probe and step != 0:
@@ -122,6 +125,7 @@ def group_by_wiring_depth(runs, value):
 def plot_groups(ax, runs, groups, geometric=False):
     """One line per wiring: the seed mean (geometric for log axes) with a min-max band."""
     line, _ = wiring_colors(runs)
+    style = wiring_styles(r.wiring for r in runs)  # equal values (the plateau) stay told apart
     by_wiring = defaultdict(list)
     for r in runs:
         by_wiring[r.wiring].append(r)
@@ -138,7 +142,7 @@ def plot_groups(ax, runs, groups, geometric=False):
         mean = [np.exp(np.log(v).mean()) if geometric else v.mean() for v in vals]
         seeds = max(len(v) for v in vals)
         lab = wiring_label(by_wiring[w]) + (f" ({seeds} seeds, min-max band)" if seeds > 1 else "")
-        ax.plot(depths, mean, "o-", color=line[w], lw=1.8, ms=5, label=lab)
+        ax.plot(depths, mean, marker=style[w][0], ls=style[w][1], color=line[w], lw=1.8, ms=5, label=lab)
         ax.fill_between(depths, [v.min() for v in vals], [v.max() for v in vals], color=line[w], alpha=0.2)
     if zeros:
         print(f"plot_compare: {zeros} value(s) of exactly 0 (float32 underflow) not drawn on the log axis")
@@ -149,12 +153,12 @@ def plot_final_loss(runs, out_dir, written):
     trained = [r for r in runs if not r.is_probe]
     if len(trained) < len(runs):
         print(f"plot_compare: final_loss_vs_depth.png: {len(runs) - len(trained)} probe file(s) left out (no training)")
-    done = [r for r in trained if r.status == "completed"]
+    done = [r for r in trained if runlog.is_completed(r)]
     for r in trained:
-        if r.status not in ("completed", "diverged"):
+        if not (runlog.is_completed(r) or runlog.is_diverged(r)):
             print(f"plot_compare: final_loss_vs_depth.png: {r.path} left out:{runlog.status_mark(r)}")
     groups = group_by_wiring_depth(done, lambda r: r.final_val_loss)
-    diverged = [r for r in trained if r.status == "diverged"]
+    diverged = [r for r in trained if runlog.is_diverged(r)]  # what the run's summary says
     if not groups and not diverged:
         return print("plot_compare: skipping final_loss_vs_depth.png: no completed run with a final val loss")
     fig, ax = plt.subplots(figsize=(10, 5.5))
@@ -164,20 +168,23 @@ def plot_final_loss(runs, out_dir, written):
         xs = [r.n_layer for r in diverged]
         ax.scatter(xs, [0.97] * len(xs), transform=ax.get_xaxis_transform(), marker="x", s=60,
                    color=[line[r.wiring] for r in diverged], zorder=5,
-                   label=f"diverged ({len(diverged)} run(s); drawn at the top, in the wiring's colour)")
+                   label=f"diverged ({len(diverged)} run(s), summary.json status; drawn at the top, "
+                         "in the wiring's colour)")
         depths += xs
     refs = next((r.reference_losses for r in trained if r.reference_losses), {})
+    labels = []
     for name, v in refs.items():
         if v is not None and math.isfinite(v):
             color, ls = REF_STYLE.get(name, ("0.3", ":"))
             ax.axhline(v, color=color, ls=ls, lw=1)
-            ax.text(1.01, v, f"{name} {v:.3f}", transform=ax.get_yaxis_transform(), color=color,
-                    va="center", fontsize=8, clip_on=False)
+            labels.append(ax.text(1.01, v, f"{name} {v:.3f}", transform=ax.get_yaxis_transform(), color=color,
+                                  va="center", fontsize=8, clip_on=False))
     depth_axis(ax, set(depths))
     ax.set_ylabel("final val loss (nats/token)")
     ax.grid(alpha=0.3)
     ax.set_title("Final validation loss vs depth (completed runs; seeds averaged)", fontsize=10)
     legend_below(ax, len(groups) + bool(diverged))
+    separate_labels(labels)  # uniform and unigram are 0.05 nats apart
     save(fig, out_dir, "final_loss_vs_depth.png", written)
 
 
@@ -318,6 +325,16 @@ def plot_layer_metrics(runs, step, out_dir, written, note):
     save(fig, out_dir, "layer_metrics_vs_depth.png", written)
 
 
+def layer_figure_runs(runs, note):
+    """The runs the per-layer figures draw: all but the diverged ones (runlog.is_diverged, what
+    their summary.json says), which the report leaves out of its numbers too; final_loss_vs_depth
+    marks them itself. A run still going is drawn (its records so far)."""
+    for r in runs:
+        if runlog.is_diverged(r):
+            note.add(f"{r.path}: left out of the per-layer figures:{runlog.status_mark(r)}")
+    return [r for r in runs if not runlog.is_diverged(r)]
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description="Compare stacklab runs across depth and wiring.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="run dir, sweep dir or probe JSON")
@@ -354,12 +371,13 @@ def main(argv=None):
         print(f"plot_compare: several learning rates; the depth plots use lr {ref:g} ({len(runs)} runs)")
 
     written, note = [], set()
-    plot_grad_by_block(runs, step, out_dir, written, note)
+    layer_runs = layer_figure_runs(runs, note)
+    plot_grad_by_block(layer_runs, step, out_dir, written, note)
     plot_final_loss(runs, out_dir, written)
-    plot_ratio(runs, step, out_dir, written, note)
-    plot_rank(runs, step, out_dir, written, note)
-    plot_last_grad(runs, step, out_dir, written, note)
-    plot_layer_metrics(runs, step, out_dir, written, note)
+    plot_ratio(layer_runs, step, out_dir, written, note)
+    plot_rank(layer_runs, step, out_dir, written, note)
+    plot_last_grad(layer_runs, step, out_dir, written, note)
+    plot_layer_metrics(layer_runs, step, out_dir, written, note)
     if any(not r.is_probe for r in runs) and step == 0:
         plot_loss_vs_lr(all_runs, out_dir, written)
         plot_escape(runs, out_dir, written)

@@ -22,7 +22,7 @@ from matplotlib.colors import LogNorm  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plot_common import save  # noqa: E402  (one figure writer for every plot script)
+from plot_common import save, separate_labels  # noqa: E402  (the figure helpers every plot script shares)
 import runlog  # noqa: E402
 
 REF_STYLE = {"uniform": ("0.45", ":"), "unigram": ("tab:purple", "--"), "optimal": ("tab:green", "-.")}
@@ -59,15 +59,23 @@ def skip(name, why):
     print(f"plot_run: skipping {name}: {why}")
 
 
-def mark_divergence(ax, run):
-    step = run.diverged_step
-    if step is not None:
-        ax.axvline(step, color="tab:red", lw=1, ls="--")
-        ax.text(step, 0.98, f" diverged (step {step})", transform=ax.get_xaxis_transform(),
-                color="tab:red", va="top", fontsize=8)
+def mark_divergence(ax, run, in_legend=False):
+    """A dashed line at the step a diverged run (runlog.is_diverged) stopped, named in the legend
+    (in_legend) or by a label inside the axes on the side with room, so it covers no other label."""
+    step = run.diverged_step if runlog.is_diverged(run) else None
+    if step is None:
+        return
+    text = f"diverged (step {step})"
+    ax.axvline(step, color="tab:red", lw=1, ls="--", label=text if in_legend else None)
+    if not in_legend:
+        lo, hi = ax.get_xlim()
+        right = step > (lo + hi) / 2
+        ax.text(step, 0.98, f" {text} " if not right else f"{text} ", transform=ax.get_xaxis_transform(),
+                color="tab:red", va="top", ha="right" if right else "left", fontsize=8)
 
 
-def plot_loss(run, out_dir, written):
+def loss_figure(run):
+    """loss.png's figure, or None (said why) without a finite loss."""
     train = [r for r in run.records["train"] if r.get("loss") is not None]
     evals = [r for r in run.records["eval"] if r.get("val_loss") is not None]
     if not train and not evals:
@@ -81,20 +89,28 @@ def plot_loss(run, out_dir, written):
                 lw=1.8, ms=4, label="val loss (eval)")
     else:
         print("plot_run: loss.png: no eval records yet; train loss only")
+    labels = []
     for name, value in run.reference_losses.items():
         if value is None or not math.isfinite(value):
             continue
         color, ls = REF_STYLE.get(name, ("0.3", ":"))
         ax.axhline(value, color=color, ls=ls, lw=1)
-        ax.text(1.01, value, f"{name} {value:.3f}", transform=ax.get_yaxis_transform(),
-                color=color, va="center", fontsize=8, clip_on=False)
-    mark_divergence(ax, run)
+        labels.append(ax.text(1.01, value, f"{name} {value:.3f}", transform=ax.get_yaxis_transform(),
+                              color=color, va="center", fontsize=8, clip_on=False))
+    mark_divergence(ax, run, in_legend=True)
     ax.set_xlabel("step")
     ax.set_ylabel("cross-entropy loss (nats/token)")
     ax.grid(alpha=0.3)
     ax.legend(loc="center right", fontsize=8)
     title(ax, "Loss", run)
-    save(fig, out_dir, "loss.png", written)
+    separate_labels(labels)  # uniform and unigram can sit a few pixels apart (a run that blew up)
+    return fig
+
+
+def plot_loss(run, out_dir, written):
+    fig = loss_figure(run)
+    if fig is not None:
+        save(fig, out_dir, "loss.png", written)
 
 
 def choose_layer_records(run, steps):
@@ -115,8 +131,11 @@ def choose_layer_records(run, steps):
     return sorted(out, key=lambda r: r["step"])
 
 
-def step_colors(n):
-    return [plt.cm.viridis(x) for x in np.linspace(0.0, 0.85, max(n, 1))]
+def step_colors(steps):
+    """{step: colour} over the chosen layers records' steps: a series keeps its step's colour in
+    every panel, also where it is null (update_ratio at step 0) and so not drawn."""
+    steps = sorted(set(steps))
+    return {s: plt.cm.viridis(x) for s, x in zip(steps, np.linspace(0.0, 0.85, max(len(steps), 1)))}
 
 
 def plot_lines(run, recs, key, out_dir, name, what, xlabel, ylabel, logy=True):
@@ -125,8 +144,9 @@ def plot_lines(run, recs, key, out_dir, name, what, xlabel, ylabel, logy=True):
     if not series:
         return skip(name, f"no finite '{key}' in the layers records")
     fig, ax = plt.subplots(figsize=(8, 5))
-    for (step, a), color in zip(series, step_colors(len(series))):
-        ax.plot(np.arange(len(a)), a, "o-", color=color, ms=4, label=f"step {step}")
+    colors = step_colors([r["step"] for r in recs])
+    for step, a in series:
+        ax.plot(np.arange(len(a)), a, "o-", color=colors[step], ms=4, label=f"step {step}")
     if logy:
         ax.set_yscale("log")
         vals = np.concatenate([a[np.isfinite(a)] for _, a in series])
@@ -176,6 +196,7 @@ def plot_heatmap(run, out_dir, written):
     ax.set_ylabel("block index (0 = next to the embedding)")
     if n_block <= 33:
         ax.set_yticks(np.arange(n_block))
+    ax.set_xlim(edges[0], edges[-1])
     mark_divergence(ax, run)
     title(ax, "Gradient norm per block over training", run)
     save(fig, out_dir, "grad_norm_heatmap.png", written)
@@ -229,9 +250,10 @@ AXIS_XLABEL = {"block": "block index (0 = next to the embedding)",
                "boundary": "residual-stream boundary (0 = embedding output)"}
 
 
-def metric_panel(ax, recs, desc):
-    """One registered metric over its axis, one line per chosen layers record. Log scale when
-    every value is positive and they span more than 30x. False when nothing was finite."""
+def metric_panel(ax, recs, desc, colors):
+    """One registered metric over its axis, one line per chosen layers record in its step's colour
+    (colors: step_colors). Log scale when every value is positive and they span more than 30x.
+    False when nothing was finite."""
     key = desc["name"]
     series = [(r["step"], arr(r.get(key))) for r in recs if isinstance(r.get(key), list)]
     series = [(s, a) for s, a in series if np.isfinite(a).any()]
@@ -242,8 +264,8 @@ def metric_panel(ax, recs, desc):
         ax.text(0.5, 0.5, "null in every record" if any(key in r for r in recs) else "not recorded",
                 transform=ax.transAxes, ha="center", va="center", color="0.4")
         return False
-    for (step, a), color in zip(series, step_colors(len(series))):
-        ax.plot(np.arange(len(a)), a, "o-", color=color, ms=3, lw=1.2, label=f"step {step}")
+    for step, a in series:
+        ax.plot(np.arange(len(a)), a, "o-", color=colors[step], ms=3, lw=1.2, label=f"step {step}")
     vals = np.concatenate([a[np.isfinite(a)] for _, a in series])
     if vals.min() > 0 and vals.max() / vals.min() > 30:
         ax.set_yscale("log")
@@ -256,26 +278,35 @@ def metric_panel(ax, recs, desc):
     return True
 
 
-def plot_layer_metrics(run, recs, out_dir, written):
-    """layer_metrics.png: every per-layer metric the run declares (its start record's
-    layer_metrics), one panel each, so a newly registered metric is drawn with no edit here."""
+def layer_metrics_figure(run, recs):
+    """layer_metrics.png's figure: every per-layer metric the run declares (its start record's
+    layer_metrics), one panel each, so a newly registered metric is drawn with no edit here.
+    None (said why) when nothing is finite."""
     descs = run.layer_metrics
     if not descs:
         return skip("layer_metrics.png", "no per-layer metric descriptors or layers records")
     cols = 4
     rows = (len(descs) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.3 * rows), squeeze=False)
-    drawn = [metric_panel(ax, recs, d) for ax, d in zip(axes.flat, descs)]
+    colors = step_colors([r["step"] for r in recs])
+    drawn = [metric_panel(ax, recs, d, colors) for ax, d in zip(axes.flat, descs)]
     for ax in list(axes.flat)[len(descs):]:
         ax.set_visible(False)
     if not any(drawn):
         plt.close(fig)
         return skip("layer_metrics.png", "no finite values of any per-layer metric")
-    handles, labels = next(a.get_legend_handles_labels() for a, ok in zip(axes.flat, drawn) if ok)
-    fig.legend(handles, labels, loc="upper right", fontsize=8)
+    # One legend entry per chosen step, whether or not the first panel drew it.
+    handles = [plt.Line2D([], [], marker="o", ms=3, lw=1.2, color=c, label=f"step {s}") for s, c in colors.items()]
+    fig.legend(handles=handles, loc="upper right", fontsize=8)
     fig.suptitle(f"Every per-layer metric\n{runlog.label(run)}", fontsize=10)
     fig.tight_layout()
-    save(fig, out_dir, "layer_metrics.png", written)
+    return fig
+
+
+def plot_layer_metrics(run, recs, out_dir, written):
+    fig = layer_metrics_figure(run, recs)
+    if fig is not None:
+        save(fig, out_dir, "layer_metrics.png", written)
 
 
 def main(argv=None):

@@ -14,14 +14,17 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.transforms import offset_copy  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import runlog  # noqa: E402
 import study_stats as stats  # noqa: E402
-from plot_common import REF_STYLE, depth_axis, save, wiring_colors, wiring_label  # noqa: E402
+from plot_common import (REF_STYLE, depth_axis, dodge, save, separate_labels, wiring_colors,  # noqa: E402
+                         wiring_label, wiring_styles)
 
 
 def trained_completed(runs):
-    return [r for r in runs if not r.is_probe and r.status == "completed" and r.final_val_loss is not None]
+    return [r for r in runs if not r.is_probe and runlog.is_completed(r) and r.final_val_loss is not None]
 
 
 def unigram_of(runs):
@@ -29,59 +32,95 @@ def unigram_of(runs):
 
 
 def plot_loss_vs_lr(runs, out_dir, written):
-    """final_loss_vs_lr.png: one panel per depth with more than one rate, one line per wiring
-    (seed mean, min-max band): the learning-rate sensitivity curves of Wortsman et al. 2023."""
+    fig = loss_vs_lr_figure(runs)
+    if fig is not None:
+        save(fig, out_dir, "final_loss_vs_lr.png", written)
+
+
+def loss_vs_lr_figure(runs):
+    """final_loss_vs_lr.png's figure (None, said why, without a depth of several rates): one
+    panel per depth with more than one rate, one line per wiring (seed mean, min-max band of the
+    completed seeds): the learning-rate sensitivity curves of Wortsman et al. 2023. A diverged run
+    (runlog.is_diverged: its summary says so) is an x at the top in its wiring's colour; each
+    wiring has its own marker and dash and a small sideways dodge, so wirings with equal losses
+    (the no-residual plateau) do not hide one another."""
     done = trained_completed(runs)
+    diverged = [r for r in runs if not r.is_probe and runlog.is_diverged(r)]
     pts = stats.points(done)
-    depths = [d for d in sorted({d for (_, d, _) in pts}) if len({lr for (_, dd, lr) in pts if dd == d}) > 1]
+    div_pts = stats.points(diverged)
+    rates_by_depth = defaultdict(set)
+    for (_, d, lr) in list(pts) + list(div_pts):
+        rates_by_depth[d].add(lr)
+    depths = [d for d in sorted(rates_by_depth) if len(rates_by_depth[d]) > 1]
     if not depths:
         return print("plot_compare: skipping final_loss_vs_lr.png: no depth with more than one learning rate")
-    line, _ = wiring_colors(done)
+    line, _ = wiring_colors(done + diverged)
+    style = wiring_styles(r.wiring for r in done + diverged)
     fig, axes = plt.subplots(1, len(depths), figsize=(4.8 * len(depths), 4.2), squeeze=False, sharey=True)
-    uni = unigram_of(done)
-    # A diverged seed (loss in the thousands) would flatten every other curve: the axis stops a
-    # little above the uniform loss, and a mean above it is drawn as a triangle on the top edge.
-    uniform = next((r.reference_losses.get("uniform") for r in done if r.reference_losses), None)
+    uni = unigram_of(done + diverged)
+    # A completed run far above the others would flatten every curve: the axis stops a little above
+    # the uniform loss, and a mean above it is a triangle on the top edge, labelled with its value.
+    uniform = next((r.reference_losses.get("uniform") for r in done + diverged if r.reference_losses), None)
     finite = [r.final_val_loss for r in done if np.isfinite(r.final_val_loss)]
-    top = (uniform if uniform is not None else max(finite)) + 0.3
+    top = (uniform if uniform is not None else max(finite, default=1.0)) + 0.3
     bottom = min(finite) - 0.05 if finite else None
-    off_scale = 0
+    off_scale, n_div = 0, 0
     for ax, d in zip(axes[0], depths):
-        in_panel = 0
-        for w in sorted({w for (w, dd, _) in pts if dd == d}):
+        labels = []
+        for w in sorted({w for (w, dd, _) in list(pts) + list(div_pts) if dd == d}):
+            marker, ls, k = style[w]
             rates = stats.rates_at(pts, w, d)
-            vals = [np.array([r.final_val_loss for r in pts[(w, d, lr)]]) for lr in rates]
-            n = max(len(v) for v in vals)
-            means = np.array([v.mean() for v in vals])
-            ax.plot(rates, np.minimum(means, top), "o-", color=line[w], lw=1.6, ms=4,
-                    label=f"{wiring_label([r for r in done if r.wiring == w])} (n={n})")
-            if n > 1:
-                ax.fill_between(rates, [min(v.min(), top) for v in vals], [min(v.max(), top) for v in vals],
-                                color=line[w], alpha=0.2, lw=0)
-            for lr, m in zip(rates, means):
-                if not m <= top:
-                    off_scale += 1
-                    in_panel += 1
-                    ax.plot([lr], [top], "^", color=line[w], ms=8, clip_on=False)
-                    ax.annotate(f"mean {m:.3g}", (lr, top), textcoords="offset points", xytext=(-6, -11 * in_panel),
-                                fontsize=6.5, ha="right", color=line[w])
+            x = dodge(rates, k, len(style))
+            if rates:
+                vals = [np.array([r.final_val_loss for r in pts[(w, d, lr)]]) for lr in rates]
+                n = max(len(v) for v in vals)
+                means = np.array([v.mean() for v in vals])
+                ax.plot(x, np.minimum(means, top), marker=marker, ls=ls, color=line[w], lw=1.6, ms=4.5,
+                        label=f"{wiring_label([r for r in done if r.wiring == w])} (n={n})")
+                if n > 1:
+                    ax.fill_between(x, [min(v.min(), top) for v in vals], [min(v.max(), top) for v in vals],
+                                    color=line[w], alpha=0.15, lw=0)
+                for xi, m in zip(x, means):
+                    if not m <= top:
+                        off_scale += 1
+                        ax.plot([xi], [top], "^", color=line[w], ms=8, clip_on=False)
+                        beside = offset_copy(ax.get_xaxis_transform(), fig=fig, x=-6, y=-1, units="points")
+                        labels.append(ax.text(xi, 1.0, f"mean {m:.3g}", color=line[w], fontsize=6.5,
+                                              ha="right", va="top", transform=beside))
+            div_rates = stats.rates_at(div_pts, w, d)
+            if div_rates:
+                k_div = [len(div_pts[(w, d, lr)]) for lr in div_rates]
+                n_div += sum(k_div)
+                ax.scatter(dodge(div_rates, k, len(style)), [0.96] * len(div_rates), marker="x", s=40,
+                           color=line[w], transform=ax.get_xaxis_transform(), zorder=5, clip_on=False)
         ax.set_ylim(bottom, top)
         if uni is not None:
             ax.axhline(uni, color=REF_STYLE["unigram"][0], ls="--", lw=1)
-            ax.text(0.01, uni, f" unigram {uni:.3f}", transform=ax.get_yaxis_transform(), fontsize=7,
-                    va="bottom", color=REF_STYLE["unigram"][0])
+            labels.append(ax.text(0.01, uni, f" unigram {uni:.3f}", transform=ax.get_yaxis_transform(), fontsize=7,
+                                  va="bottom", color=REF_STYLE["unigram"][0]))
         ax.set_xscale("log")
         ax.set_title(f"L={d}", fontsize=10)
         ax.set_xlabel("learning rate (log)")
         ax.grid(alpha=0.3, which="both")
     axes[0][0].set_ylabel("final val loss (nats/token)")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.suptitle("Final validation loss vs learning rate (seed mean, min-max band"
-                 + (f"; triangles: {off_scale} mean(s) above the axis, i.e. diverged seeds)" if off_scale else ")"),
+    handles, labels_ = [], []
+    for a in axes[0]:
+        for h, lab in zip(*a.get_legend_handles_labels()):
+            if lab not in labels_:
+                handles.append(h)
+                labels_.append(lab)
+    if n_div:
+        handles.append(plt.Line2D([], [], marker="x", color="0.3", ls=""))
+        labels_.append(f"diverged: {n_div} run(s) (summary.json status), left out of the means; x near the top, "
+                       "in the wiring's colour")
+    fig.suptitle("Final validation loss vs learning rate (completed seeds: mean, min-max band; wirings dodged "
+                 "sideways" + (f"; triangles: {off_scale} mean(s) above the axis)" if off_scale else ")"),
                  fontsize=10)
     fig.tight_layout()
-    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), fontsize=7.5, frameon=False, ncol=2)
-    save(fig, out_dir, "final_loss_vs_lr.png", written)
+    fig.legend(handles, labels_, loc="upper center", bbox_to_anchor=(0.5, 0.0), fontsize=7.5, frameon=False, ncol=2)
+    for a in axes[0]:
+        separate_labels([t for t in a.texts if t.get_text().startswith("mean ")], down=True)
+    return fig
 
 
 def plot_escape(runs, out_dir, written):

@@ -25,8 +25,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report_doc  # noqa: E402
 import runlog  # noqa: E402
 import study_stats as stats  # noqa: E402
-from study_findings import (GRID_WIRINGS, Training, escape_table, finding_a, finding_b, finding_c,  # noqa: E402
-                            finding_d, finding_e, fmt, fmt_escape, seed_list)
+from study_findings import (GRID_WIRINGS, Training, escape_table, finding_1, finding_2, finding_3,  # noqa: E402
+                            finding_4, finding_5, fmt, fmt_escape, seed_list)
 
 TRAINING_SWEEPS = ("train_grid", "lr_grid")  # pooled: each (wiring, depth, rate) lives in one
 
@@ -41,6 +41,7 @@ class Sweep:
         self.manifest = runlog._read_json(os.path.join(self.dir, "manifest.json"), "manifest") or {}
         self.mode = self.manifest.get("mode")
         self.runs, self.excluded = [], []   # usable Runs; (id, reason)
+        self.excluded_runs = {}              # id -> the excluded Run, where its dir exists
         for entry in self.manifest.get("runs", []):
             rid = entry.get("id", "?")
             path = os.path.join(self.dir, entry.get("dir", rid))
@@ -58,10 +59,13 @@ class Sweep:
                     self.excluded.append((rid, f"never started (sweep status: {entry.get('status', '?')})"))
                     continue
                 run = runlog.load_run(path)
-                if run.status != "completed" or run.final_val_loss is None:
+                # Diverged means what the run's summary.json says (runlog.is_diverged), whatever
+                # its last loss: no number here is judged by its size.
+                if not runlog.is_completed(run) or run.final_val_loss is None:
                     mark = runlog.status_mark(run).strip(" []") or run.status
-                    self.excluded.append((rid, mark if run.final_val_loss is not None or run.status != "completed"
+                    self.excluded.append((rid, mark if not runlog.is_completed(run)
                                           else "completed without a final val loss"))
+                    self.excluded_runs[rid] = run
                     continue
             run.sweep_id, run.sweep_name = rid, name
             self.runs.append(run)
@@ -76,21 +80,26 @@ class Sweep:
 
 # ---- tables ----------------------------------------------------------------------------------
 
+def loss_cell(tr, w, d, lr, best=False):
+    """One table cell: the seed summary of the point's completed runs and, when seeds were left out,
+    how many of how many and why ("n=2; 1 of 3 seeds excluded: s1 diverged at step 40")."""
+    s = stats.summarize_loss(tr.finals(w, d, lr))
+    ex = tr.excluded_at(w, d, lr)
+    why = "; ".join(f"{rid.rsplit('-', 1)[-1]} {reason}" for rid, reason in ex)
+    if not s["n"]:
+        return f"excluded: {len(ex)} of {len(ex)} seeds ({why})" if ex else "-"
+    text = ("**best** " if best else "") + stats.fmt_summary(s, 4)
+    return text + (f"; {len(ex)} of {s['n'] + len(ex)} seeds excluded: {why}" if ex else "")
+
+
 def loss_table(tr):
     """Final val loss at the reference rate (the one every depth has): wiring x depth."""
     lr = tr.ref_lr
     depths = sorted(set(tr.depths) | set(tr.planned_depths()))
     rows = []
     for w in GRID_WIRINGS:
-        cells = []
         formula = next((r.formula for r in tr.runs if r.wiring == w), "")
-        for d in depths:
-            s = stats.summarize(tr.finals(w, d, lr))
-            ex = tr.excluded_at(w, d)
-            if s["n"]:
-                cells.append(stats.fmt_summary(s, 4) + (f"; {len(ex)} excluded" if ex else ""))
-            else:
-                cells.append(f"excluded ({ex[0].split(': ', 1)[1]})" if ex else "-")
+        cells = [loss_cell(tr, w, d, lr) for d in depths]
         rows.append([f"`{w}`", f"`{formula.split(': ', 1)[-1]}`"] + cells)
     return ["wiring", "formula"] + [f"L={d}" for d in depths], rows
 
@@ -100,16 +109,11 @@ def lr_table(tr):
     for w in GRID_WIRINGS:
         for d in tr.depths:
             rates = stats.rates_at(tr.pts, w, d)
-            if not rates:
+            if not rates and not tr.excluded_at(w, d):
                 continue
             best = tr.best(w, d)
-            cells = []
-            for lr in tr.rates:
-                if lr not in rates:
-                    cells.append("-")
-                    continue
-                s = stats.summarize(tr.finals(w, d, lr))
-                cells.append(("**best** " if lr == best and len(rates) > 1 else "") + stats.fmt_summary(s, 4))
+            cells = [loss_cell(tr, w, d, lr, best=lr == best and len(rates) > 1)
+                     if lr in rates or tr.excluded_at(w, d, lr) else "-" for lr in tr.rates]
             rows.append([f"`{w}`", str(d)] + cells)
     return ["wiring", "L"] + [f"lr {lr:g}" for lr in tr.rates], rows
 
@@ -131,7 +135,7 @@ def extras_table(sweeps):
             groups[r.sweep_id.rsplit("-s", 1)[0]].append(r)
         for pid, runs in sorted(groups.items()):
             uni = runs[0].reference_losses.get("unigram")
-            fin = stats.summarize([r.final_val_loss for r in runs])
+            fin = stats.summarize_loss([r.final_val_loss for r in runs])
             gap = stats.summarize([r.final_val_loss - uni for r in runs]) if uni is not None else None
             rows.append([s.name, f"`{pid}`", f"`{runs[0].formula}`", f"{seed_list(runs)}",
                          stats.fmt_summary(fin, 4), stats.fmt_summary(gap, 3) if gap else "n/a"])
@@ -234,31 +238,34 @@ def numeric_path_lines(stages, runs):
 FIGURES = {  # file name -> (what it shows, which finding it supports)
     "grad_norm_by_block.png": ("Gradient norm of each block's parameters against its position l/L in the stack, "
                                "one panel per wiring, depth as colour; line = seed mean, band = min-max over seeds",
-                               "(a) and (b)"),
-    "final_loss_vs_depth.png": ("Final validation loss against depth, one line per wiring (seed mean, min-max band), "
-                                "with the reference losses", "(c)"),
+                               "findings 1 and 2"),
+    "final_loss_vs_depth.png": ("Final validation loss against depth, one line per wiring (seed mean, min-max band "
+                                "of the completed seeds), with the reference losses; a diverged run (summary.json "
+                                "status) is an x at the top", "finding 3"),
     "grad_ratio_vs_depth.png": ("First/last block gradient ratio against depth (geometric seed mean, min-max band)",
-                                "(a) and (b)"),
-    "rank_vs_layer.png": ("Rank ratio and RMS of the residual stream at the last boundary against depth", "(b)"),
+                                "findings 1 and 2"),
+    "rank_vs_layer.png": ("Rank ratio and RMS of the residual stream at the last boundary against depth", "finding 2"),
     "last_grad_vs_depth.png": ("The last block's gradient norm against depth, log-log, with slope -1/2 and flat "
-                               "guides", "(d)"),
+                               "guides", "finding 4"),
     "layer_metrics_vs_depth.png": ("Every per-layer metric at the last block or boundary against depth",
-                                   "context for (a)-(d)"),
+                                   "context for findings 1-4"),
     "final_loss_vs_lr.png": ("Final validation loss against learning rate, one panel per depth, one line per wiring "
-                             "(seed mean, min-max band), with the unigram line", "(c) and (e)"),
+                             "(seed mean, min-max band of the completed seeds; each wiring its own marker and dash, "
+                             "dodged sideways so equal losses stay visible), with the unigram line; a diverged run "
+                             "(summary.json status) is an x at the top, left out of the mean", "findings 3 and 5"),
     "escape_step_vs_depth.png": (f"Escape step (first eval step with val loss <= unigram - {stats.ESCAPE_MARGIN}) "
                                  "against depth, one panel per wiring: seed points, median line; a run that never "
-                                 "escaped is an open marker at its horizon", "(c) and the choice of horizon"),
+                                 "escaped is an open marker at its horizon", "finding 3 and the choice of horizon"),
     "loss_curves_deepest.png": ("Validation loss curves of the deepest stack, each wiring with and without a residual "
-                                "(seed mean, min-max band), against the unigram line", "(c)"),
+                                "(seed mean, min-max band), against the unigram line", "finding 3"),
 }
 RUN_FIGURES = {  # plot_run.py's figures of one run
-    "loss.png": ("Train and validation loss of one run against the reference losses", "(c)"),
-    "grad_norm_heatmap.png": ("Gradient norm per block (rows) over training steps (columns) of one run", "(b)"),
-    "grad_norm_by_block.png": ("Gradient norm per block of one run at several steps", "(a) and (b)"),
-    "stream.png": ("Activation RMS and rank ratio of one run's residual stream per boundary", "(b)"),
-    "stream_grad.png": ("Gradient norm of one run's residual stream per boundary", "(a) and (b)"),
-    "layer_metrics.png": ("Every per-layer metric of one run", "context for (a)-(d)"),
+    "loss.png": ("Train and validation loss of one run against the reference losses", "finding 3"),
+    "grad_norm_heatmap.png": ("Gradient norm per block (rows) over training steps (columns) of one run", "finding 2"),
+    "grad_norm_by_block.png": ("Gradient norm per block of one run at several steps", "findings 1 and 2"),
+    "stream.png": ("Activation RMS and rank ratio of one run's residual stream per boundary", "finding 2"),
+    "stream_grad.png": ("Gradient norm of one run's residual stream per boundary", "findings 1 and 2"),
+    "layer_metrics.png": ("Every per-layer metric of one run", "context for findings 1-4"),
 }
 
 
@@ -316,7 +323,7 @@ def main(argv=None):
               file=sys.stderr)
         return 1
     tr = Training(training)
-    findings = [finding_a(probe), finding_b(probe, tr), finding_c(tr), finding_d(probe), finding_e(tr)]
+    findings = [finding_1(probe), finding_2(probe, tr), finding_3(tr), finding_4(probe), finding_5(tr)]
     esc = escape_table(tr)
     extras = [s for s in sweeps.values() if s is not probe and s not in training]
     stages = read_timing(root)
@@ -332,13 +339,18 @@ def main(argv=None):
     doc.h(2, "Findings")
     ns = sorted({len(v) for v in tr.pts.values()})
     doc.p("Every number below is computed by `scripts/report.py` from this run's data. A number over seeds is the "
-          "mean (min-max, 95% t-interval of the mean, n seeds). A finding is seen when its criterion holds for every "
+          "mean (min-max, 95% t-interval of the mean, n seeds); a loss is >= 0, so an interval that would reach "
+          "below 0 (few seeds, one far off) is clipped at 0 and the cell says \"clipped at 0\". A finding is seen "
+          "when its criterion holds for every "
           "seed (\"k of n seeds\") or the interval clears it (said so). Training points are (wiring, depth, learning "
           f"rate) pooled over {', '.join(s.name for s in training)}, {'/'.join(map(str, ns)) or '0'} seeds each; "
           f"probes are seed means over {max((r.probe_seeds for r in probe.runs), default=0)} probe seeds. Excluded "
-          "runs (diverged, failed, incomplete) are in no number; they are listed further down.")
+          "runs (diverged, failed, incomplete) are in no number; they are listed further down, and a table cell "
+          "that lost seeds says how many of how many it holds. A run is diverged when its summary.json says "
+          "status \"diverged\" (the trainer's rule: a non-finite loss, or one above 10 x ln(vocab size)); nothing "
+          "here judges a loss by its size.")
     doc.table(["", "finding", "criterion", "measured", "seen?"],
-              [[f"({f['id']})", f["claim"], f["criterion"], f["measured"], f"**{'seen' if f['seen'] else 'not seen'}**"]
+              [[str(f["id"]), f["claim"], f["criterion"], f["measured"], f"**{'seen' if f['seen'] else 'not seen'}**"]
                for f in findings])
     steps = sorted({r.summary.get("steps") for r in tr.runs if r.summary})
     seeds = sorted({stats.seed_of(r) for r in tr.runs} - {None})
@@ -347,7 +359,8 @@ def main(argv=None):
           else "Final validation loss of the training grid (no completed run)")
     doc.table(*loss_table(tr))
     doc.h(2, "Learning rates: final validation loss per wiring, depth and rate")
-    doc.p("Mean (min-max, 95% CI, n) over seeds; **best** marks the rate finding (c) uses at that depth (lowest "
+    doc.p("Mean (min-max, 95% CI clipped at 0, n) over the completed seeds, with the excluded ones counted; "
+          "**best** marks the rate finding 3 uses at that depth (lowest "
           "mean); at a depth with one rate, that rate.")
     doc.table(*lr_table(tr))
     doc.h(2, "Escape time")
@@ -386,11 +399,11 @@ def main(argv=None):
                                                for w in GRID_WIRINGS for d in tr.depths if tr.best(w, d) is not None]},
                    "points": [{"wiring": w, "depth": d, "learning_rate": lr, "sweep": runs[0].sweep_name,
                                "seeds": [stats.seed_of(r) for r in runs],
-                               "final_val_loss": {k: v for k, v in stats.summarize([r.final_val_loss for r in runs]).items()}}
+                               "final_val_loss": stats.summarize_loss([r.final_val_loss for r in runs])}
                               for (w, d, lr), runs in sorted(tr.pts.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0))],
                    "excluded": [{"sweep": n, "id": rid, "reason": why} for n, rid, why in excluded]}, fh, indent=1)
     for f in findings:
-        print(f"({f['id']}) {'seen' if f['seen'] else 'NOT seen'}")
+        print(f"finding {f['id']}: {'seen' if f['seen'] else 'NOT seen'}")
     print(out)
     print(html_path)
     return 0

@@ -60,12 +60,14 @@ class Run:
 
     @property
     def status(self):
-        """"completed" | "diverged" | "interrupted" | "running" | "probe" | "incomplete"."""
+        """summary.json's status ("completed" | "diverged" | "interrupted" | "running" |
+        "failed"), "probe" for a probe file, "incomplete" without a summary. The trainer decides
+        divergence (a non-finite loss or one above 10 x ln(vocab_size)); nothing here judges a loss."""
         if self.is_probe:
             return "probe"
         if self.summary and self.summary.get("status"):
             return self.summary["status"]
-        return "diverged" if self.records["diverged"] else "incomplete"
+        return "incomplete"
 
     @property
     def diverged_step(self):
@@ -243,12 +245,23 @@ def find_runs(paths, depth=2):
     return found
 
 
+def is_diverged(run) -> bool:
+    """The one definition of a diverged run for every table, finding and figure: its summary.json
+    says status "diverged". No loss threshold here: the trainer applies its rule and says so."""
+    return run.status == "diverged"
+
+
+def is_completed(run) -> bool:
+    """A training run whose summary.json says status "completed" (its numbers may be used)."""
+    return run.status == "completed"
+
+
 def status_mark(run):
     """"" for a completed run or a probe, else e.g. " [diverged at step 120]", " [incomplete]"."""
     s = run.status
     if s in ("completed", "probe"):
         return ""
-    if s == "diverged":
+    if is_diverged(run):
         step = run.diverged_step
         return f" [diverged at step {step}]" if step is not None else " [diverged]"
     where = f" at step {run.last_step}" if run.last_step is not None else ""

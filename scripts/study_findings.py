@@ -1,8 +1,8 @@
 """The findings of the deep-stacking report, each computed from the runs and marked seen or not
-seen against its stated criterion: (a), (b), (d) from the probes (seed means), (b)'s training part,
-(c) and (e) from the training points (wiring, depth, learning rate) pooled over the training sweeps
-(class Training), every seed aggregated (study_stats.py); and every run's escape step. Used by
-report.py. Not here: loading sweeps, tables, figures, writing files (report.py).
+seen against its stated criterion, numbered as in README.md: findings 1, 2 and 4 from the probes
+(seed means), finding 2's training part, 3 and 5 from the training points (wiring, depth, learning
+rate) pooled over the training sweeps (class Training), every seed aggregated (study_stats.py);
+and every run's escape step. Used by report.py. Not here: loading sweeps, tables, figures, writing files (report.py).
 """
 import math
 
@@ -17,16 +17,16 @@ NORES = NORES_NORM + ("none-nores",)
 GRID_WIRINGS = RES + NORES
 
 # Thresholds of the findings (stated in the report next to each finding).
-A_MAX_FACTOR = 0.9       # (a) per-layer factor of the gradient ratio at most this ...
-A_MIN_R2 = 0.9           # ... with a log-linear fit this good
-B_RATIO_BAND = (1e-2, 1e2)  # (b) first/last block gradient ratio at init inside this band
-B_MAX_RANK = 0.1         # (b) rank ratio at the last boundary of the deepest stack below this
-B_TRAIN_RATIO = 1e-2     # (b) first/last ratio during training (median of records after step 0) below this
-C_TRAIN_MARGIN = 0.05    # (c) "trains": final val loss at least this far below the unigram loss
-C_STUCK_MARGIN = 0.05    # (c) "stuck": final val loss above unigram - this
-C_DEEP = 8               # (c) "stuck" is tested at depths >= this
-D_PRE = (-0.7, -0.3)     # (d) pre-norm slope of log g_last vs log L inside this
-D_POST = (-0.2, 0.2)     # (d) post-norm slope inside this
+F1_MAX_FACTOR = 0.9       # finding 1: per-layer factor of the gradient ratio at most this ...
+F1_MIN_R2 = 0.9           # ... with a log-linear fit this good
+F2_RATIO_BAND = (1e-2, 1e2)  # finding 2: first/last block gradient ratio at init inside this band
+F2_MAX_RANK = 0.1         # finding 2: rank ratio at the last boundary of the deepest stack below this
+F2_TRAIN_RATIO = 1e-2     # finding 2: first/last ratio during training (median of records after step 0) below this
+F3_TRAIN_MARGIN = 0.05    # finding 3: "trains": final val loss at least this far below the unigram loss
+F3_STUCK_MARGIN = 0.05    # finding 3: "stuck": final val loss above unigram - this
+F3_DEEP = 8               # finding 3: "stuck" is tested at depths >= this
+F4_PRE = (-0.7, -0.3)     # finding 4: pre-norm slope of log g_last vs log L inside this
+F4_POST = (-0.2, 0.2)     # finding 4: post-norm slope inside this
 
 
 def fmt(v, nd=3):
@@ -58,12 +58,12 @@ def finding(fid, claim, criterion, rows, seen, note=""):
     return {"id": fid, "claim": claim, "criterion": criterion, "measured": rows, "seen": bool(seen), "note": note}
 
 
-def finding_a(probe):
+def finding_1(probe):
     claim = ("Without residual or norm, gradients vanish toward the first block at initialisation, "
              "exponentially in depth.")
     crit = (f"`f(x)` stacks, probe seed means: fit ln(g_first/g_last) = a + b*L over the depths L >= 2, and "
             f"ln g_l = c + k*l over the blocks of the deepest stack; seen if both per-layer factors exp(b) and "
-            f"exp(-k) are <= {A_MAX_FACTOR} and the within-stack fit has R^2 >= {A_MIN_R2} (a 2-point fit has "
+            f"exp(-k) are <= {F1_MAX_FACTOR} and the within-stack fit has R^2 >= {F1_MIN_R2} (a 2-point fit has "
             f"R^2 = 1 trivially, hence the within-stack check)")
     pts, rows, zero = [], [], []
     for r in sorted(probe.by("none-nores"), key=lambda r: r.n_layer):
@@ -77,7 +77,7 @@ def finding_a(probe):
                 zero.append(r.n_layer)
     fit = fit_line(*zip(*pts)) if len(pts) >= 2 else None
     if fit is None:
-        return finding("a", claim, crit, rows + ["fewer than 2 depths >= 2 with a finite ratio"], False)
+        return finding(1, claim, crit, rows + ["fewer than 2 depths >= 2 with a finite ratio"], False)
     b, _, r2 = fit
     factor = math.exp(b)
     rows.append(f"fit over L={', '.join(str(p[0]) for p in pts)}: b = {fmt(b)} per layer, "
@@ -97,9 +97,9 @@ def finding_a(probe):
                         f"(R^2 = {fmt(f2[2])})")
     if f2 is None:
         rows.append("no deep enough `f(x)` probe (L >= 3 with 3 non-zero block gradients) for the within-stack fit")
-        return finding("a", claim, crit, rows, False)
-    return finding("a", claim, crit, rows,
-                   factor <= A_MAX_FACTOR and math.exp(-f2[0]) <= A_MAX_FACTOR and f2[2] >= A_MIN_R2)
+        return finding(1, claim, crit, rows, False)
+    return finding(1, claim, crit, rows,
+                   factor <= F1_MAX_FACTOR and math.exp(-f2[0]) <= F1_MAX_FACTOR and f2[2] >= F1_MIN_R2)
 
 
 def train_ratios(run):
@@ -125,9 +125,12 @@ class Training:
         self.ref_lr = stats.reference_rate(self.pts)
         self.refs = next((r.reference_losses for r in self.runs if r.reference_losses), {})
         self.unigram = self.refs.get("unigram")
-        self.depths = sorted({d for (_, d, _) in self.pts})
-        self.rates = sorted({lr for (_, _, lr) in self.pts if lr is not None})
         self.excluded = [(s, rid, why) for s in sweeps for rid, why in s.excluded]
+        # A point whose every seed was left out still gets its row and column (saying so).
+        left = [r for s in sweeps for r in getattr(s, "excluded_runs", {}).values() if r.config]
+        self.depths = sorted({d for (_, d, _) in self.pts} | {r.n_layer for r in left if r.n_layer})
+        self.rates = sorted({lr for (_, _, lr) in self.pts if lr is not None}
+                            | {stats.learning_rate(r) for r in left if stats.learning_rate(r) is not None})
 
     def seeds(self, wiring, depth, lr):
         return self.pts.get((wiring, depth, lr), [])
@@ -138,8 +141,23 @@ class Training:
     def best(self, wiring, depth):
         return stats.best_rate(self.pts, wiring, depth)
 
-    def excluded_at(self, wiring, depth):
-        return [f"{s.name}/{rid}: {why}" for s, rid, why in self.excluded if rid.startswith(f"L{depth}-{wiring}-")]
+    def excluded_at(self, wiring, depth, lr=None):
+        """[(id, reason)] of the runs left out at (wiring, depth), at rate lr when given. A run
+        that never started has no config: its id (L<depth>-<wiring>-s<seed>) places it, at the
+        sweep's rate when the sweep has one."""
+        out = []
+        for s, rid, why in self.excluded:
+            run = getattr(s, "excluded_runs", {}).get(rid)
+            if run is not None and run.config:
+                here = (run.wiring, run.n_layer) == (wiring, depth)
+                rate = stats.learning_rate(run)
+            else:
+                here = rid.startswith(f"L{depth}-{wiring}-")
+                rates = {stats.learning_rate(r) for r in s.runs}
+                rate = rates.pop() if len(rates) == 1 else None
+            if here and (lr is None or rate == lr):
+                out.append((rid, why))
+        return out
 
     def planned_depths(self):
         out = set()
@@ -155,14 +173,14 @@ def seed_list(runs):
     return "/".join(str(stats.seed_of(r)) for r in sorted(runs, key=lambda r: stats.seed_of(r) or 0))
 
 
-def finding_b(probe, tr):
+def finding_2(probe, tr):
     claim = ("Without residual but with a norm, gradient norms stay moderate at initialisation, but the "
              "tokens' representations collapse (rank ratio at the last boundary -> 0 with depth), and once "
              "training starts the early blocks' gradients vanish.")
     crit = (f"for both `f(norm(x))` and `norm(f(x))`: at init every depth has g_first/g_last in "
-            f"[{B_RATIO_BAND[0]:g}, {B_RATIO_BAND[1]:g}] (probe seed means), the deepest probe has rank ratio < "
-            f"{B_MAX_RANK} at the last boundary, and in training every seed's run at the deepest depth (every rate "
-            f"run there) has median g_first/g_last over its layers records after step 0 < {B_TRAIN_RATIO:g} "
+            f"[{F2_RATIO_BAND[0]:g}, {F2_RATIO_BAND[1]:g}] (probe seed means), the deepest probe has rank ratio < "
+            f"{F2_MAX_RANK} at the last boundary, and in training every seed's run at the deepest depth (every rate "
+            f"run there) has median g_first/g_last over its layers records after step 0 < {F2_TRAIN_RATIO:g} "
             f"(k of n seeds; all n needed)")
     rows, ok = [], True
     for w in NORES_NORM:
@@ -182,8 +200,8 @@ def finding_b(probe, tr):
                     + ", ".join(f"L={r.n_layer}: {fmt(x)}" for r, x in zip(runs, ratios)))
         rows.append(f"{w} at init, rank ratio at the last boundary: "
                     + ", ".join(f"L={r.n_layer}: {fmt(x)}" for r, x in zip(runs, rks)))
-        ok &= all(x is not None and B_RATIO_BAND[0] <= x <= B_RATIO_BAND[1] for x in ratios)
-        ok &= rks[-1] is not None and rks[-1] < B_MAX_RANK
+        ok &= all(x is not None and F2_RATIO_BAND[0] <= x <= F2_RATIO_BAND[1] for x in ratios)
+        ok &= rks[-1] is not None and rks[-1] < F2_MAX_RANK
         depths = sorted({d for (ww, d, _) in tr.pts if ww == w})
         if not depths:
             rows.append(f"{w}: no completed training run")
@@ -197,26 +215,26 @@ def finding_b(probe, tr):
                     + ", ".join(parts))
         deep = [r for lr in stats.rates_at(tr.pts, w, depths[-1]) for r in tr.seeds(w, depths[-1], lr)]
         meds = [train_ratios(r)[1] for r in deep]
-        k = sum(m is not None and m < B_TRAIN_RATIO for m in meds)
+        k = sum(m is not None and m < F2_TRAIN_RATIO for m in meds)
         rows.append(f"{w} at L={depths[-1]} (deepest), per run: "
                     + ", ".join(f"seed {stats.seed_of(r)} lr {stats.learning_rate(r):g}: {fmt(m)}" for r, m in zip(deep, meds))
-                    + f"; below {B_TRAIN_RATIO:g} in {k} of {len(meds)} runs")
+                    + f"; below {F2_TRAIN_RATIO:g} in {k} of {len(meds)} runs")
         ok &= bool(meds) and k == len(meds)
-    return finding("b", claim, crit, rows, ok)
+    return finding(2, claim, crit, rows, ok)
 
 
-def finding_c(tr):
+def finding_3(tr):
     claim = ("Residual stacks train at every depth up to the deepest; stacks without residual do not (stuck near "
              "the unigram loss) and adding layers makes them worse. Each wiring is compared at its own best "
              "learning rate per depth.")
     crit = (f"per wiring and depth at its best rate (lowest mean final val loss over seeds among the rates run at "
-            f"that depth); seen if (1) every residual wiring (`x + f(norm(x))`, `norm(x + f(x))`, `x + f(x)`) ends "
-            f"at least {C_TRAIN_MARGIN} nats below the unigram loss at every depth, (2) every no-residual wiring at "
-            f"L >= {C_DEEP} ends above unigram - {C_STUCK_MARGIN}, each for every seed or by the 95% interval of "
-            f"the mean, and (3) for each no-residual wiring the mean final loss rises with depth (Spearman rho > 0, "
+            f"that depth); seen if (i) every residual wiring (`x + f(norm(x))`, `norm(x + f(x))`, `x + f(x)`) ends "
+            f"at least {F3_TRAIN_MARGIN} nats below the unigram loss at every depth, (ii) every no-residual wiring at "
+            f"L >= {F3_DEEP} ends above unigram - {F3_STUCK_MARGIN}, each for every seed or by the 95% interval of "
+            f"the mean, and (iii) for each no-residual wiring the mean final loss rises with depth (Spearman rho > 0, "
             f"losses rounded to 1e-3, ties averaged)")
     if not tr.runs or tr.unigram is None:
-        return finding("c", claim, crit, ["no completed training run"], False)
+        return finding(3, claim, crit, ["no completed training run"], False)
     uni = tr.unigram
     rows = [f"references: unigram {fmt(uni, 4)}, optimal {fmt(tr.refs.get('optimal'), 4)} nats"]
     ok1 = ok2 = ok3 = True
@@ -231,14 +249,14 @@ def finding_c(tr):
         for d in depths:
             lr = tr.best(w, d)
             vals = tr.finals(w, d, lr)
-            s = stats.summarize(vals)
+            s = stats.summarize_loss(vals)
             n_rates = len(stats.rates_at(tr.pts, w, d))
             if w in RES:
-                good, k, n, rule = stats.seed_rule(vals, uni - C_TRAIN_MARGIN, below=True)
+                good, k, n, rule = stats.seed_rule(vals, uni - F3_TRAIN_MARGIN, below=True)
                 ok1 &= good
             else:
-                good, k, n, rule = stats.seed_rule(vals, uni - C_STUCK_MARGIN, below=False)
-                if d >= C_DEEP:
+                good, k, n, rule = stats.seed_rule(vals, uni - F3_STUCK_MARGIN, below=False)
+                if d >= F3_DEEP:
                     ok2 &= good
             means.append((d, s["mean"]))
             parts.append(f"L={d}: {stats.fmt_summary(s, 4)} at lr {lr:g} (best of {n_rates}), "
@@ -251,24 +269,24 @@ def finding_c(tr):
                 ok3 &= rho > 0
             else:
                 ok3 = False
-    rows.append(f"(1) residual stacks train: {'yes' if ok1 else 'no'}; (2) deep no-residual stacks stuck: "
-                f"{'yes' if ok2 else 'no'}; (3) worse with depth: {'yes' if ok3 else 'no'}")
+    rows.append(f"(i) residual stacks train: {'yes' if ok1 else 'no'}; (ii) deep no-residual stacks stuck: "
+                f"{'yes' if ok2 else 'no'}; (iii) worse with depth: {'yes' if ok3 else 'no'}")
     missing = [f"{w} L={d}" for w in GRID_WIRINGS for d in tr.planned_depths()
                if not any((w, d, lr) in tr.pts for lr in tr.rates)]
     if missing:
-        rows.append(f"(4) grid incomplete, so not testable at every depth: no completed run for {', '.join(missing)}")
-    return finding("c", claim, crit + "; (4) every wiring has a completed run at every depth of the grid",
+        rows.append(f"(iv) grid incomplete, so not testable at every depth: no completed run for {', '.join(missing)}")
+    return finding(3, claim, crit + "; (iv) every wiring has a completed run at every depth of the grid",
                    rows, ok1 and ok2 and ok3 and not missing)
 
 
-def finding_e(tr):
+def finding_5(tr):
     claim = "Without a residual, stacks of 2 or more layers stay on the unigram plateau at every learning rate tried."
     crit = (f"every no-residual point (`f(norm(x))`, `norm(f(x))`, `f(x)`) with L >= 2, at every rate run, ends above "
-            f"unigram - {C_STUCK_MARGIN} for every seed or by the 95% interval of the mean; where it does not, the "
+            f"unigram - {F3_STUCK_MARGIN} for every seed or by the 95% interval of the mean; where it does not, the "
             f"(wiring, depth, rate, seeds) are listed")
     if not tr.runs or tr.unigram is None:
-        return finding("e", claim, crit, ["no completed training run"], False)
-    thr = tr.unigram - C_STUCK_MARGIN
+        return finding(5, claim, crit, ["no completed training run"], False)
+    thr = tr.unigram - F3_STUCK_MARGIN
     rows, fails, n_pts = [], [], 0
     for w in NORES:
         for d in [d for d in tr.depths if d >= 2]:
@@ -283,9 +301,13 @@ def finding_e(tr):
         rates = {lr for (ww, d, lr) in tr.pts if ww == w and d >= 2}
         rows.append(f"{w}: depths {', '.join(str(d) for d in tr.depths if d >= 2)}, rates "
                     f"{', '.join(f'{x:g}' for x in sorted(rates))}")
-    rows.append(f"{n_pts} points checked against {fmt(thr, 4)} (unigram {fmt(tr.unigram, 4)} - {C_STUCK_MARGIN})")
+    rows.append(f"{n_pts} points checked against {fmt(thr, 4)} (unigram {fmt(tr.unigram, 4)} - {F3_STUCK_MARGIN})")
+    left = [f"{w} L={d} lr {lr:g}: {rid} {why}" for w in NORES for d in tr.depths if d >= 2 for lr in tr.rates
+            for rid, why in tr.excluded_at(w, d, lr)]
+    if left:
+        rows.append("left out (no final loss to judge; listed under Excluded runs): " + "; ".join(left))
     rows += ["not on the plateau: " + f for f in fails] or ["every point stays on the plateau"]
-    return finding("e", claim, crit, rows, n_pts > 0 and not fails)
+    return finding(5, claim, crit, rows, n_pts > 0 and not fails)
 
 
 def escape_table(tr):
@@ -321,13 +343,13 @@ def spearman(x, y):
     return float(np.corrcoef(rx, ry)[0, 1])
 
 
-def finding_d(probe):
+def finding_4(probe):
     claim = ("In a pre-norm residual stack the last block's gradient shrinks like 1/sqrt(L); in a post-norm "
              "one it does not depend on depth (Xiong et al. 2020, Theorem 1).")
     crit = (f"fit ln g_last = a + s*ln L over the probe depths L >= 2 (seed means; at L = 1 the last block is "
             f"also the first, fed the raw embedding of std 0.02 rather than a block's output, outside the "
-            f"theorem's setting; the slope with L = 1 is shown too); seen if s(pre) in [{D_PRE[0]}, {D_PRE[1]}] "
-            f"and s(post) in [{D_POST[0]}, {D_POST[1]}]")
+            f"theorem's setting; the slope with L = 1 is shown too); seen if s(pre) in [{F4_PRE[0]}, {F4_PRE[1]}] "
+            f"and s(post) in [{F4_POST[0]}, {F4_POST[1]}]")
     rows, slopes = [], {}
     for w in ("pre-layernorm-res", "post-layernorm-res"):
         pts = []
@@ -344,6 +366,6 @@ def finding_d(probe):
                     + (f"; slope s = {fmt(fit[0])} over L >= 2 (R^2 = {fmt(fit[2])})" if fit else "; no fit (< 2 depths)")
                     + (f", {fmt(fit_all[0])} with L = 1" if fit_all else ""))
     sp, so = slopes["pre-layernorm-res"], slopes["post-layernorm-res"]
-    seen = sp is not None and so is not None and D_PRE[0] <= sp <= D_PRE[1] and D_POST[0] <= so <= D_POST[1]
+    seen = sp is not None and so is not None and F4_PRE[0] <= sp <= F4_PRE[1] and F4_POST[0] <= so <= F4_POST[1]
     rows.append(f"expected -0.5 (pre) and 0 (post); measured {fmt(sp)} and {fmt(so)}")
-    return finding("d", claim, crit, rows, seen)
+    return finding(4, claim, crit, rows, seen)

@@ -3,7 +3,7 @@ plot_compare.py: the mean with its min-max and 95% t-interval over seeds, the "e
 interval" rule a finding is seen by, the escape step of a run, and the training points keyed by
 (wiring, depth, learning rate) pooled over the training sweeps.
 
-    s = summarize([3.41, 3.39, 3.44])     # {"n": 3, "mean": ..., "min": ..., "ci": (lo, hi)}
+    s = summarize_loss([3.41, 3.39, 3.44])  # {"n": 3, "mean": ..., "min": ..., "ci": (lo, hi), ...}
     escape_step(run, unigram)             # (first eval step with val <= unigram - 0.1 or None, last eval step)
 Standard library only (math). Not here: reading runs (runlog.py), the findings (report.py).
 """
@@ -23,18 +23,27 @@ def t975(df):
     return _T975[df - 1] if df <= len(_T975) else 1.96 + 2.4 / df
 
 
-def summarize(values):
-    """n, mean, min, max and the 95% t-interval of the mean (None for n < 2) of finite values."""
+def summarize(values, floor=None):
+    """n, mean, min, max and the 95% t-interval of the mean (None for n < 2) of finite values.
+    With a floor (a loss is >= 0: summarize_loss), an interval reaching below it is clipped there
+    and "ci_clipped" says so: few seeds with one far off give a t-interval wider than the data."""
     v = [float(x) for x in values if x is not None and math.isfinite(x)]
     if not v:
-        return {"n": 0, "mean": None, "min": None, "max": None, "ci": None, "values": []}
+        return {"n": 0, "mean": None, "min": None, "max": None, "ci": None, "ci_clipped": False, "values": []}
     n, mean = len(v), sum(v) / len(v)
-    ci = None
+    ci, clipped = None, False
     if n >= 2:
         sd = math.sqrt(sum((x - mean) ** 2 for x in v) / (n - 1))
         h = t975(n - 1) * sd / math.sqrt(n)
         ci = (mean - h, mean + h)
-    return {"n": n, "mean": mean, "min": min(v), "max": max(v), "ci": ci, "values": v}
+        if floor is not None and ci[0] < floor:
+            ci, clipped = (floor, ci[1]), True
+    return {"n": n, "mean": mean, "min": min(v), "max": max(v), "ci": ci, "ci_clipped": clipped, "values": v}
+
+
+def summarize_loss(values):
+    """summarize() of losses (cross-entropy, >= 0): the interval is clipped at 0."""
+    return summarize(values, floor=0.0)
 
 
 def fmt_num(v, nd=3):
@@ -44,21 +53,23 @@ def fmt_num(v, nd=3):
 
 
 def fmt_summary(s, nd=3):
-    """"3.412 (3.405-3.420, 95% CI 3.39-3.43, n=3)"; one seed: "3.412 (n=1)"."""
+    """"3.412 (3.405-3.420, 95% CI 3.39-3.43, n=3)"; one seed: "3.412 (n=1)"; an interval
+    clipped at a floor: "95% CI 0.000-44132.044 clipped at 0"."""
     if not s or not s["n"]:
         return "n/a (n=0)"
     if s["n"] == 1:
         return f"{fmt_num(s['mean'], nd)} (n=1)"
     lo, hi = s["ci"]
+    clip = f" clipped at {lo:g}" if s.get("ci_clipped") else ""
     return (f"{fmt_num(s['mean'], nd)} ({fmt_num(s['min'], nd)}-{fmt_num(s['max'], nd)}, "
-            f"95% CI {fmt_num(lo, nd)}-{fmt_num(hi, nd)}, n={s['n']})")
+            f"95% CI {fmt_num(lo, nd)}-{fmt_num(hi, nd)}{clip}, n={s['n']})")
 
 
 def seed_rule(values, threshold, below):
     """Is `value <= threshold` (below=True) or `value > threshold` (below=False) a fact over the
     seeds? Seen when it holds for every seed, or when the 95% interval of the mean clears the
     threshold. Returns (seen, k, n, rule) with rule "every seed", "interval" or "" (not seen)."""
-    s = summarize(values)
+    s = summarize_loss(values)
     ok = [(x <= threshold) if below else (x > threshold) for x in s["values"]]
     k, n = sum(ok), s["n"]
     if n and k == n:
@@ -121,7 +132,7 @@ def best_rate(pts, wiring, depth):
     """The rate with the lowest mean final val loss over seeds among those run at this depth."""
     best = None
     for lr in rates_at(pts, wiring, depth):
-        m = summarize([r.final_val_loss for r in pts[(wiring, depth, lr)]])["mean"]
+        m = summarize_loss([r.final_val_loss for r in pts[(wiring, depth, lr)]])["mean"]
         if m is not None and (best is None or m < best[1]):
             best = (lr, m)
     return best[0] if best else None

@@ -1,0 +1,53 @@
+"""Fabricated runs for the analysis unit tests (tests/python): in-memory runlog.Run objects with
+just the fields the tables, findings and figures read, and the scripts/ modules on the import
+path (they are flat modules, imported the way report.py and the check scripts import them).
+Not here: any test.
+"""
+import math
+import os
+import sys
+
+SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts")
+sys.path.insert(0, os.path.abspath(SCRIPTS))  # the analysis modules are flat files in scripts/
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import runlog  # noqa: E402  (after the path above)
+
+REFS = {"uniform": round(math.log(32), 5), "unigram": 3.412, "optimal": 2.251}
+FORMULAS = {"pre-layernorm-res": "pre-norm residual: x + f(layernorm(x))",
+            "pre-layernorm-nores": "pre-norm, no residual: f(layernorm(x))",
+            "post-layernorm-nores": "post-norm, no residual: layernorm(f(x))",
+            "none-nores": "no norm, no residual: f(x)"}
+
+
+def run(wiring, depth, lr, seed, final, status="completed", diverged_step=None, evals=()):
+    """A training run as report.py and plot_study.py see it; status is what summary.json says."""
+    r = runlog.Run(path=f"/fabricated/L{depth}-{wiring}-lr{lr:g}-s{seed}")
+    r.config = {"model": {"n_layer": depth, "vocab_size": 32}, "optim": {"learning_rate": lr},
+                "train": {"seed": seed}}
+    r.derived = {"wiring": wiring, "formula": FORMULAS.get(wiring, wiring)}
+    r.summary = {"status": status, "final_val_loss": final, "reference_losses": dict(REFS),
+                 "diverged": status == "diverged",
+                 "divergence": {"step": diverged_step, "reason": "loss above 10 x ln(32)"} if diverged_step else None}
+    r.records["start"] = [{"step": 0, "kind": "start", "n_layer": depth, "wiring": wiring,
+                           "formula": r.derived["formula"], "reference_losses": dict(REFS)}]
+    r.records["eval"] = [{"step": s, "kind": "eval", "val_loss": v} for s, v in evals]
+    r.has_metrics = True
+    return r
+
+
+class FakeSweep:
+    """What study_findings.Training reads of a report.Sweep: its runs and the excluded ones."""
+
+    def __init__(self, name, runs):
+        self.name, self.manifest = name, {"runs": []}
+        self.runs, self.excluded, self.excluded_runs = [], [], {}
+        for r in runs:
+            rid = os.path.basename(r.path)
+            self.manifest["runs"].append({"id": rid})
+            if runlog.is_completed(r) and r.final_val_loss is not None:
+                r.sweep_id, r.sweep_name = rid, name
+                self.runs.append(r)
+            else:
+                self.excluded.append((rid, runlog.status_mark(r).strip(" []") or r.status))
+                self.excluded_runs[rid] = r

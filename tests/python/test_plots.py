@@ -1,0 +1,129 @@
+"""The figures built from fabricated data (scripts/plot_run.py, plot_study.py): one colour per
+series key in every panel, no text label over another, no series hidden under another."""
+import os
+import unittest
+
+import fabricate
+import matplotlib.pyplot as plt
+import plot_common
+import plot_compare
+import plot_run
+import plot_study
+import runlog
+
+FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "run_small")
+
+
+def colours_by_label(fig):
+    """{legend label: {colours}} over every axes' lines and the figure legend's handles."""
+    out = {}
+    pairs = [(ln.get_label(), ln) for ax in fig.axes for ln in ax.get_lines()]
+    for leg in fig.legends:
+        handles = getattr(leg, "legend_handles", None) or leg.legendHandles  # renamed in matplotlib 3.7
+        pairs += [(t.get_text(), h) for t, h in zip(leg.get_texts(), handles)]
+    for lab, ln in pairs:
+        if lab and not lab.startswith("_") and isinstance(ln, plt.Line2D):
+            out.setdefault(lab, set()).add(tuple(round(c, 4) for c in plt.matplotlib.colors.to_rgba(ln.get_color())))
+    return out
+
+
+class LayerMetrics(unittest.TestCase):
+    def test_each_step_keeps_its_colour_in_every_panel(self):
+        run = runlog.load_run(FIXTURE)
+        recs = plot_run.choose_layer_records(run, None)
+        self.assertIsNone(recs[0].get("update_ratio"))  # null at step 0: the panel draws 2 of 3 steps
+        fig = plot_run.layer_metrics_figure(run, recs)
+        by = colours_by_label(fig)
+        self.assertEqual(sorted(by), sorted(f"step {r['step']}" for r in recs))
+        for lab, cols in by.items():
+            self.assertEqual(len(cols), 1, f"{lab} drawn in {len(cols)} colours")
+        plt.close(fig)
+
+
+class Labels(unittest.TestCase):
+    def diverged_at_step_1(self):
+        run = fabricate.run("none-nores", 8, 1e-2, 0, None, status="diverged", diverged_step=1)
+        run.records["train"] = [{"step": 0, "kind": "train", "loss": 3.47},
+                                {"step": 1, "kind": "train", "loss": 5000.0}]
+        return run
+
+    def test_no_label_of_the_loss_figure_covers_another(self):
+        fig = plot_run.loss_figure(self.diverged_at_step_1())
+        self.assertEqual(plot_common.overlapping_texts(fig), [])
+        plt.close(fig)
+
+    def test_the_divergence_step_is_named(self):
+        fig = plot_run.loss_figure(self.diverged_at_step_1())
+        names = [t.get_text() for t in fig.axes[0].get_legend().get_texts()] + [t.get_text() for t in fig.axes[0].texts]
+        self.assertTrue(any("diverged (step 1)" in n for n in names), names)
+        plt.close(fig)
+
+    def test_a_completed_run_with_a_huge_loss_is_not_marked_diverged(self):
+        run = self.diverged_at_step_1()
+        run.summary["status"] = "completed"
+        fig = plot_run.loss_figure(run)
+        names = [t.get_text() for t in fig.axes[0].get_legend().get_texts()] + [t.get_text() for t in fig.axes[0].texts]
+        self.assertFalse(any("diverged" in n for n in names), names)
+        plt.close(fig)
+
+
+def lr_runs():
+    """Two no-residual wirings with identical losses (the plateau) at 3 rates, L=2 and L=8; one
+    diverged seed; at lr 1e-2 two completed means far above the axis at the same rate."""
+    runs = []
+    for d in (2, 8):
+        for w in ("pre-layernorm-nores", "post-layernorm-nores"):
+            for lr in (1e-3, 3e-3):
+                runs += [fabricate.run(w, d, lr, s, 3.437) for s in range(3)]
+            runs += [fabricate.run(w, d, 1e-2, s, 30.0 + s) for s in range(2)]
+    runs.append(fabricate.run("none-nores", 8, 1e-2, 1, None, status="diverged", diverged_step=133))
+    runs += [fabricate.run("none-nores", 8, lr, 0, 3.436) for lr in (1e-3, 3e-3)]
+    return runs
+
+
+class LossVsLearningRate(unittest.TestCase):
+    def setUp(self):
+        self.fig = plot_study.loss_vs_lr_figure(lr_runs())
+
+    def tearDown(self):
+        plt.close(self.fig)
+
+    def test_coincident_series_stay_visible(self):
+        for ax in self.fig.axes:
+            lines = [ln for ln in ax.get_lines() if not ln.get_label().startswith("_")]
+            self.assertGreaterEqual(len(lines), 2)
+            for i, a in enumerate(lines):
+                for b in lines[i + 1:]:
+                    same_place = (list(a.get_xdata()) == list(b.get_xdata())
+                                  and list(a.get_ydata()) == list(b.get_ydata()))
+                    same_look = (a.get_marker(), a.get_linestyle()) == (b.get_marker(), b.get_linestyle())
+                    self.assertFalse(same_place, f"{a.get_label()} drawn exactly on {b.get_label()}")
+                    self.assertFalse(same_look, f"{a.get_label()} looks like {b.get_label()}")
+
+    def test_each_wiring_keeps_its_colour_in_every_panel(self):
+        for lab, cols in colours_by_label(self.fig).items():
+            self.assertEqual(len(cols), 1, f"{lab} drawn in {len(cols)} colours")
+
+    def test_no_label_covers_another(self):
+        self.assertEqual(plot_common.overlapping_texts(self.fig), [])
+
+    def test_a_diverged_run_is_shown_by_its_status_and_a_high_loss_is_not_called_diverged(self):
+        legend = " ".join(t.get_text() for leg in self.fig.legends for t in leg.get_texts())
+        self.assertIn("diverged: 1 run(s) (summary.json status)", legend)
+        title = self.fig._suptitle.get_text()
+        self.assertIn("above the axis", title)
+        self.assertNotIn("diverged", title)
+
+
+class DepthFigures(unittest.TestCase):
+    def test_the_per_layer_figures_leave_out_exactly_the_runs_whose_summary_says_diverged(self):
+        ok = fabricate.run("none-nores", 8, 1e-2, 0, 3.46)
+        huge = fabricate.run("none-nores", 8, 1e-2, 2, 24967.77)  # completed: the trainer's call
+        div = fabricate.run("none-nores", 8, 1e-2, 1, None, status="diverged", diverged_step=133)
+        note = set()
+        self.assertEqual(plot_compare.layer_figure_runs([ok, huge, div], note), [ok, huge])
+        self.assertEqual(len(note), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
