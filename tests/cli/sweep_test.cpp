@@ -1,5 +1,6 @@
 // `stacklab sweep` with the local executor: the out_dir lock against a second invocation (and
-// not stuck after a crash), `--status` counts and its exit code, flag errors.
+// not stuck after a crash), `--status` counts and its exit code, flag errors, train.seed in the
+// grid refused.
 #include <filesystem>
 
 #include "support/cli.h"
@@ -93,6 +94,22 @@ TEST(SweepCommand, PrintsTheArrayScriptAndSubmitsNothing) {
   EXPECT_NE(r.out.find("submitted with: sbatch --parsable " + dir + "/out/slurm/array.sbatch"), std::string::npos) << r;
   EXPECT_FALSE(fs::exists(dir + "/out/slurm/array.sbatch"));
   EXPECT_FALSE(fs::exists(dir + "/out/L1-pre-layernorm-res-s0/config.json"));
+  fs::remove_all(dir);
+}
+
+// The sweep of the user report that trained one seed twice: train.seed in the grid.
+TEST(SweepCommand, RefusesTrainSeedInTheGridNamingTheFileTheKeyAndSeeds) {
+  const std::string dir = make_temp_dir("sweep_seedgrid");
+  const std::string sweep = dir + "/seedgrid.json";
+  write_text(sweep, R"({"name": "seedgrid", "base": ")" + base_config() + R"(", "out_dir": ")" + dir + R"(/out",
+    "overrides": {"train.max_iters": 3, "model.n_embd": 16, "model.n_layer": 1}, "grid": {"train.seed": [1, 2]}})");
+  for (const std::vector<std::string>& extra : {std::vector<std::string>{}, {"--dry-run"}}) {
+    const RunResult r = run_stacklab(concat({"sweep", sweep}, extra));
+    EXPECT_EQ(r.exit_code, 1) << r;
+    EXPECT_NE(r.output.find(sweep + ": grid.train.seed: "), std::string::npos) << r;
+    EXPECT_NE(r.output.find("\"seeds\": [1, 2]"), std::string::npos) << r;
+  }
+  EXPECT_FALSE(fs::exists(dir + "/out"));
   fs::remove_all(dir);
 }
 

@@ -1,5 +1,6 @@
 // Sweep expansion (train/sweep.h) as a unit: the cross product and its order, variants, seeds,
-// run ids, what each run's config resolves to, and the errors, each naming the sweep file and
+// run ids, what each run's config resolves to, the keys the sweep sets itself (train.seed,
+// train.name, train.out_dir) refused elsewhere, and the errors, each naming the sweep file and
 // the key in it.
 #include "train/sweep.h"
 
@@ -108,6 +109,40 @@ TEST(ExpandSweep, EveryErrorStartsWithTheSweepFilesPath) {
     FAIL() << "no error";
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()).rfind(path, 0), 0u) << e.what();
+  }
+}
+
+
+// The sweep sets each run's seed from "seeds" (train: one run per seed; probe: every seed in one
+// probe), so a train.seed elsewhere in the file would be silently replaced: it is refused.
+TEST(ExpandSweep, RefusesTrainSeedInTheGridOverridesOrVariantsPointingAtSeeds) {
+  for (const std::string mode : {"train", "probe"}) {
+    const std::string grid = error_of({{"mode", mode}, {"grid", {{"train.seed", {1, 2}}}}});
+    EXPECT_NE(grid.find(": grid.train.seed: "), std::string::npos) << grid;
+    EXPECT_NE(grid.find("\"seeds\""), std::string::npos) << grid;
+    const std::string over = error_of({{"mode", mode}, {"overrides", {{"train.seed", 3}}}});
+    EXPECT_NE(over.find(": overrides.train.seed: "), std::string::npos) << over;
+    const std::string var = error_of({{"mode", mode}, {"variants", {{{"name", "a"}}, {{"name", "b"}, {"train.seed", 4}}}}});
+    EXPECT_NE(var.find(": variants[1].train.seed: "), std::string::npos) << var;
+  }
+}
+
+TEST(ExpandSweep, RefusesTrainNameAndOutDirWhichTheSweepSetsForEachRun) {
+  for (const std::string key : {"train.name", "train.out_dir"}) {
+    const std::string over = error_of({{"overrides", {{key, "mine"}}}});
+    EXPECT_NE(over.find(": overrides." + key + ": "), std::string::npos) << over;
+    EXPECT_NE(over.find("<out_dir>/<run id>"), std::string::npos) << over;
+    EXPECT_NE(error_of({{"grid", {{key, {"a", "b"}}}}}).find(": grid." + key + ": "), std::string::npos);
+    EXPECT_NE(error_of({{"variants", {{{key, "a"}}}}}).find(": variants[0]." + key + ": "), std::string::npos);
+  }
+}
+
+TEST(ExpandSweep, EachTrainRunResolvesToItsOwnSeedAndName) {
+  const SweepPlan p = expand_sweep(sweep_file({{"seeds", {1, 2}}, {"overrides", {{"train.max_iters", 3}}}}));
+  ASSERT_EQ(p.runs.size(), 2u);
+  for (const SweepRun& r : p.runs) {
+    EXPECT_EQ("-s" + std::to_string(r.config.train.seed), r.id.substr(r.id.rfind("-s"))) << r.id;
+    EXPECT_EQ(r.config.train.name, r.id) << "the child runs with --train.name=<run id>";
   }
 }
 
