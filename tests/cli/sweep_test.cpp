@@ -1,7 +1,9 @@
 // `stacklab sweep` with the local executor: the out_dir lock against a second invocation (and
 // not stuck after a crash), `--status` counts and its exit code, flag errors, train.seed in the
-// grid refused.
+// grid refused; each child's config.json holding what its run id names.
 #include <filesystem>
+#include <map>
+#include <sstream>
 
 #include "support/cli.h"
 
@@ -110,6 +112,48 @@ TEST(SweepCommand, RefusesTrainSeedInTheGridNamingTheFileTheKeyAndSeeds) {
     EXPECT_NE(r.output.find("\"seeds\": [1, 2]"), std::string::npos) << r;
   }
   EXPECT_FALSE(fs::exists(dir + "/out"));
+  fs::remove_all(dir);
+}
+
+// Real tiny runs: each child's config.json holds the seed, name and grid values its id names,
+// and two seeds give two different losses.
+TEST(SweepCommand, EachChildsConfigHoldsTheValuesItsRunIdNames) {
+  const std::string dir = make_temp_dir("sweep_child_cfg");
+  const std::string sweep = dir + "/sweep.json";
+  write_text(sweep, R"({"name": "t", "base": ")" + base_config() + R"(", "out_dir": ")" + dir + R"(/out",
+    "seeds": [1, 2],
+    "overrides": {"model.n_embd": 16, "model.n_head": 2, "model.block_size": 16, "train.batch_size": 4,
+                  "train.max_iters": 3, "train.eval_interval": 3, "model.n_layer": 1},
+    "grid": {"model.norm": ["layernorm", "rmsnorm"], "optim.learning_rate": [0.01, 0.003]}})");
+  const RunResult dry = run_stacklab({"sweep", sweep, "--dry-run"});
+  ASSERT_EQ(dry.exit_code, 0) << dry;
+  const RunResult r = run_stacklab({"sweep", sweep, "--jobs", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  std::map<std::string, double> loss;
+  size_t runs = 0;
+  for (const std::string norm : {"layernorm", "rmsnorm"})
+    for (const double lr : {0.01, 0.003})
+      for (const int seed : {1, 2}) {
+        std::ostringstream id;
+        id << "L1-pre-" << norm << "-res-learning_rate" << nlohmann::json(lr).dump() << "-s" << seed;
+        const std::string run = dir + "/out/" + id.str();
+        ASSERT_TRUE(fs::exists(run + "/config.json")) << run << "\n" << r;
+        const nlohmann::json c = read_json(run + "/config.json");
+        EXPECT_EQ(c["train"]["seed"], seed) << run;
+        EXPECT_EQ(c["train"]["name"], id.str()) << run;
+        EXPECT_EQ(c["model"]["norm"], norm) << run;
+        EXPECT_EQ(c["optim"]["learning_rate"], lr) << run;
+        EXPECT_EQ(c["model"]["n_layer"], 1) << run;
+        loss[id.str()] = read_json(run + "/summary.json").at("final_val_loss").get<double>();
+        ++runs;
+        // The command line sets the seed once: the dry run shows no second, contradicting one.
+        const size_t line = dry.out.find(id.str() + " ");
+        ASSERT_NE(line, std::string::npos) << dry;
+        const std::string cmd = dry.out.substr(line, dry.out.find('\n', line) - line);
+        EXPECT_EQ(cmd.find("--train.seed="), cmd.rfind("--train.seed=")) << cmd;
+      }
+  EXPECT_EQ(runs, 8u);
+  EXPECT_NE(loss["L1-pre-layernorm-res-learning_rate0.01-s1"], loss["L1-pre-layernorm-res-learning_rate0.01-s2"]);
   fs::remove_all(dir);
 }
 
