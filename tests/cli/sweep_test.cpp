@@ -1,6 +1,7 @@
 // `stacklab sweep` with the local executor: the out_dir lock against a second invocation (and
 // not stuck after a crash), `--status` counts and its exit code, flag errors, train.seed in the
-// grid refused; each child's config.json holding what its run id names.
+// grid refused; each child's config.json holding what its run id names; runs whose config
+// changed, as `--status` and `--dry-run` report them.
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -154,6 +155,50 @@ TEST(SweepCommand, EachChildsConfigHoldsTheValuesItsRunIdNames) {
       }
   EXPECT_EQ(runs, 8u);
   EXPECT_NE(loss["L1-pre-layernorm-res-learning_rate0.01-s1"], loss["L1-pre-layernorm-res-learning_rate0.01-s2"]);
+  fs::remove_all(dir);
+}
+
+// A sweep over a base config of its own, which the test then edits.
+std::string write_own_base_sweep(const std::string& dir) {
+  nlohmann::json base = read_json(base_config());
+  base.erase("description");
+  write_text(dir + "/base.json", base.dump(2));
+  const std::string path = dir + "/sweep.json";
+  write_text(path, R"({"name": "t", "base": "base.json", "out_dir": ")" + dir + R"(/out",
+    "overrides": {"model.n_embd": 16, "model.n_head": 2, "model.block_size": 16, "train.batch_size": 4,
+                  "train.max_iters": 3, "train.eval_interval": 3},
+    "grid": {"model.n_layer": [1, 2]}})");
+  return path;
+}
+
+TEST(SweepCommand, StatusAndDryRunReportRunsWhoseBaseConfigChangedAsTheRealRunWould) {
+  const std::string dir = make_temp_dir("sweep_changed");
+  const std::string sweep = write_own_base_sweep(dir);
+  ASSERT_EQ(run_stacklab({"sweep", sweep, "--jobs", "2"}).exit_code, 0);
+  nlohmann::json base = read_json(dir + "/base.json");
+  base["optim"]["learning_rate"] = 0.002;
+  write_text(dir + "/base.json", base.dump(2));
+
+  const RunResult real = run_stacklab({"sweep", sweep, "--jobs", "2"});
+  EXPECT_EQ(real.exit_code, 1) << real;
+  EXPECT_NE(real.output.find("optim.learning_rate: 0.001 -> 0.002"), std::string::npos) << real;
+  for (const std::string& target : {dir + "/out", sweep}) {
+    const RunResult st = run_stacklab({"sweep", "--status", target});
+    EXPECT_EQ(st.exit_code, 1) << target << ": changed runs are not results of this sweep\n" << st;
+    EXPECT_NE(status_line(st).find("completed 0,"), std::string::npos) << st;
+    EXPECT_NE(status_line(st).find("changed 2"), std::string::npos) << st;
+    EXPECT_NE(st.out.find("changed L1-pre-layernorm-res-s0: optim.learning_rate: 0.001 -> 0.002"), std::string::npos) << st;
+    EXPECT_NE(st.out.find("--on-change rerun"), std::string::npos) << st;
+  }
+  const RunResult dry = run_stacklab({"sweep", sweep, "--dry-run"});
+  EXPECT_EQ(dry.exit_code, 1) << "the real run refuses, and so does its dry run\n" << dry;
+  EXPECT_NE(dry.output.find(dir + "/out/L2-pre-layernorm-res-s0:"), std::string::npos) << dry;
+  EXPECT_EQ(dry.output.find("train --resume"), std::string::npos) << dry;
+  const RunResult rerun = run_stacklab({"sweep", sweep, "--dry-run", "--on-change", "rerun"});
+  EXPECT_EQ(rerun.exit_code, 0) << rerun;
+  EXPECT_NE(rerun.out.find(dir + "/out/L1-pre-layernorm-res-s0.changed-1"), std::string::npos) << rerun;
+  EXPECT_EQ(rerun.out.find("train --resume"), std::string::npos) << "the moved runs start fresh\n" << rerun;
+  EXPECT_FALSE(fs::exists(dir + "/out/L1-pre-layernorm-res-s0.changed-1")) << "a dry run moves nothing";
   fs::remove_all(dir);
 }
 
