@@ -299,16 +299,19 @@ StatusPlan status_plan(const std::string& path) {
   return s;
 }
 
-// One line: what the manifest's executor did with the runs ("Slurm job 123", "local executor"),
-// refining the items' states with squeue for a Slurm job.
+// One line: what the manifest's executor did with the runs ("Slurm job 123", "local executor",
+// "slurm executor, not submitted: ..."), refining the items' states with squeue for a Slurm job.
 std::string status_where(const std::string& dir, const nlohmann::json& manifest, std::vector<SweepItem>& items) {
   std::map<std::string, std::string> jobs;  // run id -> "<job>_<task>" from the manifest
-  std::string job, executor = "local";
+  std::string job, executor = "local", error;
   try {  // a manifest edited by hand or by another version: a field of the wrong type names the file
     if (manifest.contains("runs"))
       for (const auto& r : manifest["runs"])
         if (r.contains("job") && r.contains("id")) jobs[r["id"].get<std::string>()] = r["job"].get<std::string>();
-    if (manifest.contains("slurm")) job = manifest["slurm"].value("job", "");
+    if (manifest.contains("slurm")) {
+      job = manifest["slurm"].value("job", "");
+      error = manifest["slurm"].value("error", "");
+    }
     if (manifest.is_object()) executor = manifest.value("executor", "local");
   } catch (const nlohmann::json::exception& e) {
     throw Error(dir + "/manifest.json: not a stacklab sweep manifest: " + e.what());
@@ -320,6 +323,7 @@ std::string status_where(const std::string& dir, const nlohmann::json& manifest,
   }
   if (!job.empty())
     return refine_with_squeue(job, refs) ? "Slurm job " + job : "Slurm job " + job + ", squeue did not answer";
+  if (executor == "slurm") return "slurm executor, not submitted" + (error.empty() ? "" : ": " + error);
   return executor + " executor";
 }
 

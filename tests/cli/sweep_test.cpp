@@ -1,7 +1,10 @@
 // `stacklab sweep` with the local executor: the out_dir lock against a second invocation (and
 // not stuck after a crash), `--status` counts and its exit code, flag errors, train.seed in the
 // grid refused; each child's config.json holding what its run id names; runs whose config
-// changed, as `--status` and `--dry-run` report them.
+// changed, as `--status` and `--dry-run` report them; the state a failed Slurm submission leaves.
+#include <sys/file.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -199,6 +202,45 @@ TEST(SweepCommand, StatusAndDryRunReportRunsWhoseBaseConfigChangedAsTheRealRunWo
   EXPECT_NE(rerun.out.find(dir + "/out/L1-pre-layernorm-res-s0.changed-1"), std::string::npos) << rerun;
   EXPECT_EQ(rerun.out.find("train --resume"), std::string::npos) << "the moved runs start fresh\n" << rerun;
   EXPECT_FALSE(fs::exists(dir + "/out/L1-pre-layernorm-res-s0.changed-1")) << "a dry run moves nothing";
+  fs::remove_all(dir);
+}
+
+// PATH set to `dir` while in scope (for running stacklab without Slurm's commands).
+class ScopedPath {
+ public:
+  explicit ScopedPath(const std::string& dir) : old_(std::getenv("PATH") ? std::getenv("PATH") : "") {
+    setenv("PATH", dir.c_str(), 1);
+  }
+  ~ScopedPath() { setenv("PATH", old_.c_str(), 1); }
+
+ private:
+  std::string old_;
+};
+
+TEST(SweepCommand, AFailedSlurmSubmitLeavesAManifestStatusReadsAndReleasesTheLock) {
+  const std::string dir = make_temp_dir("sweep_nosbatch");
+  const std::string sweep = write_sweep(dir, 3, "[1, 2]");
+  fs::create_directories(dir + "/empty_path");
+  {
+    ScopedPath no_slurm(dir + "/empty_path");
+    const RunResult submit = run_stacklab({"sweep", sweep, "--executor", "slurm"});
+    EXPECT_EQ(submit.exit_code, 1) << submit;
+    EXPECT_NE(submit.output.find("sbatch on PATH"), std::string::npos) << submit;
+    const RunResult st = run_stacklab({"sweep", "--status", dir + "/out"});
+    EXPECT_EQ(st.exit_code, 0) << st;
+    EXPECT_NE(status_line(st).find("new 2,"), std::string::npos) << st;
+    EXPECT_NE(status_line(st).find("not submitted"), std::string::npos) << st;
+    const RunResult again = run_stacklab({"sweep", sweep, "--executor", "slurm"});
+    EXPECT_EQ(again.output.find("in use"), std::string::npos) << "the failed submit holds nothing\n" << again;
+    EXPECT_NE(again.output.find("sbatch on PATH"), std::string::npos) << again;
+  }
+  const int fd = open((dir + "/out/sweep.lock").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
+  close(fd);
+  const RunResult local = run_stacklab({"sweep", sweep, "--jobs", "2"});
+  EXPECT_EQ(local.exit_code, 0) << local;
+  EXPECT_NE(status_line(run_stacklab({"sweep", "--status", dir + "/out"})).find("completed 2,"), std::string::npos);
   fs::remove_all(dir);
 }
 
