@@ -144,7 +144,7 @@ class LocalPool {
 };
 
 // A run directory whose provenance differs from the point's config (a changed sweep file, base
-// or data file; collect_items marks it "changed") is never taken as done (train/provenance.h):
+// or data file; collect_items gives it its changes) is never taken as done (train/provenance.h):
 // with rerun it is moved aside to the first free "<dir>.changed-N" and the run starts fresh;
 // with fail (the default) nothing runs and the error lists what changed. Both executors call
 // this before deciding what is pending; a dry run says the same and moves nothing.
@@ -155,7 +155,7 @@ void handle_changed(std::vector<SweepItem>& items, bool rerun, bool dry_run) {
     return;
   }
   for (auto& it : items) {
-    if (it.state != "changed") continue;
+    if (it.changes.empty()) continue;
     std::string to;
     for (int k = 1; to.empty() || fs::exists(to); ++k) to = it.run->dir + ".changed-" + std::to_string(k);
     if (dry_run) {
@@ -167,6 +167,7 @@ void handle_changed(std::vector<SweepItem>& items, bool rerun, bool dry_run) {
     }
     it.state = "new";
     it.fresh = true;
+    it.changes.clear();
   }
 }
 
@@ -348,7 +349,7 @@ int sweep_status(const std::vector<std::string>& dirs) {
       if (it.state == "failed")
         std::printf("  failed %s: %s (log: %s/log.txt)\n", it.label.c_str(), last_line(it.run->dir + "/log.txt").c_str(),
                     it.run->dir.c_str());
-      if (it.changes.empty()) continue;  // a changed run that squeue shows queued or running is listed too
+      if (it.changes.empty()) continue;  // also a failed one, or one squeue shows queued or running
       std::string what;
       for (const auto& c : it.changes) what += (what.empty() ? "" : "; ") + c;
       std::printf("  changed %s: %s (in %s)\n", it.label.c_str(), what.c_str(), it.run->dir.c_str());

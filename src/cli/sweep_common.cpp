@@ -44,8 +44,10 @@ std::vector<SweepItem> collect_items(const std::vector<SweepPlan>& plans, bool c
       if (!compare) continue;
       RunState st = sweep_run_state(plan, r);
       if (st.kind != RunState::kChanged) continue;
-      items.back().state = "changed";
       items.back().changes = std::move(st.changes);
+      // A failed run holds no result that could pass for the sweep's: it is still counted failed
+      // (its log says why), while its changes make the real run refuse it like any changed one.
+      if (items.back().state != "failed") items.back().state = "changed";
     }
   return items;
 }
@@ -54,7 +56,7 @@ std::string changed_runs_message(const std::vector<SweepItem>& items) {
   std::string list;
   size_t n = 0;
   for (const auto& it : items) {
-    if (it.state != "changed") continue;
+    if (it.changes.empty()) continue;
     ++n;
     list += "\n  " + it.run->dir + ":";
     for (const auto& c : it.changes) list += "\n    " + c;

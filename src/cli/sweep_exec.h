@@ -22,17 +22,17 @@ struct SweepItem {
   std::string label;  // the run id, prefixed with the sweep's name when there are several
   std::string state;
   std::string job;    // Slurm: "<job>_<task>" of the task that runs it
-  std::vector<std::string> changes;  // state "changed": what differs, "key: stored -> now"
+  std::vector<std::string> changes;  // state "changed" (or a failed run's): what differs, "key: stored -> now"
   bool fresh = false;  // a changed run rerun: its old directory is moved aside, it starts anew
 };
 
 // Every run of every plan, in order, each with run_state(); with `compare` (the plans' configs
 // are those the sweep gives now), a run whose directory holds the result of another config or
-// data (sweep_run_state: changed) is "changed", with its changes. The one decision the real run,
-// --dry-run and --status share.
+// data (sweep_run_state: changed) gets its changes and is "changed" (a failed one stays "failed").
+// The one decision the real run, --dry-run and --status share.
 std::vector<SweepItem> collect_items(const std::vector<SweepPlan>& plans, bool compare = true);
 
-// "" when no item is changed; else what `stacklab sweep` refuses with: each changed run's
+// "" when no item has changes; else what `stacklab sweep` refuses with: each changed run's
 // directory and changes, and the hint to rerun them with --on-change rerun.
 std::string changed_runs_message(const std::vector<SweepItem>& items);
 

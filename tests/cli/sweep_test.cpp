@@ -205,6 +205,30 @@ TEST(SweepCommand, StatusAndDryRunReportRunsWhoseBaseConfigChangedAsTheRealRunWo
   fs::remove_all(dir);
 }
 
+TEST(SweepCommand, AFailedRunWhoseConfigChangedIsCountedFailedAndListedWithItsChanges) {
+  const std::string dir = make_temp_dir("sweep_failed_changed");
+  const std::string sweep = write_sweep(dir, 3, "[1, 2]");
+  ASSERT_EQ(run_stacklab({"sweep", sweep, "--jobs", "2"}).exit_code, 0);
+  // As a Slurm task leaves a run whose config.json was edited before it started: no summary, no
+  // provenance, a config the sweep does not give, and the task's exit code.
+  const std::string run = dir + "/out/L2-pre-layernorm-res-s0";
+  fs::remove(run + "/summary.json");
+  fs::remove(run + "/provenance.json");
+  nlohmann::json cfg = read_json(run + "/config.json");
+  cfg["optim"]["learning_rate"] = 0.5;
+  write_text(run + "/config.json", cfg.dump(2));
+  write_text(run + "/task.json", R"({"executor": "local", "state": "exited", "exit": 1, "job": "", "host": "h", "pid": 1})");
+  const RunResult st = run_stacklab({"sweep", "--status", dir + "/out"});
+  EXPECT_EQ(st.exit_code, 1) << st;
+  EXPECT_NE(status_line(st).find("completed 1, failed 1, diverged 0, interrupted 0, changed 0"), std::string::npos) << st;
+  EXPECT_NE(st.out.find("changed L2-pre-layernorm-res-s0: optim.learning_rate: 0.5 -> 0.001"), std::string::npos) << st;
+  EXPECT_NE(st.out.find("stacklab sweep would refuse to run: 1 run holds"), std::string::npos) << st;
+  const RunResult real = run_stacklab({"sweep", sweep, "--jobs", "2"});
+  EXPECT_EQ(real.exit_code, 1) << real;
+  EXPECT_NE(real.output.find(run + ":\n    optim.learning_rate: 0.5 -> 0.001"), std::string::npos) << real;
+  fs::remove_all(dir);
+}
+
 // PATH set to `dir` while in scope (for running stacklab without Slurm's commands).
 class ScopedPath {
  public:
