@@ -1,6 +1,7 @@
-// What the sweep executors share (cli/cmd_sweep.cpp: local and --status; cli/sweep_slurm.cpp:
-// Slurm): the runs of every plan with their states, the command each run executes, the manifest,
-// the progress line with its ETA, and running an external command (sbatch, squeue).
+// What the sweep executors share (cli/cmd_sweep.cpp: local; cli/sweep_status.cpp: --status;
+// cli/sweep_slurm.cpp: Slurm): the runs of every plan with their states, the command each run
+// executes, the manifest, the progress line with its ETA, and running an external command
+// (sbatch, squeue).
 #pragma once
 #include <chrono>
 #include <optional>
@@ -77,6 +78,10 @@ struct CommandResult {
   std::string out, err;
 };
 CommandResult run_command(const std::vector<std::string>& argv);
+
+// `--status` (cli/sweep_status.cpp): one line of counts per sweep directory (or sweep file), each
+// failed and changed run, a note when the runs cannot be compared; 1 while any failed or changed.
+int sweep_status(const std::vector<std::string>& dirs);
 
 // ---- Slurm (cli/sweep_slurm.cpp) ---------------------------------------------------------------
 
