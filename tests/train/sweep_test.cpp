@@ -185,7 +185,8 @@ json value_at(const Config& cfg, const std::string& key) {
 
 // A key of the pool, then its value text as an id writes it ("learning_rate0.003").
 std::string token(const std::string& key, const json& v) {
-  return key.substr(key.find('.') + 1) + (v.is_string() ? v.get<std::string>() : v.is_boolean() ? (v.get<bool>() ? "true" : "false") : v.dump());
+  const std::string text = v.is_string() ? v.get<std::string>() : v.dump();  // dump: true, 0.003, 16
+  return key.substr(key.find('.') + 1) + text;
 }
 
 const std::set<std::string> kWiring = {"model.n_layer", "model.residual", "model.norm", "model.norm_position"};
@@ -214,7 +215,8 @@ TEST(ExpandSweep, EveryRunOfRandomGridsResolvesToTheValuesItsIdNames) {
     json sweep = {{"grid", grid}, {"seeds", seeds}, {"mode", probe ? "probe" : "train"}};
     if (!overrides.empty()) sweep["overrides"] = overrides;
     const bool has_variants = rng() % 3 == 0;
-    if (has_variants) sweep["variants"] = {{{"name", "va"}, {"optim.weight_decay", 0.0}}, {{"name", "vb"}, {"optim.weight_decay", 0.1}}};
+    if (has_variants)
+      sweep["variants"] = {{{"name", "va"}, {"optim.weight_decay", 0.0}}, {{"name", "vb"}, {"optim.weight_decay", 0.1}}};
     std::ostringstream what;
     what << "trial " << trial << ": " << sweep.dump();
 
