@@ -119,7 +119,7 @@ def status_counts():
 
 def status(expect, expect_rc, where):
     rc, out, line, counts = status_counts()
-    want = {s: expect.get(s, 0) for s in ("new", "queued", "running", "completed", "failed", "diverged", "interrupted")}
+    want = {s: expect.get(s, 0) for s in ("new", "queued", "running", "completed", "failed", "diverged", "interrupted", "changed")}
     if counts != want or rc != expect_rc:
         fail(f"{where}: --status gave {counts} exit {rc}, expected {want} exit {expect_rc}:\n{out}")
     else:

@@ -8,7 +8,7 @@
 // of one sweep while the next has runs waiting. Failed or diverged runs are recorded and the
 // sweep goes on; SIGINT/SIGTERM are passed to the children, which checkpoint. The Slurm executor
 // (cli/sweep_slurm.cpp) submits the same runs as one job array per sweep. Either way the out_dir
-// is locked (<out_dir>/sweep.lock) against a second invocation.
+// is locked (<out_dir>/sweep.lock) against a second invocation. --status: cli/sweep_status.cpp.
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -116,7 +116,7 @@ class LocalPool {
     if (!run_pending(it.state)) return;
     make_dirs(it.run->dir);
     if (it.plan->mode == "probe") write_provenance(it.run->dir, it.run->config, it.run->run_info);  // train writes its own
-    const pid_t pid = spawn(child_args(*it.plan, *it.run, 1), it.run->dir);
+    const pid_t pid = spawn(child_args(*it.plan, *it.run, 1, it.fresh), it.run->dir);
     running_[pid] = i;
     started_[pid] = Clock::now();
     it.state = "running";
@@ -143,34 +143,31 @@ class LocalPool {
 };
 
 // A run directory whose provenance differs from the point's config (a changed sweep file, base
-// or data file) is never taken as done (train/provenance.h): with rerun it is moved aside to the
-// first free "<dir>.changed-N" and the run starts fresh; with fail (the default) nothing runs
-// and the error lists what changed. Both executors call this before deciding what is pending.
+// or data file; collect_items gives it its changes) is never taken as done (train/provenance.h):
+// with rerun it is moved aside to the first free "<dir>.changed-N" and the run starts fresh;
+// with fail (the default) nothing runs and the error lists what changed. Both executors call
+// this before deciding what is pending; a dry run says the same and moves nothing.
 void handle_changed(std::vector<SweepItem>& items, bool rerun, bool dry_run) {
-  std::string list;
-  size_t n = 0;
-  for (auto& it : items) {
-    const RunState st = sweep_run_state(*it.plan, *it.run);
-    if (st.kind != RunState::kChanged) continue;
-    if (rerun) {
-      if (!dry_run) {
-        std::string to;
-        for (int k = 1; to.empty() || fs::exists(to); ++k) to = it.run->dir + ".changed-" + std::to_string(k);
-        fs::rename(it.run->dir, to);
-        std::printf("%s: config or data changed; old run moved to %s\n", it.run->dir.c_str(), to.c_str());
-      }
-      it.state = "new";
-      continue;
-    }
-    it.state = "changed";
-    ++n;
-    list += "\n  " + it.run->dir + ":";
-    for (const auto& c : st.changes) list += "\n    " + c;
+  if (!rerun) {
+    if (const std::string why = changed_runs_message(items); !why.empty())
+      throw Error(dry_run ? "--dry-run: stacklab sweep would refuse to run: " + why : why);
+    return;
   }
-  if (n > 0 && !dry_run)
-    throw Error(std::to_string(n) + (n == 1 ? " run holds" : " runs hold") +
-                " the result of a different config or data than the sweep now gives (stored -> now):" + list +
-                "\nrerun them into fresh directories (the old ones are kept as <dir>.changed-N) with --on-change rerun");
+  for (auto& it : items) {
+    if (it.changes.empty()) continue;
+    std::string to;
+    for (int k = 1; to.empty() || fs::exists(to); ++k) to = it.run->dir + ".changed-" + std::to_string(k);
+    if (dry_run) {
+      std::printf("%s: config or data changed; would be moved to %s and run fresh (--dry-run: nothing moved)\n",
+                  it.run->dir.c_str(), to.c_str());
+    } else {
+      fs::rename(it.run->dir, to);
+      std::printf("%s: config or data changed; old run moved to %s\n", it.run->dir.c_str(), to.c_str());
+    }
+    it.state = "new";
+    it.fresh = true;
+    it.changes.clear();
+  }
 }
 
 std::vector<SweepPlan> expand_plans(const std::vector<std::string>& files) {
@@ -190,7 +187,7 @@ int run_local(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& items
   if (dry_run) {
     for (const auto& it : items) {
       std::printf("  %-40s %-12s stacklab", it.label.c_str(), it.state.c_str());
-      for (const auto& s : child_args(*it.plan, *it.run, 1)) std::printf(" %s", s.c_str());
+      for (const auto& s : child_args(*it.plan, *it.run, 1, it.fresh)) std::printf(" %s", s.c_str());
       std::printf("\n");
     }
     return kExitOk;
@@ -224,78 +221,6 @@ SlurmOptions slurm_options(const Args& a) {
   std::istringstream extra(a.get("slurm-extra", ""));
   for (std::string w; extra >> w;) o.extra.push_back(w);
   return o;
-}
-
-// ---- --status ---------------------------------------------------------------------------------
-
-// The plan a sweep directory's manifest.json describes (or, given a sweep file, its expansion).
-SweepPlan plan_from_dir(const std::string& path, nlohmann::json& manifest) {
-  if (fs::is_regular_file(path)) {
-    SweepPlan plan = expand_sweep(path);
-    const std::string m = plan.out_dir + "/manifest.json";
-    manifest = fs::exists(m) ? read_json_file(m) : nlohmann::json::object();
-    return plan;
-  }
-  const std::string m = path + "/manifest.json";
-  if (!fs::exists(m)) throw Error(path + ": not a sweep directory (no manifest.json); give the sweep's out_dir");
-  manifest = read_json_file(m);
-  SweepPlan plan;
-  try {
-    plan.name = manifest.at("name").get<std::string>();
-    plan.mode = manifest.at("mode").get<std::string>();
-    plan.out_dir = path;
-    for (const auto& r : manifest.at("runs")) {
-      SweepRun run;
-      run.id = r.at("id").get<std::string>();
-      run.dir = path + "/" + r.at("dir").get<std::string>();
-      plan.runs.push_back(run);
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(m + ": not a stacklab sweep manifest: " + e.what());
-  }
-  return plan;
-}
-
-int sweep_status(const std::vector<std::string>& dirs) {
-  if (dirs.empty()) throw Error("--status: expected one or more sweep directories (the sweeps' out_dir)");
-  bool any_failed = false;
-  for (const auto& dir : dirs) {
-    nlohmann::json manifest;
-    std::vector<SweepPlan> plans = {plan_from_dir(dir, manifest)};
-    std::vector<SweepItem> items = collect_items(plans);
-    std::map<std::string, std::string> jobs;  // run id -> "<job>_<task>" from the manifest
-    std::string job, executor = "local";
-    try {  // a manifest edited by hand or by another version: a field of the wrong type names the file
-      if (manifest.contains("runs"))
-        for (const auto& r : manifest["runs"])
-          if (r.contains("job") && r.contains("id")) jobs[r["id"].get<std::string>()] = r["job"].get<std::string>();
-      if (manifest.contains("slurm")) job = manifest["slurm"].value("job", "");
-      if (manifest.is_object()) executor = manifest.value("executor", "local");
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(dir + "/manifest.json: not a stacklab sweep manifest: " + e.what());
-    }
-    std::vector<SweepItem*> refs;
-    for (auto& it : items) {
-      it.job = jobs.count(it.run->id) ? jobs[it.run->id] : "";
-      refs.push_back(&it);
-    }
-    std::string where = executor + " executor";
-    if (!job.empty())
-      where = refine_with_squeue(job, refs) ? "Slurm job " + job : "Slurm job " + job + ", squeue did not answer";
-    std::map<std::string, int> count;
-    for (const auto& it : items) ++count[it.state];
-    std::printf("sweep %s: %zu run%s in %s (%s):", plans[0].name.c_str(), items.size(), items.size() == 1 ? "" : "s",
-                plans[0].out_dir.c_str(),
-                where.c_str());
-    for (const char* s : kRunStates) std::printf(" %s %d%s", s, count[s], std::string(s) == "interrupted" ? "" : ",");
-    std::printf("\n");
-    for (const auto& it : items)
-      if (it.state == "failed")
-        std::printf("  failed %s: %s (log: %s/log.txt)\n", it.label.c_str(), last_line(it.run->dir + "/log.txt").c_str(),
-                    it.run->dir.c_str());
-    any_failed = any_failed || count["failed"] > 0;
-  }
-  return any_failed ? kExitError : kExitOk;
 }
 
 }  // namespace

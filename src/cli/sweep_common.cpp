@@ -36,12 +36,35 @@ std::string read_fd(int fd) {
 
 }  // namespace
 
-std::vector<SweepItem> collect_items(const std::vector<SweepPlan>& plans) {
+std::vector<SweepItem> collect_items(const std::vector<SweepPlan>& plans, bool compare) {
   std::vector<SweepItem> items;
   for (const auto& plan : plans)
-    for (const auto& r : plan.runs)
-      items.push_back({&plan, &r, plans.size() > 1 ? plan.name + "/" + r.id : r.id, run_state(plan, r), ""});
+    for (const auto& r : plan.runs) {
+      items.push_back({&plan, &r, plans.size() > 1 ? plan.name + "/" + r.id : r.id, run_state(plan, r), "", {}, false});
+      if (!compare) continue;
+      RunState st = sweep_run_state(plan, r);
+      if (st.kind != RunState::kChanged) continue;
+      items.back().changes = std::move(st.changes);
+      // A failed run holds no result that could pass for the sweep's: it is still counted failed
+      // (its log says why), while its changes make the real run refuse it like any changed one.
+      if (items.back().state != "failed") items.back().state = "changed";
+    }
   return items;
+}
+
+std::string changed_runs_message(const std::vector<SweepItem>& items) {
+  std::string list;
+  size_t n = 0;
+  for (const auto& it : items) {
+    if (it.changes.empty()) continue;
+    ++n;
+    list += "\n  " + it.run->dir + ":";
+    for (const auto& c : it.changes) list += "\n    " + c;
+  }
+  if (n == 0) return "";
+  return std::to_string(n) + (n == 1 ? " run holds" : " runs hold") +
+         " the result of a different config or data than the sweep now gives (stored -> now):" + list +
+         "\nrerun them into fresh directories (the old ones are kept as <dir>.changed-N) with --on-change rerun";
 }
 
 size_t print_plans(const std::vector<SweepPlan>& plans, const std::vector<SweepItem>& items, const std::string& how,
@@ -67,7 +90,7 @@ std::vector<std::string> run_overrides(const SweepRun& run, int threads) {
   return ov;
 }
 
-std::vector<std::string> child_args(const SweepPlan& plan, const SweepRun& r, int threads) {
+std::vector<std::string> child_args(const SweepPlan& plan, const SweepRun& r, int threads, bool fresh) {
   std::vector<std::string> a;
   if (plan.mode == "probe") {
     a = {"probe", plan.base};
@@ -78,7 +101,7 @@ std::vector<std::string> child_args(const SweepPlan& plan, const SweepRun& r, in
       seeds += std::to_string(s);
     }
     a.insert(a.end(), {"--train.threads=" + std::to_string(threads), "--seeds", seeds, "--out", r.dir + "/probe.json"});
-  } else if (fs::exists(r.dir + "/config.json")) {
+  } else if (!fresh && fs::exists(r.dir + "/config.json")) {
     a = {"train", "--resume", r.dir};  // continues from its checkpoint, or starts from its config.json
   } else {
     a = {"train", plan.base};

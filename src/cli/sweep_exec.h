@@ -1,6 +1,7 @@
-// What the sweep executors share (cli/cmd_sweep.cpp: local and --status; cli/sweep_slurm.cpp:
-// Slurm): the runs of every plan with their states, the command each run executes, the manifest,
-// the progress line with its ETA, and running an external command (sbatch, squeue).
+// What the sweep executors share (cli/cmd_sweep.cpp: local; cli/sweep_status.cpp: --status;
+// cli/sweep_slurm.cpp: Slurm): the runs of every plan with their states, the command each run
+// executes, the manifest, the progress line with its ETA, and running an external command
+// (sbatch, squeue).
 #pragma once
 #include <chrono>
 #include <optional>
@@ -22,10 +23,19 @@ struct SweepItem {
   std::string label;  // the run id, prefixed with the sweep's name when there are several
   std::string state;
   std::string job;    // Slurm: "<job>_<task>" of the task that runs it
+  std::vector<std::string> changes;  // state "changed" (or a failed run's): what differs, "key: stored -> now"
+  bool fresh = false;  // a changed run rerun: its old directory is moved aside, it starts anew
 };
 
-// Every run of every plan, in order, each with run_state().
-std::vector<SweepItem> collect_items(const std::vector<SweepPlan>& plans);
+// Every run of every plan, in order, each with run_state(); with `compare` (the plans' configs
+// are those the sweep gives now), a run whose directory holds the result of another config or
+// data (sweep_run_state: changed) gets its changes and is "changed" (a failed one stays "failed").
+// The one decision the real run, --dry-run and --status share.
+std::vector<SweepItem> collect_items(const std::vector<SweepPlan>& plans, bool compare = true);
+
+// "" when no item has changes; else what `stacklab sweep` refuses with: each changed run's
+// directory and changes, and the hint to rerun them with --on-change rerun.
+std::string changed_runs_message(const std::vector<SweepItem>& items);
 
 // One line per sweep ("sweep NAME: N train runs (k to do, m already done) in OUT, HOW"), one for
 // several ("in one pool" for the local executor's shared slots); returns how many runs are pending.
@@ -33,8 +43,9 @@ size_t print_plans(const std::vector<SweepPlan>& plans, const std::vector<SweepI
                    bool pool);
 
 // The stacklab arguments that run `run` with `threads` threads: a probe, a resume of the run's
-// config.json when there is one, else a fresh training run.
-std::vector<std::string> child_args(const SweepPlan& plan, const SweepRun& run, int threads);
+// config.json when there is one (and the run is not `fresh`: moved aside first), else a fresh
+// training run.
+std::vector<std::string> child_args(const SweepPlan& plan, const SweepRun& run, int threads, bool fresh = false);
 
 // The overrides that make a run's config from the plan's base: the sweep's, then threads, seed, name.
 std::vector<std::string> run_overrides(const SweepRun& run, int threads);
@@ -67,6 +78,10 @@ struct CommandResult {
   std::string out, err;
 };
 CommandResult run_command(const std::vector<std::string>& argv);
+
+// `--status` (cli/sweep_status.cpp): one line of counts per sweep directory (or sweep file), each
+// failed and changed run, a note when the runs cannot be compared; 1 while any failed or changed.
+int sweep_status(const std::vector<std::string>& dirs);
 
 // ---- Slurm (cli/sweep_slurm.cpp) ---------------------------------------------------------------
 

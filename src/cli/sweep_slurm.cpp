@@ -185,6 +185,11 @@ int submit_slurm(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& it
   std::string how = "as a Slurm job array";
   if (opt.max_parallel > 0) how += ", at most " + std::to_string(opt.max_parallel) + " at once";
   const size_t todo = print_plans(plans, items, how, false);
+  // Before anything is submitted every out_dir has a manifest, its runs in the states they are
+  // in (new, ...), without a job: a submission that fails leaves a state --status reads
+  // ("not submitted", with sbatch's error), and the lock keeps no job, so it holds nothing.
+  if (!dry_run)
+    for (const auto& plan : plans) write_manifest(plan, items, {{"executor", "slurm"}});
   std::vector<Submitted> subs;
   for (size_t p = 0; p < plans.size(); ++p) {
     Submitted s{&plans[p], "", {}, {}};
@@ -194,7 +199,18 @@ int submit_slurm(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& it
       std::printf("sweep %s: nothing to submit (every run has a result)\n", plans[p].name.c_str());
       continue;
     }
-    s.job = submit_one(plans[p], s.tasks, opt, dry_run);
+    try {
+      s.job = submit_one(plans[p], s.tasks, opt, dry_run);
+    } catch (const Error& e) {
+      if (dry_run) throw;
+      std::string why;  // one line, for --status
+      for (const char c : std::string(e.what())) {
+        const bool space = c == '\n' || c == '\r' || c == ' ';
+        if (!space || (!why.empty() && why.back() != ' ')) why += space ? ' ' : c;
+      }
+      write_manifest(plans[p], items, {{"executor", "slurm"}, {"slurm", {{"job", ""}, {"error", why}}}});
+      throw;
+    }
     if (dry_run) continue;
     locks[p].set_job(s.job);
     for (size_t k = 0; k < s.tasks.size(); ++k) {

@@ -36,10 +36,35 @@ void need(bool ok, const std::string& path, const std::string& what) {
   if (!ok) throw ConfigError(path + ": " + what);
 }
 
+// "[1, 2]": the values of a key, as a "seeds" list would be written.
+std::string list_text(const json& values) {
+  std::string s = "[";
+  for (const auto& v : (values.is_array() ? values : json::array({values}))) {
+    if (s.size() > 1) s += ", ";
+    s += v.dump();
+  }
+  return s + "]";
+}
+
+// The keys the sweep sets for each run itself are refused anywhere else in the file: a value
+// there would be replaced without a word (the seed comes from "seeds", the name from the run id,
+// the directory from "out_dir"). `where` is e.g. "grid", `values` the value(s) written.
+void refuse_sweep_owned(const std::string& path, const std::string& where, const std::string& key, const json& values) {
+  if (key == "train.seed")
+    throw ConfigError(path + ": " + where + "." + key + ": the sweep sets each run's seed from its \"seeds\" list " +
+                      "(default [0]; train: one run per seed, the id ends in -s<seed>; probe: every seed in one " +
+                      "probe), which would replace this value; write \"seeds\": " + list_text(values) + " instead");
+  if (key == "train.name" || key == "train.out_dir")
+    throw ConfigError(path + ": " + where + "." + key + ": the sweep sets " + key + " for each run (its directory " +
+                      "is <out_dir>/<run id>), which would replace this value; name the sweep with \"name\" and " +
+                      "choose its directory with \"out_dir\"");
+}
+
 // A dotted key and value of the sweep file, checked against the config schema here so a typo is
 // reported against the sweep file (`where` is e.g. "grid"), not against the base config.
 std::string checked_override(const std::string& path, const std::string& where, const std::string& key,
                              const json& value) {
+  refuse_sweep_owned(path, where, key, value);
   const std::string arg = override_arg(key, value);
   json scratch = json::object();
   apply_override(scratch, arg, path + ": " + where);
@@ -98,13 +123,15 @@ std::vector<std::string> read_overrides(const json& j, const std::string& path) 
   return common;
 }
 
-// The cross product of the grid, in the order the keys are written.
+// The cross product of the grid, its keys in sorted order (a JSON object is read as a sorted map;
+// the values in the order written).
 std::vector<Point> grid_points(const json& j, const std::string& path) {
   std::vector<Point> points = {Point{}};
   if (!j.contains("grid")) return points;
   need(j["grid"].is_object(), path, "grid: expected an object of dotted keys to arrays of values");
   for (const auto& [k, values] : j["grid"].items()) {
     need(values.is_array() && !values.empty(), path, "grid." + k + ": expected a non-empty array of values");
+    refuse_sweep_owned(path, "grid", k, values);
     for (size_t a = 0; a < values.size(); ++a)
       for (size_t b = 0; b < a; ++b)
         need(values[a] != values[b], path, "grid." + k + ": the value " + values[a].dump() + " appears twice");
@@ -193,8 +220,12 @@ void add_runs(SweepPlan& plan, const std::string& path, const std::vector<std::s
       const double steps = plan.mode == "probe" ? static_cast<double>(run_seeds.size()) : cfgs[i].train.max_iters;
       SweepRun r{run_id, plan.out_dir + "/" + run_id, ov, run_seeds, step_flops * steps, cfgs[i], nullptr};
       r.config.train.threads = 1;
-      if (plan.mode == "probe") r.run_info = {{"probe_seeds", run_seeds}};
-      else r.config.train.seed = run_seeds.at(0);
+      if (plan.mode == "probe") {
+        r.run_info = {{"probe_seeds", run_seeds}};
+      } else {  // as the child's command line sets them (cli: run_overrides); the file cannot (refuse_sweep_owned)
+        r.config.train.seed = run_seeds.at(0);
+        r.config.train.name = run_id;
+      }
       plan.runs.push_back(std::move(r));
     };
     if (plan.mode == "probe") add_run(id, seeds);

@@ -21,7 +21,7 @@ struct SweepRun {
   std::vector<std::string> overrides;  // "--model.n_layer=32", ... in application order
   std::vector<uint64_t> seeds;         // train: one seed; probe: all seeds
   double cost = 1.0;                   // estimated work (FLOPs of its steps), for the sweep's ETA
-  Config config;                       // resolved as the child run will resolve it (its seed, 1 thread)
+  Config config;                       // resolved as the child run will resolve it (its seed and name, 1 thread)
   nlohmann::json run_info;             // provenance "run" (a probe's seeds), or null
 };
 
@@ -31,7 +31,9 @@ struct SweepPlan {
 };
 
 // Reads and validates the sweep file; every expanded point is checked with load_config. Errors
-// name the sweep file and the key in it (grid.model.n_layr, variants[1].name, base, ...).
+// name the sweep file and the key in it (grid.model.n_layr, variants[1].name, base, ...). The
+// keys the sweep sets per run (train.seed from "seeds", train.name, train.out_dir) are refused
+// in overrides, grid and variants, so no value written there is silently replaced.
 SweepPlan expand_sweep(const std::string& path);
 
 // "--model.n_layer=32" from a key and a JSON value.

@@ -13,8 +13,11 @@
 
 namespace sl {
 
-// The states a run can be in, as `--status` counts them ("queued" only comes from Slurm).
-inline constexpr const char* kRunStates[] = {"new", "queued", "running", "completed", "failed", "diverged", "interrupted"};
+// The states a run can be in, as `--status` counts them ("queued" only comes from Slurm;
+// "changed", a directory holding another config's or data's result, from comparing it with the
+// sweep: cli/sweep_exec.h collect_items).
+inline constexpr const char* kRunStates[] = {"new", "queued", "running", "completed",
+                                             "failed", "diverged", "interrupted", "changed"};
 
 // What an executor records in <run>/task.json when it starts a run and when the run exits.
 struct TaskRecord {

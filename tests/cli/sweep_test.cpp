@@ -1,6 +1,13 @@
 // `stacklab sweep` with the local executor: the out_dir lock against a second invocation (and
-// not stuck after a crash), `--status` counts and its exit code, flag errors.
+// not stuck after a crash), `--status` counts and its exit code, flag errors, train.seed in the
+// grid refused; each child's config.json holding what its run id names; runs whose config
+// changed, as `--status` and `--dry-run` report them; the state a failed Slurm submission leaves.
+#include <sys/file.h>
+
+#include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <sstream>
 
 #include "support/cli.h"
 
@@ -93,6 +100,171 @@ TEST(SweepCommand, PrintsTheArrayScriptAndSubmitsNothing) {
   EXPECT_NE(r.out.find("submitted with: sbatch --parsable " + dir + "/out/slurm/array.sbatch"), std::string::npos) << r;
   EXPECT_FALSE(fs::exists(dir + "/out/slurm/array.sbatch"));
   EXPECT_FALSE(fs::exists(dir + "/out/L1-pre-layernorm-res-s0/config.json"));
+  fs::remove_all(dir);
+}
+
+// The sweep of the user report that trained one seed twice: train.seed in the grid.
+TEST(SweepCommand, RefusesTrainSeedInTheGridNamingTheFileTheKeyAndSeeds) {
+  const std::string dir = make_temp_dir("sweep_seedgrid");
+  const std::string sweep = dir + "/seedgrid.json";
+  write_text(sweep, R"({"name": "seedgrid", "base": ")" + base_config() + R"(", "out_dir": ")" + dir + R"(/out",
+    "overrides": {"train.max_iters": 3, "model.n_embd": 16, "model.n_layer": 1}, "grid": {"train.seed": [1, 2]}})");
+  for (const std::vector<std::string>& extra : {std::vector<std::string>{}, {"--dry-run"}}) {
+    const RunResult r = run_stacklab(concat({"sweep", sweep}, extra));
+    EXPECT_EQ(r.exit_code, 1) << r;
+    EXPECT_NE(r.output.find(sweep + ": grid.train.seed: "), std::string::npos) << r;
+    EXPECT_NE(r.output.find("\"seeds\": [1, 2]"), std::string::npos) << r;
+  }
+  EXPECT_FALSE(fs::exists(dir + "/out"));
+  fs::remove_all(dir);
+}
+
+// Real tiny runs: each child's config.json holds the seed, name and grid values its id names,
+// and two seeds give two different losses.
+TEST(SweepCommand, EachChildsConfigHoldsTheValuesItsRunIdNames) {
+  const std::string dir = make_temp_dir("sweep_child_cfg");
+  const std::string sweep = dir + "/sweep.json";
+  write_text(sweep, R"({"name": "t", "base": ")" + base_config() + R"(", "out_dir": ")" + dir + R"(/out",
+    "seeds": [1, 2],
+    "overrides": {"model.n_embd": 16, "model.n_head": 2, "model.block_size": 16, "train.batch_size": 4,
+                  "train.max_iters": 3, "train.eval_interval": 3, "model.n_layer": 1},
+    "grid": {"model.norm": ["layernorm", "rmsnorm"], "optim.learning_rate": [0.01, 0.003]}})");
+  const RunResult dry = run_stacklab({"sweep", sweep, "--dry-run"});
+  ASSERT_EQ(dry.exit_code, 0) << dry;
+  const RunResult r = run_stacklab({"sweep", sweep, "--jobs", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  std::map<std::string, double> loss;
+  size_t runs = 0;
+  for (const std::string norm : {"layernorm", "rmsnorm"})
+    for (const double lr : {0.01, 0.003})
+      for (const int seed : {1, 2}) {
+        std::ostringstream id;
+        id << "L1-pre-" << norm << "-res-learning_rate" << nlohmann::json(lr).dump() << "-s" << seed;
+        const std::string run = dir + "/out/" + id.str();
+        ASSERT_TRUE(fs::exists(run + "/config.json")) << run << "\n" << r;
+        const nlohmann::json c = read_json(run + "/config.json");
+        EXPECT_EQ(c["train"]["seed"], seed) << run;
+        EXPECT_EQ(c["train"]["name"], id.str()) << run;
+        EXPECT_EQ(c["model"]["norm"], norm) << run;
+        EXPECT_EQ(c["optim"]["learning_rate"], lr) << run;
+        EXPECT_EQ(c["model"]["n_layer"], 1) << run;
+        loss[id.str()] = read_json(run + "/summary.json").at("final_val_loss").get<double>();
+        ++runs;
+        // The command line sets the seed once: the dry run shows no second, contradicting one.
+        const size_t line = dry.out.find(id.str() + " ");
+        ASSERT_NE(line, std::string::npos) << dry;
+        const std::string cmd = dry.out.substr(line, dry.out.find('\n', line) - line);
+        EXPECT_EQ(cmd.find("--train.seed="), cmd.rfind("--train.seed=")) << cmd;
+      }
+  EXPECT_EQ(runs, 8u);
+  EXPECT_NE(loss["L1-pre-layernorm-res-learning_rate0.01-s1"], loss["L1-pre-layernorm-res-learning_rate0.01-s2"]);
+  fs::remove_all(dir);
+}
+
+// A sweep over a base config of its own, which the test then edits.
+std::string write_own_base_sweep(const std::string& dir) {
+  nlohmann::json base = read_json(base_config());
+  base.erase("description");
+  write_text(dir + "/base.json", base.dump(2));
+  const std::string path = dir + "/sweep.json";
+  write_text(path, R"({"name": "t", "base": "base.json", "out_dir": ")" + dir + R"(/out",
+    "overrides": {"model.n_embd": 16, "model.n_head": 2, "model.block_size": 16, "train.batch_size": 4,
+                  "train.max_iters": 3, "train.eval_interval": 3},
+    "grid": {"model.n_layer": [1, 2]}})");
+  return path;
+}
+
+TEST(SweepCommand, StatusAndDryRunReportRunsWhoseBaseConfigChangedAsTheRealRunWould) {
+  const std::string dir = make_temp_dir("sweep_changed");
+  const std::string sweep = write_own_base_sweep(dir);
+  ASSERT_EQ(run_stacklab({"sweep", sweep, "--jobs", "2"}).exit_code, 0);
+  nlohmann::json base = read_json(dir + "/base.json");
+  base["optim"]["learning_rate"] = 0.002;
+  write_text(dir + "/base.json", base.dump(2));
+
+  const RunResult real = run_stacklab({"sweep", sweep, "--jobs", "2"});
+  EXPECT_EQ(real.exit_code, 1) << real;
+  EXPECT_NE(real.output.find("optim.learning_rate: 0.001 -> 0.002"), std::string::npos) << real;
+  for (const std::string& target : {dir + "/out", sweep}) {
+    const RunResult st = run_stacklab({"sweep", "--status", target});
+    EXPECT_EQ(st.exit_code, 1) << target << ": changed runs are not results of this sweep\n" << st;
+    EXPECT_NE(status_line(st).find("completed 0,"), std::string::npos) << st;
+    EXPECT_NE(status_line(st).find("changed 2"), std::string::npos) << st;
+    EXPECT_NE(st.out.find("changed L1-pre-layernorm-res-s0: optim.learning_rate: 0.001 -> 0.002"), std::string::npos) << st;
+    EXPECT_NE(st.out.find("--on-change rerun"), std::string::npos) << st;
+  }
+  const RunResult dry = run_stacklab({"sweep", sweep, "--dry-run"});
+  EXPECT_EQ(dry.exit_code, 1) << "the real run refuses, and so does its dry run\n" << dry;
+  EXPECT_NE(dry.output.find(dir + "/out/L2-pre-layernorm-res-s0:"), std::string::npos) << dry;
+  EXPECT_EQ(dry.output.find("train --resume"), std::string::npos) << dry;
+  const RunResult rerun = run_stacklab({"sweep", sweep, "--dry-run", "--on-change", "rerun"});
+  EXPECT_EQ(rerun.exit_code, 0) << rerun;
+  EXPECT_NE(rerun.out.find(dir + "/out/L1-pre-layernorm-res-s0.changed-1"), std::string::npos) << rerun;
+  EXPECT_EQ(rerun.out.find("train --resume"), std::string::npos) << "the moved runs start fresh\n" << rerun;
+  EXPECT_FALSE(fs::exists(dir + "/out/L1-pre-layernorm-res-s0.changed-1")) << "a dry run moves nothing";
+  fs::remove_all(dir);
+}
+
+TEST(SweepCommand, AFailedRunWhoseConfigChangedIsCountedFailedAndListedWithItsChanges) {
+  const std::string dir = make_temp_dir("sweep_failed_changed");
+  const std::string sweep = write_sweep(dir, 3, "[1, 2]");
+  ASSERT_EQ(run_stacklab({"sweep", sweep, "--jobs", "2"}).exit_code, 0);
+  // As a Slurm task leaves a run whose config.json was edited before it started: no summary, no
+  // provenance, a config the sweep does not give, and the task's exit code.
+  const std::string run = dir + "/out/L2-pre-layernorm-res-s0";
+  fs::remove(run + "/summary.json");
+  fs::remove(run + "/provenance.json");
+  nlohmann::json cfg = read_json(run + "/config.json");
+  cfg["optim"]["learning_rate"] = 0.5;
+  write_text(run + "/config.json", cfg.dump(2));
+  write_text(run + "/task.json", R"({"executor": "local", "state": "exited", "exit": 1, "job": "", "host": "h", "pid": 1})");
+  const RunResult st = run_stacklab({"sweep", "--status", dir + "/out"});
+  EXPECT_EQ(st.exit_code, 1) << st;
+  EXPECT_NE(status_line(st).find("completed 1, failed 1, diverged 0, interrupted 0, changed 0"), std::string::npos) << st;
+  EXPECT_NE(st.out.find("changed L2-pre-layernorm-res-s0: optim.learning_rate: 0.5 -> 0.001"), std::string::npos) << st;
+  EXPECT_NE(st.out.find("stacklab sweep would refuse to run: 1 run holds"), std::string::npos) << st;
+  const RunResult real = run_stacklab({"sweep", sweep, "--jobs", "2"});
+  EXPECT_EQ(real.exit_code, 1) << real;
+  EXPECT_NE(real.output.find(run + ":\n    optim.learning_rate: 0.5 -> 0.001"), std::string::npos) << real;
+  fs::remove_all(dir);
+}
+
+// PATH set to `dir` while in scope (for running stacklab without Slurm's commands).
+class ScopedPath {
+ public:
+  explicit ScopedPath(const std::string& dir) : old_(std::getenv("PATH") ? std::getenv("PATH") : "") {
+    setenv("PATH", dir.c_str(), 1);
+  }
+  ~ScopedPath() { setenv("PATH", old_.c_str(), 1); }
+
+ private:
+  std::string old_;
+};
+
+TEST(SweepCommand, AFailedSlurmSubmitLeavesAManifestStatusReadsAndReleasesTheLock) {
+  const std::string dir = make_temp_dir("sweep_nosbatch");
+  const std::string sweep = write_sweep(dir, 3, "[1, 2]");
+  fs::create_directories(dir + "/empty_path");
+  {
+    ScopedPath no_slurm(dir + "/empty_path");
+    const RunResult submit = run_stacklab({"sweep", sweep, "--executor", "slurm"});
+    EXPECT_EQ(submit.exit_code, 1) << submit;
+    EXPECT_NE(submit.output.find("sbatch on PATH"), std::string::npos) << submit;
+    const RunResult st = run_stacklab({"sweep", "--status", dir + "/out"});
+    EXPECT_EQ(st.exit_code, 0) << st;
+    EXPECT_NE(status_line(st).find("new 2,"), std::string::npos) << st;
+    EXPECT_NE(status_line(st).find("not submitted"), std::string::npos) << st;
+    const RunResult again = run_stacklab({"sweep", sweep, "--executor", "slurm"});
+    EXPECT_EQ(again.output.find("in use"), std::string::npos) << "the failed submit holds nothing\n" << again;
+    EXPECT_NE(again.output.find("sbatch on PATH"), std::string::npos) << again;
+  }
+  const int fd = open((dir + "/out/sweep.lock").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
+  close(fd);
+  const RunResult local = run_stacklab({"sweep", sweep, "--jobs", "2"});
+  EXPECT_EQ(local.exit_code, 0) << local;
+  EXPECT_NE(status_line(run_stacklab({"sweep", "--status", dir + "/out"})).find("completed 2,"), std::string::npos);
   fs::remove_all(dir);
 }
 

@@ -1,14 +1,21 @@
 // Sweep expansion (train/sweep.h) as a unit: the cross product and its order, variants, seeds,
-// run ids, what each run's config resolves to, and the errors, each naming the sweep file and
-// the key in it.
+// run ids, what each run's config resolves to (also over random grids), the keys the sweep sets
+// itself (train.seed, train.name, train.out_dir) refused elsewhere, and the errors, each naming
+// the sweep file and the key in it.
 #include "train/sweep.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "config/config.h"
+#include "nn/wiring.h"
 
 namespace sl {
 namespace {
@@ -43,7 +50,7 @@ std::string error_of(const json& sweep) {
   return "no error";
 }
 
-TEST(ExpandSweep, TheGridIsTheCrossProductInTheOrderTheKeysAreWritten) {
+TEST(ExpandSweep, TheGridIsTheCrossProductOverTheKeysInSortedOrder) {
   const SweepPlan p = expand_sweep(sweep_file({{"grid", {{"model.n_layer", {1, 2}}, {"model.residual", {true, false}}}}}));
   EXPECT_EQ(ids(p), (std::vector<std::string>{"L1-pre-layernorm-res-s0", "L1-pre-layernorm-nores-s0",
                                               "L2-pre-layernorm-res-s0", "L2-pre-layernorm-nores-s0"}));
@@ -109,6 +116,155 @@ TEST(ExpandSweep, EveryErrorStartsWithTheSweepFilesPath) {
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()).rfind(path, 0), 0u) << e.what();
   }
+}
+
+
+// The sweep sets each run's seed from "seeds" (train: one run per seed; probe: every seed in one
+// probe), so a train.seed elsewhere in the file would be silently replaced: it is refused.
+TEST(ExpandSweep, RefusesTrainSeedInTheGridOverridesOrVariantsPointingAtSeeds) {
+  for (const std::string mode : {"train", "probe"}) {
+    const std::string grid = error_of({{"mode", mode}, {"grid", {{"train.seed", {1, 2}}}}});
+    EXPECT_NE(grid.find(": grid.train.seed: "), std::string::npos) << grid;
+    EXPECT_NE(grid.find("\"seeds\""), std::string::npos) << grid;
+    const std::string over = error_of({{"mode", mode}, {"overrides", {{"train.seed", 3}}}});
+    EXPECT_NE(over.find(": overrides.train.seed: "), std::string::npos) << over;
+    const std::string var = error_of({{"mode", mode}, {"variants", {{{"name", "a"}}, {{"name", "b"}, {"train.seed", 4}}}}});
+    EXPECT_NE(var.find(": variants[1].train.seed: "), std::string::npos) << var;
+  }
+}
+
+TEST(ExpandSweep, RefusesTrainNameAndOutDirWhichTheSweepSetsForEachRun) {
+  for (const std::string key : {"train.name", "train.out_dir"}) {
+    const std::string over = error_of({{"overrides", {{key, "mine"}}}});
+    EXPECT_NE(over.find(": overrides." + key + ": "), std::string::npos) << over;
+    EXPECT_NE(over.find("<out_dir>/<run id>"), std::string::npos) << over;
+    EXPECT_NE(error_of({{"grid", {{key, {"a", "b"}}}}}).find(": grid." + key + ": "), std::string::npos);
+    EXPECT_NE(error_of({{"variants", {{{key, "a"}}}}}).find(": variants[0]." + key + ": "), std::string::npos);
+  }
+}
+
+TEST(ExpandSweep, EachTrainRunResolvesToItsOwnSeedAndName) {
+  const SweepPlan p = expand_sweep(sweep_file({{"seeds", {1, 2}}, {"overrides", {{"train.max_iters", 3}}}}));
+  ASSERT_EQ(p.runs.size(), 2u);
+  for (const SweepRun& r : p.runs) {
+    EXPECT_EQ("-s" + std::to_string(r.config.train.seed), r.id.substr(r.id.rfind("-s"))) << r.id;
+    EXPECT_EQ(r.config.train.name, r.id) << "the child runs with --train.name=<run id>";
+  }
+}
+
+// ---- property: random small grids ----------------------------------------------------------
+
+// The values a random sweep may draw for each key (all valid in any combination over base.json).
+const std::vector<std::pair<std::string, json>> kPool = {
+    {"model.n_layer", {1, 2, 3}},
+    {"model.norm", {"layernorm", "rmsnorm", "dyt"}},
+    {"model.norm_position", {"pre", "post"}},
+    {"model.residual", {true, false}},
+    {"model.n_embd", {16, 32}},
+    {"optim.learning_rate", {0.001, 0.003, 0.01}},
+    {"train.batch_size", {2, 4, 8}},
+    {"train.max_iters", {5, 7}},
+    {"model.init", {"normal", "scaled", "xavier"}},
+    {"train.seed", {1, 2}},
+};
+
+// A random subset of `values` (at least one), in their order.
+json some_of(const json& values, std::mt19937& rng) {
+  json out = json::array();
+  while (out.empty())
+    for (const auto& v : values)
+      if (rng() % 2) out.push_back(v);
+  return out;
+}
+
+// The value at dotted key `key` of the run's resolved config.
+json value_at(const Config& cfg, const std::string& key) {
+  const size_t dot = key.find('.');
+  return to_json(cfg).at(key.substr(0, dot)).at(key.substr(dot + 1));
+}
+
+// A key of the pool, then its value text as an id writes it ("learning_rate0.003").
+std::string token(const std::string& key, const json& v) {
+  const std::string text = v.is_string() ? v.get<std::string>() : v.dump();  // dump: true, 0.003, 16
+  return key.substr(key.find('.') + 1) + text;
+}
+
+const std::set<std::string> kWiring = {"model.n_layer", "model.residual", "model.norm", "model.norm_position"};
+
+TEST(ExpandSweep, EveryRunOfRandomGridsResolvesToTheValuesItsIdNames) {
+  std::mt19937 rng(20261201);  // fixed: the same 50 sweeps every time
+  int expanded = 0, refused = 0;
+  for (int trial = 0; trial < 50; ++trial) {
+    // 1 to 3 grid keys, maybe a common override and two variants, 1 to 3 seeds, train or probe.
+    std::vector<size_t> order(kPool.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), rng);
+    const size_t n_grid = 1 + rng() % 3;
+    json grid = json::object(), overrides = json::object();
+    for (size_t k = 0; k < n_grid; ++k) grid[kPool[order[k]].first] = some_of(kPool[order[k]].second, rng);
+    std::vector<std::pair<std::string, json>> axes;  // the grid, its keys in order (a JSON object's: sorted)
+    for (const auto& [key, values] : grid.items()) axes.emplace_back(key, values);
+    std::map<std::string, json> fixed;  // keys every point has (common overrides)
+    if (rng() % 2) {
+      const auto& [key, values] = kPool[order[n_grid]];
+      overrides[key] = values[rng() % values.size()];
+      fixed[key] = overrides[key];
+    }
+    const json seeds = some_of({0, 3, 11}, rng);
+    const bool probe = rng() % 4 == 0;
+    json sweep = {{"grid", grid}, {"seeds", seeds}, {"mode", probe ? "probe" : "train"}};
+    if (!overrides.empty()) sweep["overrides"] = overrides;
+    const bool has_variants = rng() % 3 == 0;
+    if (has_variants)
+      sweep["variants"] = {{{"name", "va"}, {"optim.weight_decay", 0.0}}, {{"name", "vb"}, {"optim.weight_decay", 0.1}}};
+    std::ostringstream what;
+    what << "trial " << trial << ": " << sweep.dump();
+
+    const bool sets_seed = grid.contains("train.seed") || overrides.contains("train.seed");
+    if (sets_seed) {
+      const std::string e = error_of(sweep);
+      EXPECT_NE(e.find(grid.contains("train.seed") ? "grid.train.seed: " : "overrides.train.seed: "), std::string::npos)
+          << what.str() << "\n" << e;
+      ++refused;
+      continue;
+    }
+    const SweepPlan plan = expand_sweep(sweep_file(sweep));
+    ++expanded;
+    // The expected runs: the grid's cross product in order, times variants, times seeds (train).
+    size_t points = 1;
+    for (const auto& a : axes) points *= a.second.size();
+    const size_t n_var = has_variants ? 2 : 1, n_seeds = probe ? 1 : seeds.size();
+    ASSERT_EQ(plan.runs.size(), points * n_var * n_seeds) << what.str();
+    for (size_t i = 0; i < plan.runs.size(); ++i) {
+      const SweepRun& r = plan.runs[i];
+      std::map<std::string, json> want = fixed;
+      size_t rest = i / (n_var * n_seeds);
+      for (size_t a = axes.size(); a-- > 0;) {
+        want[axes[a].first] = axes[a].second[rest % axes[a].second.size()];
+        rest /= axes[a].second.size();
+      }
+      if (has_variants) want["optim.weight_decay"] = (i / n_seeds) % 2 ? 0.1 : 0.0;
+      for (const auto& [key, v] : want) EXPECT_EQ(value_at(r.config, key), v) << what.str() << "\n" << r.id << ": " << key;
+      EXPECT_EQ(r.id.rfind("L" + std::to_string(r.config.model.n_layer) + "-" + wiring_id(r.config.model), 0), 0u)
+          << what.str() << "\n" << r.id;
+      for (const auto& [key, values] : axes) {
+        if (kWiring.count(key)) continue;
+        EXPECT_NE(r.id.find("-" + token(key, want[key])), std::string::npos) << what.str() << "\n" << r.id;
+      }
+      if (probe) {
+        EXPECT_EQ(json(r.seeds), seeds) << what.str();
+        EXPECT_EQ(r.run_info.at("probe_seeds"), seeds) << what.str();
+        continue;
+      }
+      const uint64_t seed = seeds[i % n_seeds].get<uint64_t>();
+      EXPECT_EQ(r.config.train.seed, seed) << what.str() << "\n" << r.id;
+      EXPECT_EQ(r.id.substr(r.id.rfind('-')), "-s" + std::to_string(seed)) << what.str();
+      EXPECT_EQ(r.config.train.name, r.id) << what.str();
+      EXPECT_EQ(r.dir, plan.out_dir + "/" + r.id);
+    }
+  }
+  EXPECT_GT(expanded, 25);
+  EXPECT_GT(refused, 3);
 }
 
 }  // namespace

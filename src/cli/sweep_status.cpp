@@ -1,0 +1,160 @@
+// `stacklab sweep --status SWEEP_DIR|SWEEP.json [...]`: where each run of a sweep stands, from its
+// run directories, the manifest, squeue for a Slurm job, and the comparison with the config the
+// sweep gives now (the same collect_items decision as a real run). Not here: running anything.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "cli/commands.h"
+#include "cli/sweep_exec.h"
+#include "config/loader.h"
+#include "core/error.h"
+
+namespace sl {
+namespace {
+
+namespace fs = std::filesystem;
+
+// What --status reports on. Given a sweep file: its expansion, as `stacklab sweep` would make it
+// here. Given an out_dir: the expansion of the sweep file its manifest.json names (sweep_file,
+// an absolute path), with the runs placed in that out_dir (the file's own out_dir is relative to
+// where the sweep was started). Either way each run is compared with the config the sweep gives
+// now (collect_items), as a real run would. When the named sweep file is gone or no longer
+// expands, the manifest's run list is used, its runs are not compared, and `note` says why.
+struct StatusPlan {
+  SweepPlan plan;
+  nlohmann::json manifest = nlohmann::json::object();
+  bool compare = true;
+  std::string note;
+  bool refused = false;  // the sweep file no longer expands: stacklab sweep would refuse it
+};
+
+std::vector<SweepRun> manifest_runs(const std::string& out_dir, const nlohmann::json& manifest, const std::string& m) {
+  std::vector<SweepRun> runs;
+  try {
+    for (const auto& r : manifest.at("runs")) {
+      SweepRun run;
+      run.id = r.at("id").get<std::string>();
+      run.dir = out_dir + "/" + r.at("dir").get<std::string>();
+      runs.push_back(run);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(m + ": not a stacklab sweep manifest: " + e.what());
+  }
+  return runs;
+}
+
+StatusPlan status_plan(const std::string& path) {
+  StatusPlan s;
+  if (fs::is_regular_file(path)) {
+    s.plan = expand_sweep(path);
+    const std::string m = s.plan.out_dir + "/manifest.json";
+    if (fs::exists(m)) s.manifest = read_json_file(m);
+    return s;
+  }
+  const std::string m = path + "/manifest.json";
+  if (!fs::exists(m)) throw Error(path + ": not a sweep directory (no manifest.json); give the sweep's out_dir");
+  s.manifest = read_json_file(m);
+  std::vector<SweepRun> listed = manifest_runs(path, s.manifest, m);
+  const nlohmann::json file = s.manifest.is_object() ? s.manifest.value("sweep_file", nlohmann::json()) : nlohmann::json();
+  const std::string sweep_file = file.is_string() ? file.get<std::string>() : "";
+  try {
+    if (sweep_file.empty()) throw Error(m + " names no sweep_file");
+    if (!fs::is_regular_file(sweep_file)) throw Error("its sweep file " + sweep_file + " (manifest.json: sweep_file) is gone");
+    s.refused = true;  // from here on, an error is one `stacklab sweep` would refuse the file with
+    s.plan = expand_sweep(sweep_file);
+    s.refused = false;
+    s.plan.out_dir = path;
+    for (auto& r : s.plan.runs) r.dir = path + "/" + r.id;
+    size_t dropped = 0;
+    for (const auto& l : listed)
+      dropped += std::none_of(s.plan.runs.begin(), s.plan.runs.end(), [&](const SweepRun& r) { return r.id == l.id; });
+    if (dropped > 0)
+      s.note = std::to_string(dropped) + " run(s) of manifest.json are no longer in " + sweep_file + " (not counted)";
+    return s;
+  } catch (const Error& e) {
+    s.note = std::string(s.refused ? "stacklab sweep would refuse its sweep file: " : "") + e.what() +
+             "; the states below are the run directories' alone, not compared with the sweep's config";
+  }
+  s.compare = false;
+  s.plan = SweepPlan{};
+  try {
+    s.plan.name = s.manifest.at("name").get<std::string>();
+    s.plan.mode = s.manifest.at("mode").get<std::string>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(m + ": not a stacklab sweep manifest: " + e.what());
+  }
+  s.plan.out_dir = path;
+  s.plan.runs = std::move(listed);
+  return s;
+}
+
+// One line: what the manifest's executor did with the runs ("Slurm job 123", "local executor",
+// "slurm executor, not submitted: ..."), refining the items' states with squeue for a Slurm job.
+std::string status_where(const std::string& dir, const nlohmann::json& manifest, std::vector<SweepItem>& items) {
+  std::map<std::string, std::string> jobs;  // run id -> "<job>_<task>" from the manifest
+  std::string job, executor = "local", error;
+  try {  // a manifest edited by hand or by another version: a field of the wrong type names the file
+    if (manifest.contains("runs"))
+      for (const auto& r : manifest["runs"])
+        if (r.contains("job") && r.contains("id")) jobs[r["id"].get<std::string>()] = r["job"].get<std::string>();
+    if (manifest.contains("slurm")) {
+      job = manifest["slurm"].value("job", "");
+      error = manifest["slurm"].value("error", "");
+    }
+    if (manifest.is_object()) executor = manifest.value("executor", "local");
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(dir + "/manifest.json: not a stacklab sweep manifest: " + e.what());
+  }
+  std::vector<SweepItem*> refs;
+  for (auto& it : items) {
+    it.job = jobs.count(it.run->id) ? jobs[it.run->id] : "";
+    refs.push_back(&it);
+  }
+  if (!job.empty())
+    return refine_with_squeue(job, refs) ? "Slurm job " + job : "Slurm job " + job + ", squeue did not answer";
+  if (executor == "slurm") return "slurm executor, not submitted" + (error.empty() ? "" : ": " + error);
+  return executor + " executor";
+}
+
+}  // namespace
+
+int sweep_status(const std::vector<std::string>& dirs) {
+  if (dirs.empty()) throw Error("--status: expected one or more sweep directories (the sweeps' out_dir)");
+  bool any_bad = false;
+  for (const auto& dir : dirs) {
+    StatusPlan s = status_plan(dir);
+    std::vector<SweepPlan> plans = {std::move(s.plan)};
+    std::vector<SweepItem> items = collect_items(plans, s.compare);
+    const std::string where = status_where(dir, s.manifest, items);
+    std::map<std::string, int> count;
+    for (const auto& it : items) ++count[it.state];
+    std::printf("sweep %s: %zu run%s in %s (%s):", plans[0].name.c_str(), items.size(), items.size() == 1 ? "" : "s",
+                plans[0].out_dir.c_str(), where.c_str());
+    const std::string last = std::end(kRunStates)[-1];
+    for (const char* st : kRunStates) std::printf(" %s %d%s", st, count[st], st == last ? "" : ",");
+    std::printf("\n");
+    if (!s.note.empty()) std::printf("  note: %s\n", s.note.c_str());
+    size_t changed = 0;
+    for (const auto& it : items) {
+      if (it.state == "failed")
+        std::printf("  failed %s: %s (log: %s/log.txt)\n", it.label.c_str(), last_line(it.run->dir + "/log.txt").c_str(),
+                    it.run->dir.c_str());
+      if (it.changes.empty()) continue;  // also a failed one, or one squeue shows queued or running
+      std::string what;
+      for (const auto& c : it.changes) what += (what.empty() ? "" : "; ") + c;
+      std::printf("  changed %s: %s (in %s)\n", it.label.c_str(), what.c_str(), it.run->dir.c_str());
+      ++changed;
+    }
+    if (changed > 0)
+      std::printf("  stacklab sweep would refuse to run: %zu run%s hold%s the result of a different config or data than "
+                  "the sweep now gives (stored -> now); --on-change rerun moves %s to <dir>.changed-N and runs %s again\n",
+                  changed, changed == 1 ? "" : "s", changed == 1 ? "s" : "", changed == 1 ? "it" : "them",
+                  changed == 1 ? "it" : "them");
+    any_bad = any_bad || count["failed"] > 0 || changed > 0 || s.refused;
+  }
+  return any_bad ? kExitError : kExitOk;
+}
+
+}  // namespace sl
