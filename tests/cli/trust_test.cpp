@@ -221,9 +221,11 @@ TEST(ResumeExtend, ExtendingACosineRunPastItsDecayIsRefusedUnlessTheDecayKeyIsGi
   const auto moved = run_stacklab({"train", "--resume", dir + "/a", "--train.max_iters=30", "--optim.lr_decay_iters=30"});
   ASSERT_EQ(moved.exit_code, 0) << moved;
   EXPECT_EQ(read_json(dir + "/a/config.json").at("optim").at("lr_decay_iters"), 30);
-  for (const auto& rec : read_jsonl(dir + "/a/metrics.jsonl"))
-    if (rec.at("kind") == "train" && rec.at("step").get<int>() >= 20)
+  for (const auto& rec : read_jsonl(dir + "/a/metrics.jsonl")) {
+    if (rec.at("kind") == "train" && rec.at("step").get<int>() >= 20) {
       EXPECT_GT(rec.at("lr").get<double>(), 0.0) << "the extended decay trains the new steps: " << rec;
+    }
+  }
   // Keeping the decay where it is, on purpose: the new steps run at min_lr.
   const auto kept = run_stacklab({"train", "--resume", dir + "/a", "--train.max_iters=35", "--optim.lr_decay_iters=30"});
   EXPECT_EQ(kept.exit_code, 0) << kept;
