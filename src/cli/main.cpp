@@ -22,15 +22,18 @@ struct Command {
 
 const Command kCommands[] = {
     {"train", sl::cmd_train,
-     "train CONFIG [--section.key=value ...] [--out DIR] [--force] | train --resume RUN_DIR [--train.max_iters=N] "
-     "[--train.threads=T]   train a model",
+     "train CONFIG [--section.key=value ...] [--out DIR] [--force] | train --resume RUN_DIR [--train.max_iters=N "
+     "[--optim.lr_decay_iters=D]] [--train.threads=T]   train a model",
      "  CONFIG                 a JSON config (configs/base.json holds every key's default)\n"
      "  --section.key=value    override any config key, e.g. --model.n_layer=8 (none)\n"
      "  --out DIR              the run directory (default: train.out_dir/train.name = runs/<config stem>)\n"
      "  --force                start over in a directory that already holds a run (default: off, refuse)\n"
      "  --resume RUN_DIR       continue a stopped run from its last checkpoint (default: none)\n"
-     "  with --resume: --train.max_iters=N extends the run to N steps, --train.threads=T changes threads;\n"
-     "  no other override is accepted\n"},
+     "  with --resume: --train.max_iters=N extends the run to N steps (a cosine run past its decay only\n"
+     "  with --optim.lr_decay_iters=D: where the decay ends now), --train.threads=T changes threads;\n"
+     "  no other override is accepted\n"
+     "  one train at a time per run directory (RUN_DIR/train.lock); a train or val loss that is non-finite\n"
+     "  or above 10 x ln(vocab_size) ends the run as diverged (exit 3)\n"},
     {"sample", sl::cmd_sample,
      "sample RUN_DIR [--checkpoint best|latest|PATH] [--num-samples K] [--prompt TEXT] [--tokens N] "
      "[--temperature T] [--top-k K] [--seed S]   generate from a run, token by token",

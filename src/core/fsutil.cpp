@@ -3,8 +3,11 @@
 #include "core/fsutil.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <cerrno>
 #include <cstring>
@@ -34,6 +37,21 @@ int write_all(int fd, std::string_view bytes) {
     if (n == 0) return EIO;
     p += n;
     left -= static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+// pwrite of all of `bytes` at offset 0 (a lock record: the fd is not O_APPEND). 0 or the errno.
+int write_all_at_start(int fd, std::string_view bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::pwrite(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (n == 0) return EIO;
+    done += static_cast<size_t>(n);
   }
   return 0;
 }
@@ -151,6 +169,64 @@ void LineLog::write_line(std::string_view line) {
 void LineLog::sync() {
   SL_CHECK(fd_ >= 0, "sync on a moved-from LineLog");
   if (::fdatasync(fd_) != 0) fail("cannot sync log", path_, errno);
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+bool process_alive(long long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
+
+// ---- FileLock -----------------------------------------------------------------------------
+
+FileLock::FileLock(std::string path, int fd, std::string previous)
+    : path_(std::move(path)), fd_(fd), previous_(std::move(previous)) {}
+
+FileLock::FileLock(FileLock&& other) noexcept
+    : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)), previous_(std::move(other.previous_)) {}
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+FileLock FileLock::try_lock(const std::string& path, bool inherit) {
+  for (;;) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | (inherit ? 0 : O_CLOEXEC), 0644);
+    if (fd < 0) fail("cannot open lock file", path, errno);
+    const bool got = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+    const int err = errno;
+    std::string record;
+    char buf[4096];
+    for (ssize_t n; (n = ::pread(fd, buf, sizeof buf, static_cast<off_t>(record.size()))) > 0;)
+      record.append(buf, static_cast<size_t>(n));
+    if (!got) {
+      ::close(fd);
+      if (err != EWOULDBLOCK) fail("cannot lock", path, err);
+      return FileLock(path, -1, record);
+    }
+    // Locked; but if a holder removed the file between our open and our flock, this inode is no
+    // longer `path` and someone else may lock the new file: start over on it.
+    struct stat at_fd {}, at_path {};
+    if (::fstat(fd, &at_fd) == 0 && ::stat(path.c_str(), &at_path) == 0 && at_fd.st_ino == at_path.st_ino &&
+        at_fd.st_dev == at_path.st_dev)
+      return FileLock(path, fd, record);
+    ::close(fd);
+  }
+}
+
+void FileLock::write_record(std::string_view text) {
+  SL_CHECK(fd_ >= 0, "write_record on a lock that is not held");
+  if (::ftruncate(fd_, 0) != 0) fail("cannot write the lock record", path_, errno);
+  if (int err = write_all_at_start(fd_, text)) fail("cannot write the lock record", path_, err);
+  ::fsync(fd_);
+}
+
+void FileLock::release_and_remove() noexcept {
+  if (fd_ < 0) return;
+  ::unlink(path_.c_str());
+  ::close(std::exchange(fd_, -1));
 }
 
 // ---- torn tails -------------------------------------------------------------------------

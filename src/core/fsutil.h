@@ -1,8 +1,9 @@
 // File-system helpers with crash-safe semantics: atomic whole-file replacement (temp file, fsync,
 // rename, fsync of the directory), whole-file reads, mkdir -p, and an append-only line log whose
-// torn last line (from a crash mid-write) can be detected and cut off on resume.
+// torn last line (from a crash mid-write) can be detected and cut off on resume, and an
+// exclusive lock file (flock) that names its holder.
 // Every failure throws sl::Error naming the path and the OS reason (strerror).
-// Not here: file formats (see core/safetensors.h), locking between processes.
+// Not here: file formats (see core/safetensors.h), what a lock's record says (its users).
 #pragma once
 #include <string>
 #include <string_view>
@@ -44,6 +45,45 @@ class LineLog {
   std::string path_;
   int fd_ = -1;
 };
+
+// An exclusive lock on a file, taken with flock(2) without waiting: held until release or
+// destruction, and dropped by the kernel when the process dies however it dies, so a crash never
+// leaves it held. The file holds a record of its holder (text, written by the user) for others
+// to read. Move-only.
+class FileLock {
+ public:
+  // Opens `path` (created if missing) and tries to lock it. held() says whether it did;
+  // previous_record() is what the file held at that moment: the holder's record when not held,
+  // the last holder's when held (empty after a clean release_and_remove). `inherit`: children
+  // forked and exec'd keep the lock too (so it stays held while they run). sl::Error when the
+  // file cannot be opened or flock fails other than by being held.
+  static FileLock try_lock(const std::string& path, bool inherit = false);
+  ~FileLock();  // releases the lock; the file and its record stay
+  FileLock(FileLock&& other) noexcept;
+  FileLock& operator=(FileLock&&) = delete;
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+  bool held() const { return fd_ >= 0; }
+  const std::string& previous_record() const { return previous_; }
+  const std::string& path() const { return path_; }
+  // Replaces the record and fsyncs it (held only).
+  void write_record(std::string_view text);
+  // Removes the file, then releases the lock (held only; nothing otherwise). A process that
+  // opened the file before and gets the lock after sees it was removed and tries again.
+  void release_and_remove() noexcept;
+
+ private:
+  FileLock(std::string path, int fd, std::string previous);
+  std::string path_;
+  int fd_ = -1;
+  std::string previous_;
+};
+
+// The host name (gethostname; "unknown" if it fails) and whether a process of this host is
+// alive (kill(pid, 0)): what a lock or task record names its holder by.
+std::string host_name();
+bool process_alive(long long pid);
 
 // The newline-terminated lines of `path`, without their '\n'; a last line with no newline
 // (torn by a crash) is dropped. sl::Error if the file cannot be read.

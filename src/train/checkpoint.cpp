@@ -52,10 +52,16 @@ std::string value_at(const nlohmann::json& j, const std::string& dotted) {
 }
 // What must not change between a checkpoint and the run resuming it: everything but
 // train.max_iters (a run may be extended), train.threads, and optim.lr_decay_iters as written
-// (compared resolved: an extension pins a 0 to the old max_iters) and the derived section.
-nlohmann::json resume_invariant(nlohmann::json c) {
+// (compared resolved: an extension pins a 0 to the old max_iters) and the derived section, and
+// the dotted keys of `may_differ` (an extension that moves the decay: optim.lr_decay_iters).
+nlohmann::json resume_invariant(nlohmann::json c, const std::vector<std::string>& may_differ) {
   if (!c.is_object()) return c;
   c.erase("derived");
+  for (const std::string& key : may_differ) {
+    const size_t dot = key.find('.');
+    auto section = c.find(key.substr(0, dot));
+    if (dot != std::string::npos && section != c.end() && section->is_object()) section->erase(key.substr(dot + 1));
+  }
   auto train = c.find("train");
   auto optim = c.find("optim");
   if (train == c.end() || !train->is_object() || optim == c.end() || !optim->is_object()) return c;
@@ -94,7 +100,8 @@ void save_checkpoint(const std::string& path, const Model& model, const Optimize
   save_safetensors(path, tensors, metadata);
 }
 
-Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt, const nlohmann::json& expected_config) {
+Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt, const nlohmann::json& expected_config,
+                           const std::vector<std::string>& may_differ) {
   TensorFile file = load_safetensors(path);
   auto meta = [&](const char* key) -> nlohmann::json {
     auto it = file.metadata.find(key);
@@ -124,7 +131,8 @@ Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt
   Checkpoint c;
   c.config = meta("config");
   c.train_state = meta("train_state");
-  const std::string diff = first_config_difference(resume_invariant(expected_config), resume_invariant(c.config));
+  const std::string diff = first_config_difference(resume_invariant(expected_config, may_differ),
+                                                   resume_invariant(c.config, may_differ));
   if (!diff.empty())
     throw Error(path + ": written with a different config: '" + diff + "' is " + value_at(c.config, diff) +
                 " in the checkpoint but " + value_at(expected_config, diff) + " in the run's config");

@@ -21,8 +21,10 @@ void save_checkpoint(const std::string& path, const Model& model, const Optimize
                      const nlohmann::json& train_state);
 
 // Reads `path`, checks that it was written with `expected_config` (else an sl::Error naming the
-// first differing key), and loads the weights and optimizer state.
-Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt, const nlohmann::json& expected_config);
+// first differing key; the dotted keys in `may_differ` are not compared), and loads the weights
+// and optimizer state.
+Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt, const nlohmann::json& expected_config,
+                           const std::vector<std::string>& may_differ = {});
 
 // The first dotted key whose value differs between two configs, or "" when they are equal.
 std::string first_config_difference(const nlohmann::json& a, const nlohmann::json& b, const std::string& prefix = "");

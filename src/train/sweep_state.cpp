@@ -1,8 +1,6 @@
 // Run states from run directories, task records, the pending decision and the out_dir lock.
 #include "train/sweep_state.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -50,15 +48,15 @@ long long int_or(const nlohmann::json& j, const char* key, long long fallback) {
   return it != j.end() && it->is_number_integer() ? it->get<long long>() : fallback;
 }
 
-bool process_alive(long long pid) { return pid > 0 && (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
+std::optional<nlohmann::json> parse_json_or_none(const std::string& text) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const std::exception&) {
+    return std::nullopt;  // empty, torn or foreign: treated as absent
+  }
+}
 
 }  // namespace
-
-std::string host_name() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
 
 void write_task_record(const std::string& run_dir, const TaskRecord& t) {
   nlohmann::json j = {{"executor", t.executor}, {"state", t.state}, {"job", t.job}, {"host", t.host}, {"pid", t.pid}};
@@ -106,26 +104,17 @@ bool run_pending(const std::string& state) { return state != "completed" && stat
 
 // ---- the lock ---------------------------------------------------------------------------------
 
-SweepLock::SweepLock(std::string path, int fd, std::string executor)
-    : path_(std::move(path)), executor_(std::move(executor)), fd_(fd) {}
+SweepLock::SweepLock(FileLock file, std::string executor) : file_(std::move(file)), executor_(std::move(executor)) {}
 
-SweepLock::SweepLock(SweepLock&& other) noexcept
-    : path_(std::move(other.path_)), executor_(std::move(other.executor_)), fd_(other.fd_) {
-  other.fd_ = -1;
-}
+SweepLock::SweepLock(SweepLock&& other) noexcept = default;
 
-SweepLock::~SweepLock() {
-  if (fd_ >= 0) close(fd_);  // releases the flock; a Slurm job recorded in the file keeps holding
-}
+SweepLock::~SweepLock() = default;  // releases the flock; a Slurm job recorded in the file keeps holding
 
 void SweepLock::write_record(const std::string& job) {
   const nlohmann::json j = {{"executor", executor_}, {"pid", static_cast<long long>(getpid())},
                             {"host", host_name()},   {"since", utc_now()},
                             {"job", job}};
-  const std::string text = j.dump() + "\n";
-  if (ftruncate(fd_, 0) != 0 || pwrite(fd_, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size()))
-    throw Error(path_ + ": cannot write the lock record: " + std::strerror(errno));
-  fsync(fd_);
+  file_.write_record(j.dump() + "\n");
 }
 
 void SweepLock::set_job(const std::string& job) { write_record(job); }
@@ -134,12 +123,10 @@ SweepLock SweepLock::acquire(const std::string& out_dir, const std::string& exec
                              const std::function<std::optional<bool>(const std::string&)>& job_alive) {
   make_dirs(out_dir);
   const std::string path = out_dir + "/sweep.lock";
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT, 0644);
-  if (fd < 0) throw Error(path + ": cannot open the sweep lock: " + std::strerror(errno));
-  SweepLock lock(path, fd, executor);
-  const bool got = flock(fd, LOCK_EX | LOCK_NB) == 0;
-  if (!got && errno != EWOULDBLOCK) throw Error(path + ": cannot lock: " + std::strerror(errno));
-  const auto held = read_json_or_none(path);  // read under the lock (or to name who holds it)
+  FileLock file = FileLock::try_lock(path, /*inherit=*/true);  // the runs it forks hold it too
+  const bool got = file.held();
+  const auto held = parse_json_or_none(file.previous_record());  // read under the lock (or to name who holds it)
+  SweepLock lock(std::move(file), executor);
   auto holder = [&]() {
     if (!held || !held->is_object()) return std::string("an unknown holder");
     std::string s = "executor " + string_or(*held, "executor", "?") + ", pid " + std::to_string(int_or(*held, "pid", 0)) +

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "core/fsutil.h"
 #include "train/sweep.h"
 
 namespace sl {
@@ -44,9 +45,10 @@ std::string run_state(const SweepPlan& plan, const SweepRun& run);
 // lock guarantees). The one place both executors decide which runs are pending.
 bool run_pending(const std::string& state);
 
-// The out_dir's lock: <out_dir>/sweep.lock, held with flock(2) by a running invocation (released
-// by the kernel when it dies, so a crash leaves nothing stuck) and, for Slurm, recorded with the
-// job id until that job has left the queue.
+// The out_dir's lock: <out_dir>/sweep.lock, held with flock(2) (core/fsutil.h FileLock) by a
+// running invocation and the runs it forks (released by the kernel when they die, so a crash
+// leaves nothing stuck) and, for Slurm, recorded with the job id until that job has left the queue.
+// Each run directory has a lock of its own (train.lock, train/run_lock.h): another file name.
 class SweepLock {
  public:
   // Takes the lock for `executor` or throws sl::Error naming out_dir and the holder (pid, host,
@@ -60,16 +62,13 @@ class SweepLock {
   ~SweepLock();
   // Records the submitted job: after this invocation exits, the job holds the out_dir.
   void set_job(const std::string& job);
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return file_.path(); }
 
  private:
-  SweepLock(std::string path, int fd, std::string executor);
+  SweepLock(FileLock file, std::string executor);
   void write_record(const std::string& job);
-  std::string path_, executor_;
-  int fd_ = -1;
+  FileLock file_;
+  std::string executor_;
 };
-
-// The host name (gethostname), for records and messages.
-std::string host_name();
 
 }  // namespace sl

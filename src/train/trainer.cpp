@@ -1,7 +1,8 @@
 // The training loop. Per step s (0-based): evaluate when s % eval_interval == 0 (a new best
 // val loss also writes best.safetensors); draw grad_accum_steps batches from the training rng,
 // forward and backward each (losses scaled by 1/grad_accum_steps, gradients summed); measure the
-// gradient norm (before clipping) and stop on a non-finite loss or norm; on layer steps (and the
+// gradient norm (before clipping) and stop on a loss out of range (the divergence rule, below)
+// or a non-finite norm; an eval's losses are judged by the same rule; on layer steps (and the
 // last step) record a "layers" record; clip; update with the scheduled learning rate; log;
 // checkpoint every ckpt_interval steps. At the end a final eval, a checkpoint and summary.json.
 // One class, one method per phase: open the run directory, restore or initialise, announce,
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <limits>
 #include <thread>
+#include <tuple>
 
 #include "core/blas.h"
 #include "core/error.h"
@@ -81,6 +83,20 @@ Rng::State rng_from_json(const nlohmann::json& a, const std::string& file, const
   return s;
 }
 
+// The divergence rule, in one place: a loss (train or val) ends the run when it is non-finite or
+// above 10 x ln(vocab_size), ten times the loss of a uniform guess that an initialised model
+// starts near; no run that is learning gets there, and one that does is not a result to compare.
+double divergence_limit(const ModelConfig& m) { return 10.0 * std::log(static_cast<double>(m.vocab_size)); }
+
+// Why `loss` (named by `which`: "train loss", "val loss", ...) ends the run, or "" when it does not.
+std::string loss_out_of_range(const std::string& which, double loss, double limit) {
+  char buf[160];
+  if (!std::isfinite(loss)) return "non-finite " + which;
+  if (loss <= limit) return "";
+  std::snprintf(buf, sizeof buf, "%s %.6g above 10 x ln(vocab_size) = %.4f", which.c_str(), loss, limit);
+  return buf;
+}
+
 double eval_loss(const Model& model, const std::vector<Batch>& batches) {
   NoGradGuard no_grad;
   double total = 0.0;
@@ -88,17 +104,64 @@ double eval_loss(const Model& model, const std::vector<Batch>& batches) {
   return batches.empty() ? 0.0 : total / static_cast<double>(batches.size());
 }
 
-// Keeps only the records of steps before `step` (the ones the checkpoint covers).
-void rewind_metrics(const std::string& path, int64_t step) {
-  std::string kept;
-  for (const std::string& line : read_complete_lines(path)) {
-    try {
-      auto j = nlohmann::json::parse(line);
-      if (j.value("step", int64_t{0}) < step && j.value("kind", "") != "resume") kept += line + "\n";
-    } catch (const nlohmann::json::exception&) {
-      // a corrupt line is dropped
-    }
+// "3-5, 9": 1-based line numbers as ranges.
+std::string line_ranges(const std::vector<size_t>& lines) {
+  std::string s;
+  for (size_t i = 0; i < lines.size();) {
+    size_t j = i;
+    while (j + 1 < lines.size() && lines[j + 1] == lines[j] + 1) ++j;
+    s += (s.empty() ? "" : ", ") + std::to_string(lines[i]) + (j > i ? "-" + std::to_string(lines[j]) : "");
+    i = j + 1;
   }
+  return s;
+}
+
+// Rewinds metrics.jsonl to a checkpoint at `step`: keeps the records of the steps before it and
+// the history of earlier resumes (their "resume" records, up to `step`); the records from `step`
+// on are cut (the resumed run writes them again), with a note naming their lines. A line that
+// is not a JSON record (damaged on disk, or torn by a crash mid-write) is never lost silently:
+// a warning names the file and line, and the line is appended to metrics.jsonl.damaged.
+void rewind_metrics(const std::string& path, int64_t step) {
+  const std::string text = read_file(path);
+  std::string kept, damaged;
+  std::vector<size_t> cut;
+  size_t line_no = 0;
+  for (size_t start = 0; start < text.size();) {
+    const size_t nl = text.find('\n', start);
+    const bool torn = nl == std::string::npos;
+    const std::string line = text.substr(start, torn ? std::string::npos : nl - start);
+    start = torn ? text.size() : nl + 1;
+    ++line_no;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception&) {
+      j = nullptr;
+    }
+    if (torn || !j.is_object() || !j.value("step", nlohmann::json(0)).is_number_integer()) {
+      std::fprintf(stderr, "warning: %s line %zu is %s; it is dropped from the log and kept in %s.damaged: %.80s\n",
+                   path.c_str(), line_no, torn ? "torn (no newline: the process stopped while writing it)"
+                                               : "not a JSON record with an integer step",
+                   path.c_str(), line.c_str());
+      damaged += path + " line " + std::to_string(line_no) + ": " + line + "\n";
+      continue;
+    }
+    const int64_t s = j.value("step", int64_t{0});
+    if (j.value("kind", "") == "resume" ? s <= step : s < step)
+      kept += line + "\n";
+    else
+      cut.push_back(line_no);
+  }
+  if (!damaged.empty()) {
+    const std::string keep = path + ".damaged";
+    std::error_code ec;
+    write_file_atomic(keep, (std::filesystem::exists(keep, ec) ? read_file(keep) : std::string()) + damaged);
+  }
+  if (!cut.empty())
+    std::printf("note: %s: line%s %s (%zu record%s of step %lld or later) cut: the run resumes at step %lld and "
+                "writes them again\n",
+                path.c_str(), cut.size() == 1 ? "" : "s", line_ranges(cut).c_str(), cut.size(),
+                cut.size() == 1 ? "" : "s", static_cast<long long>(step), static_cast<long long>(step));
   write_file_atomic(path, kept);
 }
 
@@ -145,9 +208,20 @@ class Run {
     restore_or_init();
     announce();
     write_summary("running", start_step_);
-    int64_t step = start_step_;
-    for (; step < max_iters_ && status_ == RunStatus::kCompleted; ++step) {
-      if (step % cfg_.train.eval_interval == 0) evaluate(step);
+    try {
+      return train_and_finish();
+    } catch (const std::exception& e) {
+      record_failure(e.what());
+      throw;
+    }
+  }
+
+ private:
+  // From here on the run has said "running": whatever ends it, its summary says how it ended.
+  RunStatus train_and_finish() {
+    int64_t& step = step_;
+    for (step = start_step_; step < max_iters_ && status_ == RunStatus::kCompleted; ++step) {
+      if (step % cfg_.train.eval_interval == 0 && !evaluate(step)) break;  // diverged before this step
       if (!train_step(step)) break;  // diverged: this step is not applied
       if (cfg_.train.ckpt_interval > 0 && (step + 1) % cfg_.train.ckpt_interval == 0 && step + 1 < max_iters_)
         checkpoint(latest_, step + 1);
@@ -157,21 +231,31 @@ class Run {
       }
     }
     if (status_ == RunStatus::kCompleted) {
-      evaluate(max_iters_);
-      checkpoint(latest_, max_iters_);
       step = max_iters_;
+      if (evaluate(max_iters_)) checkpoint(latest_, max_iters_);
     }
     finish(step);
     return status_;
   }
 
- private:
+  // An error after the run started (a full disk, an unwritable checkpoint): summary.json says
+  // "failed" with the message, if it can still be written; the error then goes on to the CLI.
+  void record_failure(const std::string& what) noexcept {
+    try {
+      error_ = what;
+      write_summary("failed", step_);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "warning: %s/summary.json could not be marked failed: %s\n", dir_.c_str(), e.what());
+    }
+  }
+
   // Data first: bad data leaves no run directory behind.
   void open_run_dir() {
     const int threads = cfg_.train.threads > 0 ? cfg_.train.threads : static_cast<int>(std::thread::hardware_concurrency());
     set_num_threads(threads);  // BLAS and the OpenMP kernels alike
     const bool reuse_vocab = opt_.resume && cfg_.data.source == SourceKind::Text && std::filesystem::exists(dir_ + "/vocab.json");
     data_ = make_data(cfg_, reuse_vocab ? dir_ + "/vocab.json" : "");
+    limit_ = divergence_limit(cfg_.model);  // text data has just set vocab_size
     make_dirs(dir_ + "/checkpoints");
     remove_stale_temp_files(dir_);
     config_json_ = run_config_json(cfg_);
@@ -194,7 +278,11 @@ class Run {
       restore();
     } else {
       model_->init_weights(cfg_.train.seed);
-      write_file_atomic(dir_ + "/metrics.jsonl", "");
+      const std::string metrics = dir_ + "/metrics.jsonl";
+      if (opt_.resume && std::filesystem::exists(metrics))
+        rewind_metrics(metrics, 0);  // says what it cuts
+      else
+        write_file_atomic(metrics, "");
       if (auto* text = dynamic_cast<TextSource*>(data_.get())) text->save_vocab(dir_ + "/vocab.json");
     }
     // Written after a restore too: an extended run's config.json and fingerprint say what it now is.
@@ -208,7 +296,9 @@ class Run {
 
   // The checkpoint's weights, optimizer and train state; metrics after it are cut off.
   void restore() {
-    Checkpoint c = load_checkpoint(latest_, *model_, *optimizer_, config_json_);
+    const std::vector<std::string> may_differ =
+        opt_.decay_changed ? std::vector<std::string>{"optim.lr_decay_iters"} : std::vector<std::string>{};
+    Checkpoint c = load_checkpoint(latest_, *model_, *optimizer_, config_json_, may_differ);
     const nlohmann::json& st = c.train_state;
     const std::string file = latest_;
     start_step_ = json_int(st, file, "step", 0, max_iters_, "train_state");
@@ -226,7 +316,6 @@ class Run {
     if (!update_norms_.empty() && update_norms_.size() != refs_.size())  // read per parameter by update_ratio
       throw Error(file + ": field 'train_state.last_update_norms' has " + std::to_string(update_norms_.size()) +
                   " entries, the model has " + std::to_string(refs_.size()) + " parameters");
-    truncate_torn_tail(dir_ + "/metrics.jsonl");
     rewind_metrics(dir_ + "/metrics.jsonl", start_step_);
   }
 
@@ -254,7 +343,8 @@ class Run {
 
   const char* line_start() const { return opt_.progress_tty ? "\r\033[K" : ""; }
 
-  void evaluate(int64_t step) {
+  // False when a loss is out of range (the divergence rule): the run ends here as diverged.
+  bool evaluate(int64_t step) {
     last_eval_step_ = step;
     last_val_ = eval_loss(*model_, val_batches_);
     last_train_eval_ = eval_loss(*model_, train_eval_batches_);
@@ -264,10 +354,16 @@ class Run {
     std::printf("%sstep %lld/%lld | eval: val loss %.4f, train loss %.4f\n", line_start(),
                 static_cast<long long>(step), static_cast<long long>(max_iters_), last_val_, last_train_eval_);
     std::fflush(stdout);
+    for (const auto& [key, which, loss] : {std::tuple{"val_loss", "val loss", last_val_},
+                                           std::tuple{"train_loss", "eval train loss", last_train_eval_}}) {
+      const std::string why = loss_out_of_range(which, loss, limit_);
+      if (!why.empty()) return diverge(step, why, nlohmann::json::array(), key, loss);
+    }
     if (last_val_ < best_val_) {
       best_val_ = last_val_;
       if (cfg_.train.save_best) checkpoint(best_path_, step);  // the state just evaluated, resumable like latest
     }
+    return true;
   }
 
   // Forward and backward over grad_accum_steps micro-batches; gradients add up in the leaves.
@@ -287,7 +383,7 @@ class Run {
     return loss_sum / accum_;
   }
 
-  // One optimizer step; false when the loss or gradient went non-finite (nothing applied).
+  // One optimizer step; false when the loss is out of range or the gradient non-finite (nothing applied).
   bool train_step(int64_t step) {
     const auto t0 = Clock::now();
     const bool layer_step = step % cfg_.log.layer_interval == 0 || step == max_iters_ - 1;
@@ -295,8 +391,9 @@ class Run {
     std::vector<double> stream_grads;
     last_train_loss_ = accumulate(layer_step, trace, stream_grads);
     const double gnorm = global_grad_norm(refs_);
-    const bool finite = std::isfinite(gnorm) && std::isfinite(last_train_loss_);
-    if (layer_step || !finite) {
+    std::string why = loss_out_of_range("train loss", last_train_loss_, limit_);
+    if (why.empty() && !std::isfinite(gnorm)) why = "non-finite gradient norm";
+    if (layer_step || !why.empty()) {
       if (!layer_step) trace = ForwardTrace{};  // re-measure what we can for the divergence report
       const LayerStats stats = measure_layers(*model_, trace, stream_grads, update_norms_);
       nlohmann::json rec = to_json(stats, cfg_.log.params);
@@ -304,7 +401,7 @@ class Run {
       rec["kind"] = "layers";
       rec["loss"] = finite_or_null(last_train_loss_);
       metrics_->write_line(rec.dump());
-      if (!finite) return diverge(step, stats);
+      if (!why.empty()) return diverge(step, why, non_finite_blocks(stats), "loss", last_train_loss_);
     }
     if (cfg_.optim.grad_clip > 0) clip_grad_norm(refs_, cfg_.optim.grad_clip);
     const double lr = learning_rate_at(cfg_.optim, step, max_iters_);
@@ -315,15 +412,25 @@ class Run {
     return true;
   }
 
-  bool diverge(int64_t step, const LayerStats& stats) {
+  nlohmann::json non_finite_blocks(const LayerStats& stats) const {
     nlohmann::json blocks = nlohmann::json::array();
     for (int l = 0; l < cfg_.model.n_layer; ++l)
       if (!std::isfinite(stats.at("grad_norm")[static_cast<size_t>(l)])) blocks.push_back(l);
-    const std::string reason = !std::isfinite(last_train_loss_) ? "non-finite loss" : "non-finite gradient norm";
-    divergence_ = {{"step", step}, {"reason", reason}, {"blocks", blocks}};
-    metrics_->write_line(nlohmann::json{{"step", step}, {"kind", "diverged"}, {"reason", reason}, {"blocks", blocks}}.dump());
-    std::printf("%sstep %lld: diverged (%s, %zu block%s non-finite); the run stops here without applying this step\n",
-                line_start(), static_cast<long long>(step), reason.c_str(), blocks.size(), blocks.size() == 1 ? "" : "s");
+    return blocks;
+  }
+
+  // Ends the run as diverged at `step`: `loss_key` names the record field of the loss that was
+  // checked ("loss" of the training batch, or an eval's "val_loss" / "train_loss") and `loss` its value.
+  bool diverge(int64_t step, const std::string& reason, const nlohmann::json& blocks, const char* loss_key, double loss) {
+    divergence_ = {{"step", step},   {"reason", reason},           {"blocks", blocks},
+                   {"loss", loss_key}, {"value", finite_or_null(loss)}, {"limit", limit_}};
+    nlohmann::json rec = divergence_;
+    rec["kind"] = "diverged";
+    metrics_->write_line(rec.dump());
+    const std::string where = blocks.empty() ? "" : ", " + std::to_string(blocks.size()) + " block" +
+                                                        (blocks.size() == 1 ? "" : "s") + " with a non-finite gradient";
+    std::printf("%sstep %lld: diverged (%s%s); the run stops here without applying this step\n", line_start(),
+                static_cast<long long>(step), reason.c_str(), where.c_str());
     status_ = RunStatus::kDiverged;
     return false;
   }
@@ -377,6 +484,7 @@ class Run {
                         {"tokens_per_sec", run_secs > 0 ? static_cast<double>(steps_done - start_step_) * B_ * T_ * accum_ / run_secs : 0.0},
                         {"diverged", !divergence_.is_null()},
                         {"divergence", divergence_},
+                        {"error", error_.empty() ? nlohmann::json(nullptr) : nlohmann::json(error_)},
                         {"wiring", wiring_id(cfg_.model)},
                         {"n_layer", cfg_.model.n_layer},
                         {"version", STACKLAB_VERSION},
@@ -424,9 +532,10 @@ class Run {
   std::vector<Batch> val_batches_, train_eval_batches_;
   Rng rng_, dropout_rng_;  // batches; dropout masks (a stream of its own: dropout 0 draws nothing)
   bool resumed_ = false;
-  int64_t start_step_ = 0, last_eval_step_ = -1, window_steps_ = 0;
+  int64_t start_step_ = 0, step_ = 0, last_eval_step_ = -1, window_steps_ = 0;  // step_: the step being trained
+  std::string error_;  // why the run failed (summary.json "error")
   double best_val_ = kInf, wall_before_ = 0.0, last_train_loss_ = NAN, last_val_ = NAN, last_train_eval_ = NAN;
-  double ms_avg_ = 0.0;
+  double ms_avg_ = 0.0, limit_ = kInf;  // limit_: the divergence rule's bound on a loss
   std::vector<double> update_norms_;
   Clock::time_point t_start_ = Clock::now(), window_start_ = Clock::now();
   RunStatus status_ = RunStatus::kCompleted;

@@ -1,10 +1,13 @@
 // Trainer: runs one training job from a resolved Config into a run directory:
 //   config.json     the resolved config (all defaults) plus derived values (wiring, final_norm)
 //   metrics.jsonl   one JSON record per line: start, train, eval, layers, diverged (README)
-//   summary.json    status (completed | diverged | interrupted | running), losses, references
+//   summary.json    status (completed | diverged | interrupted | failed | running), losses, references
 //   checkpoints/latest.safetensors   weights + optimizer state + train state, atomic
-// Divergence (a non-finite loss or gradient) ends the run cleanly as a result; a stop request
-// (SIGINT/SIGTERM, set by the CLI) finishes the step, checkpoints, and returns.
+// Divergence ends the run cleanly as a result: a train or val loss that is non-finite or above
+// 10 x ln(vocab_size), or a non-finite gradient norm. A stop request (SIGINT/SIGTERM, set by
+// the CLI) finishes the step, checkpoints, and returns. An error after the run has started is
+// recorded as status "failed" (with the message) and rethrown. The caller holds the run
+// directory's lock (train/run_lock.h).
 #pragma once
 #include <atomic>
 #include <string>
@@ -20,6 +23,7 @@ enum class RunStatus { kCompleted, kDiverged, kInterrupted };
 struct TrainOptions {
   std::string run_dir;                       // where everything is written
   bool resume = false;                       // continue from run_dir/checkpoints/latest.safetensors
+  bool decay_changed = false;                // resume: the extension moves optim.lr_decay_iters
   std::string command_line;                  // recorded in summary.json
   const std::atomic<int>* stop = nullptr;    // non-zero: stop after the current step
   bool progress_tty = false;                 // a live progress line (stdout is a terminal)

@@ -346,6 +346,27 @@ TEST(HonestSummary, AKilledRunSaysRunningAndHasNoFinalLossOfItsOwn) {
   EXPECT_TRUE(s.at("final_val_loss").is_null()) << s;
 }
 
+TEST(HonestSummary, ARunWhoseCheckpointCannotBeWrittenSaysFailedWithTheError) {
+  // A file where the checkpoints directory was: the next checkpoint fails (ENOTDIR, which stops
+  // root too), after the run has said "running".
+  const std::string run = make_temp_dir("rel") + "/run";
+  testing::Child child(slow_run(run));
+  ASSERT_TRUE(testing::wait_until([&] { return !records_of(read_jsonl(run + "/metrics.jsonl"), "train").empty(); }));
+  fs::remove_all(run + "/checkpoints");
+  write_text(run + "/checkpoints", "not a directory");
+  child.signal(SIGTERM);
+  const RunResult r = child.wait();
+  EXPECT_EQ(r.exit_code, 1) << r;
+  // The next checkpoint fails: best.safetensors at a new best val loss, or latest at the stop.
+  EXPECT_TRUE(contains(r.output, "stacklab train: error: [fs] cannot create temp file for '" + run + "/checkpoints/"))
+      << r;
+  const json s = read_json(run + "/summary.json");
+  EXPECT_EQ(s.at("status"), "failed") << s;
+  ASSERT_TRUE(s.at("error").is_string()) << s;
+  EXPECT_TRUE(contains(s.at("error").get<std::string>(), run + "/checkpoints/")) << s;
+  EXPECT_FALSE(fs::exists(run + "/train.lock")) << "a failed run releases its run directory";
+}
+
 // ---- determinism ----------------------------------------------------------------------------
 
 // step/kind/loss/val_loss/train_loss/grad_norm of every train and eval record.

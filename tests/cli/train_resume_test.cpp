@@ -136,6 +136,27 @@ TEST(TrainResume, ARunKilledAfterItsFirstCheckpointAndResumedEqualsTheUninterrup
   EXPECT_EQ(records_of(read_jsonl(dir + "/metrics.jsonl"), "resume").size(), 1u);
 }
 
+TEST(TrainResume, ADamagedMetricsLineIsKeptAsideWithAWarningAndEarlierResumesStay) {
+  const std::string dir = make_temp_dir("resume") + "/run";
+  ASSERT_EQ(run_stacklab(concat(concat({"train", base_config()}, testing::tiny_model_args()), {"--out", dir})).exit_code, 0);
+  ASSERT_EQ(run_stacklab({"train", "--resume", dir, "--train.max_iters=50"}).exit_code, 0);
+  // Damage the third line on disk.
+  std::istringstream in(testing::read_text(dir + "/metrics.jsonl"));
+  std::string line, text;
+  for (int n = 1; std::getline(in, line); ++n) text += (n == 3 ? std::string("{\"step\": 1, \"kind\": \"tra") : line) + "\n";
+  testing::write_text(dir + "/metrics.jsonl", text);
+
+  const auto r = run_stacklab({"train", "--resume", dir, "--train.max_iters=60"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_NE(r.output.find("warning: " + dir + "/metrics.jsonl line 3 is not a JSON record"), std::string::npos) << r;
+  EXPECT_NE(testing::read_text(dir + "/metrics.jsonl.damaged").find("line 3: {\"step\": 1, \"kind\": \"tra"),
+            std::string::npos);
+  const auto resumes = records_of(read_jsonl(dir + "/metrics.jsonl"), "resume");
+  ASSERT_EQ(resumes.size(), 2u) << "the history of resumes is kept";
+  EXPECT_EQ(resumes[0].at("step"), 40);
+  EXPECT_EQ(resumes[1].at("step"), 50);
+}
+
 TEST(TrainResume, RejectsConfigOverrides) {
   const std::string dir = make_temp_dir("resume") + "/run";
   ASSERT_EQ(run_stacklab(concat(concat({"train", base_config()}, testing::tiny_model_args()), {"--out", dir})).exit_code, 0);

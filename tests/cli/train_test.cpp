@@ -2,6 +2,10 @@
 // keys of every metrics.jsonl record; divergence (exit 3); refusing to overwrite a run; text data
 // (vocab.json, vocab_size from the corpus, and the errors for an empty or non-UTF-8 file).
 // Stopping and resuming are in train_resume_test.cpp.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -63,6 +67,7 @@ TEST_F(TrainedTinyRun, WritesConfigMetricsSummaryAndCheckpoint) {
   EXPECT_EQ(summary.at("diverged"), false);
   EXPECT_TRUE(summary.at("final_val_loss").is_number());
   EXPECT_NE(result_.output.find("done: completed after 40 steps"), std::string::npos) << result_;
+  EXPECT_FALSE(fs::exists(dir_ + "/train.lock")) << "a run that ended releases its run directory";
 }
 
 TEST_F(TrainedTinyRun, EveryMetricsLineEndsWithANewlineAndParses) {
@@ -140,6 +145,99 @@ TEST(TrainCommand, AHugeLearningRateDivergesWithExitCode3) {
   ASSERT_EQ(diverged.size(), 1u);
   EXPECT_EQ(diverged[0].at("step"), summary.at("divergence").at("step"));
   EXPECT_EQ(diverged[0].at("reason"), summary.at("divergence").at("reason"));
+}
+
+TEST(TrainCommand, AFiniteLossAboveTenTimesTheUniformLossEndsTheRunAsDiverged) {
+  // At this rate the tiny model's loss explodes to millions (uniform: ln 32 = 3.47) but stays finite.
+  const std::string dir = make_temp_dir("diverge") + "/run";
+  const auto r = run_stacklab(concat(concat({"train", base_config()}, tiny_model_args()),
+                                     {"--train.max_iters=30", "--optim.learning_rate=1e3", "--out", dir}));
+  ASSERT_EQ(r.exit_code, 3) << r;
+  const json summary = read_json(dir + "/summary.json");
+  EXPECT_EQ(summary.at("status"), "diverged") << summary;
+  EXPECT_EQ(summary.at("diverged"), true) << summary;
+  const json& d = summary.at("divergence");
+  ASSERT_TRUE(d.is_object()) << summary;
+  EXPECT_NEAR(d.at("limit").get<double>(), 10.0 * std::log(32.0), 1e-9) << d;
+  EXPECT_EQ(d.at("loss"), "loss") << "the training batch's loss went out of range first: " << d;
+  EXPECT_GT(d.at("value").get<double>(), d.at("limit").get<double>()) << d;
+  EXPECT_NE(d.at("reason").get<std::string>().find("train loss"), std::string::npos) << d;
+  EXPECT_NE(d.at("reason").get<std::string>().find("10 x ln(vocab_size) = 34.6574"), std::string::npos) << d;
+  EXPECT_LT(summary.at("steps").get<int64_t>(), 30) << "the run stops where it diverged";
+  const auto diverged = records_of(read_jsonl(dir + "/metrics.jsonl"), "diverged");
+  ASSERT_EQ(diverged.size(), 1u);
+  EXPECT_EQ(diverged[0].at("step"), d.at("step"));
+  EXPECT_EQ(diverged[0].at("reason"), d.at("reason"));
+}
+
+TEST(TrainCommand, AValLossAboveTheLimitAtAnEvalEndsTheRunAsDiverged) {
+  // An eval at every step: the eval after the first update already sees the exploded model.
+  const std::string dir = make_temp_dir("diverge") + "/run";
+  const auto r = run_stacklab(concat(concat({"train", base_config()}, tiny_model_args()),
+                                     {"--train.max_iters=30", "--train.eval_interval=1", "--optim.learning_rate=1e3",
+                                      "--out", dir}));
+  ASSERT_EQ(r.exit_code, 3) << r;
+  const json d = read_json(dir + "/summary.json").at("divergence");
+  ASSERT_TRUE(d.is_object()) << d;
+  EXPECT_EQ(d.at("loss"), "val_loss") << d;
+  EXPECT_NE(d.at("reason").get<std::string>().find("val loss"), std::string::npos) << d;
+  const auto evals = records_of(read_jsonl(dir + "/metrics.jsonl"), "eval");
+  ASSERT_FALSE(evals.empty());
+  EXPECT_EQ(evals.back().at("step"), d.at("step")) << "the eval that judged the run is logged";
+}
+
+// ---- one run directory, one trainer --------------------------------------------------------
+
+std::string this_host() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+TEST(TrainLock, ASecondTrainForceOrResumeOnARunningRunIsRefusedNamingItsPidAndHost) {
+  const std::string dir = make_temp_dir("lock") + "/run";
+  const auto args = concat(concat({"train", base_config()}, tiny_model_args()),
+                           {"--train.max_iters=100000", "--log.layer_interval=100000", "--out", dir});
+  testing::Child first(args);
+  ASSERT_TRUE(testing::wait_until([&] { return !records_of(read_jsonl(dir + "/metrics.jsonl"), "train").empty(); }));
+  const std::string holder = "pid " + std::to_string(first.pid()) + " on host " + this_host();
+  for (const auto& second : {concat(args, {"--force", "--model.n_layer=3", "--train.max_iters=5"}),
+                             concat(args, {"--train.max_iters=5"}),
+                             std::vector<std::string>{"train", "--resume", dir}}) {
+    const auto r = run_stacklab(second);
+    EXPECT_EQ(r.exit_code, 1) << r;
+    EXPECT_NE(r.output.find(dir + " is in use by another stacklab train (" + holder), std::string::npos) << r;
+    EXPECT_EQ(r.output.find("starting from step 0"), std::string::npos) << r;
+  }
+  EXPECT_EQ(read_json(dir + "/config.json").at("model").at("n_layer"), 2) << "a refused run must not write its config";
+  first.signal(SIGTERM);
+  EXPECT_EQ(first.wait().exit_code, 143);
+  const json summary = read_json(dir + "/summary.json");
+  EXPECT_EQ(summary.at("n_layer"), 2);
+  EXPECT_EQ(summary.at("status"), "interrupted");
+  EXPECT_FALSE(fs::exists(dir + "/train.lock"));
+}
+
+TEST(TrainLock, AResumeTakesOverTheLockOfAKilledRunWithANote) {
+  const std::string dir = make_temp_dir("lock") + "/run";
+  testing::Child first(concat(concat({"train", base_config()}, tiny_model_args()),
+                              {"--train.max_iters=100000", "--train.ckpt_interval=20", "--log.layer_interval=100000",
+                               "--out", dir}));
+  ASSERT_TRUE(testing::wait_until([&] { return fs::exists(dir + "/checkpoints/latest.safetensors"); }));
+  const pid_t killed = first.pid();
+  first.signal(SIGKILL);
+  first.wait();
+  ASSERT_TRUE(fs::exists(dir + "/train.lock")) << "SIGKILL leaves the lock file (not the lock)";
+  testing::Child resumed({"train", "--resume", dir});
+  ASSERT_TRUE(testing::wait_until([&] { return !records_of(read_jsonl(dir + "/metrics.jsonl"), "resume").empty(); }));
+  resumed.signal(SIGTERM);
+  const auto r = resumed.wait();
+  EXPECT_EQ(r.exit_code, 143) << r;
+  EXPECT_NE(r.output.find("note: " + dir + "/train.lock: taking over the lock of pid " + std::to_string(killed) +
+                          " on host " + this_host()),
+            std::string::npos)
+      << r;
+  EXPECT_NE(r.output.find("a process that is gone"), std::string::npos) << r;
 }
 
 TEST(TrainCommand, RefusesToOverwriteARunWithoutForceOrResume) {

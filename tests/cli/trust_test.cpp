@@ -204,6 +204,40 @@ TEST(ResumeExtend, OtherOverridesAreRefusedNamingThemAndThreadsMayChangeWithANot
   EXPECT_TRUE(contains(threads.output, "bit-identical")) << threads;
 }
 
+TEST(ResumeExtend, ExtendingACosineRunPastItsDecayIsRefusedUnlessTheDecayKeyIsGiven) {
+  const std::string dir = make_temp_dir("extend");
+  ASSERT_EQ(run_stacklab(tiny_run(dir + "/a", {"--train.max_iters=20", "--optim.schedule=cosine",
+                                                "--log.log_interval=1"}))
+                .exit_code,
+            0);
+  const std::string before = testing::read_text(dir + "/a/metrics.jsonl");
+  // The decay ended at step 20 (lr_decay_iters 0 = max_iters) with min_lr 0: every new step would run at lr 0.
+  const auto r = run_stacklab({"train", "--resume", dir + "/a", "--train.max_iters=30"});
+  EXPECT_EQ(r.exit_code, 1) << r;
+  for (const char* part : {"--train.max_iters=30", "optim.lr_decay_iters=20", "optim.min_lr=0",
+                           "extend the decay too with --optim.lr_decay_iters=30"})
+    EXPECT_TRUE(contains(r.output, part)) << "missing '" << part << "' in\n" << r;
+  EXPECT_EQ(testing::read_text(dir + "/a/metrics.jsonl"), before) << "a refused extension leaves the run alone";
+  const auto moved = run_stacklab({"train", "--resume", dir + "/a", "--train.max_iters=30", "--optim.lr_decay_iters=30"});
+  ASSERT_EQ(moved.exit_code, 0) << moved;
+  EXPECT_EQ(read_json(dir + "/a/config.json").at("optim").at("lr_decay_iters"), 30);
+  for (const auto& rec : read_jsonl(dir + "/a/metrics.jsonl")) {
+    if (rec.at("kind") == "train" && rec.at("step").get<int>() >= 20) {
+      EXPECT_GT(rec.at("lr").get<double>(), 0.0) << "the extended decay trains the new steps: " << rec;
+    }
+  }
+  // Keeping the decay where it is, on purpose: the new steps run at min_lr.
+  const auto kept = run_stacklab({"train", "--resume", dir + "/a", "--train.max_iters=35", "--optim.lr_decay_iters=30"});
+  EXPECT_EQ(kept.exit_code, 0) << kept;
+  // The decay moves only with an extension.
+  const auto alone = run_stacklab({"train", "--resume", dir + "/a", "--optim.lr_decay_iters=50"});
+  EXPECT_EQ(alone.exit_code, 1) << alone;
+  EXPECT_TRUE(contains(alone.output, "only with an extension")) << alone;
+  // A constant schedule extends as before.
+  ASSERT_EQ(run_stacklab(tiny_run(dir + "/c", {"--train.max_iters=20"})).exit_code, 0);
+  EXPECT_EQ(run_stacklab({"train", "--resume", dir + "/c", "--train.max_iters=30"}).exit_code, 0);
+}
+
 TEST(BestCheckpoint, IsWrittenAndSampleCanChooseItAndStreamSeveralSamples) {
   const std::string dir = make_temp_dir("best");
   ASSERT_EQ(run_stacklab(tiny_run(dir + "/a", {"--train.eval_interval=10"})).exit_code, 0);

@@ -1,5 +1,6 @@
 // Tests for core/fsutil: atomic replacement (including failures that must leave the old file
-// and no temp file behind), reads, mkdir -p, the append-only LineLog and torn-tail handling.
+// and no temp file behind), reads, mkdir -p, the append-only LineLog, torn-tail handling and
+// the flock-based FileLock.
 // A full disk is simulated with RLIMIT_FSIZE (write then fails with EFBIG).
 #include "core/fsutil.h"
 
@@ -193,6 +194,43 @@ TEST_F(LineLogTest, AppendAfterTruncateTornTailStartsOnAFreshLine) {
   truncate_torn_tail(path("m.jsonl"));
   LineLog(path("m.jsonl")).write_line("two");
   EXPECT_EQ(read_complete_lines(path("m.jsonl")), (std::vector<std::string>{"one", "two"}));
+}
+
+// ---- FileLock -------------------------------------------------------------------------------
+
+TEST_F(FsUtil, AFileLockIsExclusiveAndTheRefusedOneReadsTheHoldersRecord) {
+  FileLock first = FileLock::try_lock(path("x.lock"));
+  ASSERT_TRUE(first.held());
+  EXPECT_EQ(first.previous_record(), "") << "a new lock file has no record";
+  first.write_record("{\"pid\": 1}\n");
+  // flock locks belong to an open file description: a second open in this process conflicts too.
+  const FileLock second = FileLock::try_lock(path("x.lock"));
+  EXPECT_FALSE(second.held());
+  EXPECT_EQ(second.previous_record(), "{\"pid\": 1}\n");
+}
+
+TEST_F(FsUtil, AReleasedFileLockIsFreeAndARemovedOneLeavesNoFile) {
+  {
+    FileLock kept = FileLock::try_lock(path("x.lock"));
+    ASSERT_TRUE(kept.held());
+    kept.write_record("left behind");
+  }  // destroyed: released, the file and its record stay (as after a crash)
+  FileLock again = FileLock::try_lock(path("x.lock"));
+  ASSERT_TRUE(again.held());
+  EXPECT_EQ(again.previous_record(), "left behind");
+  again.release_and_remove();
+  EXPECT_FALSE(again.held());
+  EXPECT_FALSE(fs::exists(path("x.lock")));
+  EXPECT_TRUE(FileLock::try_lock(path("x.lock")).held());
+}
+
+TEST_F(FsUtil, AFileLockInAMissingDirectoryFailsNamingThePath) {
+  try {
+    (void)FileLock::try_lock(path("missing/x.lock"));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path("missing/x.lock")), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -108,6 +108,7 @@ class Child {
   }
 
   void signal(int sig) const { kill(pid_, sig); }
+  pid_t pid() const { return pid_; }
 
   RunResult wait() {
     RunResult r;
