@@ -102,6 +102,31 @@ TEST(ConfigErrors, AMissingConfigFileIsNamed) {
   expect_rejected({path}, {"config file not found: " + path});
 }
 
+TEST(ConfigErrors, ADuplicateKeyInAConfigFileNamesTheKeyAndTheFile) {
+  const std::string dir = make_temp_dir();
+  write_text(dir + "/dup.json", R"({"extends": ")" + base_config() + R"(", "model": {"n_layer": 2, "n_layer": 7}})");
+  expect_rejected({dir + "/dup.json"}, {dir + "/dup.json", "duplicate key 'model.n_layer'"});
+}
+
+TEST(ConfigErrors, ADuplicateKeyInASweepFileNamesTheKeyAndTheFile) {
+  const std::string dir = make_temp_dir();
+  write_text(dir + "/sweep.json", R"({"name": "dup", "base": ")" + base_config() +
+                                      R"(", "grid": {"model.n_layer": [1], "model.n_layer": [2]}})");
+  const auto r = run_stacklab({"sweep", dir + "/sweep.json", "--dry-run"});
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_NE(r.output.find(dir + "/sweep.json: duplicate key 'grid.model.n_layer'"), std::string::npos) << r;
+}
+
+TEST(ConfigErrors, ADataPathWithoutTheTextSourceNamesBothKeys) {
+  expect_rejected({base_config(), "--data.path=data/corpus.txt"},
+                  {"--data.path=data/corpus.txt", "data.path", "data.source", "--data.source=text"});
+}
+
+TEST(ConfigErrors, AWarmupLongerThanTheRunNamesBothKeys) {
+  expect_rejected({base_config(), "--optim.schedule=warmup_constant", "--optim.warmup_iters=100", "--train.max_iters=2"},
+                  {"optim.warmup_iters", "train.max_iters"});
+}
+
 TEST(CommandLineErrors, AnUnknownFlagIsRejectedWithTheValidFlags) {
   expect_rejected({base_config(), "--bogus"}, {"unknown flag --bogus", "valid flags:"});
 }
