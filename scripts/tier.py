@@ -134,6 +134,14 @@ def tiny(sweep):
         grid["optim.learning_rate"] = [r[0], r[-1]]
     out = dict(sweep, grid=grid, seeds=(sweep.get("seeds") or [0])[:2])
     out["overrides"] = dict(sweep.get("overrides") or {}, **TINY)
+    # A warm-up longer than the run is an invalid config: scale it down with the run.
+    steps = TINY["train.max_iters"]
+    if "optim.warmup_iters" in grid:
+        grid["optim.warmup_iters"] = sorted({min(w, steps) for w in grid["optim.warmup_iters"]})
+    if isinstance(sweep.get("variants"), list):
+        out["variants"] = [dict(v, **{"optim.warmup_iters": min(v["optim.warmup_iters"], steps)})
+                           if isinstance(v, dict) and isinstance(v.get("optim.warmup_iters"), int) else v
+                           for v in sweep["variants"]]
     return out
 
 

@@ -2,6 +2,7 @@
 // [--tokens N] [--temperature T] [--top-k K] [--seed S]`: loads a checkpoint of the run and
 // generates tokens autoregressively (the context is cropped to model.block_size), printing each
 // token as soon as it is drawn. Markov runs print "PROMPT | t1 t2 ...", text runs the text.
+// The checkpoint is read through read_checkpoint_file, the integrity check `train --resume` uses.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -14,9 +15,9 @@
 #include "core/error.h"
 #include "core/ops.h"
 #include "core/rng.h"
-#include "core/safetensors.h"
 #include "nn/model.h"
 #include "nn/weights.h"
+#include "train/checkpoint.h"
 #include "train/setup.h"
 
 namespace sl {
@@ -101,7 +102,7 @@ int cmd_sample(const ArgList& argv) {
   auto data = make_data(cfg, text ? dir + "/vocab.json" : "");
   Model model(cfg.model);
   const std::string ckpt = checkpoint_path(dir, a.get("checkpoint", "latest"));
-  load_module_state(model, load_safetensors(ckpt), ckpt, "optim.");
+  load_module_state(model, read_checkpoint_file(ckpt), ckpt, "optim.");
 
   Rng rng(static_cast<uint64_t>(a.get_int("seed", 0)));
   const std::vector<int32_t> prompt = a.has("prompt") ? data->encode(a.get("prompt", "")) : std::vector<int32_t>{};

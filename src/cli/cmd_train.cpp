@@ -152,7 +152,8 @@ int cmd_train(const ArgList& argv) {
   } else {
     if (a.positional.size() != 1)
       throw Error("expected one CONFIG file (or --resume RUN_DIR), got " + std::to_string(a.positional.size()) +
-                  "; to train with the defaults and overrides only, give configs/base.json");
+                  "; to train with the defaults and overrides only, save them with 'stacklab validate --defaults > "
+                  "defaults.json' and give that file (configs/base.json is the study's base config, not the defaults)");
     check_derived_section(a.positional[0]);
     cfg = load_config(a.positional[0], a.overrides);
     opt.run_dir = a.get("out", default_run_dir(cfg));

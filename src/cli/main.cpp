@@ -24,7 +24,9 @@ const Command kCommands[] = {
     {"train", sl::cmd_train,
      "train CONFIG [--section.key=value ...] [--out DIR] [--force] | train --resume RUN_DIR [--train.max_iters=N "
      "[--optim.lr_decay_iters=D]] [--train.threads=T]   train a model",
-     "  CONFIG                 a JSON config (configs/base.json holds every key's default)\n"
+     "  CONFIG                 a JSON config; the keys it leaves out keep their defaults\n"
+     "                         (stacklab validate --defaults prints them all; configs/base.json is not\n"
+     "                         the defaults but the study's base config)\n"
      "  --section.key=value    override any config key, e.g. --model.n_layer=8 (none)\n"
      "  --out DIR              the run directory (default: train.out_dir/train.name = runs/<config stem>)\n"
      "  --force                start over in a directory that already holds a run (default: off, refuse)\n"
@@ -81,8 +83,12 @@ const Command kCommands[] = {
      "  --on-change WHAT       a run directory holding another config's or data's result: fail (stop and\n"
      "                         list the changed keys) or rerun (move it to <dir>.changed-N, run again)\n"
      "                         (default: fail)\n"},
-    {"validate", sl::cmd_validate, "validate CONFIG [--section.key=value ...]   check a config, print it resolved",
+    {"validate", sl::cmd_validate,
+     "validate CONFIG [--section.key=value ...] | validate --defaults   check a config, print it resolved; print "
+     "the defaults",
      "  --quiet                print only the one-line summary (default: off)\n"
+     "  --defaults             print the default config as JSON, every key but train.name (the config\n"
+     "                         file's stem), and exit; save it to start a config from (default: off)\n"
      "  --section.key=value    config overrides (none)\n"},
     {"toyblock", sl::cmd_toyblock,
      "toyblock [--x 1,-1,2,0] [--strength 0.8] [--norm pre|post|both] [--eps 1e-5]   the source texts' toy block",

@@ -360,6 +360,10 @@ void validate_data(const DataConfig& d, const Validator& v) {
   v.positive("data.alpha", d.alpha);
   if (d.source == SourceKind::Text && d.path.empty())
     v.fail("data.path", "required when data.source is \"text\"");
+  if (d.source != SourceKind::Text && !d.path.empty())  // else the file would be ignored without a word
+    v.fail("data.path", "'" + d.path + "' is set but data.source is \"" + name_of(d.source) +
+                            "\", which does not read it; to train on the file set data.source \"text\" "
+                            "(--data.source=text), else remove data.path");
   if (!(d.val_fraction > 0 && d.val_fraction < 1))
     v.fail("data.val_fraction", "must be in (0, 1), got " + json(d.val_fraction).dump());
 }
@@ -380,6 +384,27 @@ void validate_optim(const OptimConfig& o, const Validator& v) {
   if (o.min_lr > o.learning_rate)
     v.fail("optim.min_lr", json(o.min_lr).dump() + " is above optim.learning_rate " +
                                json(o.learning_rate).dump());
+}
+
+// Schedules whose keys contradict each other or the run's length: the rate would never reach
+// optim.learning_rate, or a key would be ignored without a word.
+void validate_schedule(const OptimConfig& o, const TrainConfig& t, const Validator& v) {
+  const std::string warmup = std::to_string(o.warmup_iters);
+  switch (o.schedule) {
+    case ScheduleKind::Constant:
+      if (o.warmup_iters > 0)
+        v.fail("optim.warmup_iters", warmup + " has no effect with optim.schedule \"constant\"; use "
+                                     "\"warmup_constant\" or \"cosine\" to warm up, else set it to 0");
+      return;
+    case ScheduleKind::WarmupConstant:
+    case ScheduleKind::Cosine: break;
+  }
+  if (o.warmup_iters > t.max_iters)
+    v.fail("optim.warmup_iters", warmup + " is above train.max_iters " + std::to_string(t.max_iters) +
+                                     ": the run would end before the rate reaches optim.learning_rate");
+  if (o.schedule == ScheduleKind::Cosine && o.lr_decay_iters != 0 && o.lr_decay_iters < o.warmup_iters)
+    v.fail("optim.lr_decay_iters", std::to_string(o.lr_decay_iters) + " is below optim.warmup_iters " + warmup +
+                                       ": the cosine would end its decay before the warm-up ends");
 }
 
 void validate_run(const TrainConfig& t, const LogConfig& l, const Validator& v) {
@@ -410,6 +435,7 @@ void validate_config(const Config& cfg, const std::string& origin, const Provena
   validate_data(cfg.data, v);
   validate_optim(cfg.optim, v);
   validate_run(cfg.train, cfg.log, v);
+  validate_schedule(cfg.optim, cfg.train, v);
 }
 
 std::string plain_name_problem(const std::string& name) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace sl {
@@ -31,6 +32,60 @@ std::string parse_error_detail(const std::string& what) {
   std::size_t bracket = what.find("] ");
   return bracket == std::string::npos ? what : what.substr(bracket + 2);
 }
+
+// nlohmann keeps the last of two equal keys in an object without a word; a strict load refuses
+// them. The parser callback sees every object, array and key in document order, so a stack of
+// open containers gives the duplicate's dotted path ("model.n_layer", "variants[1].name").
+class DuplicateKeyCheck {
+ public:
+  explicit DuplicateKeyCheck(const std::string& path) : path_(path) {}
+
+  bool operator()(int /*depth*/, json::parse_event_t event, json& value) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        open_.push_back({event == json::parse_event_t::array_start, child_name(), {}, "", 0});
+        break;
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        open_.pop_back();
+        element_done();
+        break;
+      case json::parse_event_t::key: {
+        Container& c = open_.back();
+        c.key = value.get<std::string>();
+        if (!c.keys.insert(c.key).second)
+          throw ConfigError(path_ + ": duplicate key '" + child_name() +
+                            "': a key may appear once in an object (a JSON reader would silently keep one of them)");
+        break;
+      }
+      case json::parse_event_t::value: element_done(); break;
+    }
+    return true;
+  }
+
+ private:
+  struct Container {
+    bool array;
+    std::string name;           // its dotted path, "" for the top level
+    std::set<std::string> keys; // objects: the keys seen so far
+    std::string key;            // objects: the key whose value is being read
+    std::size_t index;          // arrays: the element being read
+  };
+  // The dotted path of the value being read in the innermost open container.
+  std::string child_name() const {
+    if (open_.empty()) return "";
+    const Container& c = open_.back();
+    if (c.array) return c.name + "[" + std::to_string(c.index) + "]";
+    return c.name.empty() ? c.key : c.name + "." + c.key;
+  }
+  void element_done() {
+    if (!open_.empty() && open_.back().array) ++open_.back().index;
+  }
+
+  std::string path_;
+  std::vector<Container> open_;
+};
 
 // Records every leaf of one config layer as set by `origin`.
 void record_provenance(const json& layer, const std::string& origin, Provenance& where) {
@@ -129,7 +184,7 @@ json read_json_file(const std::string& path) {
       throw ConfigError(path + ": larger than " + std::to_string(kMaxConfigBytes >> 20) + " MB; not a config file?");
   }
   try {
-    return json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
+    return json::parse(text, DuplicateKeyCheck(path), /*allow_exceptions=*/true, /*ignore_comments=*/true);
   } catch (const json::parse_error& e) {
     // e.byte counts bytes read, so the offending byte is at index byte - 1.
     auto [line, column] = line_column(text, e.byte == 0 ? 0 : e.byte - 1);

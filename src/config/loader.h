@@ -12,7 +12,8 @@
 
 namespace sl {
 
-// Reads and parses one JSON file. Missing file: names it; malformed: "path:line:col: ...".
+// Reads and parses one JSON file (configs and sweep files). Missing file: names it; malformed:
+// "path:line:col: ..."; a key twice in one object: "path: duplicate key 'model.n_layer' ...".
 nlohmann::json read_json_file(const std::string& path);
 
 // Objects merge key by key (recursively); anything else in `overlay` replaces what `base` had.

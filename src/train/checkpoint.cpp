@@ -100,18 +100,8 @@ void save_checkpoint(const std::string& path, const Model& model, const Optimize
   save_safetensors(path, tensors, metadata);
 }
 
-Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt, const nlohmann::json& expected_config,
-                           const std::vector<std::string>& may_differ) {
+TensorFile read_checkpoint_file(const std::string& path) {
   TensorFile file = load_safetensors(path);
-  auto meta = [&](const char* key) -> nlohmann::json {
-    auto it = file.metadata.find(key);
-    if (it == file.metadata.end()) throw Error(path + ": not a stacklab checkpoint (no '" + std::string(key) + "' metadata)");
-    try {
-      return nlohmann::json::parse(it->second);
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(path + ": metadata '" + key + "' is not valid JSON: " + e.what());
-    }
-  };
   // Checked first: a corrupt file gets this message, not a confusing config difference. The
   // format decides whether a checksum is required, so a flipped bit in the key name cannot
   // turn a v2 file into one that skips the check.
@@ -128,6 +118,21 @@ Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt
       throw Error(path + ": checksum mismatch (stored " + stored->second + ", computed " + actual +
                   "): the file is corrupt (a flipped bit or a damaged copy); restore it or start the run over");
   }
+  return file;
+}
+
+Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt, const nlohmann::json& expected_config,
+                           const std::vector<std::string>& may_differ) {
+  const TensorFile file = read_checkpoint_file(path);
+  auto meta = [&](const char* key) -> nlohmann::json {
+    auto it = file.metadata.find(key);
+    if (it == file.metadata.end()) throw Error(path + ": not a stacklab checkpoint (no '" + std::string(key) + "' metadata)");
+    try {
+      return nlohmann::json::parse(it->second);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(path + ": metadata '" + key + "' is not valid JSON: " + e.what());
+    }
+  };
   Checkpoint c;
   c.config = meta("config");
   c.train_state = meta("train_state");

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/safetensors.h"
 #include "nn/model.h"
 #include "train/optimizer.h"
 
@@ -20,9 +21,14 @@ struct Checkpoint {
 void save_checkpoint(const std::string& path, const Model& model, const Optimizer& opt, const nlohmann::json& config,
                      const nlohmann::json& train_state);
 
-// Reads `path`, checks that it was written with `expected_config` (else an sl::Error naming the
-// first differing key; the dotted keys in `may_differ` are not compared), and loads the weights
-// and optimizer state.
+// Reads `path` and checks that it is a stacklab checkpoint whose checksum matches its tensors and
+// metadata (files from before checksums, format v1, are read unchecked); else an sl::Error naming
+// the file. The one integrity check of every reader: load_checkpoint and `stacklab sample`.
+TensorFile read_checkpoint_file(const std::string& path);
+
+// read_checkpoint_file, then checks that it was written with `expected_config` (else an sl::Error
+// naming the first differing key; the dotted keys in `may_differ` are not compared), and loads the
+// weights and optimizer state.
 Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt, const nlohmann::json& expected_config,
                            const std::vector<std::string>& may_differ = {});
 

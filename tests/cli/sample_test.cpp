@@ -1,4 +1,6 @@
-// `stacklab sample RUN_DIR`: generates from a trained tiny run, deterministically for a seed.
+// `stacklab sample RUN_DIR`: generates from a trained tiny run, deterministically for a seed, and
+// refuses a corrupt checkpoint as `train --resume` does.
+#include <filesystem>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -64,6 +66,42 @@ TEST(SampleCommand, RejectsANegativeTokenCount) {
   const auto r = run_stacklab({"sample", trained_run(), "--tokens", "-1"});
   EXPECT_EQ(r.exit_code, 1) << r;
   EXPECT_NE(r.output.find("--tokens"), std::string::npos) << r;
+}
+
+// A copy of the trained run whose checkpoint `which` has one data byte flipped (near the end of
+// the file, inside the last tensor: the header still parses, only the checksum can tell).
+std::string run_with_flipped_byte(const std::string& which) {
+  const std::string copy = testing::make_temp_dir("flipped") + "/run";
+  std::filesystem::copy(trained_run(), copy, std::filesystem::copy_options::recursive);
+  const std::string ckpt = copy + "/checkpoints/" + which + ".safetensors";
+  std::string bytes = testing::read_text(ckpt);
+  bytes[bytes.size() - 7] = static_cast<char>(bytes[bytes.size() - 7] ^ 0x10);
+  testing::write_text(ckpt, bytes);
+  return copy;
+}
+
+TEST(SampleCommand, RefusesACheckpointWhoseChecksumDoesNotMatchNamingTheFile) {
+  const std::string run = run_with_flipped_byte("latest");
+  const auto r = run_stacklab({"sample", run, "--tokens", "5", "--seed", "1"});
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_NE(r.output.find(run + "/checkpoints/latest.safetensors: checksum mismatch"), std::string::npos) << r;
+  EXPECT_EQ(r.out, "") << "nothing may be sampled from a corrupt checkpoint";
+  // The same file refuses `train --resume` with the same words: one check for both.
+  const auto resume = run_stacklab({"train", "--resume", run});
+  EXPECT_EQ(resume.exit_code, 1) << resume;
+  EXPECT_NE(resume.output.find(run + "/checkpoints/latest.safetensors: checksum mismatch"), std::string::npos)
+      << resume;
+}
+
+TEST(SampleCommand, RefusesACorruptCheckpointGivenByPathOrAsBest) {
+  const std::string run = run_with_flipped_byte("best");
+  const std::string best = run + "/checkpoints/best.safetensors";
+  for (const std::string& which : {std::string("best"), best}) {
+    const auto r = run_stacklab({"sample", run, "--checkpoint", which, "--tokens", "5"});
+    EXPECT_EQ(r.exit_code, 1) << which << ": " << r;
+    EXPECT_NE(r.output.find(best + ": checksum mismatch"), std::string::npos) << which << ": " << r;
+  }
+  EXPECT_EQ(run_stacklab({"sample", run, "--tokens", "5"}).exit_code, 0) << "latest is intact";
 }
 
 }  // namespace

@@ -49,6 +49,52 @@ TEST(ValidateCommand, PrintsTheResolvedConfigWithDerivedValues) {
   EXPECT_TRUE(j.contains("derived"));
 }
 
+TEST(ValidateCommand, DefaultsPrintsTheDefaultConfigWhichLoadsBackAsTheDefaults) {
+  const auto r = run_stacklab({"validate", "--defaults"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  const auto defaults = nlohmann::json::parse(r.out);  // stdout holds only the JSON
+  EXPECT_EQ(defaults.at("model").at("n_layer"), 4);
+  EXPECT_EQ(defaults.at("data").at("alpha"), 0.5);
+  EXPECT_FALSE(defaults.at("train").contains("name")) << "train.name defaults to the file's stem";
+  // Saved and validated, it resolves to itself (plus the stem as train.name and the derived section).
+  const std::string dir = make_temp_dir();
+  write_text(dir + "/defaults.json", r.out);
+  const auto v = run_stacklab({"validate", dir + "/defaults.json"});
+  ASSERT_EQ(v.exit_code, 0) << v;
+  auto loaded = nlohmann::json::parse(v.out);
+  EXPECT_EQ(loaded.at("train").at("name"), "defaults");
+  loaded.erase("derived");
+  loaded["train"].erase("name");
+  EXPECT_EQ(loaded, defaults);
+}
+
+TEST(ValidateCommand, TheDefaultsAreNotTheStudysBaseConfig) {
+  const auto defaults = nlohmann::json::parse(run_stacklab({"validate", "--defaults"}).out);
+  const auto base = nlohmann::json::parse(testing::read_text(base_config()));
+  EXPECT_EQ(base.at("data").at("alpha"), 0.02);
+  EXPECT_NE(defaults.at("data").at("alpha"), base.at("data").at("alpha"));
+}
+
+TEST(ValidateCommand, DefaultsTakesNoConfigOrOverrides) {
+  EXPECT_EQ(run_stacklab({"validate", "--defaults", base_config()}).exit_code, 1);
+  EXPECT_EQ(run_stacklab({"validate", "--defaults", "--model.n_layer=2"}).exit_code, 1);
+}
+
+TEST(ValidateCommand, HelpAndErrorsPointAtDefaultsNotAtTheBaseConfig) {
+  for (const char* command : {"train", "validate"}) {
+    const auto help = run_stacklab({command, "--help"});
+    EXPECT_NE(help.out.find("validate --defaults"), std::string::npos) << help;
+    EXPECT_EQ(help.out.find("base.json holds"), std::string::npos) << help;
+  }
+  const auto r = run_stacklab({"train"});
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_NE(r.output.find("stacklab validate --defaults"), std::string::npos) << r;
+  EXPECT_NE(r.output.find("the study's base config"), std::string::npos) << r;
+  const std::string readme = testing::read_text(testing::kSourceDir + "/README.md");
+  EXPECT_NE(readme.find("stacklab validate --defaults"), std::string::npos);
+  EXPECT_EQ(readme.find("validate configs/base.json` prints them all"), std::string::npos);
+}
+
 TEST(ConfigErrors, AnUnknownKeyInAFileSuggestsTheNearestKey) {
   const std::string dir = make_temp_dir();
   write_text(dir + "/typo.json", R"({"extends": ")" + base_config() + R"(", "model": {"n_layers": 2}})");
@@ -100,6 +146,31 @@ TEST(ConfigErrors, MalformedJsonIsReportedWithLineAndColumn) {
 TEST(ConfigErrors, AMissingConfigFileIsNamed) {
   const std::string path = make_temp_dir() + "/absent.json";
   expect_rejected({path}, {"config file not found: " + path});
+}
+
+TEST(ConfigErrors, ADuplicateKeyInAConfigFileNamesTheKeyAndTheFile) {
+  const std::string dir = make_temp_dir();
+  write_text(dir + "/dup.json", R"({"extends": ")" + base_config() + R"(", "model": {"n_layer": 2, "n_layer": 7}})");
+  expect_rejected({dir + "/dup.json"}, {dir + "/dup.json", "duplicate key 'model.n_layer'"});
+}
+
+TEST(ConfigErrors, ADuplicateKeyInASweepFileNamesTheKeyAndTheFile) {
+  const std::string dir = make_temp_dir();
+  write_text(dir + "/sweep.json", R"({"name": "dup", "base": ")" + base_config() +
+                                      R"(", "grid": {"model.n_layer": [1], "model.n_layer": [2]}})");
+  const auto r = run_stacklab({"sweep", dir + "/sweep.json", "--dry-run"});
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_NE(r.output.find(dir + "/sweep.json: duplicate key 'grid.model.n_layer'"), std::string::npos) << r;
+}
+
+TEST(ConfigErrors, ADataPathWithoutTheTextSourceNamesBothKeys) {
+  expect_rejected({base_config(), "--data.path=data/corpus.txt"},
+                  {"--data.path=data/corpus.txt", "data.path", "data.source", "--data.source=text"});
+}
+
+TEST(ConfigErrors, AWarmupLongerThanTheRunNamesBothKeys) {
+  expect_rejected({base_config(), "--optim.schedule=warmup_constant", "--optim.warmup_iters=100", "--train.max_iters=2"},
+                  {"optim.warmup_iters", "train.max_iters"});
 }
 
 TEST(CommandLineErrors, AnUnknownFlagIsRejectedWithTheValidFlags) {

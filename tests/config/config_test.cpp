@@ -145,6 +145,42 @@ TEST(Config, CrossFieldRulesAreEnforced) {
       {{"model", {{"residual_scale", "deepnorm"}, {"norm_position", "post"}}}}, "cfg.json"));
 }
 
+TEST(Config, ADataPathIsRefusedUnlessTheSourceIsText) {
+  const std::string msg = parse_error({{"data", {{"path", "/data/corpus.txt"}}}});
+  EXPECT_CONTAINS(msg, "cfg.json: data.path:");
+  EXPECT_CONTAINS(msg, "data.source is \"markov\"");
+  EXPECT_NO_THROW(config_from_json({{"data", {{"path", "/data/corpus.txt"}, {"source", "text"}}}}, "cfg.json"));
+}
+
+TEST(Config, AWarmupLongerThanTheRunIsRefused) {
+  for (const char* schedule : {"warmup_constant", "cosine"}) {
+    const std::string msg =
+        parse_error({{"optim", {{"schedule", schedule}, {"warmup_iters", 100}}}, {"train", {{"max_iters", 2}}}});
+    EXPECT_CONTAINS(msg, "cfg.json: optim.warmup_iters: 100 is above train.max_iters 2");
+  }
+  // A run that is all warm-up reaches the full rate at its last step: allowed.
+  EXPECT_NO_THROW(config_from_json(
+      {{"optim", {{"schedule", "warmup_constant"}, {"warmup_iters", 2}}}, {"train", {{"max_iters", 2}}}}, "cfg.json"));
+}
+
+TEST(Config, AWarmupWithTheConstantScheduleIsRefusedAsIgnored) {
+  const std::string msg = parse_error({{"optim", {{"warmup_iters", 50}}}});
+  EXPECT_CONTAINS(msg, "cfg.json: optim.warmup_iters:");
+  EXPECT_CONTAINS(msg, "optim.schedule \"constant\"");
+}
+
+TEST(Config, ACosineThatEndsItsDecayBeforeItsWarmupIsRefused) {
+  const std::string msg =
+      parse_error({{"optim", {{"schedule", "cosine"}, {"warmup_iters", 50}, {"lr_decay_iters", 20}}}});
+  EXPECT_CONTAINS(msg, "cfg.json: optim.lr_decay_iters: 20 is below optim.warmup_iters 50");
+  // lr_decay_iters 0 means train.max_iters, checked by the warm-up rule; an equal horizon is a
+  // warm-up followed by min_lr, degenerate but well defined.
+  EXPECT_NO_THROW(config_from_json({{"optim", {{"schedule", "cosine"}, {"warmup_iters", 50}, {"lr_decay_iters", 0}}}},
+                                   "cfg.json"));
+  EXPECT_NO_THROW(config_from_json(
+      {{"optim", {{"schedule", "cosine"}, {"warmup_iters", 50}, {"lr_decay_iters", 50}}}}, "cfg.json"));
+}
+
 TEST(Config, ExtendsIsOnlyUnderstoodByTheLoader) {
   EXPECT_CONTAINS(parse_error({{"extends", "base.json"}}), "cfg.json: extends:");
 }

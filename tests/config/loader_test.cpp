@@ -150,6 +150,37 @@ TEST_F(Loader, DataPathIsResolvedAgainstTheFileThatSetIt) {
   EXPECT_EQ(load_config(child).data.path, (dir_ / "corpora" / "shakespeare.txt").string());
 }
 
+TEST_F(Loader, ADuplicateKeyIsAnErrorNamingItsDottedPathAndTheFile) {
+  const std::string path = write("dup.json", R"({"model": {"n_layer": 2, "n_layer": 7}})");
+  EXPECT_CONTAINS(error_of([&] { load_config(path); }), path + ": duplicate key 'model.n_layer'");
+  const std::string top = write("top.json", R"({"model": {"n_layer": 2}, "model": {"n_embd": 32}})");
+  EXPECT_CONTAINS(error_of([&] { load_config(top); }), top + ": duplicate key 'model'");
+  // In an array of objects (a sweep's variants) the element is named by its index.
+  const std::string arr = write("arr.json", R"({"variants": [{"name": "a"}, {"name": "b", "name": "c"}]})");
+  EXPECT_CONTAINS(error_of([&] { read_json_file(arr); }), arr + ": duplicate key 'variants[1].name'");
+}
+
+TEST_F(Loader, ADuplicateKeyInABaseConfigNamesTheBase) {
+  const std::string base = write("base.json", R"({"optim": {"learning_rate": 0.1, "learning_rate": 0.001}})");
+  const std::string child = write("child.json", R"({"extends": "base.json"})");
+  EXPECT_CONTAINS(error_of([&] { load_config(child); }), base + ": duplicate key 'optim.learning_rate'");
+}
+
+TEST_F(Loader, EqualKeysInDifferentObjectsAreNotDuplicates) {
+  const std::string path =
+      write("ok.json", R"({"model": {"n_layer": 2}, "train": {"name": "x", "seed": 1}, "data": {"seed": 2}})");
+  EXPECT_EQ(load_config(path).data.seed, 2u);
+}
+
+TEST_F(Loader, ADataPathWithoutTheTextSourceIsAnErrorNamingBothKeys) {
+  const std::string path = write("markov.json", R"({"model": {"n_layer": 2}})");
+  const std::string msg = error_of([&] { load_config(path, {"--data.path=data/corpus.txt"}); });
+  EXPECT_CONTAINS(msg, "override '--data.path=data/corpus.txt'");
+  EXPECT_CONTAINS(msg, "data.path");
+  EXPECT_CONTAINS(msg, "data.source");
+  EXPECT_NO_THROW(load_config(path, {"--data.path=data/corpus.txt", "--data.source=text"}));
+}
+
 TEST_F(Loader, OverridesAreParsedAsTheKeysType) {
   json cfg = json::object();
   EXPECT_EQ(apply_override(cfg, "--model.n_layer=32"), "model.n_layer");
