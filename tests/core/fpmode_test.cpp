@@ -37,16 +37,18 @@ float product_of_subnormal_input() { return g_subnormal * 1e10f; }
 // +0 or -0 by its bits (not by a float comparison, which DAZ on this thread would change).
 bool is_zero(float v) { return (std::bit_cast<uint32_t>(v) & 0x7fffffffu) == 0; }
 
-// Restores the project's defaults after a test: flush on, two threads, OpenBLAS single-threaded
-// under OpenMP (core/blas.h).
+// Two threads each, and afterwards the mode the test process had before (so the other tests
+// run as they would alone), OpenBLAS single-threaded again under OpenMP (core/blas.h).
 struct FlushTest : ::testing::Test {
+  bool was_on_ = false;
   void SetUp() override {
     if (!can_flush_subnormals()) GTEST_SKIP() << "this build has no flush-to-zero control for this CPU";
+    was_on_ = flush_subnormals_on();
     set_num_threads(2);
   }
   void TearDown() override {
     set_num_threads(2);
-    set_flush_subnormals(true);
+    set_flush_subnormals(was_on_);
   }
 };
 
