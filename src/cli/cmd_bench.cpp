@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "config/loader.h"
 #include "core/blas.h"
+#include "core/fpmode.h"
 #include "train/bench.h"
 
 namespace sl {
@@ -18,6 +19,7 @@ namespace {
 
 int run_sgemm(const Args& a, const Config& cfg) {
   const int threads = static_cast<int>(a.get_int("threads", 0));
+  set_flush_subnormals(cfg.train.flush_subnormals);  // threads time_gemms adds are made by this flushed one
   const auto shapes = model_gemm_shapes(cfg.model, cfg.train.batch_size, cfg.model.block_size);
   const auto timings = time_gemms(shapes, threads);
   const double ceiling = gemm_ceiling_gflops(timings);
@@ -32,7 +34,8 @@ int run_sgemm(const Args& a, const Config& cfg) {
       if (!build.empty()) rows.back()["build_gflops"] = build[i].gflops;
     }
     nlohmann::json j = {{"config", cfg.source_path}, {"threads", threads}, {"shapes", rows},
-                        {"ceiling_gflops", ceiling}, {"matmul", matmul_path()}};
+                        {"ceiling_gflops", ceiling}, {"matmul", matmul_path()},
+                        {"flush_subnormals", flush_subnormals_on()}};
     if (!build.empty()) j["ceiling_build_gflops"] = gemm_ceiling_gflops(build);
     std::printf("%s\n", j.dump().c_str());
     return kExitOk;

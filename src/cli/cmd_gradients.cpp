@@ -7,6 +7,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "config/loader.h"
+#include "core/fpmode.h"
 #include "core/fsutil.h"
 #include "core/ops.h"
 #include "nn/model.h"
@@ -20,6 +21,7 @@ int cmd_gradients(const ArgList& argv) {
   if (a.positional.size() != 1) throw Error("expected one CONFIG file");
   if (!a.has("out")) throw Error("--out DIR is required");
   Config cfg = load_config(a.positional[0], a.overrides);
+  set_flush_subnormals(cfg.train.flush_subnormals);  // the arithmetic a training run of cfg has
   auto data = make_data(cfg);
   Model model(cfg.model);
   model.init_weights(cfg.train.seed);

@@ -10,6 +10,7 @@
 #include "config/config.h"
 #include "core/blas.h"
 #include "core/error.h"
+#include "core/fpmode.h"
 
 namespace {
 
@@ -62,7 +63,9 @@ const Command kCommands[] = {
      "  --rounds R             times the sgemm ceiling R times (at most --steps), between blocks of the steps (default: 3)\n"
      "  --no-ceiling           steps only, no sgemm ceiling or step/ceiling ratio (default: off)\n"
      "  --json                 one JSON object instead of the table (default: off)\n"
-     "  --sgemm                time sgemm on the config's Linear shapes (default: off)\n"},
+     "  --sgemm                time sgemm on the config's Linear shapes (default: off)\n"
+     "  --section.key=value    config overrides, e.g. --train.flush_subnormals=false to time with\n"
+     "                         subnormal floats kept (none)\n"},
     {"sweep", sl::cmd_sweep,
      "sweep SWEEP.json [SWEEP.json ...] [--executor local|slurm] [--jobs N] [--dry-run] [--on-change rerun|fail] "
      "| sweep --status SWEEP_DIR [...]   run grids of train or probe runs (locally or as Slurm job arrays); "
@@ -124,6 +127,10 @@ int main(int argc, char** argv) {
     std::printf("stacklab %s\n", STACKLAB_VERSION);
     std::printf("matrix products: %s\nOpenBLAS kernels: %s\nvector loops: %s\n", sl::matmul_path().c_str(),
                 sl::openblas_core().c_str(), sl::simd_clone().c_str());
+    std::printf("subnormal floats: %s\n", sl::can_flush_subnormals()
+                                             ? "flushed to zero (FTZ+DAZ on every compute thread) unless "
+                                               "train.flush_subnormals=false"
+                                             : "kept (this build has no flush-to-zero control for this CPU)");
     return sl::kExitOk;
   }
   const std::string name = argv[1];

@@ -80,6 +80,7 @@ template <class S, class V> void visit_train(S& t, V& v) {
   v("save_best", t.save_best);
   v("threads", t.threads);
   v("grad_accum_steps", t.grad_accum_steps);
+  v("flush_subnormals", t.flush_subnormals);
 }
 template <class S, class V> void visit_log(S& l, V& v) {
   v("log_interval", l.log_interval);

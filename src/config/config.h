@@ -95,6 +95,7 @@ struct TrainConfig {
   bool save_best = true;                  // write checkpoints/best.safetensors at each new best val loss
   int threads = 0;                        // 0 = all cores
   int grad_accum_steps = 1;               // micro-batches of batch_size summed into one update
+  bool flush_subnormals = true;           // FTZ + DAZ on every compute thread (core/fpmode.h)
   bool operator==(const TrainConfig&) const = default;
 };
 

@@ -9,6 +9,7 @@
 
 #include "core/blas.h"
 #include "core/error.h"
+#include "core/fpmode.h"
 #include "core/rng.h"
 #include "nn/model.h"
 #include "train/optimizer.h"
@@ -55,6 +56,7 @@ BenchResult run_bench(Config cfg, const BenchOptions& opt) {
   BenchResult r;
   r.threads = resolve_threads(opt.threads > 0 ? opt.threads : cfg.train.threads);
   set_num_threads(r.threads);
+  set_flush_subnormals(cfg.train.flush_subnormals);
 
   auto data = make_data(cfg);
   const int B = cfg.train.batch_size, T = cfg.model.block_size;
@@ -143,7 +145,8 @@ nlohmann::json to_json(const BenchResult& r, const Config& cfg) {
           {"gflops", r.flops_per_step / (med * 1e6)},
           {"peak_rss_mb", static_cast<double>(r.peak_rss_kb) / 1024.0},
           {"page_faults_per_step", r.page_faults_per_step},
-          {"numeric_path", {{"matmul", matmul_path()}, {"openblas_core", openblas_core()}, {"vector_loops", simd_clone()}}},
+          {"numeric_path", {{"matmul", matmul_path()}, {"openblas_core", openblas_core()}, {"vector_loops", simd_clone()},
+                            {"flush_subnormals", flush_subnormals_on()}}},
           {"final_loss", r.final_loss}};
   if (!r.ceiling_gflops.empty()) {
     const double ceiling = median(r.ceiling_gflops);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "core/fpmode.h"
 #include "core/ops.h"
 #include "nn/model.h"
 #include "train/layer_stats.h"
@@ -33,6 +34,7 @@ nlohmann::json mean_arrays(const std::vector<nlohmann::json>& per_seed, const st
 }  // namespace
 
 nlohmann::json run_probe(Config cfg, const std::vector<uint64_t>& seeds) {
+  set_flush_subnormals(cfg.train.flush_subnormals);  // on the threads the caller set (core/fpmode.h)
   auto data = make_data(cfg);
   const int B = cfg.train.batch_size, T = cfg.model.block_size;
   const Batch batch = data->eval_batches(1, B, T, /*train_split=*/true).at(0);

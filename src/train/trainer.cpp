@@ -19,6 +19,7 @@
 
 #include "core/blas.h"
 #include "core/error.h"
+#include "core/fpmode.h"
 #include "core/fsutil.h"
 #include "core/json_read.h"
 #include "core/ops.h"
@@ -41,10 +42,11 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // What fixes this run's arithmetic besides its config: the matrix-product path of the build, the
-// kernels OpenBLAS picked for this CPU, the clone of the vector loops, and the thread count.
+// kernels OpenBLAS picked for this CPU, the clone of the vector loops, the thread count, and
+// whether subnormals are flushed to zero (read back from this thread's control register).
 nlohmann::json numeric_path_json() {
   return {{"matmul", matmul_path()}, {"openblas_core", openblas_core()}, {"vector_loops", simd_clone()},
-          {"threads", num_threads()}};
+          {"threads", num_threads()}, {"flush_subnormals", flush_subnormals_on()}};
 }
 
 nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
@@ -253,6 +255,7 @@ class Run {
   void open_run_dir() {
     const int threads = cfg_.train.threads > 0 ? cfg_.train.threads : static_cast<int>(std::thread::hardware_concurrency());
     set_num_threads(threads);  // BLAS and the OpenMP kernels alike
+    set_flush_subnormals(cfg_.train.flush_subnormals);  // on the threads just set (core/fpmode.h)
     const bool reuse_vocab = opt_.resume && cfg_.data.source == SourceKind::Text && std::filesystem::exists(dir_ + "/vocab.json");
     data_ = make_data(cfg_, reuse_vocab ? dir_ + "/vocab.json" : "");
     limit_ = divergence_limit(cfg_.model);  // text data has just set vocab_size

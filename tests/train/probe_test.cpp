@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "core/blas.h"
+#include "core/fpmode.h"
 #include "train/layer_stats.h"
 
 namespace sl {
@@ -56,6 +57,17 @@ TEST(RunProbe, MeanIsTheEntryWiseMeanOfTheSeedsAndNullWithoutAttention) {
       << "different seeds should give different attention";
   const nlohmann::json off = run_probe(tiny(2, false), {1});
   for (const auto& v : off.at("mean").at("attn_entropy")) EXPECT_TRUE(v.is_null());
+}
+
+TEST(RunProbe, FlushesSubnormalsAsTrainFlushSubnormalsSays) {
+  if (!can_flush_subnormals()) GTEST_SKIP() << "this build has no flush-to-zero control for this CPU";
+  Config cfg = tiny(2, true);
+  cfg.train.flush_subnormals = false;
+  run_probe(cfg, {1});
+  EXPECT_FALSE(flush_subnormals_on());
+  cfg.train.flush_subnormals = true;
+  run_probe(cfg, {1});
+  EXPECT_TRUE(flush_subnormals_on());
 }
 
 }  // namespace

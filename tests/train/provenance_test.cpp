@@ -42,5 +42,13 @@ TEST(Provenance, ATextCorpusIsIdentifiedByItsContentNotItsPath) {
   fs::remove_all(dir);
 }
 
+TEST(Provenance, FlushingSubnormalsIsPartOfTheNumericPathNotOfARunsIdentity) {
+  // Like train.threads: runs made before the key existed ran unflushed, and stay the same runs.
+  Config kept;
+  kept.train.flush_subnormals = false;
+  EXPECT_EQ(make_provenance(Config{}).at("fingerprint"), make_provenance(kept).at("fingerprint"));
+  EXPECT_TRUE(provenance_changes(make_provenance(kept), make_provenance(Config{})).empty());
+}
+
 }  // namespace
 }  // namespace sl
