@@ -18,8 +18,7 @@ static double to_double(const std::string& flag, const std::string& v) {
     size_t used = 0;
     double d = std::stod(v, &used);
     if (used == v.size()) return d;
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   throw Error("--" + flag + ": expected a number, got '" + v + "'");
 }
 
@@ -34,14 +33,13 @@ long long Args::get_int(const std::string& f, long long fallback) const {
     size_t used = 0;
     long long n = std::stoll(v, &used);
     if (used == v.size()) return n;
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   throw Error("--" + f + ": expected an integer, got '" + v + "'");
 }
 
-Args parse_args(const std::string& /*command: main() prefixes errors with it*/, const std::vector<std::string>& argv,
-                const std::set<std::string>& value_flags, const std::set<std::string>& switch_flags,
-                bool allow_overrides) {
+Args parse_args(const std::string& /*command: main() prefixes errors with it*/,
+                const std::vector<std::string>& argv, const std::set<std::string>& value_flags,
+                const std::set<std::string>& switch_flags, bool allow_overrides) {
   Args a;
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& s = argv[i];
@@ -53,7 +51,8 @@ Args parse_args(const std::string& /*command: main() prefixes errors with it*/, 
     const std::string name = s.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     if (name.find('.') != std::string::npos) {
       if (!allow_overrides) throw Error("config overrides like " + s + " are not accepted here");
-      if (eq == std::string::npos) throw Error("override " + s + " needs a value: --" + name + "=VALUE");
+      if (eq == std::string::npos)
+        throw Error("override " + s + " needs a value: --" + name + "=VALUE");
       a.overrides.push_back(s);
     } else if (value_flags.count(name)) {
       if (eq != std::string::npos) {
@@ -71,7 +70,8 @@ Args parse_args(const std::string& /*command: main() prefixes errors with it*/, 
       all.insert(all.end(), switch_flags.begin(), switch_flags.end());
       std::ostringstream os;
       os << "unknown flag --" << name;
-      if (const std::string near = closest_key(name, all); !near.empty()) os << " (did you mean --" << near << "?)";
+      if (const std::string near = closest_key(name, all); !near.empty())
+        os << " (did you mean --" << near << "?)";
       os << "; valid flags:";
       for (const auto& f : all) os << " --" << f;
       if (allow_overrides) os << " (and config overrides --section.key=value)";
@@ -86,7 +86,8 @@ std::vector<float> parse_float_list(const std::string& flag, const std::string& 
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) out.push_back(static_cast<float>(to_double(flag, item)));
-  if (out.empty()) throw Error("--" + flag + ": expected a comma-separated list of numbers, got '" + text + "'");
+  if (out.empty())
+    throw Error("--" + flag + ": expected a comma-separated list of numbers, got '" + text + "'");
   return out;
 }
 

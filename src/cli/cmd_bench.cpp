@@ -1,4 +1,5 @@
-// `stacklab bench CONFIG [--steps N] [--warmup W] [--threads T] [--rounds R] [--no-ceiling] [--json]
+// `stacklab bench CONFIG [--steps N] [--warmup W] [--threads T] [--rounds R] [--no-ceiling]
+// [--json]
 // [--section.key=value ...]` times full training steps (forward, backward, optimizer) and reports
 // ms/step, its split, tokens/s, GFLOP/s (formula in train/bench.h), peak RSS, and the ratio to the
 // sgemm ceiling on the model's own Linear shapes, timed in R rounds between blocks of the steps.
@@ -19,54 +20,69 @@ namespace {
 
 int run_sgemm(const Args& a, const Config& cfg) {
   const int threads = static_cast<int>(a.get_int("threads", 0));
-  set_flush_subnormals(cfg.train.flush_subnormals);  // threads time_gemms adds are made by this flushed one
+  set_flush_subnormals(
+      cfg.train.flush_subnormals);  // threads time_gemms adds are made by this flushed one
   const auto shapes = model_gemm_shapes(cfg.model, cfg.train.batch_size, cfg.model.block_size);
   const auto timings = time_gemms(shapes, threads);
   const double ceiling = gemm_ceiling_gflops(timings);
-  // A libxsmm build times its own path on the same shapes too (each shape's path is fixed by its shape).
-  const auto build = has_libxsmm() ? time_gemms(shapes, threads, 0.2, false) : std::vector<GemmTiming>{};
+  // A libxsmm build times its own path on the same shapes too (each shape's path is fixed by its
+  // shape).
+  const auto build =
+      has_libxsmm() ? time_gemms(shapes, threads, 0.2, false) : std::vector<GemmTiming>{};
   if (a.has("json")) {
     nlohmann::json rows = nlohmann::json::array();
     for (size_t i = 0; i < timings.size(); ++i) {
       const auto& t = timings[i];
-      rows.push_back({{"name", t.shape.name}, {"M", t.shape.M}, {"N", t.shape.N}, {"K", t.shape.K},
-                      {"trans_a", t.shape.trans_a}, {"trans_b", t.shape.trans_b}, {"ms", t.ms}, {"gflops", t.gflops}});
+      rows.push_back({{"name", t.shape.name},
+                      {"M", t.shape.M},
+                      {"N", t.shape.N},
+                      {"K", t.shape.K},
+                      {"trans_a", t.shape.trans_a},
+                      {"trans_b", t.shape.trans_b},
+                      {"ms", t.ms},
+                      {"gflops", t.gflops}});
       if (!build.empty()) rows.back()["build_gflops"] = build[i].gflops;
     }
-    nlohmann::json j = {{"config", cfg.source_path}, {"threads", threads}, {"shapes", rows},
-                        {"ceiling_gflops", ceiling}, {"matmul", matmul_path()},
+    nlohmann::json j = {{"config", cfg.source_path},
+                        {"threads", threads},
+                        {"shapes", rows},
+                        {"ceiling_gflops", ceiling},
+                        {"matmul", matmul_path()},
                         {"flush_subnormals", flush_subnormals_on()}};
     if (!build.empty()) j["ceiling_build_gflops"] = gemm_ceiling_gflops(build);
     std::printf("%s\n", j.dump().c_str());
     return kExitOk;
   }
-  std::printf("sgemm on the Linear shapes of %s (B*T = %d rows), %d threads\n", cfg.source_path.c_str(),
-              cfg.train.batch_size * cfg.model.block_size, threads);
+  std::printf("sgemm on the Linear shapes of %s (B*T = %d rows), %d threads\n",
+              cfg.source_path.c_str(), cfg.train.batch_size * cfg.model.block_size, threads);
   std::printf("  %-16s %6s %6s %6s  %5s %9s %9s%s\n", "gemm", "M", "N", "K", "op", "ms", "GFLOP/s",
               build.empty() ? "" : "  build GFLOP/s");
   for (size_t i = 0; i < timings.size(); ++i) {
     const auto& t = timings[i];
     std::printf("  %-16s %6lld %6lld %6lld  %c%c %9.3f %9.1f", t.shape.name.c_str(),
                 static_cast<long long>(t.shape.M), static_cast<long long>(t.shape.N),
-                static_cast<long long>(t.shape.K), t.shape.trans_a ? 'T' : 'N', t.shape.trans_b ? 'T' : 'N', t.ms,
-                t.gflops);
+                static_cast<long long>(t.shape.K), t.shape.trans_a ? 'T' : 'N',
+                t.shape.trans_b ? 'T' : 'N', t.ms, t.gflops);
     if (!build.empty()) std::printf("  %13.1f", build[i].gflops);
     std::printf("\n");
   }
-  std::printf("ceiling (total FLOPs / total time over these shapes): %.1f GFLOP/s OpenBLAS\n", ceiling);
+  std::printf("ceiling (total FLOPs / total time over these shapes): %.1f GFLOP/s OpenBLAS\n",
+              ceiling);
   if (!build.empty())
-    std::printf("this build's path (%s): %.1f GFLOP/s\n", matmul_path().c_str(), gemm_ceiling_gflops(build));
+    std::printf("this build's path (%s): %.1f GFLOP/s\n", matmul_path().c_str(),
+                gemm_ceiling_gflops(build));
   return kExitOk;
 }
 
 }  // namespace
 
 int cmd_bench(const ArgList& argv) {
-  Args a = parse_args("bench", argv, {"steps", "warmup", "threads", "rounds"}, {"json", "sgemm", "no-ceiling"}, true);
+  Args a = parse_args("bench", argv, {"steps", "warmup", "threads", "rounds"},
+                      {"json", "sgemm", "no-ceiling"}, true);
   if (a.positional.size() > 1) throw Error("expected one CONFIG file");
   if (a.positional.empty() && !a.has("sgemm")) throw Error("expected a CONFIG file (or --sgemm)");
-  const std::string path = a.positional.empty() ? std::string("configs/bench/b5.json")
-                                                : a.positional[0];
+  const std::string path =
+      a.positional.empty() ? std::string("configs/bench/b5.json") : a.positional[0];
   Config cfg = load_config(path, a.overrides);
   if (a.has("threads")) cfg.train.threads = static_cast<int>(a.get_int("threads", 0));
   if (a.has("sgemm")) return run_sgemm(a, cfg);
@@ -85,29 +101,37 @@ int cmd_bench(const ArgList& argv) {
     return kExitOk;
   }
   const ModelConfig& m = cfg.model;
-  std::printf("bench %s: %d layers x %d wide, %d heads, T %d, B %d, vocab %d; %lld parameters (%lld in Linear "
-              "weights); %d threads, %d steps after %d warm-up\n",
-              path.c_str(), m.n_layer, m.n_embd, m.n_head, m.block_size, cfg.train.batch_size, m.vocab_size,
-              static_cast<long long>(r.n_params), static_cast<long long>(r.n_matmul_params), r.threads, opt.steps,
-              opt.warmup);
+  std::printf(
+      "bench %s: %d layers x %d wide, %d heads, T %d, B %d, vocab %d; %lld parameters (%lld in "
+      "Linear "
+      "weights); %d threads, %d steps after %d warm-up\n",
+      path.c_str(), m.n_layer, m.n_embd, m.n_head, m.block_size, cfg.train.batch_size, m.vocab_size,
+      static_cast<long long>(r.n_params), static_cast<long long>(r.n_matmul_params), r.threads,
+      opt.steps, opt.warmup);
   std::printf("  step       %8.2f ms median (min %.2f, max %.2f)\n", j["ms_per_step"].get<double>(),
               j["ms_min"].get<double>(), j["ms_max"].get<double>());
-  std::printf("  forward    %8.2f ms\n  backward   %8.2f ms\n  optimizer  %8.2f ms\n", j["forward_ms"].get<double>(),
-              j["backward_ms"].get<double>(), j["optimizer_ms"].get<double>());
+  std::printf("  forward    %8.2f ms\n  backward   %8.2f ms\n  optimizer  %8.2f ms\n",
+              j["forward_ms"].get<double>(), j["backward_ms"].get<double>(),
+              j["optimizer_ms"].get<double>());
   std::printf("  tokens/s   %8.0f\n", j["tokens_per_sec"].get<double>());
   std::printf("  GFLOP/s    %8.2f  (%.3g FLOPs/step = 6*N_matmul*B*T + 12*L*B*T^2*C, full T^2)\n",
               j["gflops"].get<double>(), r.flops_per_step);
-  std::printf("  peak RSS   %8.1f MB (%.0f page faults per timed step)\n", j["peak_rss_mb"].get<double>(),
-              r.page_faults_per_step);
+  std::printf("  peak RSS   %8.1f MB (%.0f page faults per timed step)\n",
+              j["peak_rss_mb"].get<double>(), r.page_faults_per_step);
   if (j.contains("ceiling_gflops"))
-    std::printf("  ceiling    %8.2f GFLOP/s OpenBLAS sgemm on this model's Linear shapes, %d threads (median of %zu "
-                "rounds alternating with the steps); step/ceiling %.2f\n",
-                j["ceiling_gflops"].get<double>(), r.threads, r.ceiling_gflops.size(), j["ceiling_ratio"].get<double>());
+    std::printf(
+        "  ceiling    %8.2f GFLOP/s OpenBLAS sgemm on this model's Linear shapes, %d threads "
+        "(median of %zu "
+        "rounds alternating with the steps); step/ceiling %.2f\n",
+        j["ceiling_gflops"].get<double>(), r.threads, r.ceiling_gflops.size(),
+        j["ceiling_ratio"].get<double>());
   if (j.contains("ceiling_build_gflops"))
-    std::printf("  ceiling    %8.2f GFLOP/s this build's path (%s) on the same shapes; step/ceiling %.2f\n",
-                j["ceiling_build_gflops"].get<double>(), matmul_path().c_str(), j["ceiling_build_ratio"].get<double>());
-  std::printf("  numerics   matrix products %s; OpenBLAS kernels %s; vector loops %s\n", matmul_path().c_str(),
-              openblas_core().c_str(), simd_clone().c_str());
+    std::printf(
+        "  ceiling    %8.2f GFLOP/s this build's path (%s) on the same shapes; step/ceiling %.2f\n",
+        j["ceiling_build_gflops"].get<double>(), matmul_path().c_str(),
+        j["ceiling_build_ratio"].get<double>());
+  std::printf("  numerics   matrix products %s; OpenBLAS kernels %s; vector loops %s\n",
+              matmul_path().c_str(), openblas_core().c_str(), simd_clone().c_str());
   return kExitOk;
 }
 

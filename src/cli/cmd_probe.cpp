@@ -30,10 +30,14 @@ std::vector<uint64_t> parse_seeds(const std::string& text) {
     uint64_t v = 0;
     const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (s.empty() || ec != std::errc() || end != s.data() + s.size())
-      throw Error("--seeds: expected comma-separated non-negative integers (at most 2^64 - 1), got '" + item + "'");
+      throw Error(
+          "--seeds: expected comma-separated non-negative integers (at most 2^64 - 1), got '" +
+          item + "'");
     seeds.push_back(v);
   }
-  if (seeds.empty()) throw Error("--seeds: expected a comma-separated list of non-negative integers, got '" + text + "'");
+  if (seeds.empty())
+    throw Error("--seeds: expected a comma-separated list of non-negative integers, got '" + text +
+                "'");
   return seeds;
 }
 
@@ -49,22 +53,27 @@ int cmd_probe(const ArgList& argv) {
   if (a.has("out")) write_file_atomic(a.get("out", ""), r.dump(1) + "\n");
   if (!a.has("quiet")) {
     std::printf("%s\n", describe_model(cfg, r["n_params"].get<int64_t>()).c_str());
-    std::printf("probe over %zu seed%s: mean loss %.4f (ln V = %.4f)\n", seeds.size(), seeds.size() == 1 ? "" : "s",
-                r["mean_loss"].get<double>(),
+    std::printf("probe over %zu seed%s: mean loss %.4f (ln V = %.4f)\n", seeds.size(),
+                seeds.size() == 1 ? "" : "s", r["mean_loss"].get<double>(),
                 r["reference_losses"]["uniform"].get<double>());
     const auto& m = r["mean"];
-    std::printf("%6s %12s %12s %12s %10s\n", "block", "grad_norm", "stream_grad", "act_rms", "rank_ratio");
+    std::printf("%6s %12s %12s %12s %10s\n", "block", "grad_norm", "stream_grad", "act_rms",
+                "rank_ratio");
     const size_t L = m["grad_norm"].size();
-    auto num = [](const nlohmann::json& v) { return v.is_number() ? v.get<double>() : std::nan(""); };
+    auto num = [](const nlohmann::json& v) {
+      return v.is_number() ? v.get<double>() : std::nan("");
+    };
     for (size_t l = 0; l <= L; ++l) {
       if (l < L)
-        std::printf("%6zu %12.4g", l, num(m["grad_norm"][l]));  // blocks count from 0, as everywhere
+        std::printf("%6zu %12.4g", l,
+                    num(m["grad_norm"][l]));  // blocks count from 0, as everywhere
       else
         std::printf("%6s %12s", "out", "");
       std::printf(" %12.4g %12.4g %10.4f\n", num(m["stream_grad_norm"][l]), num(m["act_rms"][l]),
                   num(m["rank_ratio"][l]));
     }
-    std::printf("first / last block (0 / %zu) gradient norm: %.4g\n", L - 1, num(r["ratio_first_last"]));
+    std::printf("first / last block (0 / %zu) gradient norm: %.4g\n", L - 1,
+                num(r["ratio_first_last"]));
     if (a.has("out")) std::printf("wrote %s\n", a.get("out", "").c_str());
   }
   return kExitOk;

@@ -10,7 +10,8 @@ namespace sl {
 
 int cmd_registry(const ArgList& argv) {
   Args a = parse_args("registry", argv, {}, {"json"}, false);
-  if (!a.positional.empty()) throw Error("registry takes no positional arguments, got '" + a.positional[0] + "'");
+  if (!a.positional.empty())
+    throw Error("registry takes no positional arguments, got '" + a.positional[0] + "'");
   const nlohmann::json r = registry_json();
   if (a.has("json")) {
     std::printf("%s\n", r.dump(2).c_str());
@@ -21,8 +22,10 @@ int cmd_registry(const ArgList& argv) {
     for (const auto& e : entries) {
       std::string params;
       if (e.contains("params"))
-        for (const auto& p : e["params"]) params += (params.empty() ? "" : ", ") + p["name"].get<std::string>();
-      std::printf("  %-16s %s%s\n", e["name"].get<std::string>().c_str(), e["formula"].get<std::string>().c_str(),
+        for (const auto& p : e["params"])
+          params += (params.empty() ? "" : ", ") + p["name"].get<std::string>();
+      std::printf("  %-16s %s%s\n", e["name"].get<std::string>().c_str(),
+                  e["formula"].get<std::string>().c_str(),
                   params.empty() ? "" : ("   [params: " + params + "]").c_str());
     }
   }

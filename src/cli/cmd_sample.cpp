@@ -30,16 +30,19 @@ struct SampleOptions {
 
 // "best" | "latest" | a path.
 std::string checkpoint_path(const std::string& dir, const std::string& which) {
-  const std::string path = which == "best" || which == "latest" ? dir + "/checkpoints/" + which + ".safetensors" : which;
+  const std::string path =
+      which == "best" || which == "latest" ? dir + "/checkpoints/" + which + ".safetensors" : which;
   if (!std::filesystem::exists(path))
     throw Error("--checkpoint " + which + ": " + path + " not found" +
-                (which == "best" ? " (written at the first eval of runs made since best checkpoints exist)" : ""));
+                (which == "best"
+                     ? " (written at the first eval of runs made since best checkpoints exist)"
+                     : ""));
   return path;
 }
 
 // Draws the next token from the model's last-position logits (temperature, then top-k).
-int32_t draw_next(const Model& model, const std::vector<int32_t>& ids, const SampleOptions& o, Rng& rng,
-                  std::vector<double>& p) {
+int32_t draw_next(const Model& model, const std::vector<int32_t>& ids, const SampleOptions& o,
+                  Rng& rng, std::vector<double>& p) {
   const ModelConfig& m = model.config();
   const size_t T = std::min(ids.size(), static_cast<size_t>(m.block_size));
   const std::vector<int32_t> ctx(ids.end() - static_cast<std::ptrdiff_t>(T), ids.end());
@@ -48,10 +51,12 @@ int32_t draw_next(const Model& model, const std::vector<int32_t>& ids, const Sam
   const float* last = logits.data() + (T - 1) * static_cast<size_t>(V);
   double mx = -INFINITY;
   for (int v = 0; v < V; ++v) mx = std::max(mx, static_cast<double>(last[v]) / o.temperature);
-  for (int v = 0; v < V; ++v) p[static_cast<size_t>(v)] = std::exp(static_cast<double>(last[v]) / o.temperature - mx);
+  for (int v = 0; v < V; ++v)
+    p[static_cast<size_t>(v)] = std::exp(static_cast<double>(last[v]) / o.temperature - mx);
   if (o.top_k > 0 && o.top_k < V) {
     std::vector<double> sorted = p;
-    std::nth_element(sorted.begin(), sorted.begin() + (o.top_k - 1), sorted.end(), std::greater<double>());
+    std::nth_element(sorted.begin(), sorted.begin() + (o.top_k - 1), sorted.end(),
+                     std::greater<double>());
     const double kth = sorted[static_cast<size_t>(o.top_k - 1)];
     for (auto& q : p)
       if (q < kth) q = 0.0;
@@ -86,12 +91,14 @@ void stream_sample(const Model& model, const DataSource& data, bool text, std::v
 }  // namespace
 
 int cmd_sample(const ArgList& argv) {
-  Args a = parse_args("sample", argv, {"checkpoint", "num-samples", "prompt", "tokens", "temperature", "top-k", "seed"},
-                      {}, false);
+  Args a = parse_args(
+      "sample", argv,
+      {"checkpoint", "num-samples", "prompt", "tokens", "temperature", "top-k", "seed"}, {}, false);
   if (a.positional.size() != 1) throw Error("expected one RUN_DIR");
   const std::string dir = a.positional[0];
   Config cfg = load_run_config(dir);
-  SampleOptions o{a.get_int("tokens", 200), a.get_int("top-k", 0), a.get_double("temperature", 1.0)};
+  SampleOptions o{a.get_int("tokens", 200), a.get_int("top-k", 0),
+                  a.get_double("temperature", 1.0)};
   const long long samples = a.get_int("num-samples", 1);
   if (o.tokens < 0) throw Error("--tokens: must be >= 0");
   if (!(o.temperature > 0)) throw Error("--temperature: must be > 0");
@@ -105,11 +112,13 @@ int cmd_sample(const ArgList& argv) {
   load_module_state(model, read_checkpoint_file(ckpt), ckpt, "optim.");
 
   Rng rng(static_cast<uint64_t>(a.get_int("seed", 0)));
-  const std::vector<int32_t> prompt = a.has("prompt") ? data->encode(a.get("prompt", "")) : std::vector<int32_t>{};
+  const std::vector<int32_t> prompt =
+      a.has("prompt") ? data->encode(a.get("prompt", "")) : std::vector<int32_t>{};
   NoGradGuard no_grad;
   for (long long s = 0; s < samples; ++s) {
     std::vector<int32_t> ids = prompt;
-    if (ids.empty()) ids.push_back(static_cast<int32_t>(rng.below(static_cast<uint64_t>(cfg.model.vocab_size))));
+    if (ids.empty())
+      ids.push_back(static_cast<int32_t>(rng.below(static_cast<uint64_t>(cfg.model.vocab_size))));
     if (samples > 1 && s > 0) std::printf("---\n");
     stream_sample(model, *data, text, ids, o, rng);
   }

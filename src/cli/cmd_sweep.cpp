@@ -41,7 +41,7 @@ extern "C" void on_sweep_signal(int sig) { g_sweep_stop.store(sig); }
 // sigaction without SA_RESTART: std::signal on glibc restarts the blocking waitpid() after the
 // handler, so the stop would reach the children only when one of them happened to finish.
 void set_stop_handler(void (*handler)(int)) {
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = handler;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = 0;
@@ -57,7 +57,8 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& run_dir) {
   if (pid < 0) throw Error("fork failed");
   if (pid == 0) {
     try {
-      write_task_record(run_dir, {"local", "running", -1, "", host_name(), static_cast<long long>(getpid())});
+      write_task_record(
+          run_dir, {"local", "running", -1, "", host_name(), static_cast<long long>(getpid())});
     } catch (const std::exception& e) {
       std::fprintf(stderr, "stacklab sweep: %s\n", e.what());
       _exit(kExitError);
@@ -85,18 +86,23 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& run_dir) {
 // The local executor: up to `jobs` children at once over the pending items, in order.
 class LocalPool {
  public:
-  LocalPool(std::vector<SweepItem>& items, int jobs, size_t todo) : items_(items), jobs_(jobs), progress_(todo, jobs) {}
+  LocalPool(std::vector<SweepItem>& items, int jobs, size_t todo)
+      : items_(items), jobs_(jobs), progress_(todo, jobs) {}
 
   int run() {
     set_stop_handler(on_sweep_signal);
     bool forwarded = false;
     while (true) {
-      while (!g_sweep_stop.load() && static_cast<int>(running_.size()) < jobs_ && next_ < items_.size()) start(next_++);
+      while (!g_sweep_stop.load() && static_cast<int>(running_.size()) < jobs_ &&
+             next_ < items_.size())
+        start(next_++);
       if (running_.empty()) break;
       if (g_sweep_stop.load() && !forwarded) {
         for (const auto& [pid, i] : running_) kill(pid, g_sweep_stop.load());
         forwarded = true;
-        std::printf("\nsweep: stopping; the running runs checkpoint and can be resumed by running the sweep again\n");
+        std::printf(
+            "\nsweep: stopping; the running runs checkpoint and can be resumed by running the "
+            "sweep again\n");
       }
       int wstatus = 0;
       const pid_t pid = waitpid(-1, &wstatus, 0);
@@ -115,7 +121,8 @@ class LocalPool {
     SweepItem& it = items_[i];
     if (!run_pending(it.state)) return;
     make_dirs(it.run->dir);
-    if (it.plan->mode == "probe") write_provenance(it.run->dir, it.run->config, it.run->run_info);  // train writes its own
+    if (it.plan->mode == "probe")
+      write_provenance(it.run->dir, it.run->config, it.run->run_info);  // train writes its own
     const pid_t pid = spawn(child_args(*it.plan, *it.run, 1, it.fresh), it.run->dir);
     running_[pid] = i;
     started_[pid] = Clock::now();
@@ -130,7 +137,8 @@ class LocalPool {
     write_task_record(it.run->dir, {"local", "exited", code, "", host_name(), pid});
     it.state = state_of_exit(code);
     failed_ += it.state == "failed";
-    progress_.finished(it, std::chrono::duration<double>(Clock::now() - started_[pid]).count(), items_);
+    progress_.finished(it, std::chrono::duration<double>(Clock::now() - started_[pid]).count(),
+                       items_);
     write_manifest(*it.plan, items_, {{"executor", "local"}});
   }
 
@@ -156,13 +164,17 @@ void handle_changed(std::vector<SweepItem>& items, bool rerun, bool dry_run) {
   for (auto& it : items) {
     if (it.changes.empty()) continue;
     std::string to;
-    for (int k = 1; to.empty() || fs::exists(to); ++k) to = it.run->dir + ".changed-" + std::to_string(k);
+    for (int k = 1; to.empty() || fs::exists(to); ++k)
+      to = it.run->dir + ".changed-" + std::to_string(k);
     if (dry_run) {
-      std::printf("%s: config or data changed; would be moved to %s and run fresh (--dry-run: nothing moved)\n",
-                  it.run->dir.c_str(), to.c_str());
+      std::printf(
+          "%s: config or data changed; would be moved to %s and run fresh (--dry-run: nothing "
+          "moved)\n",
+          it.run->dir.c_str(), to.c_str());
     } else {
       fs::rename(it.run->dir, to);
-      std::printf("%s: config or data changed; old run moved to %s\n", it.run->dir.c_str(), to.c_str());
+      std::printf("%s: config or data changed; old run moved to %s\n", it.run->dir.c_str(),
+                  to.c_str());
     }
     it.state = "new";
     it.fresh = true;
@@ -177,17 +189,20 @@ std::vector<SweepPlan> expand_plans(const std::vector<std::string>& files) {
   for (size_t i = 0; i < plans.size(); ++i)
     for (size_t k = 0; k < i; ++k)
       if (fs::weakly_canonical(plans[i].out_dir) == fs::weakly_canonical(plans[k].out_dir))
-        throw Error(plans[i].source + " and " + plans[k].source + " write to the same out_dir " + plans[i].out_dir);
+        throw Error(plans[i].source + " and " + plans[k].source + " write to the same out_dir " +
+                    plans[i].out_dir);
   return plans;
 }
 
 // `locks`: held by cmd_sweep for every out_dir since before the run states were read.
-int run_local(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& items, int jobs, bool dry_run) {
+int run_local(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& items, int jobs,
+              bool dry_run) {
   const size_t todo = print_plans(plans, items, std::to_string(jobs) + " at once", true);
   if (dry_run) {
     for (const auto& it : items) {
       std::printf("  %-40s %-12s stacklab", it.label.c_str(), it.state.c_str());
-      for (const auto& s : child_args(*it.plan, *it.run, 1, it.fresh)) std::printf(" %s", s.c_str());
+      for (const auto& s : child_args(*it.plan, *it.run, 1, it.fresh))
+        std::printf(" %s", s.c_str());
       std::printf("\n");
     }
     return kExitOk;
@@ -202,8 +217,9 @@ int run_local(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& items
       diverged += it.state == "diverged";
       failed += it.state == "failed";
     }
-    std::printf("sweep %s: %zu run%s, %zu failed, %zu diverged; manifest %s/manifest.json\n", plan.name.c_str(),
-                plan.runs.size(), plan.runs.size() == 1 ? "" : "s", failed, diverged, plan.out_dir.c_str());
+    std::printf("sweep %s: %zu run%s, %zu failed, %zu diverged; manifest %s/manifest.json\n",
+                plan.name.c_str(), plan.runs.size(), plan.runs.size() == 1 ? "" : "s", failed,
+                diverged, plan.out_dir.c_str());
   }
   return code;
 }
@@ -214,7 +230,8 @@ SlurmOptions slurm_options(const Args& a) {
   o.time = a.get("slurm-time", "");
   o.mem = a.get("slurm-mem", "");
   const long long cpus = a.get_int("slurm-cpus-per-task", 1), k = a.get_int("max-parallel", 0);
-  if (cpus < 1 || cpus > 4096) throw Error("--slurm-cpus-per-task: expected an integer from 1 to 4096");
+  if (cpus < 1 || cpus > 4096)
+    throw Error("--slurm-cpus-per-task: expected an integer from 1 to 4096");
   if (k < 0) throw Error("--max-parallel: expected an integer >= 1 (or 0 for no limit)");
   o.cpus_per_task = static_cast<int>(cpus);
   o.max_parallel = static_cast<int>(k);
@@ -227,16 +244,19 @@ SlurmOptions slurm_options(const Args& a) {
 
 int cmd_sweep(const ArgList& argv) {
   Args a = parse_args("sweep", argv,
-                      {"jobs", "executor", "slurm-partition", "slurm-time", "slurm-cpus-per-task", "slurm-mem",
-                       "slurm-extra", "max-parallel", "on-change"},
+                      {"jobs", "executor", "slurm-partition", "slurm-time", "slurm-cpus-per-task",
+                       "slurm-mem", "slurm-extra", "max-parallel", "on-change"},
                       {"dry-run", "wait", "status"}, false);
   if (a.has("status")) return sweep_status(a.positional);
   const std::string executor = a.get("executor", "local");
   if (executor != "local" && executor != "slurm")
     throw Error("--executor: expected \"local\" or \"slurm\", got \"" + executor + "\"");
-  for (const char* f : {"slurm-partition", "slurm-time", "slurm-cpus-per-task", "slurm-mem", "slurm-extra", "max-parallel", "wait"})
-    if (executor == "local" && a.has(f)) throw Error(std::string("--") + f + ": only with --executor slurm");
-  if (executor == "slurm" && a.has("jobs")) throw Error("--jobs: only with --executor local (Slurm: --max-parallel K)");
+  for (const char* f : {"slurm-partition", "slurm-time", "slurm-cpus-per-task", "slurm-mem",
+                        "slurm-extra", "max-parallel", "wait"})
+    if (executor == "local" && a.has(f))
+      throw Error(std::string("--") + f + ": only with --executor slurm");
+  if (executor == "slurm" && a.has("jobs"))
+    throw Error("--jobs: only with --executor local (Slurm: --max-parallel K)");
   std::vector<SweepPlan> plans = expand_plans(a.positional);
   const std::string on_change = a.get("on-change", "fail");
   if (on_change != "fail" && on_change != "rerun")
@@ -246,13 +266,17 @@ int cmd_sweep(const ArgList& argv) {
   // another invocation's runs are neither re-run from a stale state nor moved while they run.
   std::vector<SweepLock> locks;
   if (!a.has("dry-run"))
-    for (const auto& plan : plans) locks.push_back(SweepLock::acquire(plan.out_dir, executor, slurm_job_alive));
+    for (const auto& plan : plans)
+      locks.push_back(SweepLock::acquire(plan.out_dir, executor, slurm_job_alive));
   std::vector<SweepItem> items = collect_items(plans);
   handle_changed(items, on_change == "rerun", a.has("dry-run"));
-  if (executor == "slurm") return submit_slurm(plans, items, slurm, a.has("dry-run"), a.has("wait"), locks);
+  if (executor == "slurm")
+    return submit_slurm(plans, items, slurm, a.has("dry-run"), a.has("wait"), locks);
   const long long jobs_flag = a.get_int("jobs", 0);
   if (jobs_flag < 0) throw Error("--jobs: must be >= 1 (or 0 for one per core)");
-  const int jobs = jobs_flag > 0 ? static_cast<int>(jobs_flag) : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int jobs = jobs_flag > 0
+                       ? static_cast<int>(jobs_flag)
+                       : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   return run_local(plans, items, jobs, a.has("dry-run"));
 }
 

@@ -12,15 +12,17 @@ namespace {
 
 void print_row(const char* label, const std::vector<float>& v) {
   std::printf("  %-34s [", label);
-  for (size_t i = 0; i < v.size(); ++i) std::printf("%s%7.3f", i ? ", " : "", static_cast<double>(v[i]));
+  for (size_t i = 0; i < v.size(); ++i)
+    std::printf("%s%7.3f", i ? ", " : "", static_cast<double>(v[i]));
   std::printf("]\n");
 }
 
 void print_result(const ToyBlockResult& r) {
   const bool pre = r.wiring == "pre";
   std::printf("%s-norm: %s\n", r.wiring.c_str(), r.formula.c_str());
-  std::printf("  %s: mean %.3f, variance %.3f\n", pre ? "statistics of x (normalized)" : "statistics of x + F(x) (normalized)",
-              r.mean, r.variance);
+  std::printf("  %s: mean %.3f, variance %.3f\n",
+              pre ? "statistics of x (normalized)" : "statistics of x + F(x) (normalized)", r.mean,
+              r.variance);
   print_row("residual input x", r.x);
   print_row(pre ? "input of F = LayerNorm(x)" : "input of F = x", r.f_input);
   print_row("branch update F", r.f);
@@ -50,12 +52,16 @@ int cmd_toyblock(const ArgList& argv) {
   const auto eps = static_cast<float>(a.get_double("eps", 1e-5));
   if (!(eps > 0)) throw Error("--eps: must be > 0");
   const std::string norm = a.get("norm", "both");
-  if (norm != "pre" && norm != "post" && norm != "both") throw Error("--norm: expected pre, post or both, got '" + norm + "'");
-  std::vector<ToyBlockResult> results;  // computed before anything is printed: a bad --x prints only the error
+  if (norm != "pre" && norm != "post" && norm != "both")
+    throw Error("--norm: expected pre, post or both, got '" + norm + "'");
+  std::vector<ToyBlockResult>
+      results;  // computed before anything is printed: a bad --x prints only the error
   for (const char* w : {"pre", "post"})
     if (norm == "both" || norm == w) results.push_back(run_toy_block(x, s, eps, w));
-  std::printf("toy block: F(v)_i = %.3g * tanh(0.6 v_i + 0.3 v_((i+1) mod %zu)), LayerNorm eps %.3g, gamma 1, beta 0\n\n",
-              static_cast<double>(s), x.size(), static_cast<double>(eps));
+  std::printf(
+      "toy block: F(v)_i = %.3g * tanh(0.6 v_i + 0.3 v_((i+1) mod %zu)), LayerNorm eps %.3g, gamma "
+      "1, beta 0\n\n",
+      static_cast<double>(s), x.size(), static_cast<double>(eps));
   for (const auto& r : results) print_result(r);
   return kExitOk;
 }

@@ -16,8 +16,10 @@ namespace {
 // empty name is refused): saved to a file, the output loads back as the defaults.
 int print_defaults(const Args& a) {
   if (!a.positional.empty() || !a.overrides.empty())
-    throw Error("--defaults prints the default config and takes no CONFIG or overrides (to see a config with "
-                "overrides resolved, give it: stacklab validate CONFIG --section.key=value)");
+    throw Error(
+        "--defaults prints the default config and takes no CONFIG or overrides (to see a config "
+        "with "
+        "overrides resolved, give it: stacklab validate CONFIG --section.key=value)");
   nlohmann::json j = to_json(Config{});
   j["train"].erase("name");
   std::printf("%s\n", j.dump(2).c_str());
@@ -29,7 +31,8 @@ int print_defaults(const Args& a) {
 int cmd_validate(const ArgList& argv) {
   Args a = parse_args("validate", argv, {}, {"quiet", "defaults"}, true);
   if (a.has("defaults")) return print_defaults(a);
-  if (a.positional.size() != 1) throw Error("expected one CONFIG file, got " + std::to_string(a.positional.size()));
+  if (a.positional.size() != 1)
+    throw Error("expected one CONFIG file, got " + std::to_string(a.positional.size()));
   check_derived_section(a.positional[0]);
   Config cfg = load_config(a.positional[0], a.overrides);
   auto data = make_data(cfg);
@@ -39,7 +42,8 @@ int cmd_validate(const ArgList& argv) {
     j["derived"] = derived_json(cfg);
     std::printf("%s\n", j.dump(2).c_str());
   }
-  std::fprintf(stderr, "%s\n%s: ok\n", describe_model(cfg, model.num_parameters()).c_str(), a.positional[0].c_str());
+  std::fprintf(stderr, "%s\n%s: ok\n", describe_model(cfg, model.num_parameters()).c_str(),
+               a.positional[0].c_str());
   return kExitOk;
 }
 

@@ -40,7 +40,13 @@ std::vector<SweepItem> collect_items(const std::vector<SweepPlan>& plans, bool c
   std::vector<SweepItem> items;
   for (const auto& plan : plans)
     for (const auto& r : plan.runs) {
-      items.push_back({&plan, &r, plans.size() > 1 ? plan.name + "/" + r.id : r.id, run_state(plan, r), "", {}, false});
+      items.push_back({&plan,
+                       &r,
+                       plans.size() > 1 ? plan.name + "/" + r.id : r.id,
+                       run_state(plan, r),
+                       "",
+                       {},
+                       false});
       if (!compare) continue;
       RunState st = sweep_run_state(plan, r);
       if (st.kind != RunState::kChanged) continue;
@@ -63,34 +69,41 @@ std::string changed_runs_message(const std::vector<SweepItem>& items) {
   }
   if (n == 0) return "";
   return std::to_string(n) + (n == 1 ? " run holds" : " runs hold") +
-         " the result of a different config or data than the sweep now gives (stored -> now):" + list +
-         "\nrerun them into fresh directories (the old ones are kept as <dir>.changed-N) with --on-change rerun";
+         " the result of a different config or data than the sweep now gives (stored -> now):" +
+         list +
+         "\nrerun them into fresh directories (the old ones are kept as <dir>.changed-N) with "
+         "--on-change rerun";
 }
 
-size_t print_plans(const std::vector<SweepPlan>& plans, const std::vector<SweepItem>& items, const std::string& how,
-                   bool pool) {
+size_t print_plans(const std::vector<SweepPlan>& plans, const std::vector<SweepItem>& items,
+                   const std::string& how, bool pool) {
   size_t todo = 0;
   for (const auto& plan : plans) {
     size_t plan_todo = 0;
     for (const auto& it : items) plan_todo += it.plan == &plan && run_pending(it.state);
     todo += plan_todo;
-    std::printf("sweep %s: %zu %s run%s (%zu to do, %zu already done) in %s, %s\n", plan.name.c_str(),
-                plan.runs.size(), plan.mode.c_str(), plan.runs.size() == 1 ? "" : "s", plan_todo,
-                plan.runs.size() - plan_todo, plan.out_dir.c_str(), how.c_str());
+    std::printf("sweep %s: %zu %s run%s (%zu to do, %zu already done) in %s, %s\n",
+                plan.name.c_str(), plan.runs.size(), plan.mode.c_str(),
+                plan.runs.size() == 1 ? "" : "s", plan_todo, plan.runs.size() - plan_todo,
+                plan.out_dir.c_str(), how.c_str());
   }
-  if (plans.size() > 1)  // the local executor shares one pool of slots; Slurm gets one array per sweep
-    std::printf("%zu sweeps%s: %zu runs to do, %s\n", plans.size(), pool ? " in one pool" : "", todo, how.c_str());
+  if (plans.size() >
+      1)  // the local executor shares one pool of slots; Slurm gets one array per sweep
+    std::printf("%zu sweeps%s: %zu runs to do, %s\n", plans.size(), pool ? " in one pool" : "",
+                todo, how.c_str());
   return todo;
 }
 
 std::vector<std::string> run_overrides(const SweepRun& run, int threads) {
   std::vector<std::string> ov = run.overrides;
-  ov.insert(ov.end(), {"--train.threads=" + std::to_string(threads), "--train.seed=" + std::to_string(run.seeds.at(0)),
-                       "--train.name=" + run.id});
+  ov.insert(ov.end(),
+            {"--train.threads=" + std::to_string(threads),
+             "--train.seed=" + std::to_string(run.seeds.at(0)), "--train.name=" + run.id});
   return ov;
 }
 
-std::vector<std::string> child_args(const SweepPlan& plan, const SweepRun& r, int threads, bool fresh) {
+std::vector<std::string> child_args(const SweepPlan& plan, const SweepRun& r, int threads,
+                                    bool fresh) {
   std::vector<std::string> a;
   if (plan.mode == "probe") {
     a = {"probe", plan.base};
@@ -100,9 +113,11 @@ std::vector<std::string> child_args(const SweepPlan& plan, const SweepRun& r, in
       if (!seeds.empty()) seeds += ',';
       seeds += std::to_string(s);
     }
-    a.insert(a.end(), {"--train.threads=" + std::to_string(threads), "--seeds", seeds, "--out", r.dir + "/probe.json"});
+    a.insert(a.end(), {"--train.threads=" + std::to_string(threads), "--seeds", seeds, "--out",
+                       r.dir + "/probe.json"});
   } else if (!fresh && fs::exists(r.dir + "/config.json")) {
-    a = {"train", "--resume", r.dir};  // continues from its checkpoint, or starts from its config.json
+    a = {"train", "--resume",
+         r.dir};  // continues from its checkpoint, or starts from its config.json
   } else {
     a = {"train", plan.base};
     const auto ov = run_overrides(r, threads);
@@ -112,36 +127,47 @@ std::vector<std::string> child_args(const SweepPlan& plan, const SweepRun& r, in
   return a;
 }
 
-void write_manifest(const SweepPlan& plan, const std::vector<SweepItem>& items, const nlohmann::json& extra) {
+void write_manifest(const SweepPlan& plan, const std::vector<SweepItem>& items,
+                    const nlohmann::json& extra) {
   nlohmann::json runs = nlohmann::json::array();
   for (const auto& it : items) {
     if (it.plan != &plan) continue;
     const SweepRun& r = *it.run;
-    nlohmann::json j = {{"id", r.id}, {"dir", fs::path(r.dir).filename().string()}, {"overrides", r.overrides},
-                        {"seeds", r.seeds}, {"status", it.state}};
+    nlohmann::json j = {{"id", r.id},
+                        {"dir", fs::path(r.dir).filename().string()},
+                        {"overrides", r.overrides},
+                        {"seeds", r.seeds},
+                        {"status", it.state}};
     if (!it.job.empty()) j["job"] = it.job;
     runs.push_back(j);
   }
-  nlohmann::json m = {{"name", plan.name}, {"mode", plan.mode}, {"base", plan.base}, {"sweep_file", plan.source},
+  nlohmann::json m = {{"name", plan.name},
+                      {"mode", plan.mode},
+                      {"base", plan.base},
+                      {"sweep_file", plan.source},
                       {"runs", runs}};
   for (const auto& [k, v] : extra.items()) m[k] = v;
   write_file_atomic(plan.out_dir + "/manifest.json", m.dump(2) + "\n");
 }
 
-void SweepProgress::finished(const SweepItem& item, double seconds, const std::vector<SweepItem>& items) {
+void SweepProgress::finished(const SweepItem& item, double seconds,
+                             const std::vector<SweepItem>& items) {
   ++done_;
   busy_seconds_ += seconds;
   done_cost_ += item.run->cost;
   const double per_cost = done_cost_ > 0.0 ? busy_seconds_ / done_cost_ : 0.0;
   double left = 0.0;
   for (const auto& q : items)
-    if (q.state == "new" || q.state == "queued" || q.state == "running" || q.state == "resumable") left += q.run->cost;
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-  std::printf("[%zu/%zu] %-40s %-12s %6.1f s | elapsed %s | ETA %s\n", done_, todo_, item.label.c_str(),
-              item.state.c_str(), seconds, fmt_time(elapsed).c_str(), fmt_time(per_cost * left / slots_).c_str());
+    if (q.state == "new" || q.state == "queued" || q.state == "running" || q.state == "resumable")
+      left += q.run->cost;
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  std::printf("[%zu/%zu] %-40s %-12s %6.1f s | elapsed %s | ETA %s\n", done_, todo_,
+              item.label.c_str(), item.state.c_str(), seconds, fmt_time(elapsed).c_str(),
+              fmt_time(per_cost * left / slots_).c_str());
   if (item.state == "failed")
-    std::printf("    %s: %s (log: %s/log.txt)\n", item.label.c_str(), last_line(item.run->dir + "/log.txt").c_str(),
-                item.run->dir.c_str());
+    std::printf("    %s: %s (log: %s/log.txt)\n", item.label.c_str(),
+                last_line(item.run->dir + "/log.txt").c_str(), item.run->dir.c_str());
   std::fflush(stdout);
 }
 
@@ -175,15 +201,15 @@ CommandResult run_command(const std::vector<std::string>& argv) {
   close(out_pipe[1]);
   close(err_pipe[1]);
   CommandResult r;
-  // stderr is read on a thread so a chatty command cannot block on a full pipe while we read stdout.
+  // stderr is read on a thread so a chatty command cannot block on a full pipe while we read
+  // stdout.
   std::thread err_reader([&] { r.err = read_fd(err_pipe[0]); });
   r.out = read_fd(out_pipe[0]);
   err_reader.join();
   close(out_pipe[0]);
   close(err_pipe[0]);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
 }

@@ -22,8 +22,9 @@ struct SweepItem {
   const SweepRun* run;
   std::string label;  // the run id, prefixed with the sweep's name when there are several
   std::string state;
-  std::string job;    // Slurm: "<job>_<task>" of the task that runs it
-  std::vector<std::string> changes;  // state "changed" (or a failed run's): what differs, "key: stored -> now"
+  std::string job;  // Slurm: "<job>_<task>" of the task that runs it
+  std::vector<std::string>
+      changes;         // state "changed" (or a failed run's): what differs, "key: stored -> now"
   bool fresh = false;  // a changed run rerun: its old directory is moved aside, it starts anew
 };
 
@@ -39,27 +40,32 @@ std::string changed_runs_message(const std::vector<SweepItem>& items);
 
 // One line per sweep ("sweep NAME: N train runs (k to do, m already done) in OUT, HOW"), one for
 // several ("in one pool" for the local executor's shared slots); returns how many runs are pending.
-size_t print_plans(const std::vector<SweepPlan>& plans, const std::vector<SweepItem>& items, const std::string& how,
-                   bool pool);
+size_t print_plans(const std::vector<SweepPlan>& plans, const std::vector<SweepItem>& items,
+                   const std::string& how, bool pool);
 
 // The stacklab arguments that run `run` with `threads` threads: a probe, a resume of the run's
 // config.json when there is one (and the run is not `fresh`: moved aside first), else a fresh
 // training run.
-std::vector<std::string> child_args(const SweepPlan& plan, const SweepRun& run, int threads, bool fresh = false);
+std::vector<std::string> child_args(const SweepPlan& plan, const SweepRun& run, int threads,
+                                    bool fresh = false);
 
-// The overrides that make a run's config from the plan's base: the sweep's, then threads, seed, name.
+// The overrides that make a run's config from the plan's base: the sweep's, then threads, seed,
+// name.
 std::vector<std::string> run_overrides(const SweepRun& run, int threads);
 
 // <out_dir>/manifest.json: the plan and each run's state; `extra` merged in at the top level.
-void write_manifest(const SweepPlan& plan, const std::vector<SweepItem>& items, const nlohmann::json& extra);
+void write_manifest(const SweepPlan& plan, const std::vector<SweepItem>& items,
+                    const nlohmann::json& extra);
 
 // The "[k/n] label state secs | elapsed | ETA" line. ETA: seconds per unit of estimated work so
 // far, times the work of the runs not yet finished, over the slots. Runs differ by 100x in size
 // (L=1 vs L=96), so counting runs would promise the end long before the deep runs even start.
 class SweepProgress {
  public:
-  SweepProgress(size_t todo, int slots) : todo_(todo), slots_(slots), t0_(std::chrono::steady_clock::now()) {}
-  // `item` finished in `seconds`; `items` gives the work left (states new/queued/running/interrupted).
+  SweepProgress(size_t todo, int slots)
+      : todo_(todo), slots_(slots), t0_(std::chrono::steady_clock::now()) {}
+  // `item` finished in `seconds`; `items` gives the work left (states
+  // new/queued/running/interrupted).
   void finished(const SweepItem& item, double seconds, const std::vector<SweepItem>& items);
 
  private:
@@ -92,8 +98,8 @@ std::optional<bool> slurm_job_alive(const std::string& job);
 // then prints it), records the job in the manifest and the lock; with `wait`, follows it to the
 // end. Returns the exit code. `locks`: one per plan, held by the caller (empty with dry_run);
 // each records the job it submitted.
-int submit_slurm(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& items, const SlurmOptions& opt,
-                 bool dry_run, bool wait, std::vector<SweepLock>& locks);
+int submit_slurm(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& items,
+                 const SlurmOptions& opt, bool dry_run, bool wait, std::vector<SweepLock>& locks);
 
 // Refines the states of the items of one plan with squeue: pending tasks are "queued", running
 // ones "running", tasks recorded as running that Slurm no longer knows "interrupted". Returns how

@@ -50,14 +50,15 @@ std::optional<std::map<int, std::string>> squeue_tasks(const std::string& job) {
 // Writes the run's config.json (as `stacklab train` would) unless the run already has one.
 void prepare_run(const SweepPlan& plan, const SweepRun& run, int threads) {
   make_dirs(run.dir);
-  if (plan.mode == "probe") write_provenance(run.dir, run.config, run.run_info);  // train writes its own
+  if (plan.mode == "probe")
+    write_provenance(run.dir, run.config, run.run_info);  // train writes its own
   if (plan.mode != "train" || fs::exists(run.dir + "/config.json")) return;
   const Config cfg = load_config(plan.base, run_overrides(run, threads));
   write_file_atomic(run.dir + "/config.json", run_config_json(cfg).dump(2) + "\n");
 }
 
-std::string submit_one(const SweepPlan& plan, const std::vector<SweepItem*>& pending, const SlurmOptions& opt,
-                       bool dry_run) {
+std::string submit_one(const SweepPlan& plan, const std::vector<SweepItem*>& pending,
+                       const SlurmOptions& opt, bool dry_run) {
   const std::string out = fs::absolute(plan.out_dir).lexically_normal().string();
   std::vector<SlurmTask> tasks;
   for (const SweepItem* it : pending) {
@@ -66,20 +67,24 @@ std::string submit_one(const SweepPlan& plan, const std::vector<SweepItem*>& pen
     if (!dry_run) prepare_run(plan, run, opt.cpus_per_task);
     // A training task always resumes its run directory: from its checkpoint, or from the
     // config.json written here (so a requeued task and a fresh one run the same command).
-    tasks.push_back({run.id, run.dir,
-                     plan.mode == "train"  // threads: this submission's --slurm-cpus-per-task, also on a resubmission
-                         ? std::vector<std::string>{"train", "--resume", run.dir,
-                                                    "--train.threads=" + std::to_string(opt.cpus_per_task)}
-                                          : child_args(plan, run, opt.cpus_per_task)});
+    tasks.push_back(
+        {run.id, run.dir,
+         plan.mode == "train"  // threads: this submission's --slurm-cpus-per-task, also on a
+                               // resubmission
+             ? std::vector<std::string>{"train", "--resume", run.dir,
+                                        "--train.threads=" + std::to_string(opt.cpus_per_task)}
+             : child_args(plan, run, opt.cpus_per_task)});
   }
   const std::string binary = fs::canonical("/proc/self/exe").string();
-  const std::string script = slurm_array_script(plan.name, plan.source, tasks, opt, binary, out + "/slurm");
+  const std::string script =
+      slurm_array_script(plan.name, plan.source, tasks, opt, binary, out + "/slurm");
   const std::string path = out + "/slurm/array.sbatch";
   std::vector<std::string> argv = {"sbatch", "--parsable"};
   argv.insert(argv.end(), opt.extra.begin(), opt.extra.end());
   argv.push_back(path);
   if (dry_run) {
-    std::printf("---- %s (not written: --dry-run)\n%s---- submitted with:", path.c_str(), script.c_str());
+    std::printf("---- %s (not written: --dry-run)\n%s---- submitted with:", path.c_str(),
+                script.c_str());
     for (const auto& a : argv) std::printf(" %s", a.c_str());
     std::printf("\n");
     return "";
@@ -88,8 +93,9 @@ std::string submit_one(const SweepPlan& plan, const std::vector<SweepItem*>& pen
   write_file_atomic(path, script);
   const CommandResult r = run_command(argv);
   if (r.exit_code != 0)
-    throw Error("sbatch " + path + " failed (exit " + std::to_string(r.exit_code) + "): " +
-                (r.err.empty() ? r.out : r.err) + (r.exit_code == 127 ? " (is Slurm installed and sbatch on PATH?)" : ""));
+    throw Error("sbatch " + path + " failed (exit " + std::to_string(r.exit_code) +
+                "): " + (r.err.empty() ? r.out : r.err) +
+                (r.exit_code == 127 ? " (is Slurm installed and sbatch on PATH?)" : ""));
   return parse_sbatch_job_id(r.out);
 }
 
@@ -98,8 +104,14 @@ nlohmann::json slurm_manifest(const Submitted& s, const SlurmOptions& opt) {
   const std::time_t t = std::time(nullptr);
   std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
   return {{"executor", "slurm"},
-          {"slurm", {{"job", s.job}, {"script", "slurm/array.sbatch"}, {"tasks", s.tasks.size()}, {"submitted", when},
-                     {"cpus_per_task", opt.cpus_per_task}, {"max_parallel", opt.max_parallel}, {"extra", opt.extra}}}};
+          {"slurm",
+           {{"job", s.job},
+            {"script", "slurm/array.sbatch"},
+            {"tasks", s.tasks.size()},
+            {"submitted", when},
+            {"cpus_per_task", opt.cpus_per_task},
+            {"max_parallel", opt.max_parallel},
+            {"extra", opt.extra}}}};
 }
 
 bool is_final(const std::string& state) {
@@ -117,7 +129,8 @@ int follow(std::vector<Submitted>& subs, std::vector<SweepItem>& items, size_t t
   std::signal(SIGTERM, on_wait_signal);
   bool busy = true, warned = false;
   while (busy && !g_wait_stop.load()) {
-    for (int i = 0; i < 20 && !g_wait_stop.load(); ++i) usleep(100 * 1000);  // 2 s, a signal ends it sooner
+    for (int i = 0; i < 20 && !g_wait_stop.load(); ++i)
+      usleep(100 * 1000);  // 2 s, a signal ends it sooner
     busy = false;
     for (auto& s : subs) {
       std::vector<std::string> before;
@@ -127,13 +140,15 @@ int follow(std::vector<Submitted>& subs, std::vector<SweepItem>& items, size_t t
       }
       const std::optional<size_t> in_queue = refine_with_squeue(s.job, s.tasks);
       const bool answered = in_queue.has_value();
-      if (!answered && !warned) std::printf("sweep: squeue did not answer; still waiting for job %s\n", s.job.c_str());
+      if (!answered && !warned)
+        std::printf("sweep: squeue did not answer; still waiting for job %s\n", s.job.c_str());
       warned = warned || !answered;
       for (size_t k = 0; k < s.tasks.size(); ++k) {
         SweepItem* it = s.tasks[k];
         if (it->state == "running" && before[k] != "running") started[it] = Clock::now();
         if (is_final(it->state) && !is_final(before[k]))
-          progress.finished(*it, std::chrono::duration<double>(Clock::now() - started[it]).count(), items);
+          progress.finished(*it, std::chrono::duration<double>(Clock::now() - started[it]).count(),
+                            items);
       }
       busy = busy || !answered || *in_queue > 0;
       write_manifest(*s.plan, items, s.manifest);
@@ -142,7 +157,8 @@ int follow(std::vector<Submitted>& subs, std::vector<SweepItem>& items, size_t t
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   if (g_wait_stop.load()) {
-    std::printf("\nsweep: stopped following; the Slurm job(s) go on (stacklab sweep --status OUT_DIR)\n");
+    std::printf(
+        "\nsweep: stopped following; the Slurm job(s) go on (stacklab sweep --status OUT_DIR)\n");
     return 128 + g_wait_stop.load();
   }
   size_t failed = 0;
@@ -169,19 +185,22 @@ std::optional<size_t> refine_with_squeue(const std::string& job, std::vector<Swe
     const auto record = read_task_record(it->run->dir);
     const bool own_record = record && record->job == it->job;  // not one of an earlier submission
     if (found == tasks->end()) {
-      if (it->state == "running") it->state = "interrupted";  // recorded as running, gone from the queue
-    } else if (found->second == "PENDING" || found->second == "REQUEUED" || found->second == "REQUEUE_HOLD" ||
-               found->second == "SUSPENDED") {
+      if (it->state == "running")
+        it->state = "interrupted";  // recorded as running, gone from the queue
+    } else if (found->second == "PENDING" || found->second == "REQUEUED" ||
+               found->second == "REQUEUE_HOLD" || found->second == "SUSPENDED") {
       it->state = "queued";
-    } else if (it->state != "completed" && it->state != "diverged" && (!own_record || record->state == "running")) {
-      it->state = "running";  // else: the run has its result, or the task exited (its record says how)
+    } else if (it->state != "completed" && it->state != "diverged" &&
+               (!own_record || record->state == "running")) {
+      it->state =
+          "running";  // else: the run has its result, or the task exited (its record says how)
     }
   }
   return tasks->size();
 }
 
-int submit_slurm(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& items, const SlurmOptions& opt,
-                 bool dry_run, bool wait, std::vector<SweepLock>& locks) {
+int submit_slurm(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& items,
+                 const SlurmOptions& opt, bool dry_run, bool wait, std::vector<SweepLock>& locks) {
   std::string how = "as a Slurm job array";
   if (opt.max_parallel > 0) how += ", at most " + std::to_string(opt.max_parallel) + " at once";
   const size_t todo = print_plans(plans, items, how, false);
@@ -208,7 +227,8 @@ int submit_slurm(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& it
         const bool space = c == '\n' || c == '\r' || c == ' ';
         if (!space || (!why.empty() && why.back() != ' ')) why += space ? ' ' : c;
       }
-      write_manifest(plans[p], items, {{"executor", "slurm"}, {"slurm", {{"job", ""}, {"error", why}}}});
+      write_manifest(plans[p], items,
+                     {{"executor", "slurm"}, {"slurm", {{"job", ""}, {"error", why}}}});
       throw;
     }
     if (dry_run) continue;
@@ -219,13 +239,17 @@ int submit_slurm(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& it
     }
     s.manifest = slurm_manifest(s, opt);
     write_manifest(plans[p], items, s.manifest);
-    std::printf("sweep %s: submitted %zu run(s) as Slurm job %s (%s/slurm/array.sbatch); see stacklab sweep --status %s\n",
-                plans[p].name.c_str(), s.tasks.size(), s.job.c_str(), plans[p].out_dir.c_str(), plans[p].out_dir.c_str());
+    std::printf(
+        "sweep %s: submitted %zu run(s) as Slurm job %s (%s/slurm/array.sbatch); see stacklab "
+        "sweep --status %s\n",
+        plans[p].name.c_str(), s.tasks.size(), s.job.c_str(), plans[p].out_dir.c_str(),
+        plans[p].out_dir.c_str());
     subs.push_back(std::move(s));
   }
   std::fflush(stdout);
   if (!wait || dry_run || subs.empty()) return kExitOk;
-  return follow(subs, items, todo, opt.max_parallel > 0 ? opt.max_parallel : static_cast<int>(todo));
+  return follow(subs, items, todo,
+                opt.max_parallel > 0 ? opt.max_parallel : static_cast<int>(todo));
 }
 
 }  // namespace sl

@@ -30,7 +30,8 @@ struct StatusPlan {
   bool refused = false;  // the sweep file no longer expands: stacklab sweep would refuse it
 };
 
-std::vector<SweepRun> manifest_runs(const std::string& out_dir, const nlohmann::json& manifest, const std::string& m) {
+std::vector<SweepRun> manifest_runs(const std::string& out_dir, const nlohmann::json& manifest,
+                                    const std::string& m) {
   std::vector<SweepRun> runs;
   try {
     for (const auto& r : manifest.at("runs")) {
@@ -54,14 +55,17 @@ StatusPlan status_plan(const std::string& path) {
     return s;
   }
   const std::string m = path + "/manifest.json";
-  if (!fs::exists(m)) throw Error(path + ": not a sweep directory (no manifest.json); give the sweep's out_dir");
+  if (!fs::exists(m))
+    throw Error(path + ": not a sweep directory (no manifest.json); give the sweep's out_dir");
   s.manifest = read_json_file(m);
   std::vector<SweepRun> listed = manifest_runs(path, s.manifest, m);
-  const nlohmann::json file = s.manifest.is_object() ? s.manifest.value("sweep_file", nlohmann::json()) : nlohmann::json();
+  const nlohmann::json file =
+      s.manifest.is_object() ? s.manifest.value("sweep_file", nlohmann::json()) : nlohmann::json();
   const std::string sweep_file = file.is_string() ? file.get<std::string>() : "";
   try {
     if (sweep_file.empty()) throw Error(m + " names no sweep_file");
-    if (!fs::is_regular_file(sweep_file)) throw Error("its sweep file " + sweep_file + " (manifest.json: sweep_file) is gone");
+    if (!fs::is_regular_file(sweep_file))
+      throw Error("its sweep file " + sweep_file + " (manifest.json: sweep_file) is gone");
     s.refused = true;  // from here on, an error is one `stacklab sweep` would refuse the file with
     s.plan = expand_sweep(sweep_file);
     s.refused = false;
@@ -69,13 +73,16 @@ StatusPlan status_plan(const std::string& path) {
     for (auto& r : s.plan.runs) r.dir = path + "/" + r.id;
     size_t dropped = 0;
     for (const auto& l : listed)
-      dropped += std::none_of(s.plan.runs.begin(), s.plan.runs.end(), [&](const SweepRun& r) { return r.id == l.id; });
+      dropped += std::none_of(s.plan.runs.begin(), s.plan.runs.end(),
+                              [&](const SweepRun& r) { return r.id == l.id; });
     if (dropped > 0)
-      s.note = std::to_string(dropped) + " run(s) of manifest.json are no longer in " + sweep_file + " (not counted)";
+      s.note = std::to_string(dropped) + " run(s) of manifest.json are no longer in " + sweep_file +
+               " (not counted)";
     return s;
   } catch (const Error& e) {
-    s.note = std::string(s.refused ? "stacklab sweep would refuse its sweep file: " : "") + e.what() +
-             "; the states below are the run directories' alone, not compared with the sweep's config";
+    s.note =
+        std::string(s.refused ? "stacklab sweep would refuse its sweep file: " : "") + e.what() +
+        "; the states below are the run directories' alone, not compared with the sweep's config";
   }
   s.compare = false;
   s.plan = SweepPlan{};
@@ -92,13 +99,16 @@ StatusPlan status_plan(const std::string& path) {
 
 // One line: what the manifest's executor did with the runs ("Slurm job 123", "local executor",
 // "slurm executor, not submitted: ..."), refining the items' states with squeue for a Slurm job.
-std::string status_where(const std::string& dir, const nlohmann::json& manifest, std::vector<SweepItem>& items) {
+std::string status_where(const std::string& dir, const nlohmann::json& manifest,
+                         std::vector<SweepItem>& items) {
   std::map<std::string, std::string> jobs;  // run id -> "<job>_<task>" from the manifest
   std::string job, executor = "local", error;
-  try {  // a manifest edited by hand or by another version: a field of the wrong type names the file
+  try {  // a manifest edited by hand or by another version: a field of the wrong type names the
+         // file
     if (manifest.contains("runs"))
       for (const auto& r : manifest["runs"])
-        if (r.contains("job") && r.contains("id")) jobs[r["id"].get<std::string>()] = r["job"].get<std::string>();
+        if (r.contains("job") && r.contains("id"))
+          jobs[r["id"].get<std::string>()] = r["job"].get<std::string>();
     if (manifest.contains("slurm")) {
       job = manifest["slurm"].value("job", "");
       error = manifest["slurm"].value("error", "");
@@ -113,15 +123,18 @@ std::string status_where(const std::string& dir, const nlohmann::json& manifest,
     refs.push_back(&it);
   }
   if (!job.empty())
-    return refine_with_squeue(job, refs) ? "Slurm job " + job : "Slurm job " + job + ", squeue did not answer";
-  if (executor == "slurm") return "slurm executor, not submitted" + (error.empty() ? "" : ": " + error);
+    return refine_with_squeue(job, refs) ? "Slurm job " + job
+                                         : "Slurm job " + job + ", squeue did not answer";
+  if (executor == "slurm")
+    return "slurm executor, not submitted" + (error.empty() ? "" : ": " + error);
   return executor + " executor";
 }
 
 }  // namespace
 
 int sweep_status(const std::vector<std::string>& dirs) {
-  if (dirs.empty()) throw Error("--status: expected one or more sweep directories (the sweeps' out_dir)");
+  if (dirs.empty())
+    throw Error("--status: expected one or more sweep directories (the sweeps' out_dir)");
   bool any_bad = false;
   for (const auto& dir : dirs) {
     StatusPlan s = status_plan(dir);
@@ -130,8 +143,8 @@ int sweep_status(const std::vector<std::string>& dirs) {
     const std::string where = status_where(dir, s.manifest, items);
     std::map<std::string, int> count;
     for (const auto& it : items) ++count[it.state];
-    std::printf("sweep %s: %zu run%s in %s (%s):", plans[0].name.c_str(), items.size(), items.size() == 1 ? "" : "s",
-                plans[0].out_dir.c_str(), where.c_str());
+    std::printf("sweep %s: %zu run%s in %s (%s):", plans[0].name.c_str(), items.size(),
+                items.size() == 1 ? "" : "s", plans[0].out_dir.c_str(), where.c_str());
     const std::string last = std::end(kRunStates)[-1];
     for (const char* st : kRunStates) std::printf(" %s %d%s", st, count[st], st == last ? "" : ",");
     std::printf("\n");
@@ -139,19 +152,23 @@ int sweep_status(const std::vector<std::string>& dirs) {
     size_t changed = 0;
     for (const auto& it : items) {
       if (it.state == "failed")
-        std::printf("  failed %s: %s (log: %s/log.txt)\n", it.label.c_str(), last_line(it.run->dir + "/log.txt").c_str(),
-                    it.run->dir.c_str());
+        std::printf("  failed %s: %s (log: %s/log.txt)\n", it.label.c_str(),
+                    last_line(it.run->dir + "/log.txt").c_str(), it.run->dir.c_str());
       if (it.changes.empty()) continue;  // also a failed one, or one squeue shows queued or running
       std::string what;
       for (const auto& c : it.changes) what += (what.empty() ? "" : "; ") + c;
-      std::printf("  changed %s: %s (in %s)\n", it.label.c_str(), what.c_str(), it.run->dir.c_str());
+      std::printf("  changed %s: %s (in %s)\n", it.label.c_str(), what.c_str(),
+                  it.run->dir.c_str());
       ++changed;
     }
     if (changed > 0)
-      std::printf("  stacklab sweep would refuse to run: %zu run%s hold%s the result of a different config or data than "
-                  "the sweep now gives (stored -> now); --on-change rerun moves %s to <dir>.changed-N and runs %s again\n",
-                  changed, changed == 1 ? "" : "s", changed == 1 ? "s" : "", changed == 1 ? "it" : "them",
-                  changed == 1 ? "it" : "them");
+      std::printf(
+          "  stacklab sweep would refuse to run: %zu run%s hold%s the result of a different config "
+          "or data than "
+          "the sweep now gives (stored -> now); --on-change rerun moves %s to <dir>.changed-N and "
+          "runs %s again\n",
+          changed, changed == 1 ? "" : "s", changed == 1 ? "s" : "", changed == 1 ? "it" : "them",
+          changed == 1 ? "it" : "them");
     any_bad = any_bad || count["failed"] > 0 || changed > 0 || s.refused;
   }
   return any_bad ? kExitError : kExitOk;

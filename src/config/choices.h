@@ -5,8 +5,8 @@
 // Not here: what a choice does (the nn registries in src/nn/wiring.h hold that).
 #pragma once
 #include <array>
-#include <ostream>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,11 +27,13 @@ enum class ScheduleKind { Constant, Cosine, WarmupConstant };
 
 // ChoiceNames<E>::table lists every value of E with its spelling in the JSON config, in the
 // order error messages and docs show them.
-template <class E> struct ChoiceNames;
+template <class E>
+struct ChoiceNames;
 
-#define SL_CHOICES(E, ...)                                                          \
-  template <> struct ChoiceNames<E> {                                               \
-    static constexpr std::pair<E, std::string_view> table[] = {__VA_ARGS__};        \
+#define SL_CHOICES(E, ...)                                                   \
+  template <>                                                                \
+  struct ChoiceNames<E> {                                                    \
+    static constexpr std::pair<E, std::string_view> table[] = {__VA_ARGS__}; \
   }
 
 SL_CHOICES(NormKind, {NormKind::LayerNorm, "layernorm"}, {NormKind::RmsNorm, "rmsnorm"},
@@ -45,7 +47,8 @@ SL_CHOICES(Activation, {Activation::Gelu, "gelu"}, {Activation::GeluTanh, "gelu_
            {Activation::Relu, "relu"}, {Activation::Tanh, "tanh"});
 SL_CHOICES(InitScheme, {InitScheme::Normal, "normal"}, {InitScheme::Scaled, "scaled"},
            {InitScheme::Xavier, "xavier"});
-SL_CHOICES(PosEmb, {PosEmb::Learned, "learned"}, {PosEmb::Sinusoidal, "sinusoidal"}, {PosEmb::None, "none"});
+SL_CHOICES(PosEmb, {PosEmb::Learned, "learned"}, {PosEmb::Sinusoidal, "sinusoidal"},
+           {PosEmb::None, "none"});
 SL_CHOICES(SourceKind, {SourceKind::Markov, "markov"}, {SourceKind::Text, "text"});
 SL_CHOICES(OptimizerKind, {OptimizerKind::AdamW, "adamw"}, {OptimizerKind::Sgd, "sgd"});
 SL_CHOICES(ScheduleKind, {ScheduleKind::Constant, "constant"}, {ScheduleKind::Cosine, "cosine"},
@@ -54,28 +57,32 @@ SL_CHOICES(ScheduleKind, {ScheduleKind::Constant, "constant"}, {ScheduleKind::Co
 #undef SL_CHOICES
 
 // The JSON spelling of a value ("layernorm").
-template <class E> std::string name_of(E value) {
+template <class E>
+std::string name_of(E value) {
   for (const auto& [v, name] : ChoiceNames<E>::table)
     if (v == value) return std::string(name);
   return "?";  // unreachable for a value of the enum: every value is in its table (tested)
 }
 
 // The value spelled `name`, or nullopt.
-template <class E> std::optional<E> parse_choice(std::string_view name) {
+template <class E>
+std::optional<E> parse_choice(std::string_view name) {
   for (const auto& [v, n] : ChoiceNames<E>::table)
     if (n == name) return v;
   return std::nullopt;
 }
 
 // Every spelling, in table order.
-template <class E> std::vector<std::string> choice_names() {
+template <class E>
+std::vector<std::string> choice_names() {
   std::vector<std::string> out;
   for (const auto& [v, name] : ChoiceNames<E>::table) out.emplace_back(name);
   return out;
 }
 
 // Prints the spelling (gtest messages, logs).
-template <class E, class = decltype(ChoiceNames<E>::table)> std::ostream& operator<<(std::ostream& os, E value) {
+template <class E, class = decltype(ChoiceNames<E>::table)>
+std::ostream& operator<<(std::ostream& os, E value) {
   return os << name_of(value);
 }
 

@@ -17,7 +17,8 @@ using Choices = std::vector<std::string>;
 const Choices kSections{"model", "data", "optim", "train", "log"};
 
 // S is the section struct, const or not; V is a Writer or a Reader.
-template <class S, class V> void visit_model(S& m, V& v) {
+template <class S, class V>
+void visit_model(S& m, V& v) {
   v("n_layer", m.n_layer);
   v("n_head", m.n_head);
   v("n_embd", m.n_embd);
@@ -44,7 +45,8 @@ template <class S, class V> void visit_model(S& m, V& v) {
   v("qk_norm", m.qk_norm);
   v("dropout", m.dropout);
 }
-template <class S, class V> void visit_data(S& d, V& v) {
+template <class S, class V>
+void visit_data(S& d, V& v) {
   v.choice("source", d.source);
   v("order", d.order);
   v("alpha", d.alpha);
@@ -52,7 +54,8 @@ template <class S, class V> void visit_data(S& d, V& v) {
   v("path", d.path);
   v("val_fraction", d.val_fraction);
 }
-template <class S, class V> void visit_optim(S& o, V& v) {
+template <class S, class V>
+void visit_optim(S& o, V& v) {
   v.choice("name", o.name);
   v("learning_rate", o.learning_rate);
   v("weight_decay", o.weight_decay);
@@ -68,7 +71,8 @@ template <class S, class V> void visit_optim(S& o, V& v) {
   v("lr_decay_iters", o.lr_decay_iters);
   v("min_lr", o.min_lr);
 }
-template <class S, class V> void visit_train(S& t, V& v) {
+template <class S, class V>
+void visit_train(S& t, V& v) {
   v("name", t.name);
   v("out_dir", t.out_dir);
   v("batch_size", t.batch_size);
@@ -82,7 +86,8 @@ template <class S, class V> void visit_train(S& t, V& v) {
   v("grad_accum_steps", t.grad_accum_steps);
   v("flush_subnormals", t.flush_subnormals);
 }
-template <class S, class V> void visit_log(S& l, V& v) {
+template <class S, class V>
+void visit_log(S& l, V& v) {
   v("log_interval", l.log_interval);
   v("layer_interval", l.layer_interval);
   v("params", l.params);
@@ -90,11 +95,17 @@ template <class S, class V> void visit_log(S& l, V& v) {
 
 struct Writer {
   json& out;
-  template <class T> void operator()(const char* key, const T& value) { out[key] = value; }
+  template <class T>
+  void operator()(const char* key, const T& value) {
+    out[key] = value;
+  }
   void operator()(const char* key, const std::optional<bool>& value) {
     out[key] = value ? json(*value) : json(nullptr);
   }
-  template <class E> void choice(const char* key, const E& value) { out[key] = name_of(value); }
+  template <class E>
+  void choice(const char* key, const E& value) {
+    out[key] = name_of(value);
+  }
 };
 
 // `string "8"`, `number 8.5`, `boolean true`, `null`, `an array`, `an object`.
@@ -178,11 +189,15 @@ struct Reader {
   void operator()(const char* key, std::optional<bool>& value) const {
     const json* j = find(key);
     if (!j) return;
-    if (j->is_null()) value.reset();
-    else if (j->is_boolean()) value = j->get<bool>();
-    else fail(key, "expected true, false or null (auto), got " + describe_value(*j));
+    if (j->is_null())
+      value.reset();
+    else if (j->is_boolean())
+      value = j->get<bool>();
+    else
+      fail(key, "expected true, false or null (auto), got " + describe_value(*j));
   }
-  template <class E> void choice(const char* key, E& value) const {
+  template <class E>
+  void choice(const char* key, E& value) const {
     const json* j = find(key);
     if (!j) return;
     const Choices choices = choice_names<E>();
@@ -240,7 +255,8 @@ json to_json(const Config& cfg) {
 }
 
 Config parse_config(const json& j, const std::string& origin) {
-  if (!j.is_object()) throw ConfigError(origin + ": expected a JSON object, got " + describe_value(j));
+  if (!j.is_object())
+    throw ConfigError(origin + ": expected a JSON object, got " + describe_value(j));
   std::vector<std::string> top = kSections;
   top.push_back("description");
   for (const auto& item : j.items()) {
@@ -248,7 +264,8 @@ Config parse_config(const json& j, const std::string& origin) {
       throw ConfigError(origin + ": extends: only load_config resolves 'extends'");
     if (item.key() == "derived") {  // a run's config.json: read back and checked by load_config
       if (!item.value().is_object())
-        throw ConfigError(origin + ": derived: expected an object, got " + describe_value(item.value()));
+        throw ConfigError(origin + ": derived: expected an object, got " +
+                          describe_value(item.value()));
       continue;
     }
     if (std::find(top.begin(), top.end(), item.key()) == top.end()) {
@@ -302,7 +319,9 @@ struct Validator {
     if (v < lo) fail(path, "must be >= " + std::to_string(lo) + ", got " + std::to_string(v));
   }
   void at_most(const std::string& path, long long v, long long hi, const char* why) const {
-    if (v > hi) fail(path, "must be <= " + std::to_string(hi) + ", got " + std::to_string(v) + " (" + why + ")");
+    if (v > hi)
+      fail(path,
+           "must be <= " + std::to_string(hi) + ", got " + std::to_string(v) + " (" + why + ")");
   }
   void positive(const std::string& path, double v) const {
     if (!(v > 0)) fail(path, "must be > 0, got " + json(v).dump());
@@ -343,13 +362,16 @@ void validate_model(const ModelConfig& m, const Validator& v) {
                                        name_of(m.norm_position) + "\"");
   if (m.residual_scale == ResidualScale::DeepNorm && m.norm == NormKind::None)
     v.fail("model.residual_scale", "\"deepnorm\" needs a model.norm other than \"none\"");
-  if (!(m.dropout >= 0 && m.dropout < 1)) v.fail("model.dropout", "must be in [0, 1), got " + json(m.dropout).dump());
+  if (!(m.dropout >= 0 && m.dropout < 1))
+    v.fail("model.dropout", "must be in [0, 1), got " + json(m.dropout).dump());
   if (m.final_norm.value_or(false) && m.norm == NormKind::None)
     v.fail("model.final_norm", "true needs a model.norm other than \"none\"");
   if (m.norm_scaling != NormScaling::None && m.norm == NormKind::None)
-    v.fail("model.norm_scaling", "\"" + name_of(m.norm_scaling) + "\" scales norm outputs but model.norm is \"none\"");
+    v.fail("model.norm_scaling",
+           "\"" + name_of(m.norm_scaling) + "\" scales norm outputs but model.norm is \"none\"");
   if (m.qk_norm && m.norm == NormKind::None)
-    v.fail("model.qk_norm", "true applies model.norm to queries and keys, but model.norm is \"none\"");
+    v.fail("model.qk_norm",
+           "true applies model.norm to queries and keys, but model.norm is \"none\"");
   if (m.qk_norm && !m.attention) v.fail("model.qk_norm", "true needs model.attention true");
   v.positive("model.dyt_alpha_init", m.dyt_alpha_init);
   v.non_negative("model.layerscale_init", m.layerscale_init);
@@ -361,10 +383,12 @@ void validate_data(const DataConfig& d, const Validator& v) {
   v.positive("data.alpha", d.alpha);
   if (d.source == SourceKind::Text && d.path.empty())
     v.fail("data.path", "required when data.source is \"text\"");
-  if (d.source != SourceKind::Text && !d.path.empty())  // else the file would be ignored without a word
-    v.fail("data.path", "'" + d.path + "' is set but data.source is \"" + name_of(d.source) +
-                            "\", which does not read it; to train on the file set data.source \"text\" "
-                            "(--data.source=text), else remove data.path");
+  if (d.source != SourceKind::Text &&
+      !d.path.empty())  // else the file would be ignored without a word
+    v.fail("data.path",
+           "'" + d.path + "' is set but data.source is \"" + name_of(d.source) +
+               "\", which does not read it; to train on the file set data.source \"text\" "
+               "(--data.source=text), else remove data.path");
   if (!(d.val_fraction > 0 && d.val_fraction < 1))
     v.fail("data.val_fraction", "must be in (0, 1), got " + json(d.val_fraction).dump());
 }
@@ -383,8 +407,8 @@ void validate_optim(const OptimConfig& o, const Validator& v) {
   v.at_least("optim.lr_decay_iters", o.lr_decay_iters, 0);
   v.non_negative("optim.min_lr", o.min_lr);
   if (o.min_lr > o.learning_rate)
-    v.fail("optim.min_lr", json(o.min_lr).dump() + " is above optim.learning_rate " +
-                               json(o.learning_rate).dump());
+    v.fail("optim.min_lr",
+           json(o.min_lr).dump() + " is above optim.learning_rate " + json(o.learning_rate).dump());
 }
 
 // Schedules whose keys contradict each other or the run's length: the rate would never reach
@@ -394,17 +418,23 @@ void validate_schedule(const OptimConfig& o, const TrainConfig& t, const Validat
   switch (o.schedule) {
     case ScheduleKind::Constant:
       if (o.warmup_iters > 0)
-        v.fail("optim.warmup_iters", warmup + " has no effect with optim.schedule \"constant\"; use "
-                                     "\"warmup_constant\" or \"cosine\" to warm up, else set it to 0");
+        v.fail("optim.warmup_iters",
+               warmup +
+                   " has no effect with optim.schedule \"constant\"; use "
+                   "\"warmup_constant\" or \"cosine\" to warm up, else set it to 0");
       return;
     case ScheduleKind::WarmupConstant:
-    case ScheduleKind::Cosine: break;
+    case ScheduleKind::Cosine:
+      break;
   }
   if (o.warmup_iters > t.max_iters)
-    v.fail("optim.warmup_iters", warmup + " is above train.max_iters " + std::to_string(t.max_iters) +
-                                     ": the run would end before the rate reaches optim.learning_rate");
-  if (o.schedule == ScheduleKind::Cosine && o.lr_decay_iters != 0 && o.lr_decay_iters < o.warmup_iters)
-    v.fail("optim.lr_decay_iters", std::to_string(o.lr_decay_iters) + " is below optim.warmup_iters " + warmup +
+    v.fail("optim.warmup_iters",
+           warmup + " is above train.max_iters " + std::to_string(t.max_iters) +
+               ": the run would end before the rate reaches optim.learning_rate");
+  if (o.schedule == ScheduleKind::Cosine && o.lr_decay_iters != 0 &&
+      o.lr_decay_iters < o.warmup_iters)
+    v.fail("optim.lr_decay_iters", std::to_string(o.lr_decay_iters) +
+                                       " is below optim.warmup_iters " + warmup +
                                        ": the cosine would end its decay before the warm-up ends");
 }
 
@@ -412,7 +442,8 @@ void validate_run(const TrainConfig& t, const LogConfig& l, const Validator& v) 
   if (t.out_dir.empty()) v.fail("train.out_dir", "must not be empty");
   if (!t.name.empty() && !plain_name_problem(t.name).empty())
     v.fail("train.name", "'" + t.name + "' " + plain_name_problem(t.name) +
-                             "; a run name is a plain directory name (choose the directory with --out or train.out_dir)");
+                             "; a run name is a plain directory name (choose the directory with "
+                             "--out or train.out_dir)");
   v.at_least("train.grad_accum_steps", t.grad_accum_steps, 1);
   v.at_most("train.grad_accum_steps", t.grad_accum_steps, 65536, "a sanity limit; a typo?");
   v.at_least("train.batch_size", t.batch_size, 1);
@@ -481,7 +512,8 @@ std::string closest_key(const std::string& key, const std::vector<std::string>& 
   return best_d <= limit ? best : "";
 }
 
-std::string unknown_key_message(const std::string& key, const std::vector<std::string>& candidates) {
+std::string unknown_key_message(const std::string& key,
+                                const std::vector<std::string>& candidates) {
   std::string near = closest_key(key, candidates);
   if (!near.empty()) return "unknown key; did you mean '" + near + "'?";
   std::string list;

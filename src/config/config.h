@@ -27,27 +27,27 @@ struct ModelConfig {
   int n_head = 4;
   int n_embd = 64;
   int block_size = 64;
-  int vocab_size = 32;                    // text data: the trainer overwrites it with the corpus's
+  int vocab_size = 32;  // text data: the trainer overwrites it with the corpus's
   bool bias = true;
   bool residual = true;
-  NormKind norm = NormKind::LayerNorm;   // layernorm | rmsnorm | dyt | none
+  NormKind norm = NormKind::LayerNorm;  // layernorm | rmsnorm | dyt | none
   double norm_eps = 1e-5;
-  NormPosition norm_position = NormPosition::Pre;         // pre | post | sandwich
-  ResidualScale residual_scale = ResidualScale::None;     // none | rezero | deepnorm | layerscale
-  std::optional<bool> final_norm;         // unset = auto, see resolved_final_norm()
+  NormPosition norm_position = NormPosition::Pre;      // pre | post | sandwich
+  ResidualScale residual_scale = ResidualScale::None;  // none | rezero | deepnorm | layerscale
+  std::optional<bool> final_norm;                      // unset = auto, see resolved_final_norm()
   bool attention = true;
   bool mlp = true;
   int mlp_ratio = 4;
   Activation activation = Activation::Gelu;  // gelu | gelu_tanh | relu | tanh
-  InitScheme init = InitScheme::Normal;   // normal | scaled | xavier
+  InitScheme init = InitScheme::Normal;      // normal | scaled | xavier
   double init_std = 0.02;
-  PosEmb pos_emb = PosEmb::Learned;       // learned | sinusoidal | none
+  PosEmb pos_emb = PosEmb::Learned;  // learned | sinusoidal | none
   bool tie_weights = false;
-  double dyt_alpha_init = 0.5;            // dyt: the learnable alpha of tanh(alpha x) starts here
+  double dyt_alpha_init = 0.5;  // dyt: the learnable alpha of tanh(alpha x) starts here
   NormScaling norm_scaling = NormScaling::None;  // depth: block l's norm outputs times 1/sqrt(l)
-  double layerscale_init = 0.1;           // layerscale: the per-channel lambda starts here
-  bool qk_norm = false;                   // model.norm applied per head to queries and keys
-  double dropout = 0.0;                   // training only: attention probs, sub-layer outputs, embeddings
+  double layerscale_init = 0.1;                  // layerscale: the per-channel lambda starts here
+  bool qk_norm = false;                          // model.norm applied per head to queries and keys
+  double dropout = 0.0;  // training only: attention probs, sub-layer outputs, embeddings
 
   // final_norm if set; otherwise true for pre and sandwich, false for post; always false for
   // norm "none" (there is no norm to apply).
@@ -56,11 +56,11 @@ struct ModelConfig {
 };
 
 struct DataConfig {
-  SourceKind source = SourceKind::Markov; // markov | text
-  int order = 2;                          // markov: context length, 1..3
-  double alpha = 0.5;                     // markov: Dirichlet concentration of the transitions
-  std::uint64_t seed = 1234;              // the data source's own seed
-  std::string path;                       // text: the corpus; the loader makes it absolute
+  SourceKind source = SourceKind::Markov;  // markov | text
+  int order = 2;                           // markov: context length, 1..3
+  double alpha = 0.5;                      // markov: Dirichlet concentration of the transitions
+  std::uint64_t seed = 1234;               // the data source's own seed
+  std::string path;                        // text: the corpus; the loader makes it absolute
   double val_fraction = 0.1;
   bool operator==(const DataConfig&) const = default;
 };
@@ -69,40 +69,40 @@ struct OptimConfig {
   OptimizerKind name = OptimizerKind::AdamW;  // adamw | sgd
   double learning_rate = 1e-3;
   double weight_decay = 0.0;
-  bool decay_exempt = true;               // no decay on biases, norm gains and embeddings
+  bool decay_exempt = true;  // no decay on biases, norm gains and embeddings
   double beta1 = 0.9;
   double beta2 = 0.95;
   double eps = 1e-8;
-  double momentum = 0.9;                  // sgd
-  bool nesterov = false;                  // sgd
-  double grad_clip = 0.0;                 // global grad-norm clip; 0 = off
+  double momentum = 0.9;                           // sgd
+  bool nesterov = false;                           // sgd
+  double grad_clip = 0.0;                          // global grad-norm clip; 0 = off
   ScheduleKind schedule = ScheduleKind::Constant;  // constant | cosine | warmup_constant
   int warmup_iters = 0;
-  int lr_decay_iters = 0;                 // 0 = train.max_iters
+  int lr_decay_iters = 0;  // 0 = train.max_iters
   double min_lr = 0.0;
   bool operator==(const OptimConfig&) const = default;
 };
 
 struct TrainConfig {
-  std::string name;                       // run name; the loader fills in the config file's stem
+  std::string name;  // run name; the loader fills in the config file's stem
   std::string out_dir = "runs";
   int batch_size = 8;
   int max_iters = 300;
   int eval_interval = 100;
   int eval_iters = 10;
   std::uint64_t seed = 1337;
-  int ckpt_interval = 100;                // 0 = only at the end
-  bool save_best = true;                  // write checkpoints/best.safetensors at each new best val loss
-  int threads = 0;                        // 0 = all cores
-  int grad_accum_steps = 1;               // micro-batches of batch_size summed into one update
-  bool flush_subnormals = true;           // FTZ + DAZ on every compute thread (core/fpmode.h)
+  int ckpt_interval = 100;       // 0 = only at the end
+  bool save_best = true;         // write checkpoints/best.safetensors at each new best val loss
+  int threads = 0;               // 0 = all cores
+  int grad_accum_steps = 1;      // micro-batches of batch_size summed into one update
+  bool flush_subnormals = true;  // FTZ + DAZ on every compute thread (core/fpmode.h)
   bool operator==(const TrainConfig&) const = default;
 };
 
 struct LogConfig {
   int log_interval = 10;
   int layer_interval = 50;
-  bool params = true;                     // per-parameter grad norms
+  bool params = true;  // per-parameter grad norms
   bool operator==(const LogConfig&) const = default;
 };
 
@@ -113,7 +113,7 @@ struct Config {
   TrainConfig train;
   LogConfig log;
   std::string description;
-  std::string source_path;                // the file it was loaded from; not part of the JSON
+  std::string source_path;  // the file it was loaded from; not part of the JSON
   bool operator==(const Config&) const = default;
 };
 
@@ -128,7 +128,8 @@ nlohmann::json to_json(const Config& cfg);
 // Keys and types only, no ranges: missing keys keep their defaults. Throws ConfigError.
 Config parse_config(const nlohmann::json& j, const std::string& origin);
 // Ranges and cross-field rules. A key found in `where` is reported with its own origin.
-void validate_config(const Config& cfg, const std::string& origin, const Provenance* where = nullptr);
+void validate_config(const Config& cfg, const std::string& origin,
+                     const Provenance* where = nullptr);
 // parse_config then validate_config.
 Config config_from_json(const nlohmann::json& j, const std::string& origin);
 

@@ -24,7 +24,8 @@ std::pair<std::size_t, std::size_t> line_column(const std::string& text, std::si
   return {line, at - line_start + 1};
 }
 
-// nlohmann's what() is "[json.exception.parse_error.101] parse error at line 2, column 8: <detail>".
+// nlohmann's what() is "[json.exception.parse_error.101] parse error at line 2, column 8:
+// <detail>".
 std::string parse_error_detail(const std::string& what) {
   std::size_t column = what.find("column ");
   std::size_t colon = column == std::string::npos ? column : what.find(": ", column);
@@ -56,10 +57,13 @@ class DuplicateKeyCheck {
         c.key = value.get<std::string>();
         if (!c.keys.insert(c.key).second)
           throw ConfigError(path_ + ": duplicate key '" + child_name() +
-                            "': a key may appear once in an object (a JSON reader would silently keep one of them)");
+                            "': a key may appear once in an object (a JSON reader would silently "
+                            "keep one of them)");
         break;
       }
-      case json::parse_event_t::value: element_done(); break;
+      case json::parse_event_t::value:
+        element_done();
+        break;
     }
     return true;
   }
@@ -67,10 +71,10 @@ class DuplicateKeyCheck {
  private:
   struct Container {
     bool array;
-    std::string name;           // its dotted path, "" for the top level
-    std::set<std::string> keys; // objects: the keys seen so far
-    std::string key;            // objects: the key whose value is being read
-    std::size_t index;          // arrays: the element being read
+    std::string name;            // its dotted path, "" for the top level
+    std::set<std::string> keys;  // objects: the keys seen so far
+    std::string key;             // objects: the key whose value is being read
+    std::size_t index;           // arrays: the element being read
   };
   // The dotted path of the value being read in the innermost open container.
   std::string child_name() const {
@@ -119,10 +123,12 @@ std::string chain_string(const std::vector<std::string>& chain, const std::strin
 json load_layer(const fs::path& file, std::vector<std::string>& chain,
                 std::vector<std::string>& chain_keys, Provenance& where, json* derived) {
   const std::string name = file.string();
-  std::error_code ec;  // a name the filesystem refuses (too long, a bad component) is the file's problem
+  std::error_code
+      ec;  // a name the filesystem refuses (too long, a bad component) is the file's problem
   const std::string key = fs::weakly_canonical(fs::absolute(file, ec), ec).string();
   if (ec) {
-    const std::string from = chain.empty() ? name : chain.back() + ": extends: base config '" + name + "'";
+    const std::string from =
+        chain.empty() ? name : chain.back() + ": extends: base config '" + name + "'";
     throw ConfigError(from + ": " + ec.message());
   }
   if (std::find(chain_keys.begin(), chain_keys.end(), key) != chain_keys.end())
@@ -132,8 +138,10 @@ json load_layer(const fs::path& file, std::vector<std::string>& chain,
                       (ec ? " (" + ec.message() + ")" : ""));
   json layer = read_json_file(name);
   if (!layer.is_object()) throw ConfigError(name + ": expected a JSON object at the top level");
-  if (auto d = layer.find("derived"); d != layer.end()) {  // checked after the merge (top file only)
-    if (!d->is_object()) throw ConfigError(name + ": derived: expected an object, got " + d->dump());
+  if (auto d = layer.find("derived");
+      d != layer.end()) {  // checked after the merge (top file only)
+    if (!d->is_object())
+      throw ConfigError(name + ": derived: expected an object, got " + d->dump());
     if (derived) *derived = *d;
     layer.erase(d);
   }
@@ -181,10 +189,12 @@ json read_json_file(const std::string& path) {
   while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
     text.append(chunk, static_cast<std::size_t>(in.gcount()));
     if (text.size() > kMaxConfigBytes)
-      throw ConfigError(path + ": larger than " + std::to_string(kMaxConfigBytes >> 20) + " MB; not a config file?");
+      throw ConfigError(path + ": larger than " + std::to_string(kMaxConfigBytes >> 20) +
+                        " MB; not a config file?");
   }
   try {
-    return json::parse(text, DuplicateKeyCheck(path), /*allow_exceptions=*/true, /*ignore_comments=*/true);
+    return json::parse(text, DuplicateKeyCheck(path), /*allow_exceptions=*/true,
+                       /*ignore_comments=*/true);
   } catch (const json::parse_error& e) {
     // e.byte counts bytes read, so the offending byte is at index byte - 1.
     auto [line, column] = line_column(text, e.byte == 0 ? 0 : e.byte - 1);
@@ -203,8 +213,10 @@ void merge_json(json& base, const json& overlay) {
   }
   for (const auto& item : overlay.items()) {
     auto it = base.find(item.key());
-    if (it != base.end() && it->is_object() && item.value().is_object()) merge_json(*it, item.value());
-    else base[item.key()] = item.value();
+    if (it != base.end() && it->is_object() && item.value().is_object())
+      merge_json(*it, item.value());
+    else
+      base[item.key()] = item.value();
   }
 }
 
@@ -278,9 +290,10 @@ void check_explicit_name(const ResolvedJson& resolved, const std::string& path) 
   const auto name = train->find("name");
   if (name == train->end() || !name->is_string() || !name->get<std::string>().empty()) return;
   const auto it = resolved.where.find("train.name");
-  throw ConfigError((it == resolved.where.end() ? path : it->second) +
-                    ": train.name: is empty; a run name is a plain directory name (leave the key out to use the "
-                    "config file's stem)");
+  throw ConfigError(
+      (it == resolved.where.end() ? path : it->second) +
+      ": train.name: is empty; a run name is a plain directory name (leave the key out to use the "
+      "config file's stem)");
 }
 
 Config load_config_unchecked(const std::string& path, const std::vector<std::string>& overrides) {
@@ -295,7 +308,8 @@ Config load_config_unchecked(const std::string& path, const std::vector<std::str
   validate_config(cfg, path, &resolved.where);
   if (cfg.train.name.empty()) cfg.train.name = fs::path(path).stem().string();
   if (const std::string bad = plain_name_problem(cfg.train.name); !bad.empty())
-    throw ConfigError(path + ": train.name: the file's stem '" + cfg.train.name + "' " + bad + "; set train.name");
+    throw ConfigError(path + ": train.name: the file's stem '" + cfg.train.name + "' " + bad +
+                      "; set train.name");
   cfg.source_path = fs::absolute(path).lexically_normal().string();
   return cfg;
 }

@@ -21,8 +21,8 @@ void merge_json(nlohmann::json& base, const nlohmann::json& overlay);
 
 // A config file with its "extends" chain resolved, before overrides and validation.
 struct ResolvedJson {
-  nlohmann::json json;  // merged; no "extends" key left
-  Provenance where;     // "model.n_layer" -> the file that set it last
+  nlohmann::json json;     // merged; no "extends" key left
+  Provenance where;        // "model.n_layer" -> the file that set it last
   nlohmann::json derived;  // the top file's "derived" section (a run's config.json), or null
 };
 ResolvedJson resolve_extends(const std::string& path);
@@ -31,7 +31,8 @@ ResolvedJson resolve_extends(const std::string& path);
 // type (integer, number, true/false, string; null also for model.final_norm). Unknown keys and
 // bad values throw ConfigError, prefixed with `context` (e.g. the config path) when given.
 // Returns the dotted key that was set.
-std::string apply_override(nlohmann::json& cfg, const std::string& kv, const std::string& context = "");
+std::string apply_override(nlohmann::json& cfg, const std::string& kv,
+                           const std::string& context = "");
 
 // resolve_extends, then overrides in order, then validation. train.name defaults to the file's
 // stem (an explicit empty name is an error); source_path is the file's absolute path. A

@@ -40,7 +40,8 @@ void attach(Tensor& out, const char* op, std::vector<Tensor> inputs,
 float* grad_of(const Tensor& t) {
   if (!t.defined() || !t.requires_grad()) return nullptr;
   TensorImpl* impl = t.impl();
-  if (!impl->grad) impl->grad = make_buffer(static_cast<size_t>(impl->shape.numel()), /*zero=*/true);
+  if (!impl->grad)
+    impl->grad = make_buffer(static_cast<size_t>(impl->shape.numel()), /*zero=*/true);
   return impl->grad->data();
 }
 
@@ -57,11 +58,13 @@ void run_backward(Tensor& root) {
   if (root.numel() != 1)
     throw Error("[backward] needs a one-element (scalar) tensor, got shape " + root.shape().str());
   if (!root.requires_grad())
-    throw Error("[backward] the tensor does not require grad (made under NoGradGuard, or from no "
-                "parameter that requires grad)");
+    throw Error(
+        "[backward] the tensor does not require grad (made under NoGradGuard, or from no "
+        "parameter that requires grad)");
   if (root.impl()->node && root.impl()->node->released)
-    throw Error("[backward] the graph of this tensor was already released by an earlier backward(); "
-                "run the forward pass again before calling backward() a second time");
+    throw Error(
+        "[backward] the graph of this tensor was already released by an earlier backward(); "
+        "run the forward pass again before calling backward() a second time");
 
   // Iterative post-order DFS: `order` lists each tensor after every tensor it depends on.
   const uint64_t epoch = ++g_visit_epoch;

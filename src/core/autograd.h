@@ -48,7 +48,9 @@ class NoGradGuard {
 bool needs_grad(std::initializer_list<const Tensor*> inputs);
 inline bool needs_grad(const Tensor& a) { return needs_grad({&a}); }
 inline bool needs_grad(const Tensor& a, const Tensor& b) { return needs_grad({&a, &b}); }
-inline bool needs_grad(const Tensor& a, const Tensor& b, const Tensor& c) { return needs_grad({&a, &b, &c}); }
+inline bool needs_grad(const Tensor& a, const Tensor& b, const Tensor& c) {
+  return needs_grad({&a, &b, &c});
+}
 
 // Makes `out` a non-leaf produced by `op` from `inputs` (undefined inputs are skipped).
 void attach(Tensor& out, const char* op, std::vector<Tensor> inputs,

@@ -56,19 +56,21 @@ bool xsmm_covers(bool ta, bool tb, int64_t M, int64_t N, float alpha, float beta
   return !ta || M * N >= kXsmmMinTransOut;
 }
 
-libxsmm_smmfunction xsmm_kernel(bool ta, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc,
-                                float beta) {
+libxsmm_smmfunction xsmm_kernel(bool ta, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
+                                int64_t ldc, float beta) {
   static const bool initialised = (libxsmm_init(), true);
   (void)initialised;
-  const int flags = (ta ? LIBXSMM_GEMM_FLAG_TRANS_B : 0) | (beta == 0.0f ? LIBXSMM_GEMM_FLAG_BETA_0 : 0);
+  const int flags =
+      (ta ? LIBXSMM_GEMM_FLAG_TRANS_B : 0) | (beta == 0.0f ? LIBXSMM_GEMM_FLAG_BETA_0 : 0);
   const libxsmm_blasint m = N, n = M, k = K, la = ldb, lb = lda, lc = ldc;
   const float one = 1.0f;
   return libxsmm_smmdispatch(m, n, k, &la, &lb, &lc, &one, &beta, &flags, nullptr);
 }
 #endif
 
-void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-           const float* B, int64_t ldb, float beta, float* C, int64_t ldc, bool openblas_only) {
+void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+           bool openblas_only) {
 #ifdef STACKLAB_HAVE_LIBXSMM
   if (!openblas_only && xsmm_covers(ta, tb, M, N, alpha, beta))
     if (const libxsmm_smmfunction f = xsmm_kernel(ta, M, N, K, lda, ldb, ldc, beta)) {
@@ -78,9 +80,9 @@ void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const
 #else
   (void)openblas_only;
 #endif
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(M),
-              static_cast<int>(N), static_cast<int>(K), alpha, A, static_cast<int>(lda), B, static_cast<int>(ldb),
-              beta, C, static_cast<int>(ldc));
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A,
+              static_cast<int>(lda), B, static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
 }
 
 }  // namespace
@@ -92,11 +94,13 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
 
 namespace {
 
-void gemm_split(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-                int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, bool openblas_only) {
+void gemm_split(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+                int64_t ldc, bool openblas_only) {
   SL_CHECK(M >= 0 && N >= 0 && K >= 0, "negative gemm size");
   if (M == 0 || N == 0) return;
-  if (K == 0 && beta == 0.0f) {  // C = 0 exactly, whatever C held (a fresh GradSlot may hold anything)
+  if (K == 0 &&
+      beta == 0.0f) {  // C = 0 exactly, whatever C held (a fresh GradSlot may hold anything)
     for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
     return;
   }
@@ -104,21 +108,23 @@ void gemm_split(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, flo
   static const bool blas_single = (openblas_set_num_threads(1), true);  // before the first gemm
   (void)blas_single;
   const int nt = omp_get_max_threads();
-  if (nt > 1 && !omp_in_parallel() && static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) >= kSplitWork) {
+  if (nt > 1 && !omp_in_parallel() &&
+      static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) >= kSplitWork) {
     const bool by_rows = M >= N;
     const int64_t extent = by_rows ? M : N;
-    const int64_t block = ((extent + nt - 1) / nt + 15) / 16 * 16;  // multiples of 16 rows / columns
+    const int64_t block =
+        ((extent + nt - 1) / nt + 15) / 16 * 16;  // multiples of 16 rows / columns
 #pragma omp parallel num_threads(nt)
     {
       const int64_t lo = omp_get_thread_num() * block;
       const int64_t hi = lo + block < extent ? lo + block : extent;
       if (lo < hi) {
         if (by_rows)  // rows lo..hi of C: rows of op(A) (columns of A when it is stored transposed)
-          sgemm(trans_a, trans_b, hi - lo, N, K, alpha, A + (trans_a ? lo : lo * lda), lda, B, ldb, beta,
-                C + lo * ldc, ldc, openblas_only);
+          sgemm(trans_a, trans_b, hi - lo, N, K, alpha, A + (trans_a ? lo : lo * lda), lda, B, ldb,
+                beta, C + lo * ldc, ldc, openblas_only);
         else  // columns lo..hi of C: columns of op(B) (rows of B when it is stored transposed)
-          sgemm(trans_a, trans_b, M, hi - lo, K, alpha, A, lda, B + (trans_b ? lo * ldb : lo), ldb, beta, C + lo,
-                ldc, openblas_only);
+          sgemm(trans_a, trans_b, M, hi - lo, K, alpha, A, lda, B + (trans_b ? lo * ldb : lo), ldb,
+                beta, C + lo, ldc, openblas_only);
       }
     }
     return;
@@ -129,20 +135,22 @@ void gemm_split(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, flo
 
 }  // namespace
 
-void gemm_ld(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-             const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+void gemm_ld(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+             const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+             int64_t ldc) {
   gemm_split(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, false);
 }
 
-void gemm_openblas(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-                   const float* B, float beta, float* C) {
-  gemm_split(trans_a, trans_b, M, N, K, alpha, A, trans_a ? M : K, B, trans_b ? K : N, beta, C, N, true);
+void gemm_openblas(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                   const float* A, const float* B, float beta, float* C) {
+  gemm_split(trans_a, trans_b, M, N, K, alpha, A, trans_a ? M : K, B, trans_b ? K : N, beta, C, N,
+             true);
 }
 
 std::string matmul_path() {
 #ifdef STACKLAB_HAVE_LIBXSMM
-  return "libxsmm " + std::to_string(LIBXSMM_VERSION_MAJOR) + "." + std::to_string(LIBXSMM_VERSION_MINOR) +
-         " JIT where it covers the shape, else OpenBLAS";
+  return "libxsmm " + std::to_string(LIBXSMM_VERSION_MAJOR) + "." +
+         std::to_string(LIBXSMM_VERSION_MINOR) + " JIT where it covers the shape, else OpenBLAS";
 #else
   return "OpenBLAS";
 #endif

@@ -11,8 +11,9 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
           const float* B, float beta, float* C);
 // The same with explicit leading dimensions (row strides), for operands that are column blocks
 // of wider row-major matrices (e.g. one head's q inside (T, 3C)).
-void gemm_ld(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-             const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+void gemm_ld(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+             const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+             int64_t ldc);
 
 // Which library runs the products in this build ("OpenBLAS", or the libxsmm path), and the
 // kernel family OpenBLAS picked for this CPU at load time (e.g. "Haswell", "Cooperlake"; set by
@@ -22,8 +23,8 @@ std::string openblas_core();
 // The clone of the SL_SIMD_CLONES loops (core/fastmath.h) that this CPU runs.
 std::string simd_clone();
 // `gemm` through OpenBLAS whatever the build's path (the reference ceiling of `stacklab bench`).
-void gemm_openblas(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-                   const float* B, float beta, float* C);
+void gemm_openblas(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                   const float* A, const float* B, float beta, float* C);
 bool has_libxsmm();
 
 // The same as set_num_threads (kept for callers that only think of BLAS); blas_get_threads is

@@ -12,7 +12,8 @@ struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// An op was called with shapes it does not accept: "[matmul] inner dims differ: (4,64) vs (96,384)".
+// An op was called with shapes it does not accept: "[matmul] inner dims differ: (4,64) vs
+// (96,384)".
 struct ShapeError : Error {
   using Error::Error;
 };
@@ -22,11 +23,12 @@ struct InternalError : std::logic_error {
   using std::logic_error::logic_error;
 };
 
-[[noreturn]] void check_failed(const char* file, int line, const char* cond, const std::string& msg);
+[[noreturn]] void check_failed(const char* file, int line, const char* cond,
+                               const std::string& msg);
 
 }  // namespace sl
 
-#define SL_CHECK(cond, msg)                                              \
-  do {                                                                   \
-    if (!(cond)) ::sl::check_failed(__FILE__, __LINE__, #cond, (msg));   \
+#define SL_CHECK(cond, msg)                                            \
+  do {                                                                 \
+    if (!(cond)) ::sl::check_failed(__FILE__, __LINE__, #cond, (msg)); \
   } while (0)

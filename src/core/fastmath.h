@@ -49,7 +49,8 @@ inline float fast_exp(float x) {
 // The polynomial factor of A&S 7.1.26 at a = |x| >= 0: erf(a) = 1 - erf_poly(a) e^(-a^2).
 inline float erf_poly(float a) {
   const float t = 1.0f / (1.0f + 0.3275911f * a);
-  return t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+  return t * (0.254829592f +
+              t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
 }
 
 inline float fast_erf(float x) {

@@ -45,7 +45,8 @@ int write_all(int fd, std::string_view bytes) {
 int write_all_at_start(int fd, std::string_view bytes) {
   size_t done = 0;
   while (done < bytes.size()) {
-    const ssize_t n = ::pwrite(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
+    const ssize_t n =
+        ::pwrite(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
     if (n < 0) {
       if (errno == EINTR) continue;
       return errno;
@@ -177,7 +178,9 @@ std::string host_name() {
   return buf;
 }
 
-bool process_alive(long long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
+bool process_alive(long long pid) {
+  return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
 
 // ---- FileLock -----------------------------------------------------------------------------
 
@@ -185,7 +188,9 @@ FileLock::FileLock(std::string path, int fd, std::string previous)
     : path_(std::move(path)), fd_(fd), previous_(std::move(previous)) {}
 
 FileLock::FileLock(FileLock&& other) noexcept
-    : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)), previous_(std::move(other.previous_)) {}
+    : path_(std::move(other.path_)),
+      fd_(std::exchange(other.fd_, -1)),
+      previous_(std::move(other.previous_)) {}
 
 FileLock::~FileLock() {
   if (fd_ >= 0) ::close(fd_);
@@ -208,9 +213,10 @@ FileLock FileLock::try_lock(const std::string& path, bool inherit) {
     }
     // Locked; but if a holder removed the file between our open and our flock, this inode is no
     // longer `path` and someone else may lock the new file: start over on it.
-    struct stat at_fd {}, at_path {};
-    if (::fstat(fd, &at_fd) == 0 && ::stat(path.c_str(), &at_path) == 0 && at_fd.st_ino == at_path.st_ino &&
-        at_fd.st_dev == at_path.st_dev)
+    struct stat at_fd {
+    }, at_path{};
+    if (::fstat(fd, &at_fd) == 0 && ::stat(path.c_str(), &at_path) == 0 &&
+        at_fd.st_ino == at_path.st_ino && at_fd.st_dev == at_path.st_dev)
       return FileLock(path, fd, record);
     ::close(fd);
   }

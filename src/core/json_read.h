@@ -18,17 +18,17 @@ nlohmann::json parse_json_file(const std::string& path, const std::string& what)
 
 // A field of the object `obj` (itself field `where` of `file`, "" for the top level). Each throws
 // "<file>: field '<where.key>' ..." when the field is missing or of the wrong type or range.
-const nlohmann::json& json_field(const nlohmann::json& obj, const std::string& file, const std::string& key,
-                                 const std::string& where = "");
+const nlohmann::json& json_field(const nlohmann::json& obj, const std::string& file,
+                                 const std::string& key, const std::string& where = "");
 std::string json_string(const nlohmann::json& obj, const std::string& file, const std::string& key,
                         const std::string& where = "");
-int64_t json_int(const nlohmann::json& obj, const std::string& file, const std::string& key, int64_t lo, int64_t hi,
-                 const std::string& where = "");
+int64_t json_int(const nlohmann::json& obj, const std::string& file, const std::string& key,
+                 int64_t lo, int64_t hi, const std::string& where = "");
 double json_number(const nlohmann::json& obj, const std::string& file, const std::string& key,
                    const std::string& where = "");
-const nlohmann::json& json_array(const nlohmann::json& obj, const std::string& file, const std::string& key,
-                                 const std::string& where = "");
-const nlohmann::json& json_object(const nlohmann::json& obj, const std::string& file, const std::string& key,
-                                  const std::string& where = "");
+const nlohmann::json& json_array(const nlohmann::json& obj, const std::string& file,
+                                 const std::string& key, const std::string& where = "");
+const nlohmann::json& json_object(const nlohmann::json& obj, const std::string& file,
+                                  const std::string& key, const std::string& where = "");
 
 }  // namespace sl

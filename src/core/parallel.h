@@ -37,7 +37,8 @@ void parallel_for(int64_t n, int64_t work, F f) {
 template <typename F>
 void parallel_chunks(int64_t n, int64_t chunk, F f, int64_t item_work = 1) {
   const int64_t chunks = (n + chunk - 1) / chunk;
-  parallel_for(chunks, n * item_work, [&](int64_t c) { f(c * chunk, c * chunk + chunk < n ? c * chunk + chunk : n); });
+  parallel_for(chunks, n * item_work,
+               [&](int64_t c) { f(c * chunk, c * chunk + chunk < n ? c * chunk + chunk : n); });
 }
 
 // The calling thread's index inside a parallel_for / blas_serial_for body, in [0, num_threads()).

@@ -35,9 +35,7 @@ uint64_t Rng::next_u64() {
 
 double Rng::uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
 
-float Rng::uniform(float lo, float hi) {
-  return lo + (hi - lo) * static_cast<float>(uniform());
-}
+float Rng::uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>(uniform()); }
 
 double Rng::normal() {
   double u1 = uniform();

@@ -15,12 +15,12 @@ class Rng {
   void seed_with(uint64_t seed);
 
   uint64_t next_u64();
-  double uniform();                       // [0, 1), 53 random bits
-  float uniform(float lo, float hi);      // [lo, hi)
-  double normal();                        // N(0, 1), Box-Muller without a cached spare
+  double uniform();                   // [0, 1), 53 random bits
+  float uniform(float lo, float hi);  // [lo, hi)
+  double normal();                    // N(0, 1), Box-Muller without a cached spare
   float normal(float mean, float std) { return mean + std * static_cast<float>(normal()); }
-  uint64_t below(uint64_t n);             // uniform integer in [0, n), unbiased
-  double gamma(double shape);             // Gamma(shape, 1), Marsaglia-Tsang
+  uint64_t below(uint64_t n);  // uniform integer in [0, n), unbiased
+  double gamma(double shape);  // Gamma(shape, 1), Marsaglia-Tsang
 
   const State& state() const { return s_; }
   void set_state(const State& s) { s_ = s; }

@@ -49,8 +49,10 @@ json parse_header_json(std::string_view text, const std::string& origin) {
   auto on_event = [&](int /*depth*/, json::parse_event_t event, json& value) {
     if (event == json::parse_event_t::object_start) open_objects.emplace_back();
     if (event == json::parse_event_t::object_end) open_objects.pop_back();
-    if (event == json::parse_event_t::key && !open_objects.back().insert(value.get<std::string>()).second) {
-      if (open_objects.size() == 1) bad(origin, "duplicate tensor name '" + value.get<std::string>() + "'");
+    if (event == json::parse_event_t::key &&
+        !open_objects.back().insert(value.get<std::string>()).second) {
+      if (open_objects.size() == 1)
+        bad(origin, "duplicate tensor name '" + value.get<std::string>() + "'");
       bad(origin, "duplicate key '" + value.get<std::string>() + "' in the header");
     }
     return true;
@@ -101,18 +103,22 @@ Entry parse_entry(const std::string& name, const json& v, const std::string& ori
     bad(origin, where + ": data_offsets must be [begin, end], got " + offs.dump());
   Entry e{name, Shape(dims), as_unsigned(offs[0], origin, where + ": data_offsets begin"),
           as_unsigned(offs[1], origin, where + ": data_offsets end")};
-  if (e.end < e.begin) bad(origin, where + ": data_offsets " + offs.dump() + " end before they begin");
+  if (e.end < e.begin)
+    bad(origin, where + ": data_offsets " + offs.dump() + " end before they begin");
   if (e.end - e.begin != nbytes)
-    bad(origin, where + ": data_offsets " + offs.dump() + " span " + std::to_string(e.end - e.begin) +
-                    " bytes but shape " + e.shape.str() + " of F32 needs " + std::to_string(nbytes));
+    bad(origin, where + ": data_offsets " + offs.dump() + " span " +
+                    std::to_string(e.end - e.begin) + " bytes but shape " + e.shape.str() +
+                    " of F32 needs " + std::to_string(nbytes));
   return e;
 }
 
 std::map<std::string, std::string> parse_metadata(const json& v, const std::string& origin) {
-  if (!v.is_object()) bad(origin, "__metadata__ must be an object, got " + std::string(v.type_name()));
+  if (!v.is_object())
+    bad(origin, "__metadata__ must be an object, got " + std::string(v.type_name()));
   std::map<std::string, std::string> out;
   for (const auto& [key, value] : v.items()) {
-    if (!value.is_string()) bad(origin, "__metadata__ value of '" + key + "' must be a string, got " + value.dump());
+    if (!value.is_string())
+      bad(origin, "__metadata__ value of '" + key + "' must be a string, got " + value.dump());
     out[key] = value.get<std::string>();
   }
   return out;
@@ -127,12 +133,15 @@ void check_layout(std::vector<Entry> entries, uint64_t data_size, const std::str
   std::string prev = "the start of the data";
   for (const Entry& e : entries) {
     if (e.end > data_size)
-      bad(origin, "tensor '" + e.name + "' data_offsets [" + std::to_string(e.begin) + "," + std::to_string(e.end) +
-                      "] lie outside the data buffer of " + std::to_string(data_size) + " bytes (file truncated?)");
-    if (e.begin < pos) bad(origin, "tensor '" + e.name + "' overlaps " + prev + " (begins at " +
-                                       std::to_string(e.begin) + ", before " + std::to_string(pos) + ")");
-    if (e.begin > pos) bad(origin, "gap of " + std::to_string(e.begin - pos) + " bytes between " + prev +
-                                       " and tensor '" + e.name + "'");
+      bad(origin, "tensor '" + e.name + "' data_offsets [" + std::to_string(e.begin) + "," +
+                      std::to_string(e.end) + "] lie outside the data buffer of " +
+                      std::to_string(data_size) + " bytes (file truncated?)");
+    if (e.begin < pos)
+      bad(origin, "tensor '" + e.name + "' overlaps " + prev + " (begins at " +
+                      std::to_string(e.begin) + ", before " + std::to_string(pos) + ")");
+    if (e.begin > pos)
+      bad(origin, "gap of " + std::to_string(e.begin - pos) + " bytes between " + prev +
+                      " and tensor '" + e.name + "'");
     pos = e.end;
     prev = "tensor '" + e.name + "'";
   }
@@ -148,7 +157,8 @@ const Tensor* TensorFile::find(const std::string& name) const {
   return nullptr;
 }
 
-std::string safetensors_serialize(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata) {
+std::string safetensors_serialize(const NamedTensors& tensors,
+                                  const std::map<std::string, std::string>& metadata) {
   std::vector<const std::pair<std::string, Tensor>*> order;
   for (const auto& nt : tensors) order.push_back(&nt);
   std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->first < b->first; });
@@ -157,11 +167,15 @@ std::string safetensors_serialize(const NamedTensors& tensors, const std::map<st
   uint64_t offset = 0;
   for (size_t i = 0; i < order.size(); ++i) {
     const auto& [name, t] = *order[i];
-    if (name.empty() || name == kMetadataKey) throw Error("[safetensors] invalid tensor name '" + name + "'");
-    if (i > 0 && order[i - 1]->first == name) throw Error("[safetensors] duplicate tensor name '" + name + "'");
+    if (name.empty() || name == kMetadataKey)
+      throw Error("[safetensors] invalid tensor name '" + name + "'");
+    if (i > 0 && order[i - 1]->first == name)
+      throw Error("[safetensors] duplicate tensor name '" + name + "'");
     if (!t.defined()) throw Error("[safetensors] tensor '" + name + "' is undefined");
     const uint64_t nbytes = static_cast<uint64_t>(t.numel()) * sizeof(float);
-    header[name] = {{"dtype", "F32"}, {"shape", t.shape().to_vector()}, {"data_offsets", {offset, offset + nbytes}}};
+    header[name] = {{"dtype", "F32"},
+                    {"shape", t.shape().to_vector()},
+                    {"data_offsets", {offset, offset + nbytes}}};
     offset += nbytes;
   }
   if (!metadata.empty()) header[kMetadataKey] = metadata;
@@ -175,7 +189,8 @@ std::string safetensors_serialize(const NamedTensors& tensors, const std::map<st
   out += text;
   for (const auto* nt : order)
     if (nt->second.numel() > 0)
-      out.append(reinterpret_cast<const char*>(nt->second.data()), static_cast<size_t>(nt->second.numel()) * sizeof(float));
+      out.append(reinterpret_cast<const char*>(nt->second.data()),
+                 static_cast<size_t>(nt->second.numel()) * sizeof(float));
   return out;
 }
 
@@ -186,28 +201,36 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 
 TensorFile parse_safetensors(std::string_view bytes, const std::string& origin) {
   if (bytes.size() < 8)
-    bad(origin, "file is " + std::to_string(bytes.size()) + " bytes, shorter than the 8-byte header length");
+    bad(origin, "file is " + std::to_string(bytes.size()) +
+                    " bytes, shorter than the 8-byte header length");
   uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[static_cast<size_t>(i)])) << (8 * i);
+  for (int i = 0; i < 8; ++i)
+    n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[static_cast<size_t>(i)]))
+         << (8 * i);
   if (n > kMaxSafetensorsHeader)
-    bad(origin, "header length " + std::to_string(n) + " is absurd (limit " + std::to_string(kMaxSafetensorsHeader) +
-                    " bytes); not a safetensors file?");
+    bad(origin, "header length " + std::to_string(n) + " is absurd (limit " +
+                    std::to_string(kMaxSafetensorsHeader) + " bytes); not a safetensors file?");
   if (n > bytes.size() - 8)
-    bad(origin, "header length " + std::to_string(n) + " exceeds the " + std::to_string(bytes.size() - 8) +
+    bad(origin, "header length " + std::to_string(n) + " exceeds the " +
+                    std::to_string(bytes.size() - 8) +
                     " bytes after the length field (file truncated?)");
 
   // nlohmann's parser stops at a NUL byte, so "{...}\0<anything>" would pass; the header is
   // JSON padded with spaces, never NUL (a flipped bit turns a padding space into one).
   if (const size_t nul = bytes.substr(8, n).find('\0'); nul != std::string_view::npos)
-    bad(origin, "header holds a NUL byte at offset " + std::to_string(8 + nul) + " (corrupt file?)");
+    bad(origin,
+        "header holds a NUL byte at offset " + std::to_string(8 + nul) + " (corrupt file?)");
   const json header = parse_header_json(bytes.substr(8, n), origin);
-  if (!header.is_object()) bad(origin, std::string("header must be a JSON object, got ") + header.type_name());
+  if (!header.is_object())
+    bad(origin, std::string("header must be a JSON object, got ") + header.type_name());
 
   TensorFile file;
   std::vector<Entry> entries;
   for (const auto& [key, value] : header.items()) {
-    if (key == kMetadataKey) file.metadata = parse_metadata(value, origin);
-    else entries.push_back(parse_entry(key, value, origin));
+    if (key == kMetadataKey)
+      file.metadata = parse_metadata(value, origin);
+    else
+      entries.push_back(parse_entry(key, value, origin));
   }
   const std::string_view data = bytes.substr(8 + n);
   check_layout(entries, data.size(), origin);
@@ -221,6 +244,8 @@ TensorFile parse_safetensors(std::string_view bytes, const std::string& origin) 
   return file;
 }
 
-TensorFile load_safetensors(const std::string& path) { return parse_safetensors(read_file(path), path); }
+TensorFile load_safetensors(const std::string& path) {
+  return parse_safetensors(read_file(path), path);
+}
 
 }  // namespace sl

@@ -17,8 +17,8 @@ namespace sl {
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 struct TensorFile {
-  NamedTensors tensors;                         // sorted by name
-  std::map<std::string, std::string> metadata;  // the header's "__metadata__"
+  NamedTensors tensors;                               // sorted by name
+  std::map<std::string, std::string> metadata;        // the header's "__metadata__"
   const Tensor* find(const std::string& name) const;  // nullptr if absent
 };
 

@@ -9,7 +9,8 @@ Shape::Shape(std::initializer_list<int64_t> dims) : Shape(std::vector<int64_t>(d
 
 Shape::Shape(const std::vector<int64_t>& dims) {
   if (dims.size() > static_cast<size_t>(kMaxDims))
-    throw ShapeError("[shape] at most 4 dimensions are supported, got " + std::to_string(dims.size()));
+    throw ShapeError("[shape] at most 4 dimensions are supported, got " +
+                     std::to_string(dims.size()));
   for (int64_t d : dims)
     if (d < 0) throw ShapeError("[shape] negative dimension " + std::to_string(d));
   ndim_ = static_cast<int>(dims.size());

@@ -17,7 +17,9 @@ Tensor Tensor::empty(const Shape& shape, bool requires_grad) {
   return Tensor(std::move(impl));
 }
 
-Tensor Tensor::zeros(const Shape& shape, bool requires_grad) { return full(shape, 0.0f, requires_grad); }
+Tensor Tensor::zeros(const Shape& shape, bool requires_grad) {
+  return full(shape, 0.0f, requires_grad);
+}
 
 Tensor Tensor::full(const Shape& shape, float value, bool requires_grad) {
   Tensor t = empty(shape, requires_grad);
@@ -27,14 +29,16 @@ Tensor Tensor::full(const Shape& shape, float value, bool requires_grad) {
 
 Tensor Tensor::from(const Shape& shape, const std::vector<float>& values, bool requires_grad) {
   if (static_cast<int64_t>(values.size()) != shape.numel())
-    throw ShapeError("[tensor] " + std::to_string(values.size()) + " values do not fill shape " + shape.str());
+    throw ShapeError("[tensor] " + std::to_string(values.size()) + " values do not fill shape " +
+                     shape.str());
   Tensor t = empty(shape, requires_grad);
   std::copy(values.begin(), values.end(), t.data());
   return t;
 }
 
 float Tensor::item() const {
-  if (numel() != 1) throw ShapeError("[item] needs a one-element tensor, got shape " + shape().str());
+  if (numel() != 1)
+    throw ShapeError("[item] needs a one-element tensor, got shape " + shape().str());
   return data()[0];
 }
 
@@ -65,13 +69,15 @@ float* Tensor::grad_data() {
 }
 
 void Tensor::zero_grad() {
-  if (impl_->grad) std::memset(impl_->grad->data(), 0, static_cast<size_t>(numel()) * sizeof(float));
+  if (impl_->grad)
+    std::memset(impl_->grad->data(), 0, static_cast<size_t>(numel()) * sizeof(float));
 }
 
 void Tensor::backward() { run_backward(*this); }
 
 void Tensor::register_hook(GradHook hook) {
-  if (!requires_grad()) throw Error("[register_hook] tensor '" + name() + "' does not require grad");
+  if (!requires_grad())
+    throw Error("[register_hook] tensor '" + name() + "' does not require grad");
   impl_->hooks.push_back(std::move(hook));
 }
 

@@ -23,9 +23,9 @@ struct TensorImpl {
   std::shared_ptr<Buffer> grad;  // allocated (zeroed) on first accumulation
   bool requires_grad = false;
   std::string name;
-  std::shared_ptr<Node> node;     // the op that produced this tensor; null for leaves
-  std::vector<GradHook> hooks;    // run once this tensor's gradient is complete
-  uint64_t visit_mark = 0;        // used by backward's topological sort
+  std::shared_ptr<Node> node;   // the op that produced this tensor; null for leaves
+  std::vector<GradHook> hooks;  // run once this tensor's gradient is complete
+  uint64_t visit_mark = 0;      // used by backward's topological sort
 };
 
 class Tensor {
@@ -37,8 +37,11 @@ class Tensor {
   static Tensor empty(const Shape& shape, bool requires_grad = false);
   static Tensor zeros(const Shape& shape, bool requires_grad = false);
   static Tensor full(const Shape& shape, float value, bool requires_grad = false);
-  static Tensor from(const Shape& shape, const std::vector<float>& values, bool requires_grad = false);
-  static Tensor scalar(float value, bool requires_grad = false) { return full(Shape{1}, value, requires_grad); }
+  static Tensor from(const Shape& shape, const std::vector<float>& values,
+                     bool requires_grad = false);
+  static Tensor scalar(float value, bool requires_grad = false) {
+    return full(Shape{1}, value, requires_grad);
+  }
 
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const { return impl_->shape; }

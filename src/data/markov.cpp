@@ -117,9 +117,9 @@ void MarkovSource::compute_entropies() {
   }
   entropy_rate_ = 0.0;
   for (int c = 0; c < C_; ++c)
-    entropy_rate_ += pi_[static_cast<size_t>(c)] *
-                     entropy_of(&P_[static_cast<size_t>(c) * static_cast<size_t>(V_)],
-                                static_cast<size_t>(V_));
+    entropy_rate_ +=
+        pi_[static_cast<size_t>(c)] *
+        entropy_of(&P_[static_cast<size_t>(c) * static_cast<size_t>(V_)], static_cast<size_t>(V_));
 }
 
 std::vector<double> MarkovSource::unigram() const {
@@ -203,7 +203,8 @@ std::vector<Batch> MarkovSource::eval_batches(int n, int B, int T, bool train_sp
 }
 
 ReferenceLosses MarkovSource::reference_losses(int T) const {
-  if (T < 1) throw Error("reference_losses: context length T must be >= 1, got " + std::to_string(T));
+  if (T < 1)
+    throw Error("reference_losses: context length T must be >= 1, got " + std::to_string(T));
   ReferenceLosses r;
   r.uniform = std::log(static_cast<double>(V_));
   r.unigram = block_entropy_[1];

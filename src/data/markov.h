@@ -49,9 +49,9 @@ class MarkovSource : public DataSource {
   int V_, k_, C_;
   double alpha_;
   uint64_t seed_;
-  std::vector<double> P_;           // (C, V) transition rows
-  std::vector<double> pi_;          // (C,) stationary k-gram distribution
-  std::vector<double> pi_cdf_;      // (C,) running sum of pi_, for drawing start contexts
+  std::vector<double> P_;              // (C, V) transition rows
+  std::vector<double> pi_;             // (C,) stationary k-gram distribution
+  std::vector<double> pi_cdf_;         // (C,) running sum of pi_, for drawing start contexts
   std::vector<double> block_entropy_;  // (k + 1,) H of m-gram marginals, m = 0..k
   double entropy_rate_ = 0.0;
   int power_iterations_ = 0;

@@ -18,9 +18,10 @@ nlohmann::json to_json(const ReferenceLosses& r) {
 
 void check_batch_args(const char* who, int n, int B, int T) {
   if (n < 1 || B < 1 || T < 1)
-    throw Error(std::string(who) + ": batch count, batch size B and context length T must be "
-                "positive, got n=" + std::to_string(n) + " B=" + std::to_string(B) +
-                " T=" + std::to_string(T));
+    throw Error(std::string(who) +
+                ": batch count, batch size B and context length T must be "
+                "positive, got n=" +
+                std::to_string(n) + " B=" + std::to_string(B) + " T=" + std::to_string(T));
 }
 
 void DataSource::check_context_length(int T) const {

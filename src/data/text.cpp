@@ -62,7 +62,8 @@ void TextSource::load(const std::string& path, bool build_vocab) {
     throw Error("data.val_fraction: must be in (0, 1), got " + std::to_string(val_fraction_));
   const std::string what = "data.path '" + path + "'";
   const std::string bytes = read_whole_file(path, "data.path");
-  if (bytes.empty()) throw Error(what + ": file is empty; a text source needs characters to train on");
+  if (bytes.empty())
+    throw Error(what + ": file is empty; a text source needs characters to train on");
   const std::vector<char32_t> cps = utf8_decode(bytes, what);
 
   if (build_vocab) {
@@ -131,7 +132,8 @@ std::vector<char32_t> TextSource::load_vocab(const std::string& path) {
   const nlohmann::json& cps = json_array(j, what, "code_points");
   for (size_t i = 0; i < cps.size(); ++i) {
     if (!cps[i].is_number_unsigned())
-      throw Error(what + ": field 'code_points[" + std::to_string(i) + "]' must be an integer >= 0, got " + cps[i].dump());
+      throw Error(what + ": field 'code_points[" + std::to_string(i) +
+                  "]' must be an integer >= 0, got " + cps[i].dump());
     vocab.push_back(static_cast<char32_t>(cps[i].get<uint64_t>() & 0xFFFFFFFFu));
   }
   check_vocab(vocab, what);
@@ -143,9 +145,9 @@ void TextSource::check_context_length(int T) const {
   const size_t need = static_cast<size_t>(T) + 1;
   if (n_train_ < need || val_size() < need) {
     std::ostringstream m;
-    m << "data.path '" << path_ << "': text too short for block_size " << T << " (needs "
-      << need << " characters in each split): " << tokens_.size() << " characters split into "
-      << n_train_ << " train and " << val_size() << " val by data.val_fraction=" << val_fraction_
+    m << "data.path '" << path_ << "': text too short for block_size " << T << " (needs " << need
+      << " characters in each split): " << tokens_.size() << " characters split into " << n_train_
+      << " train and " << val_size() << " val by data.val_fraction=" << val_fraction_
       << "; use a longer text, a smaller block_size or a different data.val_fraction";
     throw Error(m.str());
   }

@@ -47,11 +47,11 @@ class TextSource : public DataSource {
   std::string path_;
   double val_fraction_;
   uint64_t seed_;
-  std::vector<char32_t> vocab_;                    // (V,) sorted code points; id = index
-  std::unordered_map<char32_t, int32_t> id_of_;    // code point -> id
-  std::vector<int32_t> tokens_;                    // (N,) the whole file as ids
-  size_t n_train_ = 0;                             // train = tokens_[0, n_train_), val = the rest
-  double unigram_ = 0.0;                           // entropy of train-split char frequencies
+  std::vector<char32_t> vocab_;                  // (V,) sorted code points; id = index
+  std::unordered_map<char32_t, int32_t> id_of_;  // code point -> id
+  std::vector<int32_t> tokens_;                  // (N,) the whole file as ids
+  size_t n_train_ = 0;                           // train = tokens_[0, n_train_), val = the rest
+  double unigram_ = 0.0;                         // entropy of train-split char frequencies
 };
 
 }  // namespace sl

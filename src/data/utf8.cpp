@@ -81,8 +81,8 @@ std::string utf8_encode(char32_t cp) {
 std::string describe_code_point(char32_t cp) {
   char hex[16];
   std::snprintf(hex, sizeof hex, "U+%04X", static_cast<unsigned>(cp));
-  const bool printable = cp >= 0x20 && cp != 0x7F && !(cp >= 0x80 && cp < 0xA0) &&
-                         cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+  const bool printable = cp >= 0x20 && cp != 0x7F && !(cp >= 0x80 && cp < 0xA0) && cp <= 0x10FFFF &&
+                         !(cp >= 0xD800 && cp <= 0xDFFF);
   if (!printable) return hex;
   std::string s = "'";  // built by appends: GCC 12 flags "'" + str + ... with a bogus -Wrestrict
   utf8_append(s, cp);

@@ -8,7 +8,9 @@ namespace {
 thread_local const DropoutScope* g_scope = nullptr;
 }  // namespace
 
-DropoutScope::DropoutScope(float p, Rng& rng) : outer_(g_scope), p_(p), rng_(&rng) { g_scope = this; }
+DropoutScope::DropoutScope(float p, Rng& rng) : outer_(g_scope), p_(p), rng_(&rng) {
+  g_scope = this;
+}
 DropoutScope::~DropoutScope() { g_scope = outer_; }
 
 Tensor dropout_mask(const Shape& shape) {

@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "core/ops.h"
-#include "nn/wiring.h"
 #include "nn/dropout.h"
+#include "nn/wiring.h"
 
 namespace sl {
 
@@ -24,7 +24,8 @@ Tensor Linear::forward(const Tensor& x) const { return linear(x, weight, bias); 
 
 Norm::Norm(const ModelConfig& m, int64_t C, float out_scale_)
     : kind(m.norm), eps(static_cast<float>(m.norm_eps)), out_scale(out_scale_) {
-  for (const ParamDecl& d : norm_spec(kind).params(m, C)) params.push_back(add_param(d.name, d.shape, d.info));
+  for (const ParamDecl& d : norm_spec(kind).params(m, C))
+    params.push_back(add_param(d.name, d.shape, d.info));
 }
 
 Tensor Norm::forward(const Tensor& x) const {
@@ -81,8 +82,10 @@ Tensor CausalSelfAttention::forward(const Tensor& x, Tensor* qkv_out) const {
   }
   if (qkv_out) *qkv_out = a;
   // model.dropout (nn/dropout.h): on the probabilities inside the op, and on the output.
-  const Tensor drop = dropout_mask(Shape{x.size(0), n_head, x.size(1), x.size(1)});  // (B, NH, T, T) or none
-  return dropout(proj.forward(causal_attention(a, n_head, drop)));  // (B, T, 3C) -> (B, T, C) -> (B, T, C)
+  const Tensor drop =
+      dropout_mask(Shape{x.size(0), n_head, x.size(1), x.size(1)});  // (B, NH, T, T) or none
+  return dropout(
+      proj.forward(causal_attention(a, n_head, drop)));  // (B, T, 3C) -> (B, T, C) -> (B, T, C)
 }
 
 Mlp::Mlp(const ModelConfig& m)
@@ -93,7 +96,9 @@ Mlp::Mlp(const ModelConfig& m)
   add_child("proj", &proj);
 }
 
-Tensor Mlp::forward(const Tensor& x) const { return dropout(proj.forward(activation_spec(activation).forward(fc.forward(x)))); }
+Tensor Mlp::forward(const Tensor& x) const {
+  return dropout(proj.forward(activation_spec(activation).forward(fc.forward(x))));
+}
 
 }  // namespace sl
 

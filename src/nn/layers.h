@@ -37,7 +37,7 @@ class CausalSelfAttention : public Module {
   // attention op (after QK-norm when on).
   Tensor forward(const Tensor& x, Tensor* qkv_out = nullptr) const;
   int64_t n_head;
-  Linear qkv, proj;  // qkv: (3C, C), rows q | k | v; proj: (C, C)
+  Linear qkv, proj;                      // qkv: (3C, C), rows q | k | v; proj: (C, C)
   std::unique_ptr<Norm> q_norm, k_norm;  // model.qk_norm: over the head size HS, shared by heads
 };
 

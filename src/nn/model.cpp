@@ -14,8 +14,8 @@
 #include <string>
 
 #include "core/ops.h"
-#include "nn/dropout.h"
 #include "core/rng.h"
+#include "nn/dropout.h"
 #include "nn/wiring.h"
 
 namespace sl {
@@ -28,7 +28,8 @@ Model::Model(const ModelConfig& cfg) : tok_emb(cfg.vocab_size, cfg.n_embd), cfg_
     add_child("pos_emb", pos_emb.get());
   }
   if (pos.fixed_table)
-    sinusoid_ = Tensor::from(Shape{cfg.block_size, cfg.n_embd}, sinusoid_table(cfg.block_size, cfg.n_embd));
+    sinusoid_ =
+        Tensor::from(Shape{cfg.block_size, cfg.n_embd}, sinusoid_table(cfg.block_size, cfg.n_embd));
   for (int l = 0; l < cfg.n_layer; ++l) {
     blocks.push_back(std::make_unique<Block>(cfg, l));
     add_child("blocks." + std::to_string(l), blocks.back().get());
@@ -75,11 +76,13 @@ void Model::init_weights(uint64_t seed) {
       for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(rng.normal() * s);
     }
     if (beta != 1.0 && info.deepnorm_from >= 0)
-      for (int64_t i = info.deepnorm_from; i < n; ++i) p[i] = static_cast<float>(static_cast<double>(p[i]) * beta);
+      for (int64_t i = info.deepnorm_from; i < n; ++i)
+        p[i] = static_cast<float>(static_cast<double>(p[i]) * beta);
   }
 }
 
-Tensor Model::forward(const std::vector<int32_t>& ids, int64_t B, int64_t T, ForwardTrace* trace) const {
+Tensor Model::forward(const std::vector<int32_t>& ids, int64_t B, int64_t T,
+                      ForwardTrace* trace) const {
   if (T > cfg_.block_size)
     throw ShapeError("[model] sequence length " + std::to_string(T) + " exceeds model.block_size " +
                      std::to_string(cfg_.block_size));
@@ -89,8 +92,9 @@ Tensor Model::forward(const std::vector<int32_t>& ids, int64_t B, int64_t T, For
     for (int32_t t = 0; t < T; ++t) pos[static_cast<size_t>(t)] = t;
     x = add(x, pos_emb->forward(pos, Shape{T}));  // + (T, C)
   } else if (sinusoid_.defined()) {
-    Tensor table = Tensor::from(Shape{T, cfg_.n_embd},
-                                std::vector<float>(sinusoid_.data(), sinusoid_.data() + T * cfg_.n_embd));
+    Tensor table =
+        Tensor::from(Shape{T, cfg_.n_embd},
+                     std::vector<float>(sinusoid_.data(), sinusoid_.data() + T * cfg_.n_embd));
     x = add(x, table);
   }
   x = dropout(x);  // model.dropout on the embedding sum, as nanoGPT; off outside a DropoutScope
@@ -110,7 +114,9 @@ Tensor Model::forward(const std::vector<int32_t>& ids, int64_t B, int64_t T, For
   return head ? head->forward(x) : linear(x, tok_emb.weight, Tensor());  // (B, T, V)
 }
 
-Tensor Model::loss(const Tensor& logits, const std::vector<int32_t>& targets) { return cross_entropy(logits, targets); }
+Tensor Model::loss(const Tensor& logits, const std::vector<int32_t>& targets) {
+  return cross_entropy(logits, targets);
+}
 
 int Model::block_of(const std::string& name) const {
   for (const auto& p : parameters())

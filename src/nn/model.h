@@ -14,8 +14,9 @@ namespace sl {
 // What forward() can record for metrics: the residual stream at every block boundary and what
 // each block's attention op was fed.
 struct ForwardTrace {
-  std::vector<Tensor> stream;    // n_layer + 1 tensors (B, T, C); [0] is the embedding output
-  std::vector<Tensor> attn_qkv;  // n_layer tensors (B, T, 3C) after QK-norm; undefined without attention
+  std::vector<Tensor> stream;  // n_layer + 1 tensors (B, T, C); [0] is the embedding output
+  std::vector<Tensor>
+      attn_qkv;  // n_layer tensors (B, T, 3C) after QK-norm; undefined without attention
 };
 
 class Model : public Module {
@@ -25,7 +26,8 @@ class Model : public Module {
   // Draws every parameter from model.init with this seed (deterministic, registration order).
   void init_weights(uint64_t seed);
   // ids (B, T) row-major -> logits (B, T, V).
-  Tensor forward(const std::vector<int32_t>& ids, int64_t B, int64_t T, ForwardTrace* trace = nullptr) const;
+  Tensor forward(const std::vector<int32_t>& ids, int64_t B, int64_t T,
+                 ForwardTrace* trace = nullptr) const;
   // Mean cross-entropy of logits (B, T, V) against targets (B, T).
   static Tensor loss(const Tensor& logits, const std::vector<int32_t>& targets);
 

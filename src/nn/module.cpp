@@ -18,7 +18,9 @@ void Module::set_block(int b) {
   for (auto& c : children_) c.second->set_block(b);
 }
 
-void Module::add_child(const std::string& name, Module* child) { children_.emplace_back(name, child); }
+void Module::add_child(const std::string& name, Module* child) {
+  children_.emplace_back(name, child);
+}
 
 void Module::collect(const std::string& prefix, std::vector<NamedTensor>& out) const {
   for (const auto& p : params_) out.push_back({prefix + p.name, p.tensor, p.info});

@@ -19,7 +19,8 @@ enum class ParamRole {
   NormGain,    // a norm's per-channel gain gamma: starts at init_value (1), not decayed
   NormBias,    // a norm's per-channel shift beta: starts at 0, not decayed
   NormScalar,  // a norm's learnable scalar (DyT's alpha): starts at init_value, not decayed
-  Gate,        // a residual branch's learnable scale (ReZero a, LayerScale lambda): init_value, not decayed
+  Gate,        // a residual branch's learnable scale (ReZero a, LayerScale lambda): init_value, not
+               // decayed
 };
 // The sub-layer of a block a parameter belongs to (None outside blocks).
 enum class SubLayer { None, Attn, Mlp };
@@ -28,22 +29,27 @@ enum class GradGroup { Attn, Mlp, Norm, None };
 
 struct ParamInfo {
   ParamRole role = ParamRole::Weight;
-  float init_value = 0.0f;        // the constant that a non-Weight, non-Embedding role starts at
-  bool out_proj = false;          // Weight: a branch's output projection ("scaled" init divides by sqrt(2N))
-  int64_t deepnorm_from = -1;     // Weight: first element that DeepNorm's beta scales; -1: none
+  float init_value = 0.0f;  // the constant that a non-Weight, non-Embedding role starts at
+  bool out_proj =
+      false;  // Weight: a branch's output projection ("scaled" init divides by sqrt(2N))
+  int64_t deepnorm_from = -1;  // Weight: first element that DeepNorm's beta scales; -1: none
   SubLayer sublayer = SubLayer::None;  // set by the Block that owns it
-  int block = -1;                 // set by the Model: 0 is the block next to the embedding
+  int block = -1;                      // set by the Model: 0 is the block next to the embedding
 
   bool decays() const { return role == ParamRole::Weight; }
   bool is_norm() const {
-    return role == ParamRole::NormGain || role == ParamRole::NormBias || role == ParamRole::NormScalar;
+    return role == ParamRole::NormGain || role == ParamRole::NormBias ||
+           role == ParamRole::NormScalar;
   }
   GradGroup group() const {
     if (is_norm()) return GradGroup::Norm;
     switch (sublayer) {
-      case SubLayer::Attn: return GradGroup::Attn;
-      case SubLayer::Mlp: return GradGroup::Mlp;
-      case SubLayer::None: return GradGroup::None;
+      case SubLayer::Attn:
+        return GradGroup::Attn;
+      case SubLayer::Mlp:
+        return GradGroup::Mlp;
+      case SubLayer::None:
+        return GradGroup::None;
     }
     return GradGroup::None;
   }

@@ -48,8 +48,10 @@ std::pair<double, double> moments(const std::vector<float>& v) {
 
 }  // namespace
 
-ToyBlockResult run_toy_block(const std::vector<float>& xv, float strength, float eps, const std::string& wiring) {
-  if (wiring != "pre" && wiring != "post") throw Error("toyblock: --norm must be pre, post or both, got '" + wiring + "'");
+ToyBlockResult run_toy_block(const std::vector<float>& xv, float strength, float eps,
+                             const std::string& wiring) {
+  if (wiring != "pre" && wiring != "post")
+    throw Error("toyblock: --norm must be pre, post or both, got '" + wiring + "'");
   if (xv.size() < 2) throw Error("toyblock: --x needs at least 2 values");
   const bool pre = wiring == "pre";
   const auto n = static_cast<int64_t>(xv.size());

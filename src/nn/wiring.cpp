@@ -35,8 +35,8 @@ std::vector<ParamDecl> gain_and_bias(const ModelConfig& m, int64_t C) {
 }
 
 const NormSpec kLayerNorm{
-    NormKind::LayerNorm, "gamma (x - mean(x)) / sqrt(var(x) + eps) + beta (beta with model.bias)", gain_and_bias,
-    [](const Tensor& x, const std::vector<Tensor>& p, float eps) {
+    NormKind::LayerNorm, "gamma (x - mean(x)) / sqrt(var(x) + eps) + beta (beta with model.bias)",
+    gain_and_bias, [](const Tensor& x, const std::vector<Tensor>& p, float eps) {
       return layer_norm(x, p[0], p.size() > 1 ? p[1] : Tensor(), eps);
     }};
 
@@ -45,7 +45,9 @@ const NormSpec kRmsNorm{
     [](const ModelConfig&, int64_t C) {
       return std::vector<ParamDecl>{{"weight", Shape{C}, constant(ParamRole::NormGain, 1.0)}};
     },
-    [](const Tensor& x, const std::vector<Tensor>& p, float eps) { return rms_norm(x, p[0], eps); }};
+    [](const Tensor& x, const std::vector<Tensor>& p, float eps) {
+      return rms_norm(x, p[0], eps);
+    }};
 
 // Dynamic Tanh (Zhu, Chen, He, LeCun, Liu 2025): no statistics, a learnable squashing.
 const NormSpec kDyT{
@@ -56,7 +58,8 @@ const NormSpec kDyT{
       return p;
     },
     [](const Tensor& x, const std::vector<Tensor>& p, float) {
-      return dyt(x, p.back(), p[0], p.size() > 2 ? p[1] : Tensor());  // the fused kernel of core/ops/norm.h
+      return dyt(x, p.back(), p[0],
+                 p.size() > 2 ? p[1] : Tensor());  // the fused kernel of core/ops/norm.h
     }};
 
 const NormSpec kNoNorm{NormKind::None, "x (no norm modules are created)",
@@ -89,9 +92,12 @@ Tensor apply_sandwich(const Sublayer& s, const Tensor& x) {
   return s.residual ? add(x, scaled_branch(s, branch)) : branch;  // x + g norm_out(f(norm(x)))
 }
 
-const PlacementSpec kPre{NormPosition::Pre, "pre-norm", "x + {g}f({N}(x))", "f({N}(x))", 1, true, apply_pre};
-const PlacementSpec kPost{NormPosition::Post, "post-norm", "{N}({a}x + {g}f(x))", "{N}(f(x))", 1, false, apply_post};
-const PlacementSpec kSandwich{NormPosition::Sandwich, "sandwich", "x + {g}{N}2(f({N}1(x)))", "{N}2(f({N}1(x)))", 2, true,
+const PlacementSpec kPre{NormPosition::Pre, "pre-norm", "x + {g}f({N}(x))", "f({N}(x))", 1, true,
+                         apply_pre};
+const PlacementSpec kPost{
+    NormPosition::Post, "post-norm", "{N}({a}x + {g}f(x))", "{N}(f(x))", 1, false, apply_post};
+const PlacementSpec kSandwich{NormPosition::Sandwich, "sandwich", "x + {g}{N}2(f({N}1(x)))",
+                              "{N}2(f({N}1(x)))",     2,          true,
                               apply_sandwich};
 
 // ---- residual scalings -----------------------------------------------------------------------
@@ -104,32 +110,42 @@ const ResidualScaleSpec kNoScale{ResidualScale::None, "", "x + f", no_params, on
 
 // ReZero (Bachlechner et al. 2020): one scalar per sub-layer, starting at 0.
 const ResidualScaleSpec kReZero{
-    ResidualScale::ReZero, "a*", "x + a f, a one learnable scalar per sub-layer starting at 0",
+    ResidualScale::ReZero,
+    "a*",
+    "x + a f, a one learnable scalar per sub-layer starting at 0",
     [](const ModelConfig&, const std::string& sub) {
       return std::vector<ParamDecl>{{sub + "_gate", Shape{1}, constant(ParamRole::Gate, 0.0)}};
     },
-    one, one, [](const ModelConfig&) { return std::string(", a=0 at init"); }};
+    one,
+    one,
+    [](const ModelConfig&) { return std::string(", a=0 at init"); }};
 
 // DeepNorm (Wang et al. 2022, post-norm only): up-weights x, down-scales the branch init.
 const ResidualScaleSpec kDeepNorm{
-    ResidualScale::DeepNorm, "", "norm(alpha x + f), alpha = (2N)^(1/4), branch init scaled by (8N)^(-1/4)",
-    no_params, [](const ModelConfig& m) { return std::pow(2.0 * m.n_layer, 0.25); },
+    ResidualScale::DeepNorm,
+    "",
+    "norm(alpha x + f), alpha = (2N)^(1/4), branch init scaled by (8N)^(-1/4)",
+    no_params,
+    [](const ModelConfig& m) { return std::pow(2.0 * m.n_layer, 0.25); },
     [](const ModelConfig& m) { return std::pow(8.0 * m.n_layer, -0.25); },
     [](const ModelConfig& m) {
       char buf[64];
-      std::snprintf(buf, sizeof buf, ", alpha=(2N)^(1/4)=%.3f for N=%d", std::pow(2.0 * m.n_layer, 0.25), m.n_layer);
+      std::snprintf(buf, sizeof buf, ", alpha=(2N)^(1/4)=%.3f for N=%d",
+                    std::pow(2.0 * m.n_layer, 0.25), m.n_layer);
       return std::string(buf);
     }};
 
 // LayerScale (Touvron et al. 2021, CaiT): a per-channel scale of the branch.
 const ResidualScaleSpec kLayerScale{
-    ResidualScale::LayerScale, "diag(lambda)*",
+    ResidualScale::LayerScale,
+    "diag(lambda)*",
     "x + diag(lambda) f, lambda per channel starting at model.layerscale_init",
     [](const ModelConfig& m, const std::string& sub) {
       return std::vector<ParamDecl>{
           {sub + "_scale", Shape{m.n_embd}, constant(ParamRole::Gate, m.layerscale_init)}};
     },
-    one, one,
+    one,
+    one,
     [](const ModelConfig& m) {
       char buf[64];
       std::snprintf(buf, sizeof buf, ", lambda=%g at init", m.layerscale_init);
@@ -140,80 +156,106 @@ const ResidualScaleSpec kLayerScale{
 
 const NormScalingSpec kNoNormScaling{NormScaling::None, "norm(x)", [](int) { return 1.0; }};
 // LayerNorm Scaling (Sun et al. 2025, "The Curse of Depth"): l = block + 1, 1-based.
-const NormScalingSpec kDepthScaling{NormScaling::Depth, "norm(x) / sqrt(l), l the 1-based block index",
-                                    [](int block) { return 1.0 / std::sqrt(static_cast<double>(block + 1)); }};
+const NormScalingSpec kDepthScaling{
+    NormScaling::Depth, "norm(x) / sqrt(l), l the 1-based block index",
+    [](int block) { return 1.0 / std::sqrt(static_cast<double>(block + 1)); }};
 
 // ---- activations -----------------------------------------------------------------------------
 
-const ActivationSpec kGelu{Activation::Gelu, "x Phi(x) (exact, erf)", [](const Tensor& x) { return gelu(x, false); }};
-const ActivationSpec kGeluTanh{Activation::GeluTanh, "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
+const ActivationSpec kGelu{Activation::Gelu, "x Phi(x) (exact, erf)",
+                           [](const Tensor& x) { return gelu(x, false); }};
+const ActivationSpec kGeluTanh{Activation::GeluTanh,
+                               "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
                                [](const Tensor& x) { return gelu(x, true); }};
 const ActivationSpec kRelu{Activation::Relu, "max(x, 0)", [](const Tensor& x) { return relu(x); }};
 const ActivationSpec kTanh{Activation::Tanh, "tanh(x)", [](const Tensor& x) { return tanh(x); }};
 
 // ---- position embeddings ---------------------------------------------------------------------
 
-const PosEmbSpec kLearned{PosEmb::Learned, "x_t = tok_emb[id_t] + pos_emb[t] (learned table)", true, false};
-const PosEmbSpec kSinusoidal{PosEmb::Sinusoidal,
-                             "x_t = tok_emb[id_t] + PE[t], PE[t,2i] = sin(t/10000^(2i/C)), PE[t,2i+1] = cos(...)",
-                             false, true};
-const PosEmbSpec kNoPos{PosEmb::None, "x_t = tok_emb[id_t] (no position information but the causal mask)", false,
+const PosEmbSpec kLearned{PosEmb::Learned, "x_t = tok_emb[id_t] + pos_emb[t] (learned table)", true,
+                          false};
+const PosEmbSpec kSinusoidal{
+    PosEmb::Sinusoidal,
+    "x_t = tok_emb[id_t] + PE[t], PE[t,2i] = sin(t/10000^(2i/C)), PE[t,2i+1] = cos(...)", false,
+    true};
+const PosEmbSpec kNoPos{PosEmb::None,
+                        "x_t = tok_emb[id_t] (no position information but the causal mask)", false,
                         false};
 
 }  // namespace
 
 const NormSpec& norm_spec(NormKind kind) {
   switch (kind) {
-    case NormKind::LayerNorm: return kLayerNorm;
-    case NormKind::RmsNorm: return kRmsNorm;
-    case NormKind::DyT: return kDyT;
-    case NormKind::None: return kNoNorm;
+    case NormKind::LayerNorm:
+      return kLayerNorm;
+    case NormKind::RmsNorm:
+      return kRmsNorm;
+    case NormKind::DyT:
+      return kDyT;
+    case NormKind::None:
+      return kNoNorm;
   }
   SL_CHECK(false, "norm_spec: an enum value outside NormKind");
 }
 
 const PlacementSpec& placement_spec(NormPosition position) {
   switch (position) {
-    case NormPosition::Pre: return kPre;
-    case NormPosition::Post: return kPost;
-    case NormPosition::Sandwich: return kSandwich;
+    case NormPosition::Pre:
+      return kPre;
+    case NormPosition::Post:
+      return kPost;
+    case NormPosition::Sandwich:
+      return kSandwich;
   }
   SL_CHECK(false, "placement_spec: an enum value outside NormPosition");
 }
 
 const ResidualScaleSpec& residual_scale_spec(ResidualScale kind) {
   switch (kind) {
-    case ResidualScale::None: return kNoScale;
-    case ResidualScale::ReZero: return kReZero;
-    case ResidualScale::DeepNorm: return kDeepNorm;
-    case ResidualScale::LayerScale: return kLayerScale;
+    case ResidualScale::None:
+      return kNoScale;
+    case ResidualScale::ReZero:
+      return kReZero;
+    case ResidualScale::DeepNorm:
+      return kDeepNorm;
+    case ResidualScale::LayerScale:
+      return kLayerScale;
   }
   SL_CHECK(false, "residual_scale_spec: an enum value outside ResidualScale");
 }
 
 const NormScalingSpec& norm_scaling_spec(NormScaling kind) {
   switch (kind) {
-    case NormScaling::None: return kNoNormScaling;
-    case NormScaling::Depth: return kDepthScaling;
+    case NormScaling::None:
+      return kNoNormScaling;
+    case NormScaling::Depth:
+      return kDepthScaling;
   }
   SL_CHECK(false, "norm_scaling_spec: an enum value outside NormScaling");
 }
 
 const ActivationSpec& activation_spec(Activation kind) {
   switch (kind) {
-    case Activation::Gelu: return kGelu;
-    case Activation::GeluTanh: return kGeluTanh;
-    case Activation::Relu: return kRelu;
-    case Activation::Tanh: return kTanh;
+    case Activation::Gelu:
+      return kGelu;
+    case Activation::GeluTanh:
+      return kGeluTanh;
+    case Activation::Relu:
+      return kRelu;
+    case Activation::Tanh:
+      return kTanh;
   }
   SL_CHECK(false, "activation_spec: an enum value outside Activation");
 }
 
 const PosEmbSpec& pos_emb_spec(PosEmb kind) {
   switch (kind) {
-    case PosEmb::Learned: return kLearned;
-    case PosEmb::Sinusoidal: return kSinusoidal;
-    case PosEmb::None: return kNoPos;
+    case PosEmb::Learned:
+      return kLearned;
+    case PosEmb::Sinusoidal:
+      return kSinusoidal;
+    case PosEmb::None:
+      return kNoPos;
   }
   SL_CHECK(false, "pos_emb_spec: an enum value outside PosEmb");
 }
@@ -222,7 +264,8 @@ std::vector<float> sinusoid_table(int64_t T, int64_t C) {
   std::vector<float> pe(static_cast<size_t>(T * C));
   for (int64_t t = 0; t < T; ++t)
     for (int64_t i = 0; i < C; ++i) {
-      const double freq = std::pow(10000.0, -static_cast<double>(i - i % 2) / static_cast<double>(C));
+      const double freq =
+          std::pow(10000.0, -static_cast<double>(i - i % 2) / static_cast<double>(C));
       const double a = static_cast<double>(t) * freq;
       pe[static_cast<size_t>(t * C + i)] = static_cast<float>(i % 2 ? std::cos(a) : std::sin(a));
     }
@@ -232,10 +275,12 @@ std::vector<float> sinusoid_table(int64_t T, int64_t C) {
 // ---- counts, names and listings --------------------------------------------------------------
 
 int64_t model_param_count(const ModelConfig& m) {
-  const int64_t C = m.n_embd, V = m.vocab_size, T = m.block_size, R = static_cast<int64_t>(m.mlp_ratio) * C;
+  const int64_t C = m.n_embd, V = m.vocab_size, T = m.block_size,
+                R = static_cast<int64_t>(m.mlp_ratio) * C;
   const int64_t b = m.bias ? 1 : 0;
   const int64_t norm = count(norm_spec(m.norm).params(m, C));
-  const int64_t norms = m.norm == NormKind::None ? 0 : placement_spec(m.norm_position).norms_per_sublayer * norm;
+  const int64_t norms =
+      m.norm == NormKind::None ? 0 : placement_spec(m.norm_position).norms_per_sublayer * norm;
   const ResidualScaleSpec& rs = residual_scale_spec(m.residual_scale);
   int64_t block = 0;
   if (m.attention) {
@@ -262,7 +307,8 @@ std::string replace_all(const std::string& s, const std::string& from, const std
 }
 
 // A placement's formula with {N} the norm, {g} the branch scale and {a} the skip factor.
-std::string fill_formula(const std::string& f, const std::string& norm, const std::string& g, const std::string& a) {
+std::string fill_formula(const std::string& f, const std::string& norm, const std::string& g,
+                         const std::string& a) {
   return replace_all(replace_all(replace_all(f, "{N}", norm), "{g}", g), "{a}", a);
 }
 
@@ -273,21 +319,27 @@ std::string describe_wiring(const ModelConfig& m) {
   const PlacementSpec& place = placement_spec(m.norm_position);
   const ResidualScaleSpec& rs = residual_scale_spec(m.residual_scale);
   std::string label = none ? "no-norm" : place.label;
-  std::string f = none ? (m.residual ? "x + {g}f(x)" : "f(x)") : (m.residual ? place.with_residual : place.without_residual);
-  f = fill_formula(f, name_of(m.norm), rs.branch, m.residual_scale == ResidualScale::DeepNorm ? "alpha*" : "");
+  std::string f = none ? (m.residual ? "x + {g}f(x)" : "f(x)")
+                       : (m.residual ? place.with_residual : place.without_residual);
+  f = fill_formula(f, name_of(m.norm), rs.branch,
+                   m.residual_scale == ResidualScale::DeepNorm ? "alpha*" : "");
   label += m.residual ? " residual" : ", no residual";
-  if (m.residual && m.residual_scale != ResidualScale::None) label += " (" + name_of(m.residual_scale) + ")";
+  if (m.residual && m.residual_scale != ResidualScale::None)
+    label += " (" + name_of(m.residual_scale) + ")";
   std::string out = label + ": " + f;
   if (m.residual) out += rs.note(m);
-  if (m.norm_scaling != NormScaling::None) out += ", norm outputs " + std::string(norm_scaling_spec(m.norm_scaling).formula);
+  if (m.norm_scaling != NormScaling::None)
+    out += ", norm outputs " + std::string(norm_scaling_spec(m.norm_scaling).formula);
   if (m.qk_norm) out += ", qk-norm: " + name_of(m.norm) + " on q and k per head";
   return out;
 }
 
 std::string wiring_id(const ModelConfig& m) {
-  std::string id = m.norm == NormKind::None ? "none" : name_of(m.norm_position) + "-" + name_of(m.norm);
+  std::string id =
+      m.norm == NormKind::None ? "none" : name_of(m.norm_position) + "-" + name_of(m.norm);
   id += m.residual ? "-res" : "-nores";
-  if (m.residual && m.residual_scale != ResidualScale::None) id.append("-").append(name_of(m.residual_scale));
+  if (m.residual && m.residual_scale != ResidualScale::None)
+    id.append("-").append(name_of(m.residual_scale));
   if (m.norm_scaling != NormScaling::None) id += "-lns";
   if (m.qk_norm) id += "-qknorm";
   return id;
@@ -308,7 +360,8 @@ nlohmann::json decls_json(const std::vector<ParamDecl>& decls) {
   return a;
 }
 
-template <class E, class Fn> nlohmann::json listing(Fn entry) {
+template <class E, class Fn>
+nlohmann::json listing(Fn entry) {
   nlohmann::json a = nlohmann::json::array();
   for (E v : all_choices<E>()) {
     nlohmann::json e = entry(v);
@@ -324,21 +377,29 @@ nlohmann::json registry_json() {
   ModelConfig m;  // defaults: C = n_embd, bias on
   nlohmann::json j;
   j["norm"] = listing<NormKind>([&](NormKind k) {
-    return nlohmann::json{{"formula", norm_spec(k).formula}, {"params", decls_json(norm_spec(k).params(m, m.n_embd))}};
+    return nlohmann::json{{"formula", norm_spec(k).formula},
+                          {"params", decls_json(norm_spec(k).params(m, m.n_embd))}};
   });
   j["norm_position"] = listing<NormPosition>([](NormPosition p) {
     const PlacementSpec& s = placement_spec(p);
     return nlohmann::json{{"formula", fill_formula(s.with_residual, "norm", "g*", "a*")},
                           {"formula_no_residual", fill_formula(s.without_residual, "norm", "", "")},
-                          {"norms_per_sublayer", s.norms_per_sublayer}, {"final_norm_default", s.final_norm_default}};
+                          {"norms_per_sublayer", s.norms_per_sublayer},
+                          {"final_norm_default", s.final_norm_default}};
   });
   j["residual_scale"] = listing<ResidualScale>([&](ResidualScale r) {
     return nlohmann::json{{"formula", residual_scale_spec(r).formula},
                           {"params", decls_json(residual_scale_spec(r).params(m, "attn"))}};
   });
-  j["norm_scaling"] = listing<NormScaling>([](NormScaling n) { return nlohmann::json{{"formula", norm_scaling_spec(n).formula}}; });
-  j["activation"] = listing<Activation>([](Activation a) { return nlohmann::json{{"formula", activation_spec(a).formula}}; });
-  j["pos_emb"] = listing<PosEmb>([](PosEmb p) { return nlohmann::json{{"formula", pos_emb_spec(p).formula}}; });
+  j["norm_scaling"] = listing<NormScaling>([](NormScaling n) {
+    return nlohmann::json{{"formula", norm_scaling_spec(n).formula}};
+  });
+  j["activation"] = listing<Activation>([](Activation a) {
+    return nlohmann::json{{"formula", activation_spec(a).formula}};
+  });
+  j["pos_emb"] = listing<PosEmb>([](PosEmb p) {
+    return nlohmann::json{{"formula", pos_emb_spec(p).formula}};
+  });
   return j;
 }
 

@@ -50,17 +50,18 @@ struct Sublayer {
   const Norm* norm_in = nullptr;           // null for norm "none"
   const Norm* norm_out = nullptr;          // sandwich only
   bool residual = true;
-  float skip = 1.0f;                     // DeepNorm's alpha on x (post only)
-  Tensor gate;                           // the residual scaling's parameter, undefined for none
+  float skip = 1.0f;  // DeepNorm's alpha on x (post only)
+  Tensor gate;        // the residual scaling's parameter, undefined for none
 };
 
 struct PlacementSpec {
   NormPosition position;
-  const char* label;             // "pre-norm"
-  const char* with_residual;     // formula: {N} the norm, {g} the branch scale, {a} DeepNorm's factor on x
+  const char* label;  // "pre-norm"
+  const char*
+      with_residual;  // formula: {N} the norm, {g} the branch scale, {a} DeepNorm's factor on x
   const char* without_residual;
-  int norms_per_sublayer;        // norm modules per sub-layer
-  bool final_norm_default;       // model.final_norm when unset
+  int norms_per_sublayer;                               // norm modules per sub-layer
+  bool final_norm_default;                              // model.final_norm when unset
   Tensor (*apply)(const Sublayer& s, const Tensor& x);  // (B, T, C) -> (B, T, C)
 };
 const PlacementSpec& placement_spec(NormPosition position);
@@ -112,7 +113,8 @@ std::vector<float> sinusoid_table(int64_t T, int64_t C);
 // ---- what the registries give the rest of the code ---------------------------------------------
 
 // Every value of E with its spelling, for listings that loop over a registry.
-template <class E> std::vector<E> all_choices() {
+template <class E>
+std::vector<E> all_choices() {
   std::vector<E> out;
   for (const auto& [v, name] : ChoiceNames<E>::table) out.push_back(v);
   return out;

@@ -31,7 +31,9 @@ int resolve_threads(int requested) {
 // build's own path on them too (short timings: the rounds give the repeats).
 void time_ceiling(BenchResult& r, const std::vector<GemmShape>& shapes) {
   r.ceiling_gflops.push_back(gemm_ceiling_gflops(time_gemms(shapes, r.threads, 0.02, true)));
-  if (has_libxsmm()) r.ceiling_build_gflops.push_back(gemm_ceiling_gflops(time_gemms(shapes, r.threads, 0.02, false)));
+  if (has_libxsmm())
+    r.ceiling_build_gflops.push_back(
+        gemm_ceiling_gflops(time_gemms(shapes, r.threads, 0.02, false)));
 }
 
 }  // namespace
@@ -45,7 +47,8 @@ double median(std::vector<double> v) {
 
 double train_step_flops(const ModelConfig& m, int64_t B, int64_t T, int64_t n_matmul_params) {
   const double tokens = static_cast<double>(B * T);
-  const double attn = m.attention ? 12.0 * m.n_layer * static_cast<double>(B) * static_cast<double>(T * T) * m.n_embd
+  const double attn = m.attention ? 12.0 * m.n_layer * static_cast<double>(B) *
+                                        static_cast<double>(T * T) * m.n_embd
                                   : 0.0;
   return 6.0 * static_cast<double>(n_matmul_params) * tokens + attn;
 }
@@ -68,7 +71,8 @@ BenchResult run_bench(Config cfg, const BenchOptions& opt) {
     r.n_params += p.tensor.numel();
     if (p.info.role == ParamRole::Weight) r.n_matmul_params += p.tensor.numel();
   }
-  if (cfg.model.tie_weights) r.n_matmul_params += static_cast<int64_t>(cfg.model.vocab_size) * cfg.model.n_embd;
+  if (cfg.model.tie_weights)
+    r.n_matmul_params += static_cast<int64_t>(cfg.model.vocab_size) * cfg.model.n_embd;
   auto optimizer = make_optimizer(cfg.optim, refs);
   Rng rng(cfg.train.seed);
   const Batch batch = data->train_batch(B, T, rng);  // one fixed batch: data loading is not timed
@@ -82,12 +86,14 @@ BenchResult run_bench(Config cfg, const BenchOptions& opt) {
   long faults = 0;
   for (int s = 0; s < opt.warmup + opt.steps; ++s) {
     const int timed = s - opt.warmup;
-    if (opt.ceiling && timed > 0 && timed * rounds / opt.steps != (timed - 1) * rounds / opt.steps) {
+    if (opt.ceiling && timed > 0 &&
+        timed * rounds / opt.steps != (timed - 1) * rounds / opt.steps) {
       // after each block of steps/rounds steps; its page faults are not the step's
       rusage ru{};
       getrusage(RUSAGE_SELF, &ru);
       faults += ru.ru_minflt + ru.ru_majflt;
-      if (r.peak_rss_kb == 0) r.peak_rss_kb = ru.ru_maxrss;  // the steps' peak, before the ceiling's matrices
+      if (r.peak_rss_kb == 0)
+        r.peak_rss_kb = ru.ru_maxrss;  // the steps' peak, before the ceiling's matrices
       time_ceiling(r, shapes);
       getrusage(RUSAGE_SELF, &ru);
       faults -= ru.ru_minflt + ru.ru_majflt;
@@ -126,28 +132,31 @@ nlohmann::json to_json(const BenchResult& r, const Config& cfg) {
   const double med = median(r.step_ms);
   const auto [lo, hi] = std::minmax_element(r.step_ms.begin(), r.step_ms.end());
   nlohmann::json j = {{"config", cfg.source_path},
-          {"model", to_json(cfg)["model"]},
-          {"batch_size", cfg.train.batch_size},
-          {"threads", r.threads},
-          {"steps", r.step_ms.size()},
-          {"n_params", r.n_params},
-          {"n_matmul_params", r.n_matmul_params},
-          {"tokens_per_step", r.tokens_per_step},
-          {"flops_per_step", r.flops_per_step},
-          {"flops_formula", "6*N_matmul*B*T + 12*L*B*T^2*C (full T^2)"},
-          {"ms_per_step", med},
-          {"ms_min", *lo},
-          {"ms_max", *hi},
-          {"forward_ms", median(r.forward_ms)},
-          {"backward_ms", median(r.backward_ms)},
-          {"optimizer_ms", median(r.optimizer_ms)},
-          {"tokens_per_sec", static_cast<double>(r.tokens_per_step) / (med / 1000.0)},
-          {"gflops", r.flops_per_step / (med * 1e6)},
-          {"peak_rss_mb", static_cast<double>(r.peak_rss_kb) / 1024.0},
-          {"page_faults_per_step", r.page_faults_per_step},
-          {"numeric_path", {{"matmul", matmul_path()}, {"openblas_core", openblas_core()}, {"vector_loops", simd_clone()},
-                            {"flush_subnormals", flush_subnormals_on()}}},
-          {"final_loss", r.final_loss}};
+                      {"model", to_json(cfg)["model"]},
+                      {"batch_size", cfg.train.batch_size},
+                      {"threads", r.threads},
+                      {"steps", r.step_ms.size()},
+                      {"n_params", r.n_params},
+                      {"n_matmul_params", r.n_matmul_params},
+                      {"tokens_per_step", r.tokens_per_step},
+                      {"flops_per_step", r.flops_per_step},
+                      {"flops_formula", "6*N_matmul*B*T + 12*L*B*T^2*C (full T^2)"},
+                      {"ms_per_step", med},
+                      {"ms_min", *lo},
+                      {"ms_max", *hi},
+                      {"forward_ms", median(r.forward_ms)},
+                      {"backward_ms", median(r.backward_ms)},
+                      {"optimizer_ms", median(r.optimizer_ms)},
+                      {"tokens_per_sec", static_cast<double>(r.tokens_per_step) / (med / 1000.0)},
+                      {"gflops", r.flops_per_step / (med * 1e6)},
+                      {"peak_rss_mb", static_cast<double>(r.peak_rss_kb) / 1024.0},
+                      {"page_faults_per_step", r.page_faults_per_step},
+                      {"numeric_path",
+                       {{"matmul", matmul_path()},
+                        {"openblas_core", openblas_core()},
+                        {"vector_loops", simd_clone()},
+                        {"flush_subnormals", flush_subnormals_on()}}},
+                      {"final_loss", r.final_loss}};
   if (!r.ceiling_gflops.empty()) {
     const double ceiling = median(r.ceiling_gflops);
     j["ceiling_gflops"] = ceiling;
@@ -162,7 +171,8 @@ nlohmann::json to_json(const BenchResult& r, const Config& cfg) {
 }
 
 std::vector<GemmShape> model_gemm_shapes(const ModelConfig& m, int64_t B, int64_t T) {
-  const int64_t R = B * T, C = m.n_embd, H = static_cast<int64_t>(m.mlp_ratio) * C, V = m.vocab_size;
+  const int64_t R = B * T, C = m.n_embd, H = static_cast<int64_t>(m.mlp_ratio) * C,
+                V = m.vocab_size;
   std::vector<GemmShape> out;
   // A Linear (in -> out) on R rows: y = x w^T, dx = dy w, dw = dy^T x (as core/ops/matmul.cpp).
   auto linear = [&](const std::string& name, int64_t in, int64_t outf) {
@@ -182,8 +192,8 @@ std::vector<GemmShape> model_gemm_shapes(const ModelConfig& m, int64_t B, int64_
   return out;
 }
 
-std::vector<GemmTiming> time_gemms(const std::vector<GemmShape>& shapes, int threads, double min_seconds,
-                                   bool openblas_only) {
+std::vector<GemmTiming> time_gemms(const std::vector<GemmShape>& shapes, int threads,
+                                   double min_seconds, bool openblas_only) {
   const auto product = openblas_only ? gemm_openblas : gemm;
   set_num_threads(resolve_threads(threads));
   std::vector<GemmTiming> out;
@@ -193,7 +203,8 @@ std::vector<GemmTiming> time_gemms(const std::vector<GemmShape>& shapes, int thr
         c(static_cast<size_t>(s.M * s.N), 0.0f);
     for (float& x : a) x = static_cast<float>(rng.normal());
     for (float& x : b) x = static_cast<float>(rng.normal());
-    for (int i = 0; i < 3; ++i) product(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, a.data(), b.data(), 0.0f, c.data());
+    for (int i = 0; i < 3; ++i)
+      product(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, a.data(), b.data(), 0.0f, c.data());
     std::vector<double> per_call;
     const auto start = Clock::now();
     while (per_call.size() < 5 || ms_between(start, Clock::now()) < min_seconds * 1000.0) {

@@ -23,7 +23,7 @@ namespace sl {
 struct BenchOptions {
   int steps = 20;
   int warmup = 3;
-  int threads = 0;  // 0 = train.threads (0 there = all cores)
+  int threads = 0;      // 0 = train.threads (0 there = all cores)
   bool ceiling = true;  // time the sgemm ceiling too, alternating with the steps
   int rounds = 3;       // ceiling timings: after each of `rounds` blocks of steps
 };
@@ -60,9 +60,10 @@ struct GemmTiming {
 // The gemms of one training step's Linear layers (forward, dx, dW for qkv, attn.proj, mlp.fc,
 // mlp.proj, head) for config `m` at B x T tokens.
 std::vector<GemmShape> model_gemm_shapes(const ModelConfig& m, int64_t B, int64_t T);
-// openblas_only: through OpenBLAS whatever the build (the reference ceiling); else the build's path.
-std::vector<GemmTiming> time_gemms(const std::vector<GemmShape>& shapes, int threads, double min_seconds = 0.2,
-                                   bool openblas_only = true);
+// openblas_only: through OpenBLAS whatever the build (the reference ceiling); else the build's
+// path.
+std::vector<GemmTiming> time_gemms(const std::vector<GemmShape>& shapes, int threads,
+                                   double min_seconds = 0.2, bool openblas_only = true);
 // The ceiling: total FLOPs of all shapes over their total time (a FLOP-weighted harmonic mean).
 double gemm_ceiling_gflops(const std::vector<GemmTiming>& t);
 

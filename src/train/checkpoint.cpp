@@ -20,7 +20,8 @@ const char* kFormatV2 = "stacklab.checkpoint.v2";  // v1 + a required checksum
 // FNV-1a 64 over every metadata entry but the checksum and every tensor's name, shape and
 // bytes, in name order: safetensors has no integrity check of its own, and a flipped bit in the
 // data or in train_state would otherwise resume silently from a corrupt state.
-std::string checkpoint_checksum(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata) {
+std::string checkpoint_checksum(const NamedTensors& tensors,
+                                const std::map<std::string, std::string>& metadata) {
   uint64_t h = kFnvBasis;
   auto mix = [&h](const void* p, size_t n) { h = fnv1a64(h, p, n); };
   auto mix_str = [&mix](const std::string& s) { mix(s.data(), s.size() + 1); };  // with its NUL
@@ -32,7 +33,8 @@ std::string checkpoint_checksum(const NamedTensors& tensors, const std::map<std:
   for (const auto* nt : order) {
     mix_str(nt->first);
     mix_str(nt->second.shape().str());
-    if (nt->second.numel() > 0) mix(nt->second.data(), static_cast<size_t>(nt->second.numel()) * sizeof(float));
+    if (nt->second.numel() > 0)
+      mix(nt->second.data(), static_cast<size_t>(nt->second.numel()) * sizeof(float));
   }
   return hex64(h);
 }
@@ -42,7 +44,8 @@ std::string value_at(const nlohmann::json& j, const std::string& dotted) {
   size_t start = 0;
   while (start <= dotted.size()) {
     const size_t dot = dotted.find('.', start);
-    const std::string key = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    const std::string key =
+        dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (!cur->is_object() || !cur->contains(key)) return "(absent)";
     cur = &cur->at(key);
     if (dot == std::string::npos) break;
@@ -60,7 +63,8 @@ nlohmann::json resume_invariant(nlohmann::json c, const std::vector<std::string>
   for (const std::string& key : may_differ) {
     const size_t dot = key.find('.');
     auto section = c.find(key.substr(0, dot));
-    if (dot != std::string::npos && section != c.end() && section->is_object()) section->erase(key.substr(dot + 1));
+    if (dot != std::string::npos && section != c.end() && section->is_object())
+      section->erase(key.substr(dot + 1));
   }
   auto train = c.find("train");
   auto optim = c.find("optim");
@@ -75,7 +79,8 @@ nlohmann::json resume_invariant(nlohmann::json c, const std::vector<std::string>
 
 }  // namespace
 
-std::string first_config_difference(const nlohmann::json& a, const nlohmann::json& b, const std::string& prefix) {
+std::string first_config_difference(const nlohmann::json& a, const nlohmann::json& b,
+                                    const std::string& prefix) {
   if (a.is_object() && b.is_object()) {
     for (const auto& [k, v] : a.items()) {
       const std::string key = prefix.empty() ? k : prefix + "." + k;
@@ -90,8 +95,8 @@ std::string first_config_difference(const nlohmann::json& a, const nlohmann::jso
   return a == b ? "" : (prefix.empty() ? "(root)" : prefix);
 }
 
-void save_checkpoint(const std::string& path, const Model& model, const Optimizer& opt, const nlohmann::json& config,
-                     const nlohmann::json& train_state) {
+void save_checkpoint(const std::string& path, const Model& model, const Optimizer& opt,
+                     const nlohmann::json& config, const nlohmann::json& train_state) {
   NamedTensors tensors = module_state(model);
   for (auto& [name, t] : opt.state_tensors()) tensors.emplace_back(kOptimPrefix + name, t);
   std::map<std::string, std::string> metadata = {
@@ -107,26 +112,31 @@ TensorFile read_checkpoint_file(const std::string& path) {
   // turn a v2 file into one that skips the check.
   const auto format = file.metadata.find("format");
   if (format == file.metadata.end() || (format->second != kFormatV1 && format->second != kFormatV2))
-    throw Error(path + ": not a stacklab checkpoint (metadata 'format' is " +
-                (format == file.metadata.end() ? std::string("missing") : "'" + format->second + "'") +
-                ", expected '" + kFormatV2 + "'); the file is corrupt or from another program");
+    throw Error(
+        path + ": not a stacklab checkpoint (metadata 'format' is " +
+        (format == file.metadata.end() ? std::string("missing") : "'" + format->second + "'") +
+        ", expected '" + kFormatV2 + "'); the file is corrupt or from another program");
   if (format->second == kFormatV2) {
     const auto stored = file.metadata.find(kChecksumKey);
-    if (stored == file.metadata.end()) throw Error(path + ": corrupt checkpoint: its 'checksum' metadata is missing");
+    if (stored == file.metadata.end())
+      throw Error(path + ": corrupt checkpoint: its 'checksum' metadata is missing");
     const std::string actual = checkpoint_checksum(file.tensors, file.metadata);
     if (actual != stored->second)
       throw Error(path + ": checksum mismatch (stored " + stored->second + ", computed " + actual +
-                  "): the file is corrupt (a flipped bit or a damaged copy); restore it or start the run over");
+                  "): the file is corrupt (a flipped bit or a damaged copy); restore it or start "
+                  "the run over");
   }
   return file;
 }
 
-Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt, const nlohmann::json& expected_config,
+Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt,
+                           const nlohmann::json& expected_config,
                            const std::vector<std::string>& may_differ) {
   const TensorFile file = read_checkpoint_file(path);
   auto meta = [&](const char* key) -> nlohmann::json {
     auto it = file.metadata.find(key);
-    if (it == file.metadata.end()) throw Error(path + ": not a stacklab checkpoint (no '" + std::string(key) + "' metadata)");
+    if (it == file.metadata.end())
+      throw Error(path + ": not a stacklab checkpoint (no '" + std::string(key) + "' metadata)");
     try {
       return nlohmann::json::parse(it->second);
     } catch (const nlohmann::json::exception& e) {
@@ -139,8 +149,9 @@ Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt
   const std::string diff = first_config_difference(resume_invariant(expected_config, may_differ),
                                                    resume_invariant(c.config, may_differ));
   if (!diff.empty())
-    throw Error(path + ": written with a different config: '" + diff + "' is " + value_at(c.config, diff) +
-                " in the checkpoint but " + value_at(expected_config, diff) + " in the run's config");
+    throw Error(path + ": written with a different config: '" + diff + "' is " +
+                value_at(c.config, diff) + " in the checkpoint but " +
+                value_at(expected_config, diff) + " in the run's config");
   load_module_state(model, file, path, kOptimPrefix);
   StateTensors state;
   for (const auto& [name, t] : file.tensors)

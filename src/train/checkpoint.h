@@ -18,8 +18,8 @@ struct Checkpoint {
   nlohmann::json train_state;  // step, rng, best val loss, ... (the trainer's)
 };
 
-void save_checkpoint(const std::string& path, const Model& model, const Optimizer& opt, const nlohmann::json& config,
-                     const nlohmann::json& train_state);
+void save_checkpoint(const std::string& path, const Model& model, const Optimizer& opt,
+                     const nlohmann::json& config, const nlohmann::json& train_state);
 
 // Reads `path` and checks that it is a stacklab checkpoint whose checksum matches its tensors and
 // metadata (files from before checksums, format v1, are read unchecked); else an sl::Error naming
@@ -29,10 +29,12 @@ TensorFile read_checkpoint_file(const std::string& path);
 // read_checkpoint_file, then checks that it was written with `expected_config` (else an sl::Error
 // naming the first differing key; the dotted keys in `may_differ` are not compared), and loads the
 // weights and optimizer state.
-Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt, const nlohmann::json& expected_config,
+Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt,
+                           const nlohmann::json& expected_config,
                            const std::vector<std::string>& may_differ = {});
 
 // The first dotted key whose value differs between two configs, or "" when they are equal.
-std::string first_config_difference(const nlohmann::json& a, const nlohmann::json& b, const std::string& prefix = "");
+std::string first_config_difference(const nlohmann::json& a, const nlohmann::json& b,
+                                    const std::string& prefix = "");
 
 }  // namespace sl

@@ -37,7 +37,8 @@ MetricValues group_grad_norm(const MeasureInput& in, std::optional<GradGroup> gr
   std::vector<double> sq(n_blocks(in), 0.0);
   for (size_t i = 0; i < in.params.size(); ++i) {
     const ParamInfo& info = in.params[i].info;
-    if (info.block >= 0 && (!group || info.group() == *group)) sq[static_cast<size_t>(info.block)] += in.grad_sq[i];
+    if (info.block >= 0 && (!group || info.group() == *group))
+      sq[static_cast<size_t>(info.block)] += in.grad_sq[i];
   }
   for (double& v : sq) v = std::sqrt(v);
   return sq;
@@ -75,23 +76,31 @@ MetricValues per_attention_block(const MeasureInput& in, double AttentionStats::
 
 MetricValues stream_cos(const MeasureInput& in) {
   std::vector<double> v;
-  for (size_t l = 0; l + 1 < in.trace.stream.size(); ++l) v.push_back(mean_cosine(in.trace.stream[l], in.trace.stream[l + 1]));
+  for (size_t l = 0; l + 1 < in.trace.stream.size(); ++l)
+    v.push_back(mean_cosine(in.trace.stream[l], in.trace.stream[l + 1]));
   return v;
 }
 
 }  // namespace
 
-MeasureInput::MeasureInput(const Model& model_, const ForwardTrace& trace_, const std::vector<double>& stream_grads_,
+MeasureInput::MeasureInput(const Model& model_, const ForwardTrace& trace_,
+                           const std::vector<double>& stream_grads_,
                            const std::vector<double>& update_norms_)
-    : model(model_), trace(trace_), stream_grads(stream_grads_), update_norms(update_norms_), params(model_.parameters()) {
-  for (const auto& [name, t, info] : params) grad_sq.push_back(t.has_grad() ? sq_norm(t.grad().data(), t.numel()) : 0.0);
+    : model(model_),
+      trace(trace_),
+      stream_grads(stream_grads_),
+      update_norms(update_norms_),
+      params(model_.parameters()) {
+  for (const auto& [name, t, info] : params)
+    grad_sq.push_back(t.has_grad() ? sq_norm(t.grad().data(), t.numel()) : 0.0);
 }
 
 const std::vector<AttentionStats>& MeasureInput::attention() const {
   if (!attention_) {
     attention_.emplace();
     for (const Tensor& qkv : trace.attn_qkv)
-      attention_->push_back(qkv.defined() ? attention_stats(qkv, model.config().n_head) : AttentionStats{kNaN, kNaN});
+      attention_->push_back(qkv.defined() ? attention_stats(qkv, model.config().n_head)
+                                          : AttentionStats{kNaN, kNaN});
   }
   return *attention_;
 }
@@ -100,35 +109,54 @@ const std::vector<LayerMetric>& layer_metrics() {
   using A = MetricAxis;
   using P = ProbeReduce;
   static const std::vector<LayerMetric> registry = {
-      {"grad_norm", A::kBlock, P::kMean, "gradient norm of all the block's parameters", "grad norm of the block's parameters",
+      {"grad_norm", A::kBlock, P::kMean, "gradient norm of all the block's parameters",
+       "grad norm of the block's parameters",
        [](const MeasureInput& in) { return group_grad_norm(in, std::nullopt); }},
-      {"attn_grad_norm", A::kBlock, P::kMean, "gradient norm of the attention sub-layer's parameters (with its residual-scaling gate)",
-       "grad norm of the attention parameters", [](const MeasureInput& in) { return group_grad_norm(in, GradGroup::Attn); }},
-      {"mlp_grad_norm", A::kBlock, P::kMean, "gradient norm of the MLP sub-layer's parameters (with its residual-scaling gate)",
-       "grad norm of the MLP parameters", [](const MeasureInput& in) { return group_grad_norm(in, GradGroup::Mlp); }},
-      {"norm_grad_norm", A::kBlock, P::kMean, "gradient norm of the block's norm parameters (gains, biases, DyT's alpha, QK-norm's)",
-       "grad norm of the norm parameters", [](const MeasureInput& in) { return group_grad_norm(in, GradGroup::Norm); }},
+      {"attn_grad_norm", A::kBlock, P::kMean,
+       "gradient norm of the attention sub-layer's parameters (with its residual-scaling gate)",
+       "grad norm of the attention parameters",
+       [](const MeasureInput& in) { return group_grad_norm(in, GradGroup::Attn); }},
+      {"mlp_grad_norm", A::kBlock, P::kMean,
+       "gradient norm of the MLP sub-layer's parameters (with its residual-scaling gate)",
+       "grad norm of the MLP parameters",
+       [](const MeasureInput& in) { return group_grad_norm(in, GradGroup::Mlp); }},
+      {"norm_grad_norm", A::kBlock, P::kMean,
+       "gradient norm of the block's norm parameters (gains, biases, DyT's alpha, QK-norm's)",
+       "grad norm of the norm parameters",
+       [](const MeasureInput& in) { return group_grad_norm(in, GradGroup::Norm); }},
       {"update_ratio", A::kBlock, P::kSkip,
        "norm of the last optimizer update over the norm of the block's weights (null at step 0)",
        "update norm / weight norm", update_ratio},
       {"act_rms", A::kBoundary, P::kMean, "RMS of the residual stream", "activation RMS",
-       [](const MeasureInput& in) { return per_boundary(in, [](const Tensor& x) { return rms(x); }); }},
-      {"stream_grad_norm", A::kBoundary, P::kMean, "norm of dL/dx, the loss gradient at the residual stream",
-       "grad norm of the stream, ||dL/dx||", [](const MeasureInput& in) -> MetricValues { return in.stream_grads; }},
+       [](const MeasureInput& in) {
+         return per_boundary(in, [](const Tensor& x) { return rms(x); });
+       }},
+      {"stream_grad_norm", A::kBoundary, P::kMean,
+       "norm of dL/dx, the loss gradient at the residual stream",
+       "grad norm of the stream, ||dL/dx||",
+       [](const MeasureInput& in) -> MetricValues { return in.stream_grads; }},
       {"rank_ratio", A::kBoundary, P::kMean,
-       "per sequence ||X - 1 mean_t(X)^T||_F / ||X||_F, averaged: 0 = every token the same vector (rank collapse)",
+       "per sequence ||X - 1 mean_t(X)^T||_F / ||X||_F, averaged: 0 = every token the same vector "
+       "(rank collapse)",
        "rank ratio ||X - mean_t X||_F / ||X||_F",
-       [](const MeasureInput& in) { return per_boundary(in, [](const Tensor& x) { return rank_ratio(x); }); }},
+       [](const MeasureInput& in) {
+         return per_boundary(in, [](const Tensor& x) { return rank_ratio(x); });
+       }},
       {"attn_entropy", A::kBlock, P::kMean,
-       "entropy (nats) of the causal attention distribution, mean over heads, sequences and query positions "
+       "entropy (nats) of the causal attention distribution, mean over heads, sequences and query "
+       "positions "
        "(entropy collapse); null without attention",
-       "attention entropy (nats)", [](const MeasureInput& in) { return per_attention_block(in, &AttentionStats::entropy); }},
+       "attention entropy (nats)",
+       [](const MeasureInput& in) { return per_attention_block(in, &AttentionStats::entropy); }},
       {"attn_logit_max", A::kBlock, P::kMean,
-       "largest |q.k| / sqrt(head size) over heads, sequences and causal positions, before the softmax (logit "
+       "largest |q.k| / sqrt(head size) over heads, sequences and causal positions, before the "
+       "softmax (logit "
        "growth); null without attention",
-       "max |attention logit|", [](const MeasureInput& in) { return per_attention_block(in, &AttentionStats::logit_max); }},
+       "max |attention logit|",
+       [](const MeasureInput& in) { return per_attention_block(in, &AttentionStats::logit_max); }},
       {"stream_cos", A::kBlock, P::kMean,
-       "cosine similarity of the block's input and output stream, mean over tokens (1 = the block changes nothing)",
+       "cosine similarity of the block's input and output stream, mean over tokens (1 = the block "
+       "changes nothing)",
        "cos(block input, block output)", stream_cos},
   };
   return registry;
@@ -142,16 +170,20 @@ const LayerMetric& layer_metric(const std::string& name) {
 
 const char* axis_name(MetricAxis axis) {
   switch (axis) {
-    case MetricAxis::kBlock: return "block";
-    case MetricAxis::kBoundary: return "boundary";
+    case MetricAxis::kBlock:
+      return "block";
+    case MetricAxis::kBoundary:
+      return "boundary";
   }
   return "?";
 }
 
 int64_t axis_length(MetricAxis axis, int64_t n_layer) {
   switch (axis) {
-    case MetricAxis::kBlock: return n_layer;
-    case MetricAxis::kBoundary: return n_layer + 1;
+    case MetricAxis::kBlock:
+      return n_layer;
+    case MetricAxis::kBoundary:
+      return n_layer + 1;
   }
   return 0;
 }
@@ -188,7 +220,8 @@ double rank_ratio(const Tensor& x) {
     const float* X = x.data() + b * T * C;
     std::fill(mean.begin(), mean.end(), 0.0);
     for (int64_t t = 0; t < T; ++t)
-      for (int64_t c = 0; c < C; ++c) mean[static_cast<size_t>(c)] += static_cast<double>(X[t * C + c]);
+      for (int64_t c = 0; c < C; ++c)
+        mean[static_cast<size_t>(c)] += static_cast<double>(X[t * C + c]);
     for (auto& m : mean) m /= static_cast<double>(T);
     double resid = 0.0;
     for (int64_t t = 0; t < T; ++t)
@@ -221,10 +254,12 @@ double mean_cosine(const Tensor& x, const Tensor& y) {
 }
 
 AttentionStats attention_stats(const Tensor& qkv, int64_t n_head) {
-  SL_CHECK(qkv.ndim() == 3 && qkv.size(2) % (3 * n_head) == 0, "[attention_stats] expected qkv (B, T, 3C), 3C divisible by 3 n_head");
+  SL_CHECK(qkv.ndim() == 3 && qkv.size(2) % (3 * n_head) == 0,
+           "[attention_stats] expected qkv (B, T, 3C), 3C divisible by 3 n_head");
   const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, HS = C / n_head;
   const double inv_sqrt_hs = 1.0 / std::sqrt(static_cast<double>(HS));
-  // one (entropy sum, logit max) per (b, h), combined in order below: deterministic at any thread count
+  // one (entropy sum, logit max) per (b, h), combined in order below: deterministic at any thread
+  // count
   std::vector<double> ent(static_cast<size_t>(B * n_head)), mx(static_cast<size_t>(B * n_head));
   parallel_for(B * n_head, B * n_head * T * T * HS, [&](int64_t bh) {
     const int64_t b = bh / n_head, h = bh % n_head;
@@ -232,7 +267,8 @@ AttentionStats attention_stats(const Tensor& qkv, int64_t n_head) {
     // kt (HS, T): head h's keys, transposed so the scores below are a loop over contiguous j
     std::vector<double> kt(static_cast<size_t>(HS * T)), s(static_cast<size_t>(T));
     for (int64_t j = 0; j < T; ++j)
-      for (int64_t i = 0; i < HS; ++i) kt[static_cast<size_t>(i * T + j)] = static_cast<double>(base[j * 3 * C + C + h * HS + i]);
+      for (int64_t i = 0; i < HS; ++i)
+        kt[static_cast<size_t>(i * T + j)] = static_cast<double>(base[j * 3 * C + C + h * HS + i]);
     double e_sum = 0.0, m_abs = 0.0;
     bool finite = true;  // std::max would skip a NaN score: a non-finite one makes both stats NaN
     for (int64_t t = 0; t < T; ++t) {
@@ -282,11 +318,13 @@ void hook_stream_grads(ForwardTrace& trace, std::vector<double>& out) {
   }
 }
 
-LayerStats measure_layers(const Model& model, const ForwardTrace& trace, const std::vector<double>& stream_grads,
+LayerStats measure_layers(const Model& model, const ForwardTrace& trace,
+                          const std::vector<double>& stream_grads,
                           const std::vector<double>& update_norms) {
   const MeasureInput in(model, trace, stream_grads, update_norms);
   LayerStats s;
-  for (size_t i = 0; i < in.params.size(); ++i) s.params.emplace_back(in.params[i].name, std::sqrt(in.grad_sq[i]));
+  for (size_t i = 0; i < in.params.size(); ++i)
+    s.params.emplace_back(in.params[i].name, std::sqrt(in.grad_sq[i]));
   for (const LayerMetric& m : layer_metrics()) s.values.push_back(m.measure(in));
   return s;
 }
@@ -295,10 +333,12 @@ nlohmann::json to_json(const LayerStats& s, bool with_params) {
   nlohmann::json j;
   const auto& reg = layer_metrics();
   SL_CHECK(s.values.size() == reg.size(), "[to_json] LayerStats from another registry");
-  for (size_t i = 0; i < reg.size(); ++i) j[reg[i].name] = s.values[i] ? numbers(*s.values[i]) : nlohmann::json(nullptr);
+  for (size_t i = 0; i < reg.size(); ++i)
+    j[reg[i].name] = s.values[i] ? numbers(*s.values[i]) : nlohmann::json(nullptr);
   if (with_params) {
     nlohmann::json p = nlohmann::json::object();
-    for (const auto& [name, v] : s.params) p[name] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+    for (const auto& [name, v] : s.params)
+      p[name] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
     j["params"] = p;
   }
   return j;

@@ -30,7 +30,8 @@ enum class ProbeReduce {
 // From qkv (B, T, 3C) as fed to causal_attention (columns q | k | v, head h owning columns
 // [h*HS, (h+1)*HS) of each, HS = C / n_head), in double:
 struct AttentionStats {
-  double entropy;    // mean over (b, h, t) of -sum_{j<=t} p_tj ln p_tj, p = softmax_j(q_t.k_j / sqrt(HS))
+  double entropy;    // mean over (b, h, t) of -sum_{j<=t} p_tj ln p_tj, p = softmax_j(q_t.k_j /
+                     // sqrt(HS))
   double logit_max;  // max over (b, h, t, j <= t) of |q_t.k_j| / sqrt(HS)
 };
 AttentionStats attention_stats(const Tensor& qkv, int64_t n_head);
@@ -38,8 +39,8 @@ AttentionStats attention_stats(const Tensor& qkv, int64_t n_head);
 // What a measurement may read. Built once per layers record by measure_layers.
 struct MeasureInput {
   // Reads model.parameters() and their squared gradient norms.
-  MeasureInput(const Model& model, const ForwardTrace& trace, const std::vector<double>& stream_grads,
-               const std::vector<double>& update_norms);
+  MeasureInput(const Model& model, const ForwardTrace& trace,
+               const std::vector<double>& stream_grads, const std::vector<double>& update_norms);
 
   const Model& model;
   const ForwardTrace& trace;                // empty when the step was not traced
@@ -60,7 +61,7 @@ struct MeasureInput {
 using MetricValues = std::optional<std::vector<double>>;
 
 struct LayerMetric {
-  const char* name;         // the metrics.jsonl / probe key
+  const char* name;  // the metrics.jsonl / probe key
   MetricAxis axis;
   ProbeReduce probe;
   const char* description;  // one line, for the README table and the descriptors
@@ -71,8 +72,8 @@ struct LayerMetric {
 // The registry, in the order the keys are written.
 const std::vector<LayerMetric>& layer_metrics();
 const LayerMetric& layer_metric(const std::string& name);  // InternalError for an unknown name
-const char* axis_name(MetricAxis axis);                     // "block" | "boundary"
-int64_t axis_length(MetricAxis axis, int64_t n_layer);      // n_layer | n_layer + 1
+const char* axis_name(MetricAxis axis);                    // "block" | "boundary"
+int64_t axis_length(MetricAxis axis, int64_t n_layer);     // n_layer | n_layer + 1
 // [{name, axis, length, probe, description, label}]: what plot scripts read from a run's start
 // record and from probe output (`length` as text: "n_layer" or "n_layer + 1").
 nlohmann::json layer_metrics_json();
@@ -91,7 +92,8 @@ void hook_stream_grads(ForwardTrace& trace, std::vector<double>& out);
 // Every registered metric from the model's current gradients and the forward trace.
 // update_norms: ||delta|| per parameter of the last optimizer step, in model.parameters()
 // order, or empty before the first update. Metrics read from the trace are [] when it is empty.
-LayerStats measure_layers(const Model& model, const ForwardTrace& trace, const std::vector<double>& stream_grads,
+LayerStats measure_layers(const Model& model, const ForwardTrace& trace,
+                          const std::vector<double>& stream_grads,
                           const std::vector<double>& update_norms);
 
 // Per sequence ||X - 1 mean_t(X)^T||_F / ||X||_F for X (T, C), averaged over the batch:
@@ -101,7 +103,6 @@ double rms(const Tensor& x);
 // Mean over the B*T tokens of cos(x_t, y_t) for x, y (B, T, C); tokens where either vector is
 // exactly zero are left out (NaN when all are).
 double mean_cosine(const Tensor& x, const Tensor& y);
-
 
 // The record's metric keys (and "params" by name when with_params). Non-finite -> null.
 nlohmann::json to_json(const LayerStats& s, bool with_params);

@@ -51,9 +51,13 @@ MemoryEstimate estimate_memory(const Config& cfg) {
   const double moments = cfg.optim.name == OptimizerKind::Sgd ? 1 : 2;
   e.weight_bytes = e.parameters * (2 + moments) * kFloat;
   double per_layer = 0;
-  if (m.attention) per_layer += B * T * C * 6 + B * NH * T * T * 3;  // norm, q, k, v, y, proj; scores, probs, dprobs
-  if (m.mlp) per_layer += B * T * C * 6 + B * T * C * r * 3;         // norm, proj, residual; fc out, act, dact
-  e.activation_bytes = (2 * L * per_layer + B * T * V * 3) * kFloat;  // x2: the gradients flowing back
+  if (m.attention)
+    per_layer +=
+        B * T * C * 6 + B * NH * T * T * 3;  // norm, q, k, v, y, proj; scores, probs, dprobs
+  if (m.mlp)
+    per_layer += B * T * C * 6 + B * T * C * r * 3;  // norm, proj, residual; fc out, act, dact
+  e.activation_bytes =
+      (2 * L * per_layer + B * T * V * 3) * kFloat;  // x2: the gradients flowing back
   e.data_bytes = 2.0 * cfg.train.eval_iters * B * T * 2 * 4;
   return e;
 }
@@ -87,7 +91,8 @@ void check_memory_fits(const Config& cfg, std::optional<double> available) {
   const ModelConfig& m = cfg.model;
   std::ostringstream msg;
   msg << "this config needs about " << format_bytes(e.total_bytes()) << " of memory but only "
-      << format_bytes(*available) << " is available (MemAvailable); refusing before allocating. Estimate: "
+      << format_bytes(*available)
+      << " is available (MemAvailable); refusing before allocating. Estimate: "
       << format_bytes(e.weight_bytes) << " for " << static_cast<double>(e.parameters)
       << " parameters with grads and optimizer state, " << format_bytes(e.activation_bytes)
       << " of activations (model.n_layer=" << m.n_layer << ", model.n_embd=" << m.n_embd

@@ -19,10 +19,10 @@
 namespace sl {
 
 struct MemoryEstimate {
-  double parameters = 0;     // P, the number of trainable floats
-  double weight_bytes = 0;   // weights + grads + optimizer moments
+  double parameters = 0;    // P, the number of trainable floats
+  double weight_bytes = 0;  // weights + grads + optimizer moments
   double activation_bytes = 0;
-  double data_bytes = 0;     // eval batches
+  double data_bytes = 0;  // eval batches
   double total_bytes() const { return weight_bytes + activation_bytes + data_bytes; }
 };
 
@@ -40,6 +40,7 @@ std::string format_bytes(double bytes);
 
 // Throws sl::Error naming the model/train sizes, the estimate and the available memory when
 // the estimate exceeds `available` (default: available_memory_bytes()).
-void check_memory_fits(const Config& cfg, std::optional<double> available = available_memory_bytes());
+void check_memory_fits(const Config& cfg,
+                       std::optional<double> available = available_memory_bytes());
 
 }  // namespace sl

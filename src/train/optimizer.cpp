@@ -27,7 +27,8 @@ struct AdamWCoeffs {
 // The element loop runs over blocks of kBlock, keeping the old weights in a small buffer that a
 // scalar loop then compares in double: the element loop so has no serial reduction and vectorises.
 SL_SIMD_CLONES double adamw_span(float* __restrict w, float* __restrict m, float* __restrict v,
-                                 const float* __restrict g, int64_t lo, int64_t hi, const AdamWCoeffs c) {
+                                 const float* __restrict g, int64_t lo, int64_t hi,
+                                 const AdamWCoeffs c) {
   constexpr int64_t kBlock = 256;
   float before[kBlock];
   double dsq = 0.0;
@@ -69,7 +70,10 @@ Tensor one_value(float v) { return Tensor::from(Shape{1}, {v}); }
 class AdamW final : public Optimizer {
  public:
   AdamW(const OptimConfig& cfg, std::vector<ParamRef> params)
-      : Optimizer(std::move(params)), beta1_(cfg.beta1), beta2_(cfg.beta2), eps_(cfg.eps),
+      : Optimizer(std::move(params)),
+        beta1_(cfg.beta1),
+        beta2_(cfg.beta2),
+        eps_(cfg.eps),
         weight_decay_(cfg.weight_decay) {
     for (const ParamRef& p : params_) {
       m_.push_back(Tensor::zeros(p.tensor.shape()));  // same shape as p
@@ -124,7 +128,8 @@ class AdamW final : public Optimizer {
   }
 
   void load_state_tensors(const StateTensors& state, int64_t step) override {
-    if (step < 0) throw Error("[adamw] load_state_tensors: step " + std::to_string(step) + " is negative");
+    if (step < 0)
+      throw Error("[adamw] load_state_tensors: step " + std::to_string(step) + " is negative");
     std::vector<std::string> expected;
     std::vector<int64_t> counts(params_.size());
     for (size_t k = 0; k < params_.size(); ++k) {  // check everything before changing anything
@@ -149,8 +154,8 @@ class AdamW final : public Optimizer {
 
  private:
   double beta1_, beta2_, eps_, weight_decay_;
-  std::vector<Tensor> m_, v_;          // first and second moments, one per param, its shape
-  std::vector<int64_t> param_steps_;   // steps that reached each param (bias correction's t)
+  std::vector<Tensor> m_, v_;         // first and second moments, one per param, its shape
+  std::vector<int64_t> param_steps_;  // steps that reached each param (bias correction's t)
 };
 
 // ---- SGD (torch.optim.SGD, dampening 0) ---------------------------------------------------
@@ -161,12 +166,16 @@ class AdamW final : public Optimizer {
 class Sgd final : public Optimizer {
  public:
   Sgd(const OptimConfig& cfg, std::vector<ParamRef> params)
-      : Optimizer(std::move(params)), momentum_(cfg.momentum), nesterov_(cfg.nesterov),
+      : Optimizer(std::move(params)),
+        momentum_(cfg.momentum),
+        nesterov_(cfg.nesterov),
         weight_decay_(cfg.weight_decay) {
     if (nesterov_ && momentum_ <= 0.0)
-      throw Error("[sgd] optim.nesterov needs optim.momentum > 0, got " + std::to_string(momentum_));
+      throw Error("[sgd] optim.nesterov needs optim.momentum > 0, got " +
+                  std::to_string(momentum_));
     if (momentum_ != 0.0)
-      for (const ParamRef& p : params_) buf_.push_back(Tensor::zeros(p.tensor.shape()));  // p's shape
+      for (const ParamRef& p : params_)
+        buf_.push_back(Tensor::zeros(p.tensor.shape()));  // p's shape
   }
 
   void step(float lr) override {
@@ -201,12 +210,14 @@ class Sgd final : public Optimizer {
 
   StateTensors state_tensors() const override {
     StateTensors out;
-    for (size_t k = 0; k < buf_.size(); ++k) out.emplace_back("sgd.momentum." + params_[k].name, buf_[k].clone());
+    for (size_t k = 0; k < buf_.size(); ++k)
+      out.emplace_back("sgd.momentum." + params_[k].name, buf_[k].clone());
     return out;
   }
 
   void load_state_tensors(const StateTensors& state, int64_t step) override {
-    if (step < 0) throw Error("[sgd] load_state_tensors: step " + std::to_string(step) + " is negative");
+    if (step < 0)
+      throw Error("[sgd] load_state_tensors: step " + std::to_string(step) + " is negative");
     std::vector<std::string> expected;
     for (size_t k = 0; k < buf_.size(); ++k) {
       expected.push_back("sgd.momentum." + params_[k].name);
@@ -233,7 +244,8 @@ Optimizer::Optimizer(std::vector<ParamRef> params) : params_(std::move(params)) 
   std::set<std::string> seen;
   for (const ParamRef& p : params_) {
     if (!p.tensor.defined()) throw Error("[optimizer] param '" + p.name + "' has no tensor");
-    if (!seen.insert(p.name).second) throw Error("[optimizer] param name '" + p.name + "' appears twice");
+    if (!seen.insert(p.name).second)
+      throw Error("[optimizer] param name '" + p.name + "' appears twice");
   }
   last_update_norms_.assign(params_.size(), 0.0);
 }
@@ -242,9 +254,10 @@ void Optimizer::zero_grad() {
   for (ParamRef& p : params_) p.tensor.zero_grad();
 }
 
-const Tensor& Optimizer::find_state(const StateTensors& state, const std::string& name, const Shape& shape,
-                                    const std::string& who) {
-  auto it = std::find_if(state.begin(), state.end(), [&](const auto& e) { return e.first == name; });
+const Tensor& Optimizer::find_state(const StateTensors& state, const std::string& name,
+                                    const Shape& shape, const std::string& who) {
+  auto it =
+      std::find_if(state.begin(), state.end(), [&](const auto& e) { return e.first == name; });
   if (it == state.end())
     throw Error("[" + who + "] optimizer state has no entry '" + name +
                 "' (saved by a different optimizer or model?)");
@@ -255,7 +268,8 @@ const Tensor& Optimizer::find_state(const StateTensors& state, const std::string
   return it->second;
 }
 
-void Optimizer::reject_unexpected(const StateTensors& state, const std::vector<std::string>& expected,
+void Optimizer::reject_unexpected(const StateTensors& state,
+                                  const std::vector<std::string>& expected,
                                   const std::string& who) {
   for (const auto& [name, tensor] : state)
     if (std::find(expected.begin(), expected.end(), name) == expected.end())
@@ -265,8 +279,10 @@ void Optimizer::reject_unexpected(const StateTensors& state, const std::vector<s
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, std::vector<ParamRef> params) {
   switch (cfg.name) {
-    case OptimizerKind::AdamW: return std::make_unique<AdamW>(cfg, std::move(params));
-    case OptimizerKind::Sgd: return std::make_unique<Sgd>(cfg, std::move(params));
+    case OptimizerKind::AdamW:
+      return std::make_unique<AdamW>(cfg, std::move(params));
+    case OptimizerKind::Sgd:
+      return std::make_unique<Sgd>(cfg, std::move(params));
   }
   SL_CHECK(false, "make_optimizer: an enum value outside OptimizerKind");
 }
@@ -277,14 +293,17 @@ std::vector<double> grad_norms(const std::vector<ParamRef>& params) {
   std::vector<double> out;
   out.reserve(params.size());
   for (const ParamRef& p : params)
-    out.push_back(p.tensor.has_grad() ? std::sqrt(squared_sum(p.tensor.grad().data(), p.tensor.numel())) : 0.0);
+    out.push_back(p.tensor.has_grad()
+                      ? std::sqrt(squared_sum(p.tensor.grad().data(), p.tensor.numel()))
+                      : 0.0);
   return out;
 }
 
 std::vector<double> param_norms(const std::vector<ParamRef>& params) {
   std::vector<double> out;
   out.reserve(params.size());
-  for (const ParamRef& p : params) out.push_back(std::sqrt(squared_sum(p.tensor.data(), p.tensor.numel())));
+  for (const ParamRef& p : params)
+    out.push_back(std::sqrt(squared_sum(p.tensor.data(), p.tensor.numel())));
   return out;
 }
 
@@ -296,7 +315,8 @@ double global_grad_norm(const std::vector<ParamRef>& params) {
 }
 
 double clip_grad_norm(std::vector<ParamRef>& params, double max_norm) {
-  if (!(max_norm > 0.0)) throw Error("[clip_grad_norm] max_norm must be > 0, got " + std::to_string(max_norm));
+  if (!(max_norm > 0.0))
+    throw Error("[clip_grad_norm] max_norm must be > 0, got " + std::to_string(max_norm));
   const double norm = global_grad_norm(params);
   if (!std::isfinite(norm) || norm <= max_norm) return norm;
   const auto scale = static_cast<float>(max_norm / (norm + 1e-6));

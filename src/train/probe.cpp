@@ -23,10 +23,13 @@ nlohmann::json mean_arrays(const std::vector<nlohmann::json>& per_seed, const st
     bool ok = true;
     for (const auto& r : per_seed) {
       const auto& v = r[key][i];
-      if (!v.is_number()) ok = false;
-      else s += v.get<double>();
+      if (!v.is_number())
+        ok = false;
+      else
+        s += v.get<double>();
     }
-    out.push_back(ok ? nlohmann::json(s / static_cast<double>(per_seed.size())) : nlohmann::json(nullptr));
+    out.push_back(ok ? nlohmann::json(s / static_cast<double>(per_seed.size()))
+                     : nlohmann::json(nullptr));
   }
   return out;
 }
@@ -34,7 +37,8 @@ nlohmann::json mean_arrays(const std::vector<nlohmann::json>& per_seed, const st
 }  // namespace
 
 nlohmann::json run_probe(Config cfg, const std::vector<uint64_t>& seeds) {
-  set_flush_subnormals(cfg.train.flush_subnormals);  // on the threads the caller set (core/fpmode.h)
+  set_flush_subnormals(
+      cfg.train.flush_subnormals);  // on the threads the caller set (core/fpmode.h)
   auto data = make_data(cfg);
   const int B = cfg.train.batch_size, T = cfg.model.block_size;
   const Batch batch = data->eval_batches(1, B, T, /*train_split=*/true).at(0);
@@ -56,7 +60,8 @@ nlohmann::json run_probe(Config cfg, const std::vector<uint64_t>& seeds) {
     Tensor loss = Model::loss(model.forward(batch.x, B, T, &trace), batch.y);
     hook_stream_grads(trace, stream_grads);
     loss.backward();
-    nlohmann::json rec = to_json(measure_layers(model, trace, stream_grads, {}), /*with_params=*/true);
+    nlohmann::json rec =
+        to_json(measure_layers(model, trace, stream_grads, {}), /*with_params=*/true);
     for (const LayerMetric& m : layer_metrics())
       if (m.probe == ProbeReduce::kSkip) rec.erase(m.name);
     loss_sum += static_cast<double>(loss.item());
@@ -66,17 +71,23 @@ nlohmann::json run_probe(Config cfg, const std::vector<uint64_t>& seeds) {
   nlohmann::json mean = nlohmann::json::object();
   for (const LayerMetric& m : layer_metrics()) {
     switch (m.probe) {
-      case ProbeReduce::kMean: mean[m.name] = mean_arrays(layers, m.name); break;
-      case ProbeReduce::kSkip: break;
+      case ProbeReduce::kMean:
+        mean[m.name] = mean_arrays(layers, m.name);
+        break;
+      case ProbeReduce::kSkip:
+        break;
     }
   }
   result["mean"] = mean;
   result["layer_metrics"] = layer_metrics_json();
-  result["mean_loss"] = seeds.empty() ? nlohmann::json(nullptr) : nlohmann::json(loss_sum / static_cast<double>(seeds.size()));
+  result["mean_loss"] = seeds.empty()
+                            ? nlohmann::json(nullptr)
+                            : nlohmann::json(loss_sum / static_cast<double>(seeds.size()));
   const auto& g = mean["grad_norm"];
   const bool ok = g.is_array() && !g.empty() && g.front().is_number() && g.back().is_number() &&
                   g.back().get<double>() > 0;
-  result["ratio_first_last"] = ok ? nlohmann::json(g.front().get<double>() / g.back().get<double>()) : nlohmann::json(nullptr);
+  result["ratio_first_last"] = ok ? nlohmann::json(g.front().get<double>() / g.back().get<double>())
+                                  : nlohmann::json(nullptr);
   return result;
 }
 

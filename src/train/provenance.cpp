@@ -45,7 +45,9 @@ json file_identity(const std::string& path) {
   static std::map<std::string, json> cache;
   if (auto it = cache.find(path); it != cache.end()) return it->second;
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("data.path '" + path + "': cannot open for reading (needed for the run's fingerprint)");
+  if (!in)
+    throw Error("data.path '" + path +
+                "': cannot open for reading (needed for the run's fingerprint)");
   uint64_t h = kFnvBasis, bytes = 0;
   char buf[1 << 16];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {
@@ -56,19 +58,25 @@ json file_identity(const std::string& path) {
 }
 
 json data_identity(const Config& cfg) {
-  if (cfg.data.source == SourceKind::Text) return json{{"source", "text"}, {"file", file_identity(cfg.data.path)}};
-  return json{{"source", to_json(cfg).at("data").at("source")}};  // synthetic: fully given by the data.* keys
+  if (cfg.data.source == SourceKind::Text)
+    return json{{"source", "text"}, {"file", file_identity(cfg.data.path)}};
+  return json{{"source",
+               to_json(cfg).at("data").at("source")}};  // synthetic: fully given by the data.* keys
 }
 
-void collect_changes(const json& a, const json& b, const std::string& prefix, std::vector<std::string>& out) {
+void collect_changes(const json& a, const json& b, const std::string& prefix,
+                     std::vector<std::string>& out) {
   if (a.is_object() && b.is_object()) {
     for (const auto& [k, v] : a.items())
-      collect_changes(v, b.contains(k) ? b.at(k) : json("(absent)"), prefix.empty() ? k : prefix + "." + k, out);
+      collect_changes(v, b.contains(k) ? b.at(k) : json("(absent)"),
+                      prefix.empty() ? k : prefix + "." + k, out);
     for (const auto& [k, v] : b.items())
-      if (!a.contains(k)) collect_changes(json("(absent)"), v, prefix.empty() ? k : prefix + "." + k, out);
+      if (!a.contains(k))
+        collect_changes(json("(absent)"), v, prefix.empty() ? k : prefix + "." + k, out);
     return;
   }
-  if (a != b) out.push_back((prefix.empty() ? "(root)" : prefix) + ": " + a.dump() + " -> " + b.dump());
+  if (a != b)
+    out.push_back((prefix.empty() ? "(root)" : prefix) + ": " + a.dump() + " -> " + b.dump());
 }
 
 // A key the stored config lacks was added to stacklab after the run was made; a new key's
@@ -78,12 +86,16 @@ void fill_defaults(json& stored, const json& defaults, const json& current) {
   if (!stored.is_object() || !defaults.is_object() || !current.is_object()) return;
   for (const auto& [k, v] : defaults.items()) {
     if (!current.contains(k)) continue;
-    if (!stored.contains(k)) stored[k] = v;
-    else fill_defaults(stored[k], v, current.at(k));
+    if (!stored.contains(k))
+      stored[k] = v;
+    else
+      fill_defaults(stored[k], v, current.at(k));
   }
 }
 
-bool is_object_field(const json& j, const char* key) { return j.contains(key) && j.at(key).is_object(); }
+bool is_object_field(const json& j, const char* key) {
+  return j.contains(key) && j.at(key).is_object();
+}
 
 }  // namespace
 
@@ -106,10 +118,12 @@ json read_provenance(const std::string& run_dir) {
   try {
     j = json::parse(read_file(path));
   } catch (const json::exception& e) {
-    throw Error(path + ": not valid JSON (" + std::string(e.what()) + "); delete it to treat the run as changed");
+    throw Error(path + ": not valid JSON (" + std::string(e.what()) +
+                "); delete it to treat the run as changed");
   }
-  if (!j.is_object() || j.value("format", json()) != json(kFormat) || !is_object_field(j, "config") ||
-      !is_object_field(j, "data") || !j.contains("fingerprint") || !j.at("fingerprint").is_string())
+  if (!j.is_object() || j.value("format", json()) != json(kFormat) ||
+      !is_object_field(j, "config") || !is_object_field(j, "data") || !j.contains("fingerprint") ||
+      !j.at("fingerprint").is_string())
     throw Error(path + ": field 'format' must be \"" + std::string(kFormat) +
                 "\" with objects 'config' and 'data' and a string 'fingerprint'");
   return j;
@@ -121,33 +135,44 @@ std::vector<std::string> provenance_changes(const json& stored, const json& curr
   erase_non_identity(config);  // a run stored when one of these still counted
   fill_defaults(config, identity_config(Config{}), current.at("config"));
   collect_changes(config, current.at("config"), "", out);
-  if (!stored.at("data").is_null()) collect_changes(stored.at("data"), current.at("data"), "data", out);
+  if (!stored.at("data").is_null())
+    collect_changes(stored.at("data"), current.at("data"), "data", out);
   collect_changes(stored.value("run", json()), current.value("run", json()), "run", out);
   return out;
 }
 
 const char* RunState::name() const {
   switch (kind) {
-    case kNew: return "new";
-    case kResumable: return "resumable";
-    case kCompleted: return "completed";
-    case kDiverged: return "diverged";
-    case kChanged: return "changed";
+    case kNew:
+      return "new";
+    case kResumable:
+      return "resumable";
+    case kCompleted:
+      return "completed";
+    case kDiverged:
+      return "diverged";
+    case kChanged:
+      return "changed";
   }
   return "?";
 }
 
-RunState run_state(const std::string& run_dir, const Config& expected, bool probe, const json& run) {
+RunState run_state(const std::string& run_dir, const Config& expected, bool probe,
+                   const json& run) {
   RunState s;
-  const bool has_result = probe ? fs::exists(run_dir + "/probe.json") : fs::exists(run_dir + "/config.json");
+  const bool has_result =
+      probe ? fs::exists(run_dir + "/probe.json") : fs::exists(run_dir + "/config.json");
   if (!has_result) return s;  // kNew: nothing there to be stale
   json stored = read_provenance(run_dir);
-  if (stored.is_null() && !probe) {  // a run made before fingerprints: its config.json, data unchecked
+  if (stored.is_null() &&
+      !probe) {  // a run made before fingerprints: its config.json, data unchecked
     json c;
     try {
       c = json::parse(read_file(run_dir + "/config.json"));
       c.erase("derived");
-      stored = {{"config", identity_config(config_from_json(c, run_dir + "/config.json"))}, {"data", nullptr}, {"run", run}};
+      stored = {{"config", identity_config(config_from_json(c, run_dir + "/config.json"))},
+                {"data", nullptr},
+                {"run", run}};
     } catch (const std::exception& e) {
       s.kind = RunState::kChanged;
       s.changes = {std::string("config.json is unreadable: ") + e.what()};

@@ -19,13 +19,15 @@ namespace sl {
 // `run` is what else decides the result and is not a config key (a probe's seeds), or null.
 nlohmann::json make_provenance(const Config& cfg, const nlohmann::json& run = nullptr);
 // Writes run_dir/provenance.json (atomically).
-void write_provenance(const std::string& run_dir, const Config& cfg, const nlohmann::json& run = nullptr);
+void write_provenance(const std::string& run_dir, const Config& cfg,
+                      const nlohmann::json& run = nullptr);
 // run_dir/provenance.json, or null when there is none; a malformed one is an Error naming it.
 nlohmann::json read_provenance(const std::string& run_dir);
 
 // The dotted keys whose values differ between two provenance records, each as
 // "model.n_embd: 32 -> 16" (stored -> current); "data.file: ..." for a changed data file.
-std::vector<std::string> provenance_changes(const nlohmann::json& stored, const nlohmann::json& current);
+std::vector<std::string> provenance_changes(const nlohmann::json& stored,
+                                            const nlohmann::json& current);
 
 // Where a training or probe run directory stands against the config it should hold.
 struct RunState {

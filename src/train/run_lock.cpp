@@ -20,7 +20,8 @@ namespace fs = std::filesystem;
 std::vector<std::string> missing_dirs(const std::string& dir) {
   std::vector<std::string> missing;
   std::error_code ec;
-  for (fs::path p = fs::path(dir).lexically_normal(); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+  for (fs::path p = fs::path(dir).lexically_normal(); !p.empty() && !fs::exists(p, ec);
+       p = p.parent_path()) {
     if (p.filename().empty()) p = p.parent_path();  // a trailing '/'
     missing.push_back(p.string());
     if (p == p.parent_path()) break;
@@ -49,7 +50,8 @@ bool parse_holder(const std::string& record, Holder& h) {
 }
 
 std::string describe(const Holder& h) {
-  return "pid " + std::to_string(h.pid) + " on host " + h.host + (h.command.empty() ? "" : ": " + h.command);
+  return "pid " + std::to_string(h.pid) + " on host " + h.host +
+         (h.command.empty() ? "" : ": " + h.command);
 }
 
 }  // namespace
@@ -76,21 +78,28 @@ RunLock RunLock::acquire(const std::string& run_dir, const std::string& command,
   Holder before;
   const bool known = parse_holder(file.previous_record(), before);
   if (!file.held()) {
-    throw Error(run_dir + " is in use by another stacklab train (" +
-                (known ? describe(before) : std::string("holder unknown: ") + path + " is unreadable") +
-                "); wait for it to end, or stop it with kill -TERM " + (known ? std::to_string(before.pid) : "PID") +
-                " (it checkpoints and exits), then run this again");
+    throw Error(
+        run_dir + " is in use by another stacklab train (" +
+        (known ? describe(before) : std::string("holder unknown: ") + path + " is unreadable") +
+        "); wait for it to end, or stop it with kill -TERM " +
+        (known ? std::to_string(before.pid) : "PID") +
+        " (it checkpoints and exits), then run this again");
   }
   RunLock lock(std::move(file), std::move(created));
   if (known && before.pid != static_cast<long long>(getpid())) {
     const bool here = before.host == host_name();
-    std::printf("note: %s: taking over the lock of %s, %s\n", path.c_str(), describe(before).c_str(),
-                here && !process_alive(before.pid) ? "a process that is gone (killed before it could release it)"
-                                                   : "which no longer holds it");
+    std::printf("note: %s: taking over the lock of %s, %s\n", path.c_str(),
+                describe(before).c_str(),
+                here && !process_alive(before.pid)
+                    ? "a process that is gone (killed before it could release it)"
+                    : "which no longer holds it");
     std::fflush(stdout);
   }
-  lock.file_.write_record(nlohmann::json{{"pid", static_cast<long long>(getpid())}, {"host", host_name()},
-                                         {"command", command}}.dump() + "\n");
+  lock.file_.write_record(nlohmann::json{{"pid", static_cast<long long>(getpid())},
+                                         {"host", host_name()},
+                                         {"command", command}}
+                              .dump() +
+                          "\n");
   return lock;
 }
 

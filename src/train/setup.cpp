@@ -12,8 +12,8 @@ namespace sl {
 
 std::unique_ptr<DataSource> make_data(Config& cfg, const std::string& vocab_path) {
   const DataConfig& d = cfg.data;
-  auto src = make_data_source(name_of(d.source), cfg.model.vocab_size, d.order, d.alpha, d.seed, d.path,
-                              d.val_fraction, vocab_path);
+  auto src = make_data_source(name_of(d.source), cfg.model.vocab_size, d.order, d.alpha, d.seed,
+                              d.path, d.val_fraction, vocab_path);
   if (d.source == SourceKind::Text) cfg.model.vocab_size = src->vocab_size();
   src->check_context_length(cfg.model.block_size);
   // Before the model, its gradients and the optimizer state are allocated: an absurd size is
@@ -25,10 +25,12 @@ std::unique_ptr<DataSource> make_data(Config& cfg, const std::string& vocab_path
 std::string describe_model(const Config& cfg, int64_t n_params) {
   const ModelConfig& m = cfg.model;
   std::ostringstream os;
-  os << "model: " << m.n_layer << " layers, n_embd " << m.n_embd << ", " << m.n_head << " heads, block_size "
-     << m.block_size << ", vocab " << m.vocab_size << ", " << n_params << " parameters\n"
-     << "block: " << describe_wiring(m) << (m.attention ? "" : " [no attention]") << (m.mlp ? "" : " [no mlp]")
-     << ", final norm " << (m.resolved_final_norm() ? "on" : "off") << ", init " << name_of(m.init);
+  os << "model: " << m.n_layer << " layers, n_embd " << m.n_embd << ", " << m.n_head
+     << " heads, block_size " << m.block_size << ", vocab " << m.vocab_size << ", " << n_params
+     << " parameters\n"
+     << "block: " << describe_wiring(m) << (m.attention ? "" : " [no attention]")
+     << (m.mlp ? "" : " [no mlp]") << ", final norm " << (m.resolved_final_norm() ? "on" : "off")
+     << ", init " << name_of(m.init);
   return os.str();
 }
 
@@ -45,8 +47,9 @@ void check_derived_section(const std::string& path) {
       throw ConfigError(path + ": derived." + k + ": " + unknown_key_message(k, keys));
     }
     if (now.at(k) != v)
-      throw ConfigError(path + ": derived." + k + ": the file says " + v.dump() + " but its keys give " +
-                        now.at(k).dump() + "; fix the keys or delete the \"derived\" section");
+      throw ConfigError(path + ": derived." + k + ": the file says " + v.dump() +
+                        " but its keys give " + now.at(k).dump() +
+                        "; fix the keys or delete the \"derived\" section");
   }
 }
 

@@ -57,8 +57,10 @@ exit "$RC"
 std::string shell_quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) {
-    if (c == '\'') q += "'\\''";
-    else q += c;
+    if (c == '\'')
+      q += "'\\''";
+    else
+      q += c;
   }
   return q + "'";
 }
@@ -87,26 +89,33 @@ std::string slurm_array_script(const std::string& sweep_name, const std::string&
                                const std::string& binary, const std::string& log_dir) {
   if (tasks.empty()) throw Error("slurm_array_script: no tasks");
   if (log_dir.find_first_of(" \t\n\r#") != std::string::npos)
-    throw Error("out_dir '" + log_dir + "': an #SBATCH --output path cannot hold spaces or '#'; choose an out_dir "
+    throw Error("out_dir '" + log_dir +
+                "': an #SBATCH --output path cannot hold spaces or '#'; choose an out_dir "
                 "without them for --executor slurm");
   std::ostringstream s;
   s << "#!/bin/bash\n"
-    << "# stacklab sweep \"" << one_line(sweep_name) << "\": " << tasks.size() << " run(s) of " << one_line(sweep_file) << "\n"
-    << "# as one Slurm job array, written by `stacklab sweep ... --executor slurm`. Running that command\n"
-    << "# again rewrites this file with the runs still missing, failed or interrupted and submits it.\n"
+    << "# stacklab sweep \"" << one_line(sweep_name) << "\": " << tasks.size() << " run(s) of "
+    << one_line(sweep_file) << "\n"
+    << "# as one Slurm job array, written by `stacklab sweep ... --executor slurm`. Running that "
+       "command\n"
+    << "# again rewrites this file with the runs still missing, failed or interrupted and submits "
+       "it.\n"
     << "#SBATCH --job-name=stacklab-" << job_name(sweep_name) << "\n"
     << "#SBATCH --array=0-" << tasks.size() - 1;
   if (opt.max_parallel > 0) s << "%" << opt.max_parallel;
-  s << "  # one task per run (table below)" << (opt.max_parallel > 0 ? "; %K: at most K at once" : "") << "\n";
+  s << "  # one task per run (table below)"
+    << (opt.max_parallel > 0 ? "; %K: at most K at once" : "") << "\n";
   if (!opt.partition.empty()) s << "#SBATCH --partition=" << opt.partition << "\n";
   if (!opt.time.empty()) s << "#SBATCH --time=" << opt.time << "  # per task (per run)\n";
   s << "#SBATCH --cpus-per-task=" << opt.cpus_per_task << "  # each run's train.threads\n";
   if (!opt.mem.empty()) s << "#SBATCH --mem=" << opt.mem << "  # per task\n";
-  s << "#SBATCH --requeue  # a preempted task (or one on a failed node) goes back in the queue and resumes\n"
-    << "#SBATCH --signal=B:USR1@" << opt.warn_seconds
-    << "  # " << opt.warn_seconds << " s before the time limit: checkpoint, requeue\n"
+  s << "#SBATCH --requeue  # a preempted task (or one on a failed node) goes back in the queue and "
+       "resumes\n"
+    << "#SBATCH --signal=B:USR1@" << opt.warn_seconds << "  # " << opt.warn_seconds
+    << " s before the time limit: checkpoint, requeue\n"
     << "#SBATCH --open-mode=append  # a requeued task appends to its output file\n"
-    << "#SBATCH --output=" << log_dir << "/%A_%a.out  # this script's own messages; stacklab's go to <run>/log.txt\n";
+    << "#SBATCH --output=" << log_dir
+    << "/%A_%a.out  # this script's own messages; stacklab's go to <run>/log.txt\n";
   if (!opt.extra.empty()) {
     s << "# passed on sbatch's command line (--slurm-extra):";
     for (const auto& e : opt.extra) s << " " << e;
@@ -118,7 +127,8 @@ std::string slurm_array_script(const std::string& sweep_name, const std::string&
   for (size_t i = 0; i < tasks.size(); ++i) {
     s << "  " << i << ")  # " << one_line(tasks[i].label) << "\n"
       << "    RUN=" << shell_quote(tasks[i].dir) << "\n    ARGS=(";
-    for (size_t k = 0; k < tasks[i].args.size(); ++k) s << (k ? " " : "") << shell_quote(tasks[i].args[k]);
+    for (size_t k = 0; k < tasks[i].args.size(); ++k)
+      s << (k ? " " : "") << shell_quote(tasks[i].args[k]);
     s << ") ;;\n";
   }
   s << "esac\n" << kTaskBody;

@@ -15,7 +15,7 @@ struct SlurmOptions {
   int cpus_per_task = 1;             // also each run's train.threads
   int max_parallel = 0;              // the array's %K throttle; 0: no throttle
   std::vector<std::string> extra;    // --slurm-extra, split on whitespace, given to sbatch as is
-  int warn_seconds = 120;            // --signal=B:USR1@N: the checkpoint warning before the time limit
+  int warn_seconds = 120;  // --signal=B:USR1@N: the checkpoint warning before the time limit
 };
 
 struct SlurmTask {

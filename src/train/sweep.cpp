@@ -8,8 +8,8 @@
 
 #include "config/config.h"
 #include "config/loader.h"
-#include "nn/wiring.h"
 #include "core/error.h"
+#include "nn/wiring.h"
 
 namespace sl {
 namespace {
@@ -17,10 +17,10 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-const std::set<std::string> kWiringKeys = {"model.n_layer", "model.residual", "model.norm", "model.norm_position",
-                                           "model.residual_scale"};
-const std::set<std::string> kSweepKeys = {"name", "description", "base", "mode", "seeds", "overrides", "grid",
-                                          "variants", "out_dir"};
+const std::set<std::string> kWiringKeys = {"model.n_layer", "model.residual", "model.norm",
+                                           "model.norm_position", "model.residual_scale"};
+const std::set<std::string> kSweepKeys = {"name",      "description", "base",     "mode",   "seeds",
+                                          "overrides", "grid",        "variants", "out_dir"};
 
 std::string value_text(const json& v) {
   if (v.is_string()) return v.get<std::string>();
@@ -30,7 +30,9 @@ std::string value_text(const json& v) {
 }
 
 // "optim.learning_rate" = 0.01 -> "learning_rate0.01" (for the ids of non-wiring grid keys)
-std::string id_token(const std::string& key, const json& v) { return key.substr(key.rfind('.') + 1) + value_text(v); }
+std::string id_token(const std::string& key, const json& v) {
+  return key.substr(key.rfind('.') + 1) + value_text(v);
+}
 
 void need(bool ok, const std::string& path, const std::string& what) {
   if (!ok) throw ConfigError(path + ": " + what);
@@ -49,21 +51,27 @@ std::string list_text(const json& values) {
 // The keys the sweep sets for each run itself are refused anywhere else in the file: a value
 // there would be replaced without a word (the seed comes from "seeds", the name from the run id,
 // the directory from "out_dir"). `where` is e.g. "grid", `values` the value(s) written.
-void refuse_sweep_owned(const std::string& path, const std::string& where, const std::string& key, const json& values) {
+void refuse_sweep_owned(const std::string& path, const std::string& where, const std::string& key,
+                        const json& values) {
   if (key == "train.seed")
-    throw ConfigError(path + ": " + where + "." + key + ": the sweep sets each run's seed from its \"seeds\" list " +
-                      "(default [0]; train: one run per seed, the id ends in -s<seed>; probe: every seed in one " +
-                      "probe), which would replace this value; write \"seeds\": " + list_text(values) + " instead");
+    throw ConfigError(path + ": " + where + "." + key +
+                      ": the sweep sets each run's seed from its \"seeds\" list " +
+                      "(default [0]; train: one run per seed, the id ends in -s<seed>; probe: "
+                      "every seed in one " +
+                      "probe), which would replace this value; write \"seeds\": " +
+                      list_text(values) + " instead");
   if (key == "train.name" || key == "train.out_dir")
-    throw ConfigError(path + ": " + where + "." + key + ": the sweep sets " + key + " for each run (its directory " +
-                      "is <out_dir>/<run id>), which would replace this value; name the sweep with \"name\" and " +
+    throw ConfigError(path + ": " + where + "." + key + ": the sweep sets " + key +
+                      " for each run (its directory " +
+                      "is <out_dir>/<run id>), which would replace this value; name the sweep with "
+                      "\"name\" and " +
                       "choose its directory with \"out_dir\"");
 }
 
 // A dotted key and value of the sweep file, checked against the config schema here so a typo is
 // reported against the sweep file (`where` is e.g. "grid"), not against the base config.
-std::string checked_override(const std::string& path, const std::string& where, const std::string& key,
-                             const json& value) {
+std::string checked_override(const std::string& path, const std::string& where,
+                             const std::string& key, const json& value) {
   refuse_sweep_owned(path, where, key, value);
   const std::string arg = override_arg(key, value);
   json scratch = json::object();
@@ -82,29 +90,39 @@ void read_header(const json& j, const std::string& path, SweepPlan& plan) {
   need(j.is_object(), path, "a sweep file must be a JSON object");
   for (const auto& [k, v] : j.items())
     if (!kSweepKeys.count(k))
-      throw ConfigError(path + ": " + k + ": " + unknown_key_message(k, {kSweepKeys.begin(), kSweepKeys.end()}));
+      throw ConfigError(path + ": " + k + ": " +
+                        unknown_key_message(k, {kSweepKeys.begin(), kSweepKeys.end()}));
   plan.source = fs::absolute(path).string();
   need(j.contains("name") && j["name"].is_string(), path, "name: expected a non-empty string");
   plan.name = j["name"].get<std::string>();
   if (const std::string bad = plain_name_problem(plan.name); !bad.empty())
-    throw ConfigError(path + ": name: '" + plan.name + "' " + bad + "; a sweep name is a plain directory name");
-  need(!j.contains("description") || j["description"].is_string(), path, "description: expected a string");
+    throw ConfigError(path + ": name: '" + plan.name + "' " + bad +
+                      "; a sweep name is a plain directory name");
+  need(!j.contains("description") || j["description"].is_string(), path,
+       "description: expected a string");
   need(j.contains("base") && j["base"].is_string() && !j["base"].get<std::string>().empty(), path,
        "base: expected the path of a config file (relative to the sweep file's folder)");
-  plan.base = (fs::path(plan.source).parent_path() / j["base"].get<std::string>()).lexically_normal().string();
+  plan.base = (fs::path(plan.source).parent_path() / j["base"].get<std::string>())
+                  .lexically_normal()
+                  .string();
   need(fs::is_regular_file(plan.base), path,
-       "base: config file '" + plan.base + "' not found (base is relative to the sweep file's folder)");
+       "base: config file '" + plan.base +
+           "' not found (base is relative to the sweep file's folder)");
   need(!j.contains("mode") || j["mode"].is_string(), path, "mode: expected \"train\" or \"probe\"");
   plan.mode = j.value("mode", "train");
-  need(plan.mode == "train" || plan.mode == "probe", path, "mode: expected \"train\" or \"probe\", got \"" + plan.mode + "\"");
-  need(!j.contains("out_dir") || (j["out_dir"].is_string() && !j["out_dir"].get<std::string>().empty()), path,
+  need(plan.mode == "train" || plan.mode == "probe", path,
+       "mode: expected \"train\" or \"probe\", got \"" + plan.mode + "\"");
+  need(!j.contains("out_dir") ||
+           (j["out_dir"].is_string() && !j["out_dir"].get<std::string>().empty()),
+       path,
        "out_dir: expected a non-empty string (a directory, relative to the working directory)");
   plan.out_dir = j.value("out_dir", "runs/" + plan.name);
 }
 
 std::vector<uint64_t> read_seeds(const json& j, const std::string& path) {
   if (!j.contains("seeds")) return {0};
-  need(j["seeds"].is_array() && !j["seeds"].empty(), path, "seeds: expected a non-empty array of integers");
+  need(j["seeds"].is_array() && !j["seeds"].empty(), path,
+       "seeds: expected a non-empty array of integers");
   std::vector<uint64_t> seeds;
   std::set<uint64_t> seen;
   for (const auto& s : j["seeds"]) {
@@ -119,7 +137,8 @@ std::vector<std::string> read_overrides(const json& j, const std::string& path) 
   std::vector<std::string> common;
   if (!j.contains("overrides")) return common;
   need(j["overrides"].is_object(), path, "overrides: expected an object of dotted keys to values");
-  for (const auto& [k, v] : j["overrides"].items()) common.push_back(checked_override(path, "overrides", k, v));
+  for (const auto& [k, v] : j["overrides"].items())
+    common.push_back(checked_override(path, "overrides", k, v));
   return common;
 }
 
@@ -130,11 +149,13 @@ std::vector<Point> grid_points(const json& j, const std::string& path) {
   if (!j.contains("grid")) return points;
   need(j["grid"].is_object(), path, "grid: expected an object of dotted keys to arrays of values");
   for (const auto& [k, values] : j["grid"].items()) {
-    need(values.is_array() && !values.empty(), path, "grid." + k + ": expected a non-empty array of values");
+    need(values.is_array() && !values.empty(), path,
+         "grid." + k + ": expected a non-empty array of values");
     refuse_sweep_owned(path, "grid", k, values);
     for (size_t a = 0; a < values.size(); ++a)
       for (size_t b = 0; b < a; ++b)
-        need(values[a] != values[b], path, "grid." + k + ": the value " + values[a].dump() + " appears twice");
+        need(values[a] != values[b], path,
+             "grid." + k + ": the value " + values[a].dump() + " appears twice");
     std::vector<Point> next;
     for (const Point& p : points)
       for (const auto& v : values) {
@@ -149,7 +170,8 @@ std::vector<Point> grid_points(const json& j, const std::string& path) {
 }
 
 // Each point crossed with each variant (an object of dotted keys and an optional "name").
-std::vector<Point> with_variants(std::vector<Point> points, const json& j, const std::string& path) {
+std::vector<Point> with_variants(std::vector<Point> points, const json& j,
+                                 const std::string& path) {
   if (!j.contains("variants")) return points;
   const json& vars = j["variants"];
   need(vars.is_array() && !vars.empty(), path, "variants: expected a non-empty array of objects");
@@ -157,7 +179,8 @@ std::vector<Point> with_variants(std::vector<Point> points, const json& j, const
   for (const Point& p : points)
     for (size_t i = 0; i < vars.size(); ++i) {
       const std::string where = "variants[" + std::to_string(i) + "]";
-      need(vars[i].is_object(), path, where + ": expected an object of dotted keys (and an optional \"name\")");
+      need(vars[i].is_object(), path,
+           where + ": expected an object of dotted keys (and an optional \"name\")");
       Point q = p;
       for (const auto& [k, v] : vars[i].items()) {
         if (k != "name") {
@@ -190,7 +213,8 @@ Config point_config(const SweepPlan& plan, const std::string& path, std::vector<
 // Ids name the depth and the wiring formula, then any other grid key; a variant's "name" is
 // appended only where those alone do not tell two points apart.
 void add_runs(SweepPlan& plan, const std::string& path, const std::vector<std::string>& common,
-              const std::vector<Point>& points, const std::vector<uint64_t>& seeds, bool has_variants) {
+              const std::vector<Point>& points, const std::vector<uint64_t>& seeds,
+              bool has_variants) {
   std::vector<Config> cfgs;
   std::map<std::string, int> count;
   std::vector<std::string> base_ids;
@@ -198,7 +222,8 @@ void add_runs(SweepPlan& plan, const std::string& path, const std::vector<std::s
     std::vector<std::string> ov = common;
     ov.insert(ov.end(), p.overrides.begin(), p.overrides.end());
     cfgs.push_back(point_config(plan, path, ov));
-    base_ids.push_back("L" + std::to_string(cfgs.back().model.n_layer) + "-" + wiring_id(cfgs.back().model) + p.extra_id);
+    base_ids.push_back("L" + std::to_string(cfgs.back().model.n_layer) + "-" +
+                       wiring_id(cfgs.back().model) + p.extra_id);
     ++count[base_ids.back()];
   }
   std::set<std::string> ids;
@@ -209,26 +234,33 @@ void add_runs(SweepPlan& plan, const std::string& path, const std::vector<std::s
     if (count[id] > 1 && !points[i].variant.empty()) id += "-" + points[i].variant;
     const ModelConfig& m = cfgs[i].model;
     const double L = m.n_layer, C = m.n_embd, T = m.block_size;
-    const double step_flops = 6.0 * cfgs[i].train.batch_size * cfgs[i].train.grad_accum_steps * T * L * C * (12.0 * C + 2.0 * T);
+    const double step_flops = 6.0 * cfgs[i].train.batch_size * cfgs[i].train.grad_accum_steps * T *
+                              L * C * (12.0 * C + 2.0 * T);
     auto add_run = [&](const std::string& run_id, std::vector<uint64_t> run_seeds) {
       if (!ids.insert(run_id).second)
-        throw ConfigError(path + ": two points of the sweep get the same run id '" + run_id + "'" +
-                          (has_variants ? "; give the variants distinct \"name\"s"
-                                        : "; ids name n_layer, the wiring and the other grid keys, so two grid points "
-                                          "differ only in how they spell the same config"));
+        throw ConfigError(
+            path + ": two points of the sweep get the same run id '" + run_id + "'" +
+            (has_variants
+                 ? "; give the variants distinct \"name\"s"
+                 : "; ids name n_layer, the wiring and the other grid keys, so two grid points "
+                   "differ only in how they spell the same config"));
       // A probe is one forward + backward per seed; a training run max_iters steps (plus evals).
-      const double steps = plan.mode == "probe" ? static_cast<double>(run_seeds.size()) : cfgs[i].train.max_iters;
-      SweepRun r{run_id, plan.out_dir + "/" + run_id, ov, run_seeds, step_flops * steps, cfgs[i], nullptr};
+      const double steps =
+          plan.mode == "probe" ? static_cast<double>(run_seeds.size()) : cfgs[i].train.max_iters;
+      SweepRun r{run_id, plan.out_dir + "/" + run_id, ov, run_seeds, step_flops * steps, cfgs[i],
+                 nullptr};
       r.config.train.threads = 1;
       if (plan.mode == "probe") {
         r.run_info = {{"probe_seeds", run_seeds}};
-      } else {  // as the child's command line sets them (cli: run_overrides); the file cannot (refuse_sweep_owned)
+      } else {  // as the child's command line sets them (cli: run_overrides); the file cannot
+                // (refuse_sweep_owned)
         r.config.train.seed = run_seeds.at(0);
         r.config.train.name = run_id;
       }
       plan.runs.push_back(std::move(r));
     };
-    if (plan.mode == "probe") add_run(id, seeds);
+    if (plan.mode == "probe")
+      add_run(id, seeds);
     else
       for (uint64_t s : seeds) add_run(id + "-s" + std::to_string(s), {s});
   }

@@ -16,13 +16,13 @@
 namespace sl {
 
 struct SweepRun {
-  std::string id;                      // e.g. "L32-pre-layernorm-res-s0"; probes have no seed suffix
-  std::string dir;                     // <out_dir>/<id>
+  std::string id;   // e.g. "L32-pre-layernorm-res-s0"; probes have no seed suffix
+  std::string dir;  // <out_dir>/<id>
   std::vector<std::string> overrides;  // "--model.n_layer=32", ... in application order
   std::vector<uint64_t> seeds;         // train: one seed; probe: all seeds
   double cost = 1.0;                   // estimated work (FLOPs of its steps), for the sweep's ETA
-  Config config;                       // resolved as the child run will resolve it (its seed and name, 1 thread)
-  nlohmann::json run_info;             // provenance "run" (a probe's seeds), or null
+  Config config;  // resolved as the child run will resolve it (its seed and name, 1 thread)
+  nlohmann::json run_info;  // provenance "run" (a probe's seeds), or null
 };
 
 struct SweepPlan {

@@ -59,7 +59,11 @@ std::optional<nlohmann::json> parse_json_or_none(const std::string& text) {
 }  // namespace
 
 void write_task_record(const std::string& run_dir, const TaskRecord& t) {
-  nlohmann::json j = {{"executor", t.executor}, {"state", t.state}, {"job", t.job}, {"host", t.host}, {"pid", t.pid}};
+  nlohmann::json j = {{"executor", t.executor},
+                      {"state", t.state},
+                      {"job", t.job},
+                      {"host", t.host},
+                      {"pid", t.pid}};
   j["exit"] = t.state == "exited" ? nlohmann::json(t.exit_code) : nlohmann::json(nullptr);
   write_file_atomic(run_dir + "/task.json", j.dump() + "\n");
 }
@@ -73,7 +77,8 @@ std::optional<TaskRecord> read_task_record(const std::string& run_dir) {
   t.job = string_or(*j, "job", "");
   t.host = string_or(*j, "host", "");
   if (j->contains("pid") && (*j)["pid"].is_number_integer()) t.pid = (*j)["pid"].get<long long>();
-  if (j->contains("exit") && (*j)["exit"].is_number_integer()) t.exit_code = (*j)["exit"].get<int>();
+  if (j->contains("exit") && (*j)["exit"].is_number_integer())
+    t.exit_code = (*j)["exit"].get<int>();
   if (t.state != "running" && t.state != "exited") return std::nullopt;
   return t;
 }
@@ -89,14 +94,20 @@ std::string run_state(const SweepPlan& plan, const SweepRun& run) {
   std::error_code ec;
   if (plan.mode == "probe" && fs::exists(run.dir + "/probe.json", ec)) return "completed";
   const auto summary = read_json_or_none(run.dir + "/summary.json");
-  const std::string summary_status = summary && summary->is_object() ? string_or(*summary, "status", "") : "";
-  if (plan.mode == "train" && (summary_status == "completed" || summary_status == "diverged")) return summary_status;
+  const std::string summary_status =
+      summary && summary->is_object() ? string_or(*summary, "status", "") : "";
+  if (plan.mode == "train" && (summary_status == "completed" || summary_status == "diverged"))
+    return summary_status;
   if (const auto task = read_task_record(run.dir)) {
-    if (task->state == "exited") return state_of_exit(task->exit_code) == "completed" ? "failed" : state_of_exit(task->exit_code);
-    if (task->executor == "local" && task->host == host_name() && !process_alive(task->pid)) return "interrupted";
+    if (task->state == "exited")
+      return state_of_exit(task->exit_code) == "completed" ? "failed"
+                                                           : state_of_exit(task->exit_code);
+    if (task->executor == "local" && task->host == host_name() && !process_alive(task->pid))
+      return "interrupted";
     return "running";
   }
-  if (summary_status == "interrupted" || fs::exists(run.dir + "/metrics.jsonl", ec)) return "interrupted";
+  if (summary_status == "interrupted" || fs::exists(run.dir + "/metrics.jsonl", ec))
+    return "interrupted";
   return "new";  // a config.json written at submission alone: nothing has run yet
 }
 
@@ -104,34 +115,42 @@ bool run_pending(const std::string& state) { return state != "completed" && stat
 
 // ---- the lock ---------------------------------------------------------------------------------
 
-SweepLock::SweepLock(FileLock file, std::string executor) : file_(std::move(file)), executor_(std::move(executor)) {}
+SweepLock::SweepLock(FileLock file, std::string executor)
+    : file_(std::move(file)), executor_(std::move(executor)) {}
 
 SweepLock::SweepLock(SweepLock&& other) noexcept = default;
 
-SweepLock::~SweepLock() = default;  // releases the flock; a Slurm job recorded in the file keeps holding
+SweepLock::~SweepLock() =
+    default;  // releases the flock; a Slurm job recorded in the file keeps holding
 
 void SweepLock::write_record(const std::string& job) {
-  const nlohmann::json j = {{"executor", executor_}, {"pid", static_cast<long long>(getpid())},
-                            {"host", host_name()},   {"since", utc_now()},
+  const nlohmann::json j = {{"executor", executor_},
+                            {"pid", static_cast<long long>(getpid())},
+                            {"host", host_name()},
+                            {"since", utc_now()},
                             {"job", job}};
   file_.write_record(j.dump() + "\n");
 }
 
 void SweepLock::set_job(const std::string& job) { write_record(job); }
 
-SweepLock SweepLock::acquire(const std::string& out_dir, const std::string& executor,
-                             const std::function<std::optional<bool>(const std::string&)>& job_alive) {
+SweepLock SweepLock::acquire(
+    const std::string& out_dir, const std::string& executor,
+    const std::function<std::optional<bool>(const std::string&)>& job_alive) {
   make_dirs(out_dir);
   const std::string path = out_dir + "/sweep.lock";
   FileLock file = FileLock::try_lock(path, /*inherit=*/true);  // the runs it forks hold it too
   const bool got = file.held();
-  const auto held = parse_json_or_none(file.previous_record());  // read under the lock (or to name who holds it)
+  const auto held =
+      parse_json_or_none(file.previous_record());  // read under the lock (or to name who holds it)
   SweepLock lock(std::move(file), executor);
   auto holder = [&]() {
     if (!held || !held->is_object()) return std::string("an unknown holder");
-    std::string s = "executor " + string_or(*held, "executor", "?") + ", pid " + std::to_string(int_or(*held, "pid", 0)) +
-                    " on host " + string_or(*held, "host", "?") + ", since " + string_or(*held, "since", "?");
-    if (!string_or(*held, "job", "").empty()) s = "Slurm job " + string_or(*held, "job", "") + "; " + s;
+    std::string s = "executor " + string_or(*held, "executor", "?") + ", pid " +
+                    std::to_string(int_or(*held, "pid", 0)) + " on host " +
+                    string_or(*held, "host", "?") + ", since " + string_or(*held, "since", "?");
+    if (!string_or(*held, "job", "").empty())
+      s = "Slurm job " + string_or(*held, "job", "") + "; " + s;
     return s;
   };
   if (!got) {
@@ -142,11 +161,15 @@ SweepLock SweepLock::acquire(const std::string& out_dir, const std::string& exec
   if (!job.empty()) {
     const std::optional<bool> alive = job_alive(job);
     if (!alive)
-      throw Error(out_dir + " is held by " + holder() + ", and Slurm cannot be asked whether that job has ended "
-                  "(squeue failed); if it has, remove " + path);
+      throw Error(out_dir + " is held by " + holder() +
+                  ", and Slurm cannot be asked whether that job has ended "
+                  "(squeue failed); if it has, remove " +
+                  path);
     if (*alive)
-      throw Error(out_dir + " is in use by " + holder() + ": it still has runs queued or running; see `stacklab sweep "
-                  "--status " + out_dir + "`, wait for it, or cancel it with scancel " + job);
+      throw Error(out_dir + " is in use by " + holder() +
+                  ": it still has runs queued or running; see `stacklab sweep "
+                  "--status " +
+                  out_dir + "`, wait for it, or cancel it with scancel " + job);
   }
   lock.write_record("");
   return lock;

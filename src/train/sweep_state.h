@@ -17,7 +17,7 @@ namespace sl {
 // The states a run can be in, as `--status` counts them ("queued" only comes from Slurm;
 // "changed", a directory holding another config's or data's result, from comparing it with the
 // sweep: cli/sweep_exec.h collect_items).
-inline constexpr const char* kRunStates[] = {"new", "queued", "running", "completed",
+inline constexpr const char* kRunStates[] = {"new",    "queued",   "running",     "completed",
                                              "failed", "diverged", "interrupted", "changed"};
 
 // What an executor records in <run>/task.json when it starts a run and when the run exits.
@@ -30,7 +30,8 @@ struct TaskRecord {
   long long pid = 0;
 };
 void write_task_record(const std::string& run_dir, const TaskRecord& t);
-std::optional<TaskRecord> read_task_record(const std::string& run_dir);  // none if absent or unreadable
+std::optional<TaskRecord> read_task_record(
+    const std::string& run_dir);  // none if absent or unreadable
 
 // "completed", "diverged", "interrupted" or "failed" for a `stacklab train`/`probe` exit code.
 std::string state_of_exit(int exit_code);

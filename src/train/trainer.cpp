@@ -39,17 +39,24 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // What fixes this run's arithmetic besides its config: the matrix-product path of the build, the
 // kernels OpenBLAS picked for this CPU, the clone of the vector loops, the thread count, and
 // whether subnormals are flushed to zero (read back from this thread's control register).
 nlohmann::json numeric_path_json() {
-  return {{"matmul", matmul_path()}, {"openblas_core", openblas_core()}, {"vector_loops", simd_clone()},
-          {"threads", num_threads()}, {"flush_subnormals", flush_subnormals_on()}};
+  return {{"matmul", matmul_path()},
+          {"openblas_core", openblas_core()},
+          {"vector_loops", simd_clone()},
+          {"threads", num_threads()},
+          {"flush_subnormals", flush_subnormals_on()}};
 }
 
-nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+nlohmann::json finite_or_null(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
 
 std::string format_eta(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
@@ -60,26 +67,32 @@ std::string format_eta(double s) {
 }
 
 // optim.decay_exempt: only Linear weights decay (not biases, norm parameters, embeddings, gates).
-bool decays(const ParamInfo& info, const OptimConfig& o) { return !o.decay_exempt || info.decays(); }
+bool decays(const ParamInfo& info, const OptimConfig& o) {
+  return !o.decay_exempt || info.decays();
+}
 
 nlohmann::json rng_to_json(const Rng::State& s) {
   nlohmann::json a = nlohmann::json::array();
-  for (uint64_t w : s) a.push_back(std::to_string(w));  // strings: JSON numbers lose 64-bit precision
+  for (uint64_t w : s)
+    a.push_back(std::to_string(w));  // strings: JSON numbers lose 64-bit precision
   return a;
 }
 
-Rng::State rng_from_json(const nlohmann::json& a, const std::string& file, const std::string& field = "train_state.rng") {
+Rng::State rng_from_json(const nlohmann::json& a, const std::string& file,
+                         const std::string& field = "train_state.rng") {
   Rng::State s{};
-  if (!a.is_array() || a.size() != 4) throw Error(file + ": field '" + field + "' must be 4 strings");
+  if (!a.is_array() || a.size() != 4)
+    throw Error(file + ": field '" + field + "' must be 4 strings");
   for (size_t i = 0; i < 4; ++i) {
     const std::string w = a[i].is_string() ? a[i].get<std::string>() : "";
     if (w.empty() || w.size() > 20 || w.find_first_not_of("0123456789") != std::string::npos)
-      throw Error(file + ": field '" + field + "[" + std::to_string(i) + "]' must be a decimal string, got " +
-                  a[i].dump());
+      throw Error(file + ": field '" + field + "[" + std::to_string(i) +
+                  "]' must be a decimal string, got " + a[i].dump());
     try {
       s[i] = std::stoull(w);
     } catch (const std::logic_error&) {
-      throw Error(file + ": field '" + field + "[" + std::to_string(i) + "]' is out of range: " + w);
+      throw Error(file + ": field '" + field + "[" + std::to_string(i) +
+                  "]' is out of range: " + w);
     }
   }
   return s;
@@ -88,21 +101,26 @@ Rng::State rng_from_json(const nlohmann::json& a, const std::string& file, const
 // The divergence rule, in one place: a loss (train or val) ends the run when it is non-finite or
 // above 10 x ln(vocab_size), ten times the loss of a uniform guess that an initialised model
 // starts near; no run that is learning gets there, and one that does is not a result to compare.
-double divergence_limit(const ModelConfig& m) { return 10.0 * std::log(static_cast<double>(m.vocab_size)); }
+double divergence_limit(const ModelConfig& m) {
+  return 10.0 * std::log(static_cast<double>(m.vocab_size));
+}
 
-// Why `loss` (named by `which`: "train loss", "val loss", ...) ends the run, or "" when it does not.
+// Why `loss` (named by `which`: "train loss", "val loss", ...) ends the run, or "" when it does
+// not.
 std::string loss_out_of_range(const std::string& which, double loss, double limit) {
   char buf[160];
   if (!std::isfinite(loss)) return "non-finite " + which;
   if (loss <= limit) return "";
-  std::snprintf(buf, sizeof buf, "%s %.6g above 10 x ln(vocab_size) = %.4f", which.c_str(), loss, limit);
+  std::snprintf(buf, sizeof buf, "%s %.6g above 10 x ln(vocab_size) = %.4f", which.c_str(), loss,
+                limit);
   return buf;
 }
 
 double eval_loss(const Model& model, const std::vector<Batch>& batches) {
   NoGradGuard no_grad;
   double total = 0.0;
-  for (const Batch& b : batches) total += static_cast<double>(Model::loss(model.forward(b.x, b.B, b.T), b.y).item());
+  for (const Batch& b : batches)
+    total += static_cast<double>(Model::loss(model.forward(b.x, b.B, b.T), b.y).item());
   return batches.empty() ? 0.0 : total / static_cast<double>(batches.size());
 }
 
@@ -112,7 +130,8 @@ std::string line_ranges(const std::vector<size_t>& lines) {
   for (size_t i = 0; i < lines.size();) {
     size_t j = i;
     while (j + 1 < lines.size() && lines[j + 1] == lines[j] + 1) ++j;
-    s += (s.empty() ? "" : ", ") + std::to_string(lines[i]) + (j > i ? "-" + std::to_string(lines[j]) : "");
+    s += (s.empty() ? "" : ", ") + std::to_string(lines[i]) +
+         (j > i ? "-" + std::to_string(lines[j]) : "");
     i = j + 1;
   }
   return s;
@@ -141,10 +160,13 @@ void rewind_metrics(const std::string& path, int64_t step) {
       j = nullptr;
     }
     if (torn || !j.is_object() || !j.value("step", nlohmann::json(0)).is_number_integer()) {
-      std::fprintf(stderr, "warning: %s line %zu is %s; it is dropped from the log and kept in %s.damaged: %.80s\n",
-                   path.c_str(), line_no, torn ? "torn (no newline: the process stopped while writing it)"
-                                               : "not a JSON record with an integer step",
-                   path.c_str(), line.c_str());
+      std::fprintf(
+          stderr,
+          "warning: %s line %zu is %s; it is dropped from the log and kept in %s.damaged: %.80s\n",
+          path.c_str(), line_no,
+          torn ? "torn (no newline: the process stopped while writing it)"
+               : "not a JSON record with an integer step",
+          path.c_str(), line.c_str());
       damaged += path + " line " + std::to_string(line_no) + ": " + line + "\n";
       continue;
     }
@@ -157,13 +179,16 @@ void rewind_metrics(const std::string& path, int64_t step) {
   if (!damaged.empty()) {
     const std::string keep = path + ".damaged";
     std::error_code ec;
-    write_file_atomic(keep, (std::filesystem::exists(keep, ec) ? read_file(keep) : std::string()) + damaged);
+    write_file_atomic(
+        keep, (std::filesystem::exists(keep, ec) ? read_file(keep) : std::string()) + damaged);
   }
   if (!cut.empty())
-    std::printf("note: %s: line%s %s (%zu record%s of step %lld or later) cut: the run resumes at step %lld and "
-                "writes them again\n",
-                path.c_str(), cut.size() == 1 ? "" : "s", line_ranges(cut).c_str(), cut.size(),
-                cut.size() == 1 ? "" : "s", static_cast<long long>(step), static_cast<long long>(step));
+    std::printf(
+        "note: %s: line%s %s (%zu record%s of step %lld or later) cut: the run resumes at step "
+        "%lld and "
+        "writes them again\n",
+        path.c_str(), cut.size() == 1 ? "" : "s", line_ranges(cut).c_str(), cut.size(),
+        cut.size() == 1 ? "" : "s", static_cast<long long>(step), static_cast<long long>(step));
   write_file_atomic(path, kept);
 }
 
@@ -177,8 +202,9 @@ void remove_stale_temp_files(const std::string& dir) {
       const size_t at = name.rfind(".tmp");
       if (at == std::string::npos || at == 0) continue;
       const std::string tail = name.substr(at + 4);  // "" (vocab.json.tmp) or ".<pid>"
-      const bool ours = tail.empty() || (tail.size() > 1 && tail[0] == '.' &&
-                                         tail.find_first_not_of("0123456789", 1) == std::string::npos);
+      const bool ours =
+          tail.empty() || (tail.size() > 1 && tail[0] == '.' &&
+                           tail.find_first_not_of("0123456789", 1) == std::string::npos);
       if (ours && e.is_regular_file(ec)) std::filesystem::remove(e.path(), ec);
     }
   }
@@ -200,9 +226,16 @@ namespace {
 class Run {
  public:
   Run(Config cfg, const TrainOptions& opt)
-      : cfg_(std::move(cfg)), opt_(opt), dir_(opt.run_dir), latest_(dir_ + "/checkpoints/latest.safetensors"),
-        best_path_(dir_ + "/checkpoints/best.safetensors"), B_(cfg_.train.batch_size), T_(cfg_.model.block_size),
-        accum_(cfg_.train.grad_accum_steps), max_iters_(cfg_.train.max_iters), rng_(cfg_.train.seed),
+      : cfg_(std::move(cfg)),
+        opt_(opt),
+        dir_(opt.run_dir),
+        latest_(dir_ + "/checkpoints/latest.safetensors"),
+        best_path_(dir_ + "/checkpoints/best.safetensors"),
+        B_(cfg_.train.batch_size),
+        T_(cfg_.model.block_size),
+        accum_(cfg_.train.grad_accum_steps),
+        max_iters_(cfg_.train.max_iters),
+        rng_(cfg_.train.seed),
         dropout_rng_(cfg_.train.seed ^ 0xd409c0ffee5eedULL) {}
 
   RunStatus run() {
@@ -223,9 +256,11 @@ class Run {
   RunStatus train_and_finish() {
     int64_t& step = step_;
     for (step = start_step_; step < max_iters_ && status_ == RunStatus::kCompleted; ++step) {
-      if (step % cfg_.train.eval_interval == 0 && !evaluate(step)) break;  // diverged before this step
+      if (step % cfg_.train.eval_interval == 0 && !evaluate(step))
+        break;                       // diverged before this step
       if (!train_step(step)) break;  // diverged: this step is not applied
-      if (cfg_.train.ckpt_interval > 0 && (step + 1) % cfg_.train.ckpt_interval == 0 && step + 1 < max_iters_)
+      if (cfg_.train.ckpt_interval > 0 && (step + 1) % cfg_.train.ckpt_interval == 0 &&
+          step + 1 < max_iters_)
         checkpoint(latest_, step + 1);
       if (opt_.stop && opt_.stop->load() != 0) {
         checkpoint(latest_, step + 1);
@@ -247,23 +282,28 @@ class Run {
       error_ = what;
       write_summary("failed", step_);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "warning: %s/summary.json could not be marked failed: %s\n", dir_.c_str(), e.what());
+      std::fprintf(stderr, "warning: %s/summary.json could not be marked failed: %s\n",
+                   dir_.c_str(), e.what());
     }
   }
 
   // Data first: bad data leaves no run directory behind.
   void open_run_dir() {
-    const int threads = cfg_.train.threads > 0 ? cfg_.train.threads : static_cast<int>(std::thread::hardware_concurrency());
-    set_num_threads(threads);  // BLAS and the OpenMP kernels alike
+    const int threads = cfg_.train.threads > 0
+                            ? cfg_.train.threads
+                            : static_cast<int>(std::thread::hardware_concurrency());
+    set_num_threads(threads);                           // BLAS and the OpenMP kernels alike
     set_flush_subnormals(cfg_.train.flush_subnormals);  // on the threads just set (core/fpmode.h)
-    const bool reuse_vocab = opt_.resume && cfg_.data.source == SourceKind::Text && std::filesystem::exists(dir_ + "/vocab.json");
+    const bool reuse_vocab = opt_.resume && cfg_.data.source == SourceKind::Text &&
+                             std::filesystem::exists(dir_ + "/vocab.json");
     data_ = make_data(cfg_, reuse_vocab ? dir_ + "/vocab.json" : "");
     limit_ = divergence_limit(cfg_.model);  // text data has just set vocab_size
     make_dirs(dir_ + "/checkpoints");
     remove_stale_temp_files(dir_);
     config_json_ = run_config_json(cfg_);
     model_ = std::make_unique<Model>(cfg_.model);
-    for (const auto& p : model_->parameters()) refs_.push_back({p.name, p.tensor, decays(p.info, cfg_.optim)});
+    for (const auto& p : model_->parameters())
+      refs_.push_back({p.name, p.tensor, decays(p.info, cfg_.optim)});
     optimizer_ = make_optimizer(cfg_.optim, refs_);
   }
 
@@ -273,7 +313,8 @@ class Run {
       // A Slurm task resumes every run, also one that never started: say which of the two it is.
       std::error_code ec;
       const bool started = std::filesystem::file_size(dir_ + "/metrics.jsonl", ec) > 0 && !ec;
-      std::printf(started ? "%s: no checkpoint yet (the run stopped before its first one); starting from step 0\n"
+      std::printf(started ? "%s: no checkpoint yet (the run stopped before its first one); "
+                            "starting from step 0\n"
                           : "%s: a new run (nothing trained yet); starting from step 0\n",
                   dir_.c_str());
     }
@@ -286,9 +327,11 @@ class Run {
         rewind_metrics(metrics, 0);  // says what it cuts
       else
         write_file_atomic(metrics, "");
-      if (auto* text = dynamic_cast<TextSource*>(data_.get())) text->save_vocab(dir_ + "/vocab.json");
+      if (auto* text = dynamic_cast<TextSource*>(data_.get()))
+        text->save_vocab(dir_ + "/vocab.json");
     }
-    // Written after a restore too: an extended run's config.json and fingerprint say what it now is.
+    // Written after a restore too: an extended run's config.json and fingerprint say what it now
+    // is.
     write_file_atomic(dir_ + "/config.json", config_json_.dump(2) + "\n");
     write_provenance(dir_, cfg_);
     metrics_ = std::make_unique<LineLog>(dir_ + "/metrics.jsonl");
@@ -300,7 +343,8 @@ class Run {
   // The checkpoint's weights, optimizer and train state; metrics after it are cut off.
   void restore() {
     const std::vector<std::string> may_differ =
-        opt_.decay_changed ? std::vector<std::string>{"optim.lr_decay_iters"} : std::vector<std::string>{};
+        opt_.decay_changed ? std::vector<std::string>{"optim.lr_decay_iters"}
+                           : std::vector<std::string>{};
     Checkpoint c = load_checkpoint(latest_, *model_, *optimizer_, config_json_, may_differ);
     const nlohmann::json& st = c.train_state;
     const std::string file = latest_;
@@ -310,25 +354,31 @@ class Run {
       dropout_rng_.set_state(rng_from_json(st.at("dropout_rng"), file, "train_state.dropout_rng"));
     const nlohmann::json& best = json_field(st, file, "best_val_loss", "train_state");
     best_val_ = best.is_null() ? kInf : json_number(st, file, "best_val_loss", "train_state");
-    wall_before_ = st.contains("wall_seconds") ? json_number(st, file, "wall_seconds", "train_state") : 0.0;
+    wall_before_ =
+        st.contains("wall_seconds") ? json_number(st, file, "wall_seconds", "train_state") : 0.0;
     update_norms_.clear();
     for (const auto& v : json_array(st, file, "last_update_norms", "train_state")) {
-      if (!v.is_number()) throw Error(file + ": field 'train_state.last_update_norms' must hold numbers");
+      if (!v.is_number())
+        throw Error(file + ": field 'train_state.last_update_norms' must hold numbers");
       update_norms_.push_back(v.get<double>());
     }
-    if (!update_norms_.empty() && update_norms_.size() != refs_.size())  // read per parameter by update_ratio
-      throw Error(file + ": field 'train_state.last_update_norms' has " + std::to_string(update_norms_.size()) +
-                  " entries, the model has " + std::to_string(refs_.size()) + " parameters");
+    if (!update_norms_.empty() &&
+        update_norms_.size() != refs_.size())  // read per parameter by update_ratio
+      throw Error(file + ": field 'train_state.last_update_norms' has " +
+                  std::to_string(update_norms_.size()) + " entries, the model has " +
+                  std::to_string(refs_.size()) + " parameters");
     rewind_metrics(dir_ + "/metrics.jsonl", start_step_);
   }
 
   void announce() {
     std::printf("%s\n%s%s -> %s\n", describe_model(cfg_, model_->num_parameters()).c_str(),
-                resumed_ ? "resuming at step " : "training", resumed_ ? std::to_string(start_step_).c_str() : "",
-                dir_.c_str());
-    std::printf("reference losses: uniform %.4f, unigram %.4f, optimal %s\n", refs_json_["uniform"].get<double>(),
-                refs_json_["unigram"].get<double>(),
-                refs_json_["optimal"].is_null() ? "unknown" : std::to_string(refs_json_["optimal"].get<double>()).c_str());
+                resumed_ ? "resuming at step " : "training",
+                resumed_ ? std::to_string(start_step_).c_str() : "", dir_.c_str());
+    std::printf("reference losses: uniform %.4f, unigram %.4f, optimal %s\n",
+                refs_json_["uniform"].get<double>(), refs_json_["unigram"].get<double>(),
+                refs_json_["optimal"].is_null()
+                    ? "unknown"
+                    : std::to_string(refs_json_["optimal"].get<double>()).c_str());
     std::fflush(stdout);
     metrics_->write_line(nlohmann::json{{"step", start_step_},
                                         {"kind", resumed_ ? "resume" : "start"},
@@ -351,20 +401,25 @@ class Run {
     last_eval_step_ = step;
     last_val_ = eval_loss(*model_, val_batches_);
     last_train_eval_ = eval_loss(*model_, train_eval_batches_);
-    metrics_->write_line(nlohmann::json{{"step", step}, {"kind", "eval"}, {"val_loss", finite_or_null(last_val_)},
+    metrics_->write_line(nlohmann::json{{"step", step},
+                                        {"kind", "eval"},
+                                        {"val_loss", finite_or_null(last_val_)},
                                         {"train_loss", finite_or_null(last_train_eval_)}}
                              .dump());
     std::printf("%sstep %lld/%lld | eval: val loss %.4f, train loss %.4f\n", line_start(),
-                static_cast<long long>(step), static_cast<long long>(max_iters_), last_val_, last_train_eval_);
+                static_cast<long long>(step), static_cast<long long>(max_iters_), last_val_,
+                last_train_eval_);
     std::fflush(stdout);
-    for (const auto& [key, which, loss] : {std::tuple{"val_loss", "val loss", last_val_},
-                                           std::tuple{"train_loss", "eval train loss", last_train_eval_}}) {
+    for (const auto& [key, which, loss] :
+         {std::tuple{"val_loss", "val loss", last_val_},
+          std::tuple{"train_loss", "eval train loss", last_train_eval_}}) {
       const std::string why = loss_out_of_range(which, loss, limit_);
       if (!why.empty()) return diverge(step, why, nlohmann::json::array(), key, loss);
     }
     if (last_val_ < best_val_) {
       best_val_ = last_val_;
-      if (cfg_.train.save_best) checkpoint(best_path_, step);  // the state just evaluated, resumable like latest
+      if (cfg_.train.save_best)
+        checkpoint(best_path_, step);  // the state just evaluated, resumable like latest
     }
     return true;
   }
@@ -373,20 +428,24 @@ class Run {
   // On layer steps the first micro-batch is traced for the residual-stream measurements.
   double accumulate(bool layer_step, ForwardTrace& trace, std::vector<double>& stream_grads) {
     double loss_sum = 0.0;
-    const DropoutScope dropout_on(static_cast<float>(cfg_.model.dropout), dropout_rng_);  // off in evals
+    const DropoutScope dropout_on(static_cast<float>(cfg_.model.dropout),
+                                  dropout_rng_);  // off in evals
     for (int m = 0; m < accum_; ++m) {
       Batch batch = data_->train_batch(B_, T_, rng_);
       const bool traced = layer_step && m == 0;
-      Tensor loss = Model::loss(model_->forward(batch.x, B_, T_, traced ? &trace : nullptr), batch.y);
+      Tensor loss =
+          Model::loss(model_->forward(batch.x, B_, T_, traced ? &trace : nullptr), batch.y);
       if (traced) hook_stream_grads(trace, stream_grads);
       loss_sum += static_cast<double>(loss.item());
-      if (accum_ > 1) loss = scale(loss, 1.0f / static_cast<float>(accum_));  // mean over all micro-batches
+      if (accum_ > 1)
+        loss = scale(loss, 1.0f / static_cast<float>(accum_));  // mean over all micro-batches
       loss.backward();
     }
     return loss_sum / accum_;
   }
 
-  // One optimizer step; false when the loss is out of range or the gradient non-finite (nothing applied).
+  // One optimizer step; false when the loss is out of range or the gradient non-finite (nothing
+  // applied).
   bool train_step(int64_t step) {
     const auto t0 = Clock::now();
     const bool layer_step = step % cfg_.log.layer_interval == 0 || step == max_iters_ - 1;
@@ -404,7 +463,8 @@ class Run {
       rec["kind"] = "layers";
       rec["loss"] = finite_or_null(last_train_loss_);
       metrics_->write_line(rec.dump());
-      if (!why.empty()) return diverge(step, why, non_finite_blocks(stats), "loss", last_train_loss_);
+      if (!why.empty())
+        return diverge(step, why, non_finite_blocks(stats), "loss", last_train_loss_);
     }
     if (cfg_.optim.grad_clip > 0) clip_grad_norm(refs_, cfg_.optim.grad_clip);
     const double lr = learning_rate_at(cfg_.optim, step, max_iters_);
@@ -423,32 +483,51 @@ class Run {
   }
 
   // Ends the run as diverged at `step`: `loss_key` names the record field of the loss that was
-  // checked ("loss" of the training batch, or an eval's "val_loss" / "train_loss") and `loss` its value.
-  bool diverge(int64_t step, const std::string& reason, const nlohmann::json& blocks, const char* loss_key, double loss) {
-    divergence_ = {{"step", step},   {"reason", reason},           {"blocks", blocks},
-                   {"loss", loss_key}, {"value", finite_or_null(loss)}, {"limit", limit_}};
+  // checked ("loss" of the training batch, or an eval's "val_loss" / "train_loss") and `loss` its
+  // value.
+  bool diverge(int64_t step, const std::string& reason, const nlohmann::json& blocks,
+               const char* loss_key, double loss) {
+    divergence_ = {{"step", step},
+                   {"reason", reason},
+                   {"blocks", blocks},
+                   {"loss", loss_key},
+                   {"value", finite_or_null(loss)},
+                   {"limit", limit_}};
     nlohmann::json rec = divergence_;
     rec["kind"] = "diverged";
     metrics_->write_line(rec.dump());
-    const std::string where = blocks.empty() ? "" : ", " + std::to_string(blocks.size()) + " block" +
-                                                        (blocks.size() == 1 ? "" : "s") + " with a non-finite gradient";
-    std::printf("%sstep %lld: diverged (%s%s); the run stops here without applying this step\n", line_start(),
-                static_cast<long long>(step), reason.c_str(), where.c_str());
+    const std::string where = blocks.empty() ? ""
+                                             : ", " + std::to_string(blocks.size()) + " block" +
+                                                   (blocks.size() == 1 ? "" : "s") +
+                                                   " with a non-finite gradient";
+    std::printf("%sstep %lld: diverged (%s%s); the run stops here without applying this step\n",
+                line_start(), static_cast<long long>(step), reason.c_str(), where.c_str());
     status_ = RunStatus::kDiverged;
     return false;
   }
 
   void log_step(int64_t step, double lr, double gnorm, double ms) {
-    ms_avg_ = window_steps_ == 0 ? ms : ms_avg_ + (ms - ms_avg_) / static_cast<double>(window_steps_ + 1);
+    ms_avg_ =
+        window_steps_ == 0 ? ms : ms_avg_ + (ms - ms_avg_) / static_cast<double>(window_steps_ + 1);
     ++window_steps_;
     if (step % cfg_.log.log_interval == 0 || step == max_iters_ - 1) {
-      const double tok_s = static_cast<double>(window_steps_) * B_ * T_ * accum_ / seconds_since(window_start_);
-      metrics_->write_line(nlohmann::json{{"step", step}, {"kind", "train"}, {"loss", last_train_loss_}, {"lr", lr},
-                                          {"grad_norm", gnorm}, {"tokens_per_sec", tok_s}, {"ms_per_step", ms_avg_}}
-                               .dump());
-      std::printf("%sstep %lld/%lld | loss %.4f | lr %.2e | grad norm %.3g | %.1f ms/step | %.0f tok/s | ETA %s\n",
-                  line_start(), static_cast<long long>(step), static_cast<long long>(max_iters_), last_train_loss_, lr,
-                  gnorm, ms_avg_, tok_s, format_eta(static_cast<double>(max_iters_ - step - 1) * ms_avg_ / 1000.0).c_str());
+      const double tok_s =
+          static_cast<double>(window_steps_) * B_ * T_ * accum_ / seconds_since(window_start_);
+      metrics_->write_line(nlohmann::json{
+          {"step", step},
+          {"kind", "train"},
+          {"loss", last_train_loss_},
+          {"lr", lr},
+          {"grad_norm", gnorm},
+          {"tokens_per_sec", tok_s},
+          {"ms_per_step",
+           ms_avg_}}.dump());
+      std::printf(
+          "%sstep %lld/%lld | loss %.4f | lr %.2e | grad norm %.3g | %.1f ms/step | %.0f tok/s | "
+          "ETA %s\n",
+          line_start(), static_cast<long long>(step), static_cast<long long>(max_iters_),
+          last_train_loss_, lr, gnorm, ms_avg_, tok_s,
+          format_eta(static_cast<double>(max_iters_ - step - 1) * ms_avg_ / 1000.0).c_str());
       std::fflush(stdout);
       window_start_ = Clock::now();
       window_steps_ = 0;
@@ -474,24 +553,28 @@ class Run {
   void write_summary(const char* state, int64_t steps_done) {
     const double wall = wall_before_ + seconds_since(t_start_);
     const double run_secs = seconds_since(t_start_);
-    nlohmann::json s = {{"status", state},
-                        {"final_train_loss", finite_or_null(last_train_eval_)},
-                        {"final_val_loss", finite_or_null(last_val_)},
-                        {"final_eval_step", last_eval_step_ < 0 ? nlohmann::json(nullptr) : nlohmann::json(last_eval_step_)},
-                        {"best_val_loss", finite_or_null(best_val_)},
-                        {"last_batch_loss", finite_or_null(last_train_loss_)},
-                        {"reference_losses", refs_json_},
-                        {"steps", steps_done},
-                        {"max_iters", max_iters_},
-                        {"wall_seconds", wall},
-                        {"tokens_per_sec", run_secs > 0 ? static_cast<double>(steps_done - start_step_) * B_ * T_ * accum_ / run_secs : 0.0},
-                        {"diverged", !divergence_.is_null()},
-                        {"divergence", divergence_},
-                        {"error", error_.empty() ? nlohmann::json(nullptr) : nlohmann::json(error_)},
-                        {"wiring", wiring_id(cfg_.model)},
-                        {"n_layer", cfg_.model.n_layer},
-                        {"version", STACKLAB_VERSION},
-                        {"command", opt_.command_line}};
+    nlohmann::json s = {
+        {"status", state},
+        {"final_train_loss", finite_or_null(last_train_eval_)},
+        {"final_val_loss", finite_or_null(last_val_)},
+        {"final_eval_step",
+         last_eval_step_ < 0 ? nlohmann::json(nullptr) : nlohmann::json(last_eval_step_)},
+        {"best_val_loss", finite_or_null(best_val_)},
+        {"last_batch_loss", finite_or_null(last_train_loss_)},
+        {"reference_losses", refs_json_},
+        {"steps", steps_done},
+        {"max_iters", max_iters_},
+        {"wall_seconds", wall},
+        {"tokens_per_sec",
+         run_secs > 0 ? static_cast<double>(steps_done - start_step_) * B_ * T_ * accum_ / run_secs
+                      : 0.0},
+        {"diverged", !divergence_.is_null()},
+        {"divergence", divergence_},
+        {"error", error_.empty() ? nlohmann::json(nullptr) : nlohmann::json(error_)},
+        {"wiring", wiring_id(cfg_.model)},
+        {"n_layer", cfg_.model.n_layer},
+        {"version", STACKLAB_VERSION},
+        {"command", opt_.command_line}};
     write_file_atomic(dir_ + "/summary.json", s.dump(2) + "\n");
   }
 
@@ -500,18 +583,22 @@ class Run {
     const bool done = status_ == RunStatus::kCompleted, diverged = status_ == RunStatus::kDiverged;
     write_summary(done ? "completed" : diverged ? "diverged" : "interrupted", steps);
     std::string eval = last_eval_step_ < 0 ? std::string("no eval yet")
-                                          : "val loss " + fixed4(last_val_) + " at step " + std::to_string(last_eval_step_) +
-                                                " (best " + fixed4(best_val_) + ")";
+                                           : "val loss " + fixed4(last_val_) + " at step " +
+                                                 std::to_string(last_eval_step_) + " (best " +
+                                                 fixed4(best_val_) + ")";
     if (done) {
-      std::printf("done: completed after %lld step%s; %s; %s/summary.json\n", static_cast<long long>(steps),
-                  steps == 1 ? "" : "s", eval.c_str(), dir_.c_str());
+      std::printf("done: completed after %lld step%s; %s; %s/summary.json\n",
+                  static_cast<long long>(steps), steps == 1 ? "" : "s", eval.c_str(), dir_.c_str());
     } else if (diverged) {
-      std::printf("stopped: diverged at step %lld; last %s; %s/summary.json\n", static_cast<long long>(steps), eval.c_str(),
-                  dir_.c_str());
+      std::printf("stopped: diverged at step %lld; last %s; %s/summary.json\n",
+                  static_cast<long long>(steps), eval.c_str(), dir_.c_str());
     } else {
-      std::printf("\nstopped by signal after %lld step%s (last batch loss %.4f); checkpoint written; last %s.\n"
-                  "Continue with: stacklab train --resume %s\n",
-                  static_cast<long long>(steps), steps == 1 ? "" : "s", last_train_loss_, eval.c_str(), dir_.c_str());
+      std::printf(
+          "\nstopped by signal after %lld step%s (last batch loss %.4f); checkpoint written; last "
+          "%s.\n"
+          "Continue with: stacklab train --resume %s\n",
+          static_cast<long long>(steps), steps == 1 ? "" : "s", last_train_loss_, eval.c_str(),
+          dir_.c_str());
     }
   }
 
@@ -531,13 +618,16 @@ class Run {
   std::vector<ParamRef> refs_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<LineLog> metrics_;
-  nlohmann::json config_json_, refs_json_, divergence_ = nullptr;  // divergence: {step, reason, blocks}
+  nlohmann::json config_json_, refs_json_,
+      divergence_ = nullptr;  // divergence: {step, reason, blocks}
   std::vector<Batch> val_batches_, train_eval_batches_;
   Rng rng_, dropout_rng_;  // batches; dropout masks (a stream of its own: dropout 0 draws nothing)
   bool resumed_ = false;
-  int64_t start_step_ = 0, step_ = 0, last_eval_step_ = -1, window_steps_ = 0;  // step_: the step being trained
-  std::string error_;  // why the run failed (summary.json "error")
-  double best_val_ = kInf, wall_before_ = 0.0, last_train_loss_ = NAN, last_val_ = NAN, last_train_eval_ = NAN;
+  int64_t start_step_ = 0, step_ = 0, last_eval_step_ = -1,
+          window_steps_ = 0;  // step_: the step being trained
+  std::string error_;         // why the run failed (summary.json "error")
+  double best_val_ = kInf, wall_before_ = 0.0, last_train_loss_ = NAN, last_val_ = NAN,
+         last_train_eval_ = NAN;
   double ms_avg_ = 0.0, limit_ = kInf;  // limit_: the divergence rule's bound on a loss
   std::vector<double> update_norms_;
   Clock::time_point t_start_ = Clock::now(), window_start_ = Clock::now();

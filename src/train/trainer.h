@@ -1,8 +1,8 @@
 // Trainer: runs one training job from a resolved Config into a run directory:
 //   config.json     the resolved config (all defaults) plus derived values (wiring, final_norm)
 //   metrics.jsonl   one JSON record per line: start, train, eval, layers, diverged (README)
-//   summary.json    status (completed | diverged | interrupted | failed | running), losses, references
-//   checkpoints/latest.safetensors   weights + optimizer state + train state, atomic
+//   summary.json    status (completed | diverged | interrupted | failed | running), losses,
+//   references checkpoints/latest.safetensors   weights + optimizer state + train state, atomic
 // Divergence ends the run cleanly as a result: a train or val loss that is non-finite or above
 // 10 x ln(vocab_size), or a non-finite gradient norm. A stop request (SIGINT/SIGTERM, set by
 // the CLI) finishes the step, checkpoints, and returns. An error after the run has started is
@@ -21,12 +21,12 @@ namespace sl {
 enum class RunStatus { kCompleted, kDiverged, kInterrupted };
 
 struct TrainOptions {
-  std::string run_dir;                       // where everything is written
-  bool resume = false;                       // continue from run_dir/checkpoints/latest.safetensors
-  bool decay_changed = false;                // resume: the extension moves optim.lr_decay_iters
-  std::string command_line;                  // recorded in summary.json
-  const std::atomic<int>* stop = nullptr;    // non-zero: stop after the current step
-  bool progress_tty = false;                 // a live progress line (stdout is a terminal)
+  std::string run_dir;                     // where everything is written
+  bool resume = false;                     // continue from run_dir/checkpoints/latest.safetensors
+  bool decay_changed = false;              // resume: the extension moves optim.lr_decay_iters
+  std::string command_line;                // recorded in summary.json
+  const std::atomic<int>* stop = nullptr;  // non-zero: stop after the current step
+  bool progress_tty = false;               // a live progress line (stdout is a terminal)
 };
 
 RunStatus train(Config cfg, const TrainOptions& opt);

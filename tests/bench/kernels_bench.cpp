@@ -39,10 +39,16 @@ void BM_LinearGemm(benchmark::State& st) {
   auto x = random_vec(R * K, 1), w = random_vec(N * K, 2);
   std::vector<float> y(static_cast<size_t>(R * N));
   for (auto _ : st) gemm(false, true, R, N, K, 1.0f, x.data(), w.data(), 0.0f, y.data());
-  st.counters["GFLOP/s"] = benchmark::Counter(2.0 * R * N * K, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * R * N * K, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_LinearGemm)->Args({1024, 192, 64})->Args({1024, 256, 64})->Args({1024, 64, 256})  // b1 qkv, fc, proj
-    ->Args({1024, 1536, 512})->Args({1024, 2048, 512})->Args({1024, 512, 2048});                // b5 qkv, fc, proj
+BENCHMARK(BM_LinearGemm)
+    ->Args({1024, 192, 64})
+    ->Args({1024, 256, 64})
+    ->Args({1024, 64, 256})  // b1 qkv, fc, proj
+    ->Args({1024, 1536, 512})
+    ->Args({1024, 2048, 512})
+    ->Args({1024, 512, 2048});  // b5 qkv, fc, proj
 
 // Fused causal attention. Args: B, T, C, NH.
 void BM_AttentionForward(benchmark::State& st) {
@@ -51,7 +57,8 @@ void BM_AttentionForward(benchmark::State& st) {
   auto qkv = random_vec(B * T * 3 * C, 3);
   std::vector<float> y(static_cast<size_t>(B * T * C)), att(static_cast<size_t>(B * NH * T * T));
   for (auto _ : st) attention_forward(y.data(), att.data(), qkv.data(), B, T, C, NH);
-  st.counters["GFLOP/s"] = benchmark::Counter(4.0 * B * T * T * C, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["GFLOP/s"] =
+      benchmark::Counter(4.0 * B * T * T * C, benchmark::Counter::kIsIterationInvariantRate);
 }
 void BM_AttentionBackward(benchmark::State& st) {
   setup_threads();
@@ -61,7 +68,8 @@ void BM_AttentionBackward(benchmark::State& st) {
       dqkv(static_cast<size_t>(B * T * 3 * C));
   attention_forward(y.data(), att.data(), qkv.data(), B, T, C, NH);
   for (auto _ : st) attention_backward(dqkv.data(), dy.data(), att.data(), qkv.data(), B, T, C, NH);
-  st.counters["GFLOP/s"] = benchmark::Counter(8.0 * B * T * T * C, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["GFLOP/s"] =
+      benchmark::Counter(8.0 * B * T * T * C, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_AttentionForward)->Args({16, 64, 64, 4})->Args({4, 256, 512, 8});
 BENCHMARK(BM_AttentionBackward)->Args({16, 64, 64, 4})->Args({4, 256, 512, 8});
@@ -71,11 +79,14 @@ void BM_LayerNorm(benchmark::State& st) {
   setup_threads();
   const int64_t R = st.range(0), C = st.range(1);
   auto x = random_vec(R * C, 5), dy = random_vec(R * C, 6);
-  std::vector<float> y(x.size()), dx(x.size()), g(static_cast<size_t>(C), 1.0f), b(static_cast<size_t>(C)),
-      dg(static_cast<size_t>(C)), db(static_cast<size_t>(C)), mean(static_cast<size_t>(R)), rstd(static_cast<size_t>(R));
+  std::vector<float> y(x.size()), dx(x.size()), g(static_cast<size_t>(C), 1.0f),
+      b(static_cast<size_t>(C)), dg(static_cast<size_t>(C)), db(static_cast<size_t>(C)),
+      mean(static_cast<size_t>(R)), rstd(static_cast<size_t>(R));
   for (auto _ : st) {
-    layer_norm_forward(y.data(), mean.data(), rstd.data(), x.data(), g.data(), b.data(), R, C, 1e-5f);
-    layer_norm_backward(dx.data(), dg.data(), db.data(), dy.data(), x.data(), mean.data(), rstd.data(), g.data(), R, C);
+    layer_norm_forward(y.data(), mean.data(), rstd.data(), x.data(), g.data(), b.data(), R, C,
+                       1e-5f);
+    layer_norm_backward(dx.data(), dg.data(), db.data(), dy.data(), x.data(), mean.data(),
+                        rstd.data(), g.data(), R, C);
   }
   st.SetItemsProcessed(st.iterations() * R * C);
 }

@@ -18,30 +18,42 @@ using testing::records_of;
 using testing::run_stacklab;
 using testing::tiny_model_args;
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
-std::vector<std::string> tiny_run(const std::string& out, const std::vector<std::string>& extra = {}) {
+std::vector<std::string> tiny_run(const std::string& out,
+                                  const std::vector<std::string>& extra = {}) {
   return concat(concat(concat({"train", base_config()}, tiny_model_args()), {"--out", out}), extra);
 }
 
 TEST(FlushSubnormals, IsOnByDefaultOffOnRequestAndRecordedInTheStartRecordsNumericPath) {
   const std::string dir = make_temp_dir("flush");
   ASSERT_EQ(run_stacklab(tiny_run(dir + "/on", {"--train.max_iters=2"})).exit_code, 0);
-  ASSERT_EQ(run_stacklab(tiny_run(dir + "/off", {"--train.max_iters=2", "--train.flush_subnormals=false"})).exit_code, 0);
-  const json on = read_jsonl(dir + "/on/metrics.jsonl").at(0), off = read_jsonl(dir + "/off/metrics.jsonl").at(0);
+  ASSERT_EQ(run_stacklab(
+                tiny_run(dir + "/off", {"--train.max_iters=2", "--train.flush_subnormals=false"}))
+                .exit_code,
+            0);
+  const json on = read_jsonl(dir + "/on/metrics.jsonl").at(0),
+             off = read_jsonl(dir + "/off/metrics.jsonl").at(0);
   ASSERT_EQ(on.at("kind"), "start");
   EXPECT_EQ(on.at("numeric_path").at("flush_subnormals"), true) << on;
   EXPECT_EQ(off.at("numeric_path").at("flush_subnormals"), false) << off;
   const auto version = run_stacklab({"--version"});
   ASSERT_EQ(version.exit_code, 0) << version;
-  EXPECT_TRUE(contains(version.out, "subnormal floats: flushed to zero (FTZ+DAZ on every compute thread)")) << version;
+  EXPECT_TRUE(
+      contains(version.out, "subnormal floats: flushed to zero (FTZ+DAZ on every compute thread)"))
+      << version;
 }
 
 TEST(FlushSubnormals, LeavesTheLossesOfAResidualStackBitIdentical) {
   const std::string dir = make_temp_dir("flush");
-  const std::vector<std::string> steps = {"--train.max_iters=30", "--train.eval_interval=10", "--model.residual=true"};
+  const std::vector<std::string> steps = {"--train.max_iters=30", "--train.eval_interval=10",
+                                          "--model.residual=true"};
   ASSERT_EQ(run_stacklab(tiny_run(dir + "/on", steps)).exit_code, 0);
-  ASSERT_EQ(run_stacklab(tiny_run(dir + "/off", concat(steps, {"--train.flush_subnormals=false"}))).exit_code, 0);
+  ASSERT_EQ(run_stacklab(tiny_run(dir + "/off", concat(steps, {"--train.flush_subnormals=false"})))
+                .exit_code,
+            0);
   const auto evals_on = records_of(read_jsonl(dir + "/on/metrics.jsonl"), "eval");
   const auto evals_off = records_of(read_jsonl(dir + "/off/metrics.jsonl"), "eval");
   ASSERT_EQ(evals_on.size(), 4u);
@@ -54,9 +66,10 @@ TEST(FlushSubnormals, LeavesTheLossesOfAResidualStackBitIdentical) {
 
 TEST(FlushSubnormals, BenchRecordsItInItsNumericPathAndTakesTheOverride) {
   const auto bench = [](const std::vector<std::string>& extra) {
-    const auto r = run_stacklab(concat(concat(concat({"bench", base_config()}, tiny_model_args()),
-                                              {"--steps", "1", "--warmup", "0", "--no-ceiling", "--json"}),
-                                       extra));
+    const auto r =
+        run_stacklab(concat(concat(concat({"bench", base_config()}, tiny_model_args()),
+                                   {"--steps", "1", "--warmup", "0", "--no-ceiling", "--json"}),
+                            extra));
     EXPECT_EQ(r.exit_code, 0) << r;
     return json::parse(r.out).at("numeric_path").at("flush_subnormals");
   };

@@ -13,7 +13,8 @@ namespace {
 using namespace sl::testing;
 
 std::vector<std::string> probe_args(const std::string& out, const std::string& seeds) {
-  return concat({"probe", base_config(), "--seeds", seeds, "--out", out, "--quiet"}, tiny_model_args());
+  return concat({"probe", base_config(), "--seeds", seeds, "--out", out, "--quiet"},
+                tiny_model_args());
 }
 
 TEST(ProbeCommand, SeedsAbove2To24AreKeptExactly) {

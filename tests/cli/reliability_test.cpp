@@ -24,32 +24,39 @@ using testing::read_json;
 using testing::read_jsonl;
 using testing::read_text;
 using testing::records_of;
-using testing::RunResult;
 using testing::run_stacklab;
+using testing::RunResult;
 using testing::tiny_model_args;
 using testing::write_text;
 namespace fs = std::filesystem;
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 // `stacklab train CONFIG tiny... extra... --out OUT`.
-RunResult train(const std::string& config, const std::vector<std::string>& extra, const std::string& out) {
-  return run_stacklab(concat(concat(concat({"train", config}, tiny_model_args()), extra), {"--out", out}));
+RunResult train(const std::string& config, const std::vector<std::string>& extra,
+                const std::string& out) {
+  return run_stacklab(
+      concat(concat(concat({"train", config}, tiny_model_args()), extra), {"--out", out}));
 }
 
 // Every file under `dir` with its bytes: a failed command must leave this unchanged.
 std::map<std::string, std::string> snapshot(const std::string& dir) {
   std::map<std::string, std::string> files;
   for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file()) files[fs::relative(e.path(), dir).string()] = read_text(e.path().string());
+    if (e.is_regular_file())
+      files[fs::relative(e.path(), dir).string()] = read_text(e.path().string());
   return files;
 }
 
 // Expects exit 1, one "stacklab train: error:" line holding every part, and no run dir at `out`.
-void expect_refused(const RunResult& r, const std::vector<std::string>& parts, const std::string& out) {
+void expect_refused(const RunResult& r, const std::vector<std::string>& parts,
+                    const std::string& out) {
   EXPECT_EQ(r.exit_code, 1) << r;
   EXPECT_TRUE(contains(r.output, "stacklab train: error: ")) << r;
-  for (const auto& p : parts) EXPECT_TRUE(contains(r.output, p)) << "missing '" << p << "' in:\n" << r;
+  for (const auto& p : parts)
+    EXPECT_TRUE(contains(r.output, p)) << "missing '" << p << "' in:\n" << r;
   if (!out.empty()) {
     EXPECT_FALSE(fs::exists(out)) << "a failed start left " << out << " behind";
   }
@@ -60,14 +67,15 @@ void expect_refused(const RunResult& r, const std::vector<std::string>& parts, c
 TEST(BadConfig, MalformedJsonNamesFileLineAndColumnAndCreatesNoRunDir) {
   const std::string dir = make_temp_dir("rel");
   write_text(dir + "/bad.json", "{\n  \"model\": {\"n_layer\": 2,,}\n}\n");
-  expect_refused(train(dir + "/bad.json", {}, dir + "/run"), {dir + "/bad.json:2:", "malformed JSON"}, dir + "/run");
+  expect_refused(train(dir + "/bad.json", {}, dir + "/run"),
+                 {dir + "/bad.json:2:", "malformed JSON"}, dir + "/run");
 }
 
 TEST(BadConfig, AWrongTypeInTheFileNamesTheKeyAndTheExpectedType) {
   const std::string dir = make_temp_dir("rel");
   write_text(dir + "/typed.json", R"({"model": {"n_layer": "8"}})");
-  expect_refused(train(dir + "/typed.json", {}, dir + "/run"), {"model.n_layer", "expected an integer", "string \"8\""},
-                 dir + "/run");
+  expect_refused(train(dir + "/typed.json", {}, dir + "/run"),
+                 {"model.n_layer", "expected an integer", "string \"8\""}, dir + "/run");
 }
 
 TEST(BadConfig, AWrongTypeInAnOverrideNamesTheKey) {
@@ -78,8 +86,8 @@ TEST(BadConfig, AWrongTypeInAnOverrideNamesTheKey) {
 
 TEST(BadConfig, ZeroAndNegativeSizesNameTheBound) {
   const std::string dir = make_temp_dir("rel");
-  expect_refused(train(base_config(), {"--model.n_layer=0"}, dir + "/run"), {"model.n_layer", "must be >= 1, got 0"},
-                 dir + "/run");
+  expect_refused(train(base_config(), {"--model.n_layer=0"}, dir + "/run"),
+                 {"model.n_layer", "must be >= 1, got 0"}, dir + "/run");
   expect_refused(train(base_config(), {"--train.batch_size=-4"}, dir + "/run"),
                  {"train.batch_size", "must be >= 1, got -4"}, dir + "/run");
 }
@@ -95,17 +103,20 @@ TEST(BadConfig, SizesBeyondTheSanityLimitsAreRefused) {
 TEST(BadConfig, AModelLargerThanMemoryIsRefusedBeforeAllocatingWithTheEstimate) {
   const std::string dir = make_temp_dir("rel");
   const auto t0 = std::chrono::steady_clock::now();
-  const RunResult r = train(base_config(), {"--model.n_layer=4096", "--model.n_embd=65536", "--model.n_head=64"},
-                            dir + "/run");
-  expect_refused(r, {"needs about", "PB of memory", "is available (MemAvailable)", "model.n_layer=4096"}, dir + "/run");
+  const RunResult r =
+      train(base_config(), {"--model.n_layer=4096", "--model.n_embd=65536", "--model.n_head=64"},
+            dir + "/run");
+  expect_refused(
+      r, {"needs about", "PB of memory", "is available (MemAvailable)", "model.n_layer=4096"},
+      dir + "/run");
   // Refused from the config alone: no allocation, no page faults, well under a second.
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
 }
 
 TEST(BadConfig, AMissingConfigFileIsNamed) {
   const std::string dir = make_temp_dir("rel");
-  expect_refused(train(dir + "/nope.json", {}, dir + "/run"), {"config file not found", dir + "/nope.json"},
-                 dir + "/run");
+  expect_refused(train(dir + "/nope.json", {}, dir + "/run"),
+                 {"config file not found", dir + "/nope.json"}, dir + "/run");
 }
 
 TEST(BadConfig, AnEndlessBaseConfigIsRefusedInsteadOfReadForever) {
@@ -118,7 +129,9 @@ TEST(BadConfig, AnEndlessBaseConfigIsRefusedInsteadOfReadForever) {
 
 // ---- text data ------------------------------------------------------------------------------
 
-std::vector<std::string> text_args(const std::string& path) { return {"--data.source=text", "--data.path=" + path}; }
+std::vector<std::string> text_args(const std::string& path) {
+  return {"--data.source=text", "--data.path=" + path};
+}
 
 TEST(BadText, AnEmptyFileIsNamedAndCreatesNoRunDir) {
   const std::string dir = make_temp_dir("rel");
@@ -136,7 +149,8 @@ TEST(BadText, ATextShorterThanTheContextNamesBlockSizeAndTheSplit) {
 
 TEST(BadText, InvalidUtf8NamesTheByteOffset) {
   const std::string dir = make_temp_dir("rel");
-  write_text(dir + "/latin1.txt", std::string(200, 'a') + "caf\xe9 au lait" + std::string(200, 'b'));
+  write_text(dir + "/latin1.txt",
+             std::string(200, 'a') + "caf\xe9 au lait" + std::string(200, 'b'));
   expect_refused(train(base_config(), text_args(dir + "/latin1.txt"), dir + "/run"),
                  {dir + "/latin1.txt", "invalid UTF-8 at byte offset 203"}, dir + "/run");
 }
@@ -152,7 +166,8 @@ TEST(BadText, AMissingTextFileIsNamed) {
 // A completed tiny run to resume from (each test gets its own copy).
 std::string trained_run(const std::vector<std::string>& extra = {}) {
   const std::string dir = make_temp_dir("rel") + "/run";
-  const RunResult r = train(base_config(), concat({"--train.max_iters=12", "--train.eval_interval=6"}, extra), dir);
+  const RunResult r =
+      train(base_config(), concat({"--train.max_iters=12", "--train.eval_interval=6"}, extra), dir);
   EXPECT_EQ(r.exit_code, 0) << r;
   return dir;
 }
@@ -177,11 +192,24 @@ TEST(BadCheckpoint, EveryFlippedBitIsDetectedNamingTheFile) {
   const std::string good = read_text(ckpt);
   // Positions across the length field, the JSON header (names, shapes, offsets, metadata) and
   // the tensor data; a bit anywhere must not resume silently from a corrupt state.
-  std::vector<size_t> positions = {0, 3, 7, 8, 20, 100, good.size() / 20, good.size() / 8, good.size() / 3,
-                                   good.size() / 2, good.size() - 50, good.size() - 1};
+  std::vector<size_t> positions = {0,
+                                   3,
+                                   7,
+                                   8,
+                                   20,
+                                   100,
+                                   good.size() / 20,
+                                   good.size() / 8,
+                                   good.size() / 3,
+                                   good.size() / 2,
+                                   good.size() - 50,
+                                   good.size() - 1};
   uint64_t header = 0;
-  for (int i = 0; i < 8; ++i) header |= static_cast<uint64_t>(static_cast<unsigned char>(good[static_cast<size_t>(i)])) << (8 * i);
-  for (size_t p : {header / 2, header + 4, header + 8 - 1}) positions.push_back(p);  // metadata, data start
+  for (int i = 0; i < 8; ++i)
+    header |= static_cast<uint64_t>(static_cast<unsigned char>(good[static_cast<size_t>(i)]))
+              << (8 * i);
+  for (size_t p : {header / 2, header + 4, header + 8 - 1})
+    positions.push_back(p);  // metadata, data start
   const auto before = snapshot(run);
   for (size_t pos : positions) {
     for (int bit : {0, 5}) {
@@ -216,7 +244,8 @@ TEST(BadCheckpoint, ACheckpointFromAnotherConfigNamesTheDifferingKey) {
   const auto before = snapshot(a);
   const RunResult r = run_stacklab({"train", "--resume", a});
   EXPECT_EQ(r.exit_code, 1) << r;
-  EXPECT_TRUE(contains(r.output, "written with a different config: 'model.n_embd' is 32 in the checkpoint but 16"))
+  EXPECT_TRUE(contains(
+      r.output, "written with a different config: 'model.n_embd' is 32 in the checkpoint but 16"))
       << r;
   EXPECT_EQ(snapshot(a), before);
 }
@@ -284,8 +313,8 @@ TEST(BadOutput, AFullDiskWhileCheckpointingKeepsThePreviousCheckpointAndFails) {
   // holds metrics but not a whole checkpoint: the next checkpoint write fails.
   const std::string run = make_temp_dir("rel") + "/run";
   testing::Child child(concat(concat({"train", base_config()}, tiny_model_args()),
-                              {"--train.max_iters=100000", "--train.ckpt_interval=4", "--log.layer_interval=100000",
-                               "--log.params=false", "--out", run}));
+                              {"--train.max_iters=100000", "--train.ckpt_interval=4",
+                               "--log.layer_interval=100000", "--log.params=false", "--out", run}));
   const std::string ckpt = run + "/checkpoints/latest.safetensors";
   ASSERT_TRUE(testing::wait_until([&] { return fs::exists(ckpt); })) << "no checkpoint appeared";
   child.signal(SIGTERM);
@@ -295,21 +324,26 @@ TEST(BadOutput, AFullDiskWhileCheckpointingKeepsThePreviousCheckpointAndFails) {
 
   const RunResult r = run_with_file_size_limit({"train", "--resume", run}, good.size() / 2);
   EXPECT_EQ(r.exit_code, 1) << r;
-  EXPECT_TRUE(contains(r.output, "stacklab train: error: [fs] cannot write '" + ckpt + "': File too large")) << r;
+  EXPECT_TRUE(
+      contains(r.output, "stacklab train: error: [fs] cannot write '" + ckpt + "': File too large"))
+      << r;
   EXPECT_EQ(read_text(ckpt), good) << "the previous checkpoint changed";
   for (const auto& e : fs::directory_iterator(run + "/checkpoints"))
-    EXPECT_TRUE(e.path().filename() == "latest.safetensors" || e.path().filename() == "best.safetensors")
+    EXPECT_TRUE(e.path().filename() == "latest.safetensors" ||
+                e.path().filename() == "best.safetensors")
         << "temp file left behind: " << e.path();
   // Every metrics line is whole, and the run still resumes from the intact checkpoint.
   EXPECT_EQ(read_text(run + "/metrics.jsonl").back(), '\n');
   const auto summary_time = fs::last_write_time(run + "/summary.json");
   testing::Child again({"train", "--resume", run});
   // summary.json is rewritten ("running") once the resumed run is set up and handles SIGTERM.
-  ASSERT_TRUE(testing::wait_until([&] { return fs::last_write_time(run + "/summary.json") != summary_time; }));
+  ASSERT_TRUE(testing::wait_until(
+      [&] { return fs::last_write_time(run + "/summary.json") != summary_time; }));
   again.signal(SIGTERM);
   const RunResult resumed = again.wait();
   EXPECT_EQ(resumed.exit_code, 143) << resumed;
-  EXPECT_TRUE(contains(resumed.output, "resuming at step " + std::to_string(stopped_at))) << resumed;
+  EXPECT_TRUE(contains(resumed.output, "resuming at step " + std::to_string(stopped_at)))
+      << resumed;
 }
 
 // ---- what summary.json says about runs that did not finish -------------------------------------
@@ -322,7 +356,8 @@ std::vector<std::string> slow_run(const std::string& out) {
 TEST(HonestSummary, AnInterruptedRunSaysInterruptedWithItsLastEvalStep) {
   const std::string run = make_temp_dir("rel") + "/run";
   testing::Child child(slow_run(run));
-  ASSERT_TRUE(testing::wait_until([&] { return records_of(read_jsonl(run + "/metrics.jsonl"), "eval").size() >= 2; }));
+  ASSERT_TRUE(testing::wait_until(
+      [&] { return records_of(read_jsonl(run + "/metrics.jsonl"), "eval").size() >= 2; }));
   child.signal(SIGTERM);
   ASSERT_EQ(child.wait().exit_code, 143);
   const json s = read_json(run + "/summary.json");
@@ -335,7 +370,8 @@ TEST(HonestSummary, AnInterruptedRunSaysInterruptedWithItsLastEvalStep) {
 TEST(HonestSummary, AKilledRunSaysRunningAndHasNoFinalLossOfItsOwn) {
   const std::string run = make_temp_dir("rel") + "/run";
   testing::Child child(slow_run(run));
-  ASSERT_TRUE(testing::wait_until([&] { return records_of(read_jsonl(run + "/metrics.jsonl"), "eval").size() >= 2; }));
+  ASSERT_TRUE(testing::wait_until(
+      [&] { return records_of(read_jsonl(run + "/metrics.jsonl"), "eval").size() >= 2; }));
   child.signal(SIGKILL);
   child.wait();
   const json s = read_json(run + "/summary.json");
@@ -351,14 +387,16 @@ TEST(HonestSummary, ARunWhoseCheckpointCannotBeWrittenSaysFailedWithTheError) {
   // root too), after the run has said "running".
   const std::string run = make_temp_dir("rel") + "/run";
   testing::Child child(slow_run(run));
-  ASSERT_TRUE(testing::wait_until([&] { return !records_of(read_jsonl(run + "/metrics.jsonl"), "train").empty(); }));
+  ASSERT_TRUE(testing::wait_until(
+      [&] { return !records_of(read_jsonl(run + "/metrics.jsonl"), "train").empty(); }));
   fs::remove_all(run + "/checkpoints");
   write_text(run + "/checkpoints", "not a directory");
   child.signal(SIGTERM);
   const RunResult r = child.wait();
   EXPECT_EQ(r.exit_code, 1) << r;
   // The next checkpoint fails: best.safetensors at a new best val loss, or latest at the stop.
-  EXPECT_TRUE(contains(r.output, "stacklab train: error: [fs] cannot create temp file for '" + run + "/checkpoints/"))
+  EXPECT_TRUE(contains(r.output, "stacklab train: error: [fs] cannot create temp file for '" + run +
+                                     "/checkpoints/"))
       << r;
   const json s = read_json(run + "/summary.json");
   EXPECT_EQ(s.at("status"), "failed") << s;
@@ -384,8 +422,8 @@ json losses(const std::string& dir) {
 TEST(Determinism, SameConfigSeedAndThreadsGiveBitIdenticalLosses) {
   for (const char* threads : {"--train.threads=1", "--train.threads=2"}) {
     const std::string base = make_temp_dir("det");
-    const std::vector<std::string> extra = {"--train.max_iters=30", "--log.log_interval=1", "--train.eval_interval=10",
-                                            threads};
+    const std::vector<std::string> extra = {"--train.max_iters=30", "--log.log_interval=1",
+                                            "--train.eval_interval=10", threads};
     ASSERT_EQ(train(base_config(), extra, base + "/a").exit_code, 0);
     ASSERT_EQ(train(base_config(), extra, base + "/b").exit_code, 0);
     const json a = losses(base + "/a"), b = losses(base + "/b");

@@ -17,7 +17,8 @@ using testing::run_stacklab;
 const std::string& trained_run() {
   static const std::string dir = [] {
     const std::string d = testing::make_temp_dir("sample") + "/run";
-    const auto r = run_stacklab(concat(concat({"train", testing::base_config()}, testing::tiny_model_args()), {"--out", d}));
+    const auto r = run_stacklab(concat(
+        concat({"train", testing::base_config()}, testing::tiny_model_args()), {"--out", d}));
     EXPECT_EQ(r.exit_code, 0) << r;
     return d;
   }();
@@ -84,12 +85,15 @@ TEST(SampleCommand, RefusesACheckpointWhoseChecksumDoesNotMatchNamingTheFile) {
   const std::string run = run_with_flipped_byte("latest");
   const auto r = run_stacklab({"sample", run, "--tokens", "5", "--seed", "1"});
   EXPECT_EQ(r.exit_code, 1) << r;
-  EXPECT_NE(r.output.find(run + "/checkpoints/latest.safetensors: checksum mismatch"), std::string::npos) << r;
+  EXPECT_NE(r.output.find(run + "/checkpoints/latest.safetensors: checksum mismatch"),
+            std::string::npos)
+      << r;
   EXPECT_EQ(r.out, "") << "nothing may be sampled from a corrupt checkpoint";
   // The same file refuses `train --resume` with the same words: one check for both.
   const auto resume = run_stacklab({"train", "--resume", run});
   EXPECT_EQ(resume.exit_code, 1) << resume;
-  EXPECT_NE(resume.output.find(run + "/checkpoints/latest.safetensors: checksum mismatch"), std::string::npos)
+  EXPECT_NE(resume.output.find(run + "/checkpoints/latest.safetensors: checksum mismatch"),
+            std::string::npos)
       << resume;
 }
 

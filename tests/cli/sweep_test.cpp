@@ -19,10 +19,13 @@ namespace fs = std::filesystem;
 // A sweep of `n_layers` x 1 seed in `dir`/out; `iters` steps each.
 std::string write_sweep(const std::string& dir, int iters, const std::string& layers) {
   const std::string path = dir + "/sweep.json";
-  write_text(path, R"({"name": "t", "base": ")" + base_config() + R"(", "out_dir": ")" + dir + R"(/out",
+  write_text(path, R"({"name": "t", "base": ")" + base_config() + R"(", "out_dir": ")" + dir +
+                       R"(/out",
     "overrides": {"model.n_embd": 16, "model.n_head": 2, "model.block_size": 16, "train.batch_size": 4,
-                  "train.max_iters": )" + std::to_string(iters) + R"(, "train.eval_interval": 20},
-    "grid": {"model.n_layer": )" + layers + "}}");
+                  "train.max_iters": )" +
+                       std::to_string(iters) + R"(, "train.eval_interval": 20},
+    "grid": {"model.n_layer": )" +
+                       layers + "}}");
   return path;
 }
 
@@ -30,12 +33,15 @@ std::string status_line(const RunResult& r) { return r.out.substr(0, r.out.find(
 
 TEST(SweepCommand, ASecondInvocationOnARunningOutDirIsRefusedNamingItAndTheHolder) {
   const std::string dir = make_temp_dir("sweep_lock");
-  const std::string sweep = write_sweep(dir, 100000, "[1]");  // ~10 s if a failure leaves it running
+  const std::string sweep =
+      write_sweep(dir, 100000, "[1]");  // ~10 s if a failure leaves it running
   Child first({"sweep", sweep, "--jobs", "1"});
-  ASSERT_TRUE(wait_until([&] { return fs::exists(dir + "/out/L1-pre-layernorm-res-s0/metrics.jsonl"); }));
+  ASSERT_TRUE(
+      wait_until([&] { return fs::exists(dir + "/out/L1-pre-layernorm-res-s0/metrics.jsonl"); }));
   const RunResult second = run_stacklab({"sweep", sweep, "--jobs", "1"});
   EXPECT_EQ(second.exit_code, 1) << second;
-  EXPECT_NE(second.output.find(dir + "/out is in use by another stacklab sweep"), std::string::npos) << second;
+  EXPECT_NE(second.output.find(dir + "/out is in use by another stacklab sweep"), std::string::npos)
+      << second;
   EXPECT_NE(second.output.find("executor local, pid "), std::string::npos) << second;
   const RunResult status = run_stacklab({"sweep", "--status", dir + "/out"});
   EXPECT_NE(status_line(status).find("running 1,"), std::string::npos) << status;
@@ -52,7 +58,8 @@ TEST(SweepCommand, TheLockIsNotStuckOnTheRecordOfASweepThatDied) {
   const std::string sweep = write_sweep(dir, 40, "[1, 2]");
   fs::create_directories(dir + "/out");
   // The record of a sweep that died (its pid is gone, its flock with it).
-  write_text(dir + "/out/sweep.lock", R"({"executor": "local", "pid": 999999999, "host": "x", "job": ""})");
+  write_text(dir + "/out/sweep.lock",
+             R"({"executor": "local", "pid": 999999999, "host": "x", "job": ""})");
   const RunResult r = run_stacklab({"sweep", sweep, "--jobs", "2"});
   EXPECT_EQ(r.exit_code, 0) << r;
   const RunResult status = run_stacklab({"sweep", "--status", dir + "/out"});
@@ -66,15 +73,20 @@ TEST(SweepCommand, CountsAFailedRunAndExitsNonZeroWithItsLogsLastLine) {
   ASSERT_EQ(run_stacklab({"sweep", sweep, "--jobs", "2"}).exit_code, 0);
   const std::string run = dir + "/out/L2-pre-layernorm-res-s0";
   fs::remove(run + "/summary.json");
-  write_text(run + "/config.json", "{\"model\": {\"n_head\": 3}}");  // a run whose config no longer loads
+  write_text(run + "/config.json",
+             "{\"model\": {\"n_head\": 3}}");  // a run whose config no longer loads
   const RunResult again = run_stacklab({"sweep", sweep, "--jobs", "2"});
   EXPECT_EQ(again.exit_code, 1) << again;
   const RunResult status = run_stacklab({"sweep", "--status", dir + "/out"});
   EXPECT_EQ(status.exit_code, 1) << status;
-  EXPECT_NE(status_line(status).find("new 0, queued 0, running 0, completed 1, failed 1, diverged 0, interrupted 0"),
-            std::string::npos) << status;
-  EXPECT_NE(status.out.find("failed L2-pre-layernorm-res-s0: stacklab train: error: " + run + "/config.json"),
-            std::string::npos) << status;
+  EXPECT_NE(status_line(status).find(
+                "new 0, queued 0, running 0, completed 1, failed 1, diverged 0, interrupted 0"),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.out.find("failed L2-pre-layernorm-res-s0: stacklab train: error: " + run +
+                            "/config.json"),
+            std::string::npos)
+      << status;
   fs::remove_all(dir);
 }
 
@@ -85,19 +97,25 @@ TEST(SweepCommand, SlurmFlagsWithTheLocalExecutorAndAnUnknownExecutorAreRefused)
   EXPECT_EQ(a.exit_code, 1);
   EXPECT_NE(a.output.find("--max-parallel: only with --executor slurm"), std::string::npos) << a;
   const RunResult b = run_stacklab({"sweep", sweep, "--executor", "pbs"});
-  EXPECT_NE(b.output.find("--executor: expected \"local\" or \"slurm\", got \"pbs\""), std::string::npos) << b;
+  EXPECT_NE(b.output.find("--executor: expected \"local\" or \"slurm\", got \"pbs\""),
+            std::string::npos)
+      << b;
   const RunResult c = run_stacklab({"sweep", "--status", dir});
-  EXPECT_NE(c.output.find(dir + ": not a sweep directory (no manifest.json)"), std::string::npos) << c;
+  EXPECT_NE(c.output.find(dir + ": not a sweep directory (no manifest.json)"), std::string::npos)
+      << c;
   fs::remove_all(dir);
 }
 
 TEST(SweepCommand, PrintsTheArrayScriptAndSubmitsNothing) {
   const std::string dir = make_temp_dir("sweep_dry");
   const std::string sweep = write_sweep(dir, 40, "[1, 2]");
-  const RunResult r = run_stacklab({"sweep", sweep, "--executor", "slurm", "--max-parallel", "1", "--dry-run"});
+  const RunResult r =
+      run_stacklab({"sweep", sweep, "--executor", "slurm", "--max-parallel", "1", "--dry-run"});
   EXPECT_EQ(r.exit_code, 0) << r;
   EXPECT_NE(r.out.find("#SBATCH --array=0-1%1"), std::string::npos) << r;
-  EXPECT_NE(r.out.find("submitted with: sbatch --parsable " + dir + "/out/slurm/array.sbatch"), std::string::npos) << r;
+  EXPECT_NE(r.out.find("submitted with: sbatch --parsable " + dir + "/out/slurm/array.sbatch"),
+            std::string::npos)
+      << r;
   EXPECT_FALSE(fs::exists(dir + "/out/slurm/array.sbatch"));
   EXPECT_FALSE(fs::exists(dir + "/out/L1-pre-layernorm-res-s0/config.json"));
   fs::remove_all(dir);
@@ -107,7 +125,8 @@ TEST(SweepCommand, PrintsTheArrayScriptAndSubmitsNothing) {
 TEST(SweepCommand, RefusesTrainSeedInTheGridNamingTheFileTheKeyAndSeeds) {
   const std::string dir = make_temp_dir("sweep_seedgrid");
   const std::string sweep = dir + "/seedgrid.json";
-  write_text(sweep, R"({"name": "seedgrid", "base": ")" + base_config() + R"(", "out_dir": ")" + dir + R"(/out",
+  write_text(sweep, R"({"name": "seedgrid", "base": ")" + base_config() + R"(", "out_dir": ")" +
+                        dir + R"(/out",
     "overrides": {"train.max_iters": 3, "model.n_embd": 16, "model.n_layer": 1}, "grid": {"train.seed": [1, 2]}})");
   for (const std::vector<std::string>& extra : {std::vector<std::string>{}, {"--dry-run"}}) {
     const RunResult r = run_stacklab(concat({"sweep", sweep}, extra));
@@ -124,7 +143,8 @@ TEST(SweepCommand, RefusesTrainSeedInTheGridNamingTheFileTheKeyAndSeeds) {
 TEST(SweepCommand, EachChildsConfigHoldsTheValuesItsRunIdNames) {
   const std::string dir = make_temp_dir("sweep_child_cfg");
   const std::string sweep = dir + "/sweep.json";
-  write_text(sweep, R"({"name": "t", "base": ")" + base_config() + R"(", "out_dir": ")" + dir + R"(/out",
+  write_text(sweep,
+             R"({"name": "t", "base": ")" + base_config() + R"(", "out_dir": ")" + dir + R"(/out",
     "seeds": [1, 2],
     "overrides": {"model.n_embd": 16, "model.n_head": 2, "model.block_size": 16, "train.batch_size": 4,
                   "train.max_iters": 3, "train.eval_interval": 3, "model.n_layer": 1},
@@ -139,7 +159,8 @@ TEST(SweepCommand, EachChildsConfigHoldsTheValuesItsRunIdNames) {
     for (const double lr : {0.01, 0.003})
       for (const int seed : {1, 2}) {
         std::ostringstream id;
-        id << "L1-pre-" << norm << "-res-learning_rate" << nlohmann::json(lr).dump() << "-s" << seed;
+        id << "L1-pre-" << norm << "-res-learning_rate" << nlohmann::json(lr).dump() << "-s"
+           << seed;
         const std::string run = dir + "/out/" + id.str();
         ASSERT_TRUE(fs::exists(run + "/config.json")) << run << "\n" << r;
         const nlohmann::json c = read_json(run + "/config.json");
@@ -157,7 +178,8 @@ TEST(SweepCommand, EachChildsConfigHoldsTheValuesItsRunIdNames) {
         EXPECT_EQ(cmd.find("--train.seed="), cmd.rfind("--train.seed=")) << cmd;
       }
   EXPECT_EQ(runs, 8u);
-  EXPECT_NE(loss["L1-pre-layernorm-res-learning_rate0.01-s1"], loss["L1-pre-layernorm-res-learning_rate0.01-s2"]);
+  EXPECT_NE(loss["L1-pre-layernorm-res-learning_rate0.01-s1"],
+            loss["L1-pre-layernorm-res-learning_rate0.01-s2"]);
   fs::remove_all(dir);
 }
 
@@ -190,7 +212,9 @@ TEST(SweepCommand, StatusAndDryRunReportRunsWhoseBaseConfigChangedAsTheRealRunWo
     EXPECT_EQ(st.exit_code, 1) << target << ": changed runs are not results of this sweep\n" << st;
     EXPECT_NE(status_line(st).find("completed 0,"), std::string::npos) << st;
     EXPECT_NE(status_line(st).find("changed 2"), std::string::npos) << st;
-    EXPECT_NE(st.out.find("changed L1-pre-layernorm-res-s0: optim.learning_rate: 0.001 -> 0.002"), std::string::npos) << st;
+    EXPECT_NE(st.out.find("changed L1-pre-layernorm-res-s0: optim.learning_rate: 0.001 -> 0.002"),
+              std::string::npos)
+        << st;
     EXPECT_NE(st.out.find("--on-change rerun"), std::string::npos) << st;
   }
   const RunResult dry = run_stacklab({"sweep", sweep, "--dry-run"});
@@ -199,9 +223,12 @@ TEST(SweepCommand, StatusAndDryRunReportRunsWhoseBaseConfigChangedAsTheRealRunWo
   EXPECT_EQ(dry.output.find("train --resume"), std::string::npos) << dry;
   const RunResult rerun = run_stacklab({"sweep", sweep, "--dry-run", "--on-change", "rerun"});
   EXPECT_EQ(rerun.exit_code, 0) << rerun;
-  EXPECT_NE(rerun.out.find(dir + "/out/L1-pre-layernorm-res-s0.changed-1"), std::string::npos) << rerun;
-  EXPECT_EQ(rerun.out.find("train --resume"), std::string::npos) << "the moved runs start fresh\n" << rerun;
-  EXPECT_FALSE(fs::exists(dir + "/out/L1-pre-layernorm-res-s0.changed-1")) << "a dry run moves nothing";
+  EXPECT_NE(rerun.out.find(dir + "/out/L1-pre-layernorm-res-s0.changed-1"), std::string::npos)
+      << rerun;
+  EXPECT_EQ(rerun.out.find("train --resume"), std::string::npos) << "the moved runs start fresh\n"
+                                                                 << rerun;
+  EXPECT_FALSE(fs::exists(dir + "/out/L1-pre-layernorm-res-s0.changed-1"))
+      << "a dry run moves nothing";
   fs::remove_all(dir);
 }
 
@@ -217,22 +244,31 @@ TEST(SweepCommand, AFailedRunWhoseConfigChangedIsCountedFailedAndListedWithItsCh
   nlohmann::json cfg = read_json(run + "/config.json");
   cfg["optim"]["learning_rate"] = 0.5;
   write_text(run + "/config.json", cfg.dump(2));
-  write_text(run + "/task.json", R"({"executor": "local", "state": "exited", "exit": 1, "job": "", "host": "h", "pid": 1})");
+  write_text(
+      run + "/task.json",
+      R"({"executor": "local", "state": "exited", "exit": 1, "job": "", "host": "h", "pid": 1})");
   const RunResult st = run_stacklab({"sweep", "--status", dir + "/out"});
   EXPECT_EQ(st.exit_code, 1) << st;
-  EXPECT_NE(status_line(st).find("completed 1, failed 1, diverged 0, interrupted 0, changed 0"), std::string::npos) << st;
-  EXPECT_NE(st.out.find("changed L2-pre-layernorm-res-s0: optim.learning_rate: 0.5 -> 0.001"), std::string::npos) << st;
-  EXPECT_NE(st.out.find("stacklab sweep would refuse to run: 1 run holds"), std::string::npos) << st;
+  EXPECT_NE(status_line(st).find("completed 1, failed 1, diverged 0, interrupted 0, changed 0"),
+            std::string::npos)
+      << st;
+  EXPECT_NE(st.out.find("changed L2-pre-layernorm-res-s0: optim.learning_rate: 0.5 -> 0.001"),
+            std::string::npos)
+      << st;
+  EXPECT_NE(st.out.find("stacklab sweep would refuse to run: 1 run holds"), std::string::npos)
+      << st;
   const RunResult real = run_stacklab({"sweep", sweep, "--jobs", "2"});
   EXPECT_EQ(real.exit_code, 1) << real;
-  EXPECT_NE(real.output.find(run + ":\n    optim.learning_rate: 0.5 -> 0.001"), std::string::npos) << real;
+  EXPECT_NE(real.output.find(run + ":\n    optim.learning_rate: 0.5 -> 0.001"), std::string::npos)
+      << real;
   fs::remove_all(dir);
 }
 
 // PATH set to `dir` while in scope (for running stacklab without Slurm's commands).
 class ScopedPath {
  public:
-  explicit ScopedPath(const std::string& dir) : old_(std::getenv("PATH") ? std::getenv("PATH") : "") {
+  explicit ScopedPath(const std::string& dir)
+      : old_(std::getenv("PATH") ? std::getenv("PATH") : "") {
     setenv("PATH", dir.c_str(), 1);
   }
   ~ScopedPath() { setenv("PATH", old_.c_str(), 1); }
@@ -255,7 +291,8 @@ TEST(SweepCommand, AFailedSlurmSubmitLeavesAManifestStatusReadsAndReleasesTheLoc
     EXPECT_NE(status_line(st).find("new 2,"), std::string::npos) << st;
     EXPECT_NE(status_line(st).find("not submitted"), std::string::npos) << st;
     const RunResult again = run_stacklab({"sweep", sweep, "--executor", "slurm"});
-    EXPECT_EQ(again.output.find("in use"), std::string::npos) << "the failed submit holds nothing\n" << again;
+    EXPECT_EQ(again.output.find("in use"), std::string::npos) << "the failed submit holds nothing\n"
+                                                              << again;
     EXPECT_NE(again.output.find("sbatch on PATH"), std::string::npos) << again;
   }
   const int fd = open((dir + "/out/sweep.lock").c_str(), O_RDWR);
@@ -264,7 +301,8 @@ TEST(SweepCommand, AFailedSlurmSubmitLeavesAManifestStatusReadsAndReleasesTheLoc
   close(fd);
   const RunResult local = run_stacklab({"sweep", sweep, "--jobs", "2"});
   EXPECT_EQ(local.exit_code, 0) << local;
-  EXPECT_NE(status_line(run_stacklab({"sweep", "--status", dir + "/out"})).find("completed 2,"), std::string::npos);
+  EXPECT_NE(status_line(run_stacklab({"sweep", "--status", dir + "/out"})).find("completed 2,"),
+            std::string::npos);
   fs::remove_all(dir);
 }
 

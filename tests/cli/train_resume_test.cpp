@@ -24,10 +24,21 @@ namespace fs = std::filesystem;
 
 // Long enough (about a second) to be interrupted part-way, with checkpoints every 100 steps.
 std::vector<std::string> long_run_args(const std::string& out) {
-  return {"train", base_config(), "--model.n_layer=2", "--model.n_embd=16", "--model.n_head=2",
-          "--model.block_size=16", "--train.batch_size=4", "--train.max_iters=1500", "--train.threads=1",
-          "--train.eval_interval=250", "--log.layer_interval=200", "--log.log_interval=10",
-          "--train.ckpt_interval=100", "--out", out};
+  return {"train",
+          base_config(),
+          "--model.n_layer=2",
+          "--model.n_embd=16",
+          "--model.n_head=2",
+          "--model.block_size=16",
+          "--train.batch_size=4",
+          "--train.max_iters=1500",
+          "--train.threads=1",
+          "--train.eval_interval=250",
+          "--log.layer_interval=200",
+          "--log.log_interval=10",
+          "--train.ckpt_interval=100",
+          "--out",
+          out};
 }
 
 // Everything a run computes that must not depend on being interrupted: per step, the train
@@ -43,7 +54,8 @@ json trajectory(const std::string& dir) {
     } else if (kind == "eval") {
       for (const char* k : {"val_loss", "train_loss"}) e[k] = r.at(k);
     } else if (kind == "layers") {
-      for (const char* k : {"loss", "grad_norm", "update_ratio", "act_rms", "stream_grad_norm"}) e[k] = r.at(k);
+      for (const char* k : {"loss", "grad_norm", "update_ratio", "act_rms", "stream_grad_norm"})
+        e[k] = r.at(k);
     } else {
       continue;  // start / resume records describe the process, not the training
     }
@@ -54,7 +66,8 @@ json trajectory(const std::string& dir) {
 
 json final_losses(const std::string& dir) {
   const json s = read_json(dir + "/summary.json");
-  return {s.at("status"), s.at("steps"), s.at("final_val_loss"), s.at("final_train_loss"), s.at("best_val_loss")};
+  return {s.at("status"), s.at("steps"), s.at("final_val_loss"), s.at("final_train_loss"),
+          s.at("best_val_loss")};
 }
 
 // The uninterrupted reference, trained once per test process.
@@ -90,7 +103,8 @@ void expect_same_training(const std::string& resumed, const std::string& referen
   EXPECT_EQ(a.size(), b.size());
   for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
     if (a[i] != b[i]) {
-      ADD_FAILURE() << "first difference at record " << i << ":\n resumed:   " << a[i] << "\n reference: " << b[i];
+      ADD_FAILURE() << "first difference at record " << i << ":\n resumed:   " << a[i]
+                    << "\n reference: " << b[i];
       break;
     }
   EXPECT_EQ(final_losses(resumed), final_losses(reference));
@@ -112,7 +126,8 @@ TEST(TrainResume, ARunStoppedBySigtermAndResumedEqualsTheUninterruptedRun) {
 
   const auto resumed = run_stacklab({"train", "--resume", dir});
   ASSERT_EQ(resumed.exit_code, 0) << resumed;
-  EXPECT_NE(resumed.output.find("resuming at step " + std::to_string(steps)), std::string::npos) << resumed;
+  EXPECT_NE(resumed.output.find("resuming at step " + std::to_string(steps)), std::string::npos)
+      << resumed;
   expect_same_training(dir, reference);
 }
 
@@ -124,9 +139,11 @@ TEST(TrainResume, ARunKilledAfterItsFirstCheckpointAndResumedEqualsTheUninterrup
   ASSERT_TRUE(testing::wait_until([&] { return last_train_step(dir) >= 150 || !child.running(); }));
   child.signal(SIGKILL);
   const auto killed = child.wait();
-  ASSERT_EQ(killed.term_signal, SIGKILL) << "the run finished before the signal arrived? " << killed;
+  ASSERT_EQ(killed.term_signal, SIGKILL)
+      << "the run finished before the signal arrived? " << killed;
   ASSERT_TRUE(fs::exists(dir + "/checkpoints/latest.safetensors"));
-  EXPECT_EQ(read_json(dir + "/summary.json").at("status"), "running") << "a killed run cannot write its summary";
+  EXPECT_EQ(read_json(dir + "/summary.json").at("status"), "running")
+      << "a killed run cannot write its summary";
 
   const auto resumed = run_stacklab({"train", "--resume", dir});
   ASSERT_EQ(resumed.exit_code, 0) << resumed;
@@ -138,18 +155,25 @@ TEST(TrainResume, ARunKilledAfterItsFirstCheckpointAndResumedEqualsTheUninterrup
 
 TEST(TrainResume, ADamagedMetricsLineIsKeptAsideWithAWarningAndEarlierResumesStay) {
   const std::string dir = make_temp_dir("resume") + "/run";
-  ASSERT_EQ(run_stacklab(concat(concat({"train", base_config()}, testing::tiny_model_args()), {"--out", dir})).exit_code, 0);
+  ASSERT_EQ(run_stacklab(concat(concat({"train", base_config()}, testing::tiny_model_args()),
+                                {"--out", dir}))
+                .exit_code,
+            0);
   ASSERT_EQ(run_stacklab({"train", "--resume", dir, "--train.max_iters=50"}).exit_code, 0);
   // Damage the third line on disk.
   std::istringstream in(testing::read_text(dir + "/metrics.jsonl"));
   std::string line, text;
-  for (int n = 1; std::getline(in, line); ++n) text += (n == 3 ? std::string("{\"step\": 1, \"kind\": \"tra") : line) + "\n";
+  for (int n = 1; std::getline(in, line); ++n)
+    text += (n == 3 ? std::string("{\"step\": 1, \"kind\": \"tra") : line) + "\n";
   testing::write_text(dir + "/metrics.jsonl", text);
 
   const auto r = run_stacklab({"train", "--resume", dir, "--train.max_iters=60"});
   ASSERT_EQ(r.exit_code, 0) << r;
-  EXPECT_NE(r.output.find("warning: " + dir + "/metrics.jsonl line 3 is not a JSON record"), std::string::npos) << r;
-  EXPECT_NE(testing::read_text(dir + "/metrics.jsonl.damaged").find("line 3: {\"step\": 1, \"kind\": \"tra"),
+  EXPECT_NE(r.output.find("warning: " + dir + "/metrics.jsonl line 3 is not a JSON record"),
+            std::string::npos)
+      << r;
+  EXPECT_NE(testing::read_text(dir + "/metrics.jsonl.damaged")
+                .find("line 3: {\"step\": 1, \"kind\": \"tra"),
             std::string::npos);
   const auto resumes = records_of(read_jsonl(dir + "/metrics.jsonl"), "resume");
   ASSERT_EQ(resumes.size(), 2u) << "the history of resumes is kept";
@@ -159,7 +183,10 @@ TEST(TrainResume, ADamagedMetricsLineIsKeptAsideWithAWarningAndEarlierResumesSta
 
 TEST(TrainResume, RejectsConfigOverrides) {
   const std::string dir = make_temp_dir("resume") + "/run";
-  ASSERT_EQ(run_stacklab(concat(concat({"train", base_config()}, testing::tiny_model_args()), {"--out", dir})).exit_code, 0);
+  ASSERT_EQ(run_stacklab(concat(concat({"train", base_config()}, testing::tiny_model_args()),
+                                {"--out", dir}))
+                .exit_code,
+            0);
   const std::string before = testing::read_text(dir + "/metrics.jsonl");
   const auto r = run_stacklab({"train", "--resume", dir, "--optim.learning_rate=0.1"});
   EXPECT_EQ(r.exit_code, 1) << r;

@@ -47,8 +47,8 @@ class TrainedTinyRun : public ::testing::Test {
   void SetUp() override {
     dir_ = make_temp_dir("train") + "/run";
     result_ = run_stacklab(concat(concat({"train", base_config()}, tiny_model_args()),
-                                  {"--train.eval_interval=10", "--log.layer_interval=10", "--log.log_interval=5",
-                                   "--out", dir_}));
+                                  {"--train.eval_interval=10", "--log.layer_interval=10",
+                                   "--log.log_interval=5", "--out", dir_}));
     ASSERT_EQ(result_.exit_code, 0) << result_;
   }
   std::string dir_;
@@ -74,7 +74,8 @@ TEST_F(TrainedTinyRun, EveryMetricsLineEndsWithANewlineAndParses) {
   const std::string text = testing::read_text(dir_ + "/metrics.jsonl");
   ASSERT_FALSE(text.empty());
   EXPECT_EQ(text.back(), '\n');
-  const auto records = read_jsonl(dir_ + "/metrics.jsonl");  // fails the test on a line that does not parse
+  const auto records =
+      read_jsonl(dir_ + "/metrics.jsonl");  // fails the test on a line that does not parse
   for (const auto& r : records) {
     EXPECT_TRUE(r.at("step").is_number_integer()) << r;
     EXPECT_TRUE(r.at("kind").is_string()) << r;
@@ -96,7 +97,8 @@ TEST_F(TrainedTinyRun, TrainAndEvalRecordsHaveTheDocumentedKeys) {
   const auto eval = records_of(records, "eval");
   EXPECT_EQ(steps_of(eval), (std::vector<int64_t>{0, 10, 20, 30, 40}));
   for (const auto& r : eval)
-    for (const char* key : {"val_loss", "train_loss"}) EXPECT_TRUE(r.contains(key) && r.at(key).is_number()) << key << " in " << r;
+    for (const char* key : {"val_loss", "train_loss"})
+      EXPECT_TRUE(r.contains(key) && r.at(key).is_number()) << key << " in " << r;
 }
 
 TEST_F(TrainedTinyRun, LayersRecordsCoverEveryLayerBoundaryAndParameter) {
@@ -108,15 +110,20 @@ TEST_F(TrainedTinyRun, LayersRecordsCoverEveryLayerBoundaryAndParameter) {
   const size_t L = 2;
 
   const auto layers = records_of(read_jsonl(dir_ + "/metrics.jsonl"), "layers");
-  ASSERT_EQ(steps_of(layers), (std::vector<int64_t>{0, 10, 20, 30, 39})) << "and one at the last step";
-  EXPECT_EQ(records_of(read_jsonl(dir_ + "/metrics.jsonl"), "start").at(0).at("layer_metrics"), layer_metrics_json())
+  ASSERT_EQ(steps_of(layers), (std::vector<int64_t>{0, 10, 20, 30, 39}))
+      << "and one at the last step";
+  EXPECT_EQ(records_of(read_jsonl(dir_ + "/metrics.jsonl"), "start").at(0).at("layer_metrics"),
+            layer_metrics_json())
       << "the start record describes the layers records' keys";
   EXPECT_TRUE(layers[0].at("update_ratio").is_null()) << "no update has happened at step 0";
   for (const auto& r : layers) {
     const std::string at = "step " + std::to_string(r.at("step").get<int>());
-    for (const LayerMetric& m : layer_metrics()) {  // every registered metric, with its documented length
+    for (const LayerMetric& m :
+         layer_metrics()) {  // every registered metric, with its documented length
       if (std::string(m.name) == "update_ratio" && r.at("step") == 0) continue;
-      expect_numbers(r.at(m.name), static_cast<size_t>(axis_length(m.axis, static_cast<int64_t>(L))), at + " " + m.name);
+      expect_numbers(r.at(m.name),
+                     static_cast<size_t>(axis_length(m.axis, static_cast<int64_t>(L))),
+                     at + " " + m.name);
     }
     std::set<std::string> logged;
     for (const auto& [name, v] : r.at("params").items()) {
@@ -148,10 +155,12 @@ TEST(TrainCommand, AHugeLearningRateDivergesWithExitCode3) {
 }
 
 TEST(TrainCommand, AFiniteLossAboveTenTimesTheUniformLossEndsTheRunAsDiverged) {
-  // At this rate the tiny model's loss explodes to millions (uniform: ln 32 = 3.47) but stays finite.
+  // At this rate the tiny model's loss explodes to millions (uniform: ln 32 = 3.47) but stays
+  // finite.
   const std::string dir = make_temp_dir("diverge") + "/run";
-  const auto r = run_stacklab(concat(concat({"train", base_config()}, tiny_model_args()),
-                                     {"--train.max_iters=30", "--optim.learning_rate=1e3", "--out", dir}));
+  const auto r =
+      run_stacklab(concat(concat({"train", base_config()}, tiny_model_args()),
+                          {"--train.max_iters=30", "--optim.learning_rate=1e3", "--out", dir}));
   ASSERT_EQ(r.exit_code, 3) << r;
   const json summary = read_json(dir + "/summary.json");
   EXPECT_EQ(summary.at("status"), "diverged") << summary;
@@ -162,7 +171,9 @@ TEST(TrainCommand, AFiniteLossAboveTenTimesTheUniformLossEndsTheRunAsDiverged) {
   EXPECT_EQ(d.at("loss"), "loss") << "the training batch's loss went out of range first: " << d;
   EXPECT_GT(d.at("value").get<double>(), d.at("limit").get<double>()) << d;
   EXPECT_NE(d.at("reason").get<std::string>().find("train loss"), std::string::npos) << d;
-  EXPECT_NE(d.at("reason").get<std::string>().find("10 x ln(vocab_size) = 34.6574"), std::string::npos) << d;
+  EXPECT_NE(d.at("reason").get<std::string>().find("10 x ln(vocab_size) = 34.6574"),
+            std::string::npos)
+      << d;
   EXPECT_LT(summary.at("steps").get<int64_t>(), 30) << "the run stops where it diverged";
   const auto diverged = records_of(read_jsonl(dir + "/metrics.jsonl"), "diverged");
   ASSERT_EQ(diverged.size(), 1u);
@@ -174,8 +185,8 @@ TEST(TrainCommand, AValLossAboveTheLimitAtAnEvalEndsTheRunAsDiverged) {
   // An eval at every step: the eval after the first update already sees the exploded model.
   const std::string dir = make_temp_dir("diverge") + "/run";
   const auto r = run_stacklab(concat(concat({"train", base_config()}, tiny_model_args()),
-                                     {"--train.max_iters=30", "--train.eval_interval=1", "--optim.learning_rate=1e3",
-                                      "--out", dir}));
+                                     {"--train.max_iters=30", "--train.eval_interval=1",
+                                      "--optim.learning_rate=1e3", "--out", dir}));
   ASSERT_EQ(r.exit_code, 3) << r;
   const json d = read_json(dir + "/summary.json").at("divergence");
   ASSERT_TRUE(d.is_object()) << d;
@@ -196,20 +207,25 @@ std::string this_host() {
 
 TEST(TrainLock, ASecondTrainForceOrResumeOnARunningRunIsRefusedNamingItsPidAndHost) {
   const std::string dir = make_temp_dir("lock") + "/run";
-  const auto args = concat(concat({"train", base_config()}, tiny_model_args()),
-                           {"--train.max_iters=100000", "--log.layer_interval=100000", "--out", dir});
+  const auto args =
+      concat(concat({"train", base_config()}, tiny_model_args()),
+             {"--train.max_iters=100000", "--log.layer_interval=100000", "--out", dir});
   testing::Child first(args);
-  ASSERT_TRUE(testing::wait_until([&] { return !records_of(read_jsonl(dir + "/metrics.jsonl"), "train").empty(); }));
+  ASSERT_TRUE(testing::wait_until(
+      [&] { return !records_of(read_jsonl(dir + "/metrics.jsonl"), "train").empty(); }));
   const std::string holder = "pid " + std::to_string(first.pid()) + " on host " + this_host();
   for (const auto& second : {concat(args, {"--force", "--model.n_layer=3", "--train.max_iters=5"}),
                              concat(args, {"--train.max_iters=5"}),
                              std::vector<std::string>{"train", "--resume", dir}}) {
     const auto r = run_stacklab(second);
     EXPECT_EQ(r.exit_code, 1) << r;
-    EXPECT_NE(r.output.find(dir + " is in use by another stacklab train (" + holder), std::string::npos) << r;
+    EXPECT_NE(r.output.find(dir + " is in use by another stacklab train (" + holder),
+              std::string::npos)
+        << r;
     EXPECT_EQ(r.output.find("starting from step 0"), std::string::npos) << r;
   }
-  EXPECT_EQ(read_json(dir + "/config.json").at("model").at("n_layer"), 2) << "a refused run must not write its config";
+  EXPECT_EQ(read_json(dir + "/config.json").at("model").at("n_layer"), 2)
+      << "a refused run must not write its config";
   first.signal(SIGTERM);
   EXPECT_EQ(first.wait().exit_code, 143);
   const json summary = read_json(dir + "/summary.json");
@@ -221,20 +237,22 @@ TEST(TrainLock, ASecondTrainForceOrResumeOnARunningRunIsRefusedNamingItsPidAndHo
 TEST(TrainLock, AResumeTakesOverTheLockOfAKilledRunWithANote) {
   const std::string dir = make_temp_dir("lock") + "/run";
   testing::Child first(concat(concat({"train", base_config()}, tiny_model_args()),
-                              {"--train.max_iters=100000", "--train.ckpt_interval=20", "--log.layer_interval=100000",
-                               "--out", dir}));
-  ASSERT_TRUE(testing::wait_until([&] { return fs::exists(dir + "/checkpoints/latest.safetensors"); }));
+                              {"--train.max_iters=100000", "--train.ckpt_interval=20",
+                               "--log.layer_interval=100000", "--out", dir}));
+  ASSERT_TRUE(
+      testing::wait_until([&] { return fs::exists(dir + "/checkpoints/latest.safetensors"); }));
   const pid_t killed = first.pid();
   first.signal(SIGKILL);
   first.wait();
   ASSERT_TRUE(fs::exists(dir + "/train.lock")) << "SIGKILL leaves the lock file (not the lock)";
   testing::Child resumed({"train", "--resume", dir});
-  ASSERT_TRUE(testing::wait_until([&] { return !records_of(read_jsonl(dir + "/metrics.jsonl"), "resume").empty(); }));
+  ASSERT_TRUE(testing::wait_until(
+      [&] { return !records_of(read_jsonl(dir + "/metrics.jsonl"), "resume").empty(); }));
   resumed.signal(SIGTERM);
   const auto r = resumed.wait();
   EXPECT_EQ(r.exit_code, 143) << r;
-  EXPECT_NE(r.output.find("note: " + dir + "/train.lock: taking over the lock of pid " + std::to_string(killed) +
-                          " on host " + this_host()),
+  EXPECT_NE(r.output.find("note: " + dir + "/train.lock: taking over the lock of pid " +
+                          std::to_string(killed) + " on host " + this_host()),
             std::string::npos)
       << r;
   EXPECT_NE(r.output.find("a process that is gone"), std::string::npos) << r;
@@ -250,18 +268,21 @@ TEST(TrainCommand, RefusesToOverwriteARunWithoutForceOrResume) {
   EXPECT_EQ(again.exit_code, 1) << again;
   EXPECT_NE(again.output.find("already holds a run"), std::string::npos) << again;
   EXPECT_NE(again.output.find("--resume " + dir), std::string::npos) << again;
-  EXPECT_EQ(testing::read_text(dir + "/metrics.jsonl"), before) << "the refused run must not touch the old one";
+  EXPECT_EQ(testing::read_text(dir + "/metrics.jsonl"), before)
+      << "the refused run must not touch the old one";
 
   const auto forced = run_stacklab(concat(args, {"--force"}));
   EXPECT_EQ(forced.exit_code, 0) << forced;
-  EXPECT_EQ(records_of(read_jsonl(dir + "/metrics.jsonl"), "start").size(), 1u) << "--force starts the run over";
+  EXPECT_EQ(records_of(read_jsonl(dir + "/metrics.jsonl"), "start").size(), 1u)
+      << "--force starts the run over";
 }
 
 // ---- text data ---------------------------------------------------------------------------
 
 TEST(TrainCommand, TrainsOnATextFileWithAVocabularyOfItsDistinctCharacters) {
   const std::string tmp = make_temp_dir("text");
-  const std::vector<std::string> words = {"stack", "norm", "résidu", "layer", "grad", "loss"};  // é: 2 bytes
+  const std::vector<std::string> words = {"stack", "norm", "résidu",
+                                          "layer", "grad", "loss"};  // é: 2 bytes
   std::string text;
   uint64_t x = 1;
   while (text.size() < 4000) {
@@ -278,8 +299,9 @@ TEST(TrainCommand, TrainsOnATextFileWithAVocabularyOfItsDistinctCharacters) {
   }
   ASSERT_EQ(distinct.size(), 20u) << "every word, space, '.', newline and the 2-byte 'é'";
   const std::string dir = tmp + "/run";
-  const auto r = run_stacklab(concat(concat({"train", base_config()}, tiny_model_args()),
-                                     {"--data.source=text", "--data.path=" + tmp + "/corpus.txt", "--out", dir}));
+  const auto r = run_stacklab(
+      concat(concat({"train", base_config()}, tiny_model_args()),
+             {"--data.source=text", "--data.path=" + tmp + "/corpus.txt", "--out", dir}));
   ASSERT_EQ(r.exit_code, 0) << r;
   ASSERT_TRUE(fs::exists(dir + "/vocab.json"));
   EXPECT_EQ(read_json(dir + "/vocab.json").at("vocab_size"), distinct.size());
@@ -290,8 +312,9 @@ TEST(TrainCommand, TrainsOnATextFileWithAVocabularyOfItsDistinctCharacters) {
 TEST(TrainCommand, AnEmptyTextFileFailsNamingTheFile) {
   const std::string tmp = make_temp_dir("text");
   testing::write_text(tmp + "/empty.txt", "");
-  const auto r = run_stacklab(concat(concat({"train", base_config()}, tiny_model_args()),
-                                     {"--data.source=text", "--data.path=" + tmp + "/empty.txt", "--out", tmp + "/run"}));
+  const auto r = run_stacklab(
+      concat(concat({"train", base_config()}, tiny_model_args()),
+             {"--data.source=text", "--data.path=" + tmp + "/empty.txt", "--out", tmp + "/run"}));
   EXPECT_EQ(r.exit_code, 1) << r;
   EXPECT_NE(r.output.find(tmp + "/empty.txt"), std::string::npos) << r;
   EXPECT_NE(r.output.find("empty"), std::string::npos) << r;
@@ -300,9 +323,12 @@ TEST(TrainCommand, AnEmptyTextFileFailsNamingTheFile) {
 
 TEST(TrainCommand, InvalidUtf8FailsNamingTheFileAndTheOffset) {
   const std::string tmp = make_temp_dir("text");
-  testing::write_text(tmp + "/bad.txt", std::string("abc\xff\xfe" "def", 8));
-  const auto r = run_stacklab(concat(concat({"train", base_config()}, tiny_model_args()),
-                                     {"--data.source=text", "--data.path=" + tmp + "/bad.txt", "--out", tmp + "/run"}));
+  testing::write_text(tmp + "/bad.txt", std::string("abc\xff\xfe"
+                                                    "def",
+                                                    8));
+  const auto r = run_stacklab(
+      concat(concat({"train", base_config()}, tiny_model_args()),
+             {"--data.source=text", "--data.path=" + tmp + "/bad.txt", "--out", tmp + "/run"}));
   EXPECT_EQ(r.exit_code, 1) << r;
   EXPECT_NE(r.output.find(tmp + "/bad.txt"), std::string::npos) << r;
   EXPECT_NE(r.output.find("invalid UTF-8 at byte offset 3"), std::string::npos) << r;

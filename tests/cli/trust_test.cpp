@@ -27,26 +27,30 @@ using testing::tiny_model_args;
 using testing::write_text;
 namespace fs = std::filesystem;
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 // Train and eval records (the numbers a run reports), without timings.
 json losses(const std::string& dir) {
   json t = json::array();
   for (const auto& r : read_jsonl(dir + "/metrics.jsonl")) {
-    if (r.at("kind") == "train") t.push_back({r.at("step"), r.at("loss"), r.at("lr"), r.at("grad_norm")});
+    if (r.at("kind") == "train")
+      t.push_back({r.at("step"), r.at("loss"), r.at("lr"), r.at("grad_norm")});
     if (r.at("kind") == "eval") t.push_back({r.at("step"), r.at("val_loss"), r.at("train_loss")});
   }
   return t;
 }
 
-std::vector<std::string> tiny_run(const std::string& out, const std::vector<std::string>& extra = {}) {
+std::vector<std::string> tiny_run(const std::string& out,
+                                  const std::vector<std::string>& extra = {}) {
   return concat(concat(concat({"train", base_config()}, tiny_model_args()), {"--out", out}), extra);
 }
 
 // A sweep file in `dir` over `base` with the given overrides, training 3-step runs.
 std::string write_sweep(const std::string& dir, const std::string& base, const json& overrides,
                         const json& extra = json::object()) {
-  json common = {{"model.n_layer", 1}, {"model.n_head", 2},        {"model.block_size", 8},
+  json common = {{"model.n_layer", 1},    {"model.n_head", 2},    {"model.block_size", 8},
                  {"train.batch_size", 2}, {"train.max_iters", 3}, {"train.eval_interval", 2}};
   for (const auto& [k, v] : overrides.items()) common[k] = v;
   json s = {{"name", "t"}, {"base", base}, {"out_dir", dir + "/out"}, {"overrides", common}};
@@ -71,7 +75,8 @@ TEST(Provenance, ASweepWhoseOverrideChangedDoesNotCountTheOldRunAsDone) {
   ASSERT_EQ(again.exit_code, 0) << again;
   const std::string run = dir + "/out/L1-pre-layernorm-res-s0";
   EXPECT_EQ(read_json(run + "/config.json").at("model").at("n_embd"), 16);
-  EXPECT_EQ(read_json(run + ".changed-1/config.json").at("model").at("n_embd"), 32) << "the old run is kept";
+  EXPECT_EQ(read_json(run + ".changed-1/config.json").at("model").at("n_embd"), 32)
+      << "the old run is kept";
   EXPECT_TRUE(contains(run_stacklab({"sweep", sweep}).output, "0 to do, 1 already done"));
 }
 
@@ -97,16 +102,19 @@ TEST(Provenance, ARunMadeBeforeAKeyExistedIsNotChanged) {
   EXPECT_EQ(resumed.exit_code, 0) << resumed;
   EXPECT_FALSE(contains(resumed.output, "changed")) << resumed;
   // A real change is still one.
-  const auto changed = run_stacklab({"train", "--resume", dir + "/a", "--train.max_iters=8", "--optim.learning_rate=0.5"});
+  const auto changed = run_stacklab(
+      {"train", "--resume", dir + "/a", "--train.max_iters=8", "--optim.learning_rate=0.5"});
   EXPECT_EQ(changed.exit_code, 1) << changed;
 }
 
 TEST(Provenance, AChangedBaseConfigIsDetectedBySweep) {
   const std::string dir = make_temp_dir("prov");
-  write_text(dir + "/base.json", json{{"extends", base_config()}, {"optim", {{"learning_rate", 0.002}}}}.dump());
+  write_text(dir + "/base.json",
+             json{{"extends", base_config()}, {"optim", {{"learning_rate", 0.002}}}}.dump());
   const std::string sweep = write_sweep(dir, "base.json", json::object());
   ASSERT_EQ(run_stacklab({"sweep", sweep}).exit_code, 0);
-  write_text(dir + "/base.json", json{{"extends", base_config()}, {"optim", {{"learning_rate", 0.003}}}}.dump());
+  write_text(dir + "/base.json",
+             json{{"extends", base_config()}, {"optim", {{"learning_rate", 0.003}}}}.dump());
   const auto r = run_stacklab({"sweep", sweep});
   EXPECT_EQ(r.exit_code, 1) << r;
   EXPECT_TRUE(contains(r.output, "optim.learning_rate: 0.002 -> 0.003")) << r;
@@ -124,7 +132,8 @@ TEST(Provenance, AChangedDataFileIsDetectedBySweepAndByResume) {
   const auto r = run_stacklab({"sweep", sweep});
   EXPECT_EQ(r.exit_code, 1) << r;
   EXPECT_TRUE(contains(r.output, "data.file.bytes")) << r;
-  const auto resume = run_stacklab({"train", "--resume", dir + "/out/L1-pre-layernorm-res-s0", "--train.max_iters=5"});
+  const auto resume = run_stacklab(
+      {"train", "--resume", dir + "/out/L1-pre-layernorm-res-s0", "--train.max_iters=5"});
   EXPECT_EQ(resume.exit_code, 1) << resume;
   EXPECT_TRUE(contains(resume.output, "cannot resume")) << resume;
   EXPECT_TRUE(contains(resume.output, "data.file.fnv1a64")) << resume;
@@ -140,7 +149,8 @@ TEST(RunConfig, ARunsConfigJsonValidatesAndRetrainsToIdenticalLosses) {
   const auto r = run_stacklab({"train", dir + "/a/config.json", "--out", dir + "/b"});
   ASSERT_EQ(r.exit_code, 0) << r;
   EXPECT_EQ(losses(dir + "/a"), losses(dir + "/b"));
-  EXPECT_EQ(read_json(dir + "/a/provenance.json").at("fingerprint"), read_json(dir + "/b/provenance.json").at("fingerprint"));
+  EXPECT_EQ(read_json(dir + "/a/provenance.json").at("fingerprint"),
+            read_json(dir + "/b/provenance.json").at("fingerprint"));
 }
 
 TEST(RunConfig, AnEditedDerivedSectionIsAnErrorNamingIt) {
@@ -157,7 +167,8 @@ TEST(RunConfig, AnEditedDerivedSectionIsAnErrorNamingIt) {
 TEST(ContainedPaths, ARunNameWithDotsOrSlashesIsRefusedNamingTheKey) {
   for (const std::string bad : {"../evil", "a/b", "..", ""}) {
     const std::string cwd = make_temp_dir("paths");
-    const auto r = run_stacklab(concat(concat({"train", base_config()}, tiny_model_args()), {"--train.name=" + bad}));
+    const auto r = run_stacklab(
+        concat(concat({"train", base_config()}, tiny_model_args()), {"--train.name=" + bad}));
     EXPECT_EQ(r.exit_code, 1) << bad << ": " << r;
     EXPECT_TRUE(contains(r.output, "train.name")) << r;
   }
@@ -167,8 +178,9 @@ TEST(ContainedPaths, ARunNameWithDotsOrSlashesIsRefusedNamingTheKey) {
 TEST(ContainedPaths, ASweepVariantNameThatIsNotAPlainNameOrNotAStringIsAConfigError) {
   const std::string dir = make_temp_dir("paths");
   for (const json& name : {json("../x"), json(7)}) {
-    const std::string sweep = write_sweep(dir, base_config(), json::object(),
-                                          {{"variants", json::array({{{"name", name}}, {{"name", "b"}}})}});
+    const std::string sweep =
+        write_sweep(dir, base_config(), json::object(),
+                    {{"variants", json::array({{{"name", name}}, {{"name", "b"}}})}});
     const auto r = run_stacklab({"sweep", sweep, "--dry-run"});
     EXPECT_EQ(r.exit_code, 1) << r;  // 7 used to exit 70, an internal error
     EXPECT_TRUE(contains(r.output, sweep + ": variants[0].name")) << r;
@@ -180,8 +192,11 @@ TEST(ContainedPaths, ASweepVariantNameThatIsNotAPlainNameOrNotAStringIsAConfigEr
 TEST(ResumeExtend, ACompletedRunExtendsToTheLossesOfALongerRun) {
   const std::string dir = make_temp_dir("extend");
   const std::vector<std::string> common = {"--train.eval_interval=10", "--log.log_interval=1"};
-  ASSERT_EQ(run_stacklab(tiny_run(dir + "/short", concat(common, {"--train.max_iters=20"}))).exit_code, 0);
-  ASSERT_EQ(run_stacklab(tiny_run(dir + "/long", concat(common, {"--train.max_iters=40"}))).exit_code, 0);
+  ASSERT_EQ(
+      run_stacklab(tiny_run(dir + "/short", concat(common, {"--train.max_iters=20"}))).exit_code,
+      0);
+  ASSERT_EQ(
+      run_stacklab(tiny_run(dir + "/long", concat(common, {"--train.max_iters=40"}))).exit_code, 0);
   const auto r = run_stacklab({"train", "--resume", dir + "/short", "--train.max_iters=40"});
   ASSERT_EQ(r.exit_code, 0) << r;
   EXPECT_TRUE(contains(r.output, "extending")) << r;
@@ -199,7 +214,8 @@ TEST(ResumeExtend, OtherOverridesAreRefusedNamingThemAndThreadsMayChangeWithANot
   const auto shorter = run_stacklab({"train", "--resume", dir + "/a", "--train.max_iters=5"});
   EXPECT_EQ(shorter.exit_code, 1) << shorter;
   EXPECT_TRUE(contains(shorter.output, "extended, not shortened")) << shorter;
-  const auto threads = run_stacklab({"train", "--resume", dir + "/a", "--train.threads=2", "--train.max_iters=12"});
+  const auto threads =
+      run_stacklab({"train", "--resume", dir + "/a", "--train.threads=2", "--train.max_iters=12"});
   EXPECT_EQ(threads.exit_code, 0) << threads;
   EXPECT_TRUE(contains(threads.output, "bit-identical")) << threads;
 }
@@ -207,27 +223,32 @@ TEST(ResumeExtend, OtherOverridesAreRefusedNamingThemAndThreadsMayChangeWithANot
 TEST(ResumeExtend, ExtendingACosineRunPastItsDecayIsRefusedUnlessTheDecayKeyIsGiven) {
   const std::string dir = make_temp_dir("extend");
   ASSERT_EQ(run_stacklab(tiny_run(dir + "/a", {"--train.max_iters=20", "--optim.schedule=cosine",
-                                                "--log.log_interval=1"}))
+                                               "--log.log_interval=1"}))
                 .exit_code,
             0);
   const std::string before = testing::read_text(dir + "/a/metrics.jsonl");
-  // The decay ended at step 20 (lr_decay_iters 0 = max_iters) with min_lr 0: every new step would run at lr 0.
+  // The decay ended at step 20 (lr_decay_iters 0 = max_iters) with min_lr 0: every new step would
+  // run at lr 0.
   const auto r = run_stacklab({"train", "--resume", dir + "/a", "--train.max_iters=30"});
   EXPECT_EQ(r.exit_code, 1) << r;
   for (const char* part : {"--train.max_iters=30", "optim.lr_decay_iters=20", "optim.min_lr=0",
                            "extend the decay too with --optim.lr_decay_iters=30"})
     EXPECT_TRUE(contains(r.output, part)) << "missing '" << part << "' in\n" << r;
-  EXPECT_EQ(testing::read_text(dir + "/a/metrics.jsonl"), before) << "a refused extension leaves the run alone";
-  const auto moved = run_stacklab({"train", "--resume", dir + "/a", "--train.max_iters=30", "--optim.lr_decay_iters=30"});
+  EXPECT_EQ(testing::read_text(dir + "/a/metrics.jsonl"), before)
+      << "a refused extension leaves the run alone";
+  const auto moved = run_stacklab(
+      {"train", "--resume", dir + "/a", "--train.max_iters=30", "--optim.lr_decay_iters=30"});
   ASSERT_EQ(moved.exit_code, 0) << moved;
   EXPECT_EQ(read_json(dir + "/a/config.json").at("optim").at("lr_decay_iters"), 30);
   for (const auto& rec : read_jsonl(dir + "/a/metrics.jsonl")) {
     if (rec.at("kind") == "train" && rec.at("step").get<int>() >= 20) {
-      EXPECT_GT(rec.at("lr").get<double>(), 0.0) << "the extended decay trains the new steps: " << rec;
+      EXPECT_GT(rec.at("lr").get<double>(), 0.0)
+          << "the extended decay trains the new steps: " << rec;
     }
   }
   // Keeping the decay where it is, on purpose: the new steps run at min_lr.
-  const auto kept = run_stacklab({"train", "--resume", dir + "/a", "--train.max_iters=35", "--optim.lr_decay_iters=30"});
+  const auto kept = run_stacklab(
+      {"train", "--resume", dir + "/a", "--train.max_iters=35", "--optim.lr_decay_iters=30"});
   EXPECT_EQ(kept.exit_code, 0) << kept;
   // The decay moves only with an extension.
   const auto alone = run_stacklab({"train", "--resume", dir + "/a", "--optim.lr_decay_iters=50"});
@@ -242,10 +263,12 @@ TEST(BestCheckpoint, IsWrittenAndSampleCanChooseItAndStreamSeveralSamples) {
   const std::string dir = make_temp_dir("best");
   ASSERT_EQ(run_stacklab(tiny_run(dir + "/a", {"--train.eval_interval=10"})).exit_code, 0);
   ASSERT_TRUE(fs::exists(dir + "/a/checkpoints/best.safetensors"));
-  const auto r = run_stacklab({"sample", dir + "/a", "--checkpoint", "best", "--num-samples", "2", "--tokens", "5"});
+  const auto r = run_stacklab(
+      {"sample", dir + "/a", "--checkpoint", "best", "--num-samples", "2", "--tokens", "5"});
   ASSERT_EQ(r.exit_code, 0) << r;
   EXPECT_TRUE(contains(r.out, "\n---\n")) << r;
-  const auto missing = run_stacklab({"sample", dir + "/a", "--checkpoint", dir + "/nope.safetensors"});
+  const auto missing =
+      run_stacklab({"sample", dir + "/a", "--checkpoint", dir + "/nope.safetensors"});
   EXPECT_EQ(missing.exit_code, 1) << missing;
   EXPECT_TRUE(contains(missing.output, "nope.safetensors not found")) << missing;
 }
@@ -253,11 +276,16 @@ TEST(BestCheckpoint, IsWrittenAndSampleCanChooseItAndStreamSeveralSamples) {
 TEST(BestCheckpoint, IsNotWrittenWithSaveBestOffAndTheRunIsOtherwiseTheSame) {
   const std::string dir = make_temp_dir("nobest");
   ASSERT_EQ(run_stacklab(tiny_run(dir + "/on", {"--train.eval_interval=10"})).exit_code, 0);
-  ASSERT_EQ(run_stacklab(tiny_run(dir + "/off", {"--train.eval_interval=10", "--train.save_best=false"})).exit_code, 0);
+  ASSERT_EQ(
+      run_stacklab(tiny_run(dir + "/off", {"--train.eval_interval=10", "--train.save_best=false"}))
+          .exit_code,
+      0);
   EXPECT_TRUE(fs::exists(dir + "/on/checkpoints/best.safetensors"));
   EXPECT_FALSE(fs::exists(dir + "/off/checkpoints/best.safetensors"));
   EXPECT_TRUE(fs::exists(dir + "/off/checkpoints/latest.safetensors"));
-  const auto summary = [&](const std::string& run) { return read_json(dir + "/" + run + "/summary.json"); };
+  const auto summary = [&](const std::string& run) {
+    return read_json(dir + "/" + run + "/summary.json");
+  };
   EXPECT_EQ(summary("on")["best_val_loss"], summary("off")["best_val_loss"]);
   EXPECT_EQ(summary("on")["final_val_loss"], summary("off")["final_val_loss"]);
 }
@@ -266,9 +294,12 @@ TEST(BestCheckpoint, IsNotWrittenWithSaveBestOffAndTheRunIsOtherwiseTheSame) {
 
 TEST(GradAccum, TwoMicroBatchesGiveTheUpdateOfOneBatchOfTwiceTheSize) {
   const std::string dir = make_temp_dir("accum");
-  const std::vector<std::string> common = {"--train.max_iters=3", "--train.eval_interval=1", "--log.log_interval=1"};
-  ASSERT_EQ(run_stacklab(tiny_run(dir + "/one", concat(common, {"--train.batch_size=8"}))).exit_code, 0);
-  ASSERT_EQ(run_stacklab(tiny_run(dir + "/two", concat(common, {"--train.batch_size=4", "--train.grad_accum_steps=2"})))
+  const std::vector<std::string> common = {"--train.max_iters=3", "--train.eval_interval=1",
+                                           "--log.log_interval=1"};
+  ASSERT_EQ(
+      run_stacklab(tiny_run(dir + "/one", concat(common, {"--train.batch_size=8"}))).exit_code, 0);
+  ASSERT_EQ(run_stacklab(tiny_run(dir + "/two", concat(common, {"--train.batch_size=4",
+                                                                "--train.grad_accum_steps=2"})))
                 .exit_code,
             0);
   const auto a = records_of(read_jsonl(dir + "/one/metrics.jsonl"), "train");
@@ -277,10 +308,12 @@ TEST(GradAccum, TwoMicroBatchesGiveTheUpdateOfOneBatchOfTwiceTheSize) {
   ASSERT_EQ(b.size(), 3u);
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_NEAR(a[i].at("loss").get<double>(), b[i].at("loss").get<double>(), 1e-5) << "step " << i;
-    EXPECT_NEAR(a[i].at("grad_norm").get<double>(), b[i].at("grad_norm").get<double>(), 1e-4) << "step " << i;
+    EXPECT_NEAR(a[i].at("grad_norm").get<double>(), b[i].at("grad_norm").get<double>(), 1e-4)
+        << "step " << i;
   }
   // Not the same as one batch of 4: the test can fail.
-  ASSERT_EQ(run_stacklab(tiny_run(dir + "/four", concat(common, {"--train.batch_size=4"}))).exit_code, 0);
+  ASSERT_EQ(
+      run_stacklab(tiny_run(dir + "/four", concat(common, {"--train.batch_size=4"}))).exit_code, 0);
   const auto c = records_of(read_jsonl(dir + "/four/metrics.jsonl"), "train");
   EXPECT_GT(std::abs(a[0].at("loss").get<double>() - c[0].at("loss").get<double>()), 1e-4);
 }
@@ -289,7 +322,8 @@ TEST(GradAccum, TwoMicroBatchesGiveTheUpdateOfOneBatchOfTwiceTheSize) {
 
 TEST(DropoutRun, IsSeededOffInEvalAndResumesToTheSameLosses) {
   const std::string dir = make_temp_dir("drop");
-  const std::vector<std::string> common = {"--train.eval_interval=10", "--log.log_interval=1", "--train.max_iters=40"};
+  const std::vector<std::string> common = {"--train.eval_interval=10", "--log.log_interval=1",
+                                           "--train.max_iters=40"};
   const auto drop = concat(common, {"--model.dropout=0.2"});
   ASSERT_EQ(run_stacklab(tiny_run(dir + "/a", drop)).exit_code, 0);
   ASSERT_EQ(run_stacklab(tiny_run(dir + "/b", drop)).exit_code, 0);
@@ -297,12 +331,14 @@ TEST(DropoutRun, IsSeededOffInEvalAndResumesToTheSameLosses) {
   EXPECT_EQ(losses(dir + "/a"), losses(dir + "/b")) << "seeded from train.seed: deterministic";
   const auto ea = records_of(read_jsonl(dir + "/a/metrics.jsonl"), "eval");
   const auto en = records_of(read_jsonl(dir + "/none/metrics.jsonl"), "eval");
-  EXPECT_EQ(ea.at(0).at("val_loss"), en.at(0).at("val_loss")) << "no dropout in eval: step 0 is the same model";
+  EXPECT_EQ(ea.at(0).at("val_loss"), en.at(0).at("val_loss"))
+      << "no dropout in eval: step 0 is the same model";
   const auto ta = records_of(read_jsonl(dir + "/a/metrics.jsonl"), "train");
   const auto tn = records_of(read_jsonl(dir + "/none/metrics.jsonl"), "train");
   EXPECT_NE(ta.at(0).at("loss"), tn.at(0).at("loss")) << "dropout is on in training";
   // Stopped at 20 and extended to 40: the dropout masks continue where they were.
-  ASSERT_EQ(run_stacklab(tiny_run(dir + "/c", concat(drop, {"--train.max_iters=20"}))).exit_code, 0);
+  ASSERT_EQ(run_stacklab(tiny_run(dir + "/c", concat(drop, {"--train.max_iters=20"}))).exit_code,
+            0);
   ASSERT_EQ(run_stacklab({"train", "--resume", dir + "/c", "--train.max_iters=40"}).exit_code, 0);
   EXPECT_EQ(losses(dir + "/c"), losses(dir + "/a"));
 }
@@ -311,7 +347,8 @@ TEST(DropoutRun, IsSeededOffInEvalAndResumesToTheSameLosses) {
 
 TEST(Messages, AnInterruptedRunReportsItsLastEvalWithItsStepAndOneStepCount) {
   const std::string dir = make_temp_dir("intr");
-  testing::Child child(tiny_run(dir + "/a", {"--train.max_iters=100000", "--train.eval_interval=100000"}));
+  testing::Child child(
+      tiny_run(dir + "/a", {"--train.max_iters=100000", "--train.eval_interval=100000"}));
   ASSERT_TRUE(testing::wait_until([&] { return fs::exists(dir + "/a/summary.json"); }));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   child.signal(SIGINT);
@@ -327,12 +364,14 @@ TEST(Messages, AnInterruptedRunReportsItsLastEvalWithItsStepAndOneStepCount) {
 
 TEST(Messages, SweepErrorsNameTheSweepFile) {
   const std::string dir = make_temp_dir("msg");
-  const std::string typo = write_sweep(dir, base_config(), json::object(), {{"grid", {{"model.n_layr", {1, 2}}}}});
+  const std::string typo =
+      write_sweep(dir, base_config(), json::object(), {{"grid", {{"model.n_layr", {1, 2}}}}});
   auto r = run_stacklab({"sweep", typo, "--dry-run"});
   EXPECT_EQ(r.exit_code, 1) << r;
   EXPECT_TRUE(contains(r.output, typo + ": grid")) << r;
   EXPECT_TRUE(contains(r.output, "did you mean 'n_layer'")) << r;
-  const std::string twice = write_sweep(dir, base_config(), json::object(), {{"grid", {{"model.n_layer", {1, 1}}}}});
+  const std::string twice =
+      write_sweep(dir, base_config(), json::object(), {{"grid", {{"model.n_layer", {1, 1}}}}});
   r = run_stacklab({"sweep", twice, "--dry-run"});
   EXPECT_TRUE(contains(r.output, "grid.model.n_layer: the value 1 appears twice")) << r;
   const std::string nobase = write_sweep(dir, "missing.json", json::object());
@@ -346,7 +385,8 @@ TEST(Messages, ConfigAndFileErrorsNameTheRightKeyAndSayWhatIsWrong) {
   EXPECT_EQ(r.exit_code, 1) << r;
   EXPECT_TRUE(contains(r.output, "model.vocab_size")) << r;
   EXPECT_FALSE(contains(r.output, "data.vocab_size")) << r;
-  r = run_stacklab(concat(tiny_run(make_temp_dir("msg") + "/a"), {"--data.source=text", "--data.path=/tmp"}));
+  r = run_stacklab(
+      concat(tiny_run(make_temp_dir("msg") + "/a"), {"--data.source=text", "--data.path=/tmp"}));
   EXPECT_EQ(r.exit_code, 1) << r;
   EXPECT_TRUE(contains(r.output, "is a directory")) << r;
 }
@@ -368,26 +408,32 @@ TEST(Messages, FlagsAndCommandsGetTheNearestValidOneAndNoDoubledPrefix) {
 }
 
 TEST(Messages, EverySubcommandsHelpListsItsFlagsWithDefaults) {
-  for (const char* cmd : {"train", "sample", "probe", "bench", "sweep", "validate", "toyblock", "gradients"}) {
+  for (const char* cmd :
+       {"train", "sample", "probe", "bench", "sweep", "validate", "toyblock", "gradients"}) {
     const auto r = run_stacklab({cmd, "--help"});
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_TRUE(contains(r.out, "flags:")) << r;
     EXPECT_TRUE(contains(r.out, "default") || contains(r.out, "required")) << r;
   }
-  EXPECT_TRUE(contains(run_stacklab({"sample", "--help"}).out, "--tokens N             tokens to generate per sample (default: 200)"));
+  EXPECT_TRUE(contains(run_stacklab({"sample", "--help"}).out,
+                       "--tokens N             tokens to generate per sample (default: 200)"));
 }
 
 TEST(Messages, EveryFlagACommandAcceptsIsInItsHelp) {
-  for (const std::string cmd : {"train", "sample", "probe", "bench", "sweep", "validate", "toyblock", "gradients", "registry"}) {
+  for (const std::string cmd : {"train", "sample", "probe", "bench", "sweep", "validate",
+                                "toyblock", "gradients", "registry"}) {
     const std::string help = run_stacklab({cmd, "--help"}).out;
-    const std::string err = run_stacklab({cmd, "--zzzz"}).output;  // "unknown flag --zzzz; valid flags: --a --b"
+    const std::string err =
+        run_stacklab({cmd, "--zzzz"}).output;  // "unknown flag --zzzz; valid flags: --a --b"
     const size_t at = err.find("valid flags:");
     ASSERT_NE(at, std::string::npos) << cmd << ": " << err;
     std::istringstream in(err.substr(at + 12));
     std::string flag;
     int n = 0;
     while (in >> flag && flag.rfind("--", 0) == 0 && flag.find('.') == std::string::npos) {
-      EXPECT_TRUE(contains(help, "  " + flag + " ")) << cmd << " --help does not list " << flag << ":\n" << help;
+      EXPECT_TRUE(contains(help, "  " + flag + " "))
+          << cmd << " --help does not list " << flag << ":\n"
+          << help;
       ++n;
     }
     EXPECT_GT(n, 0) << cmd;
@@ -399,10 +445,11 @@ TEST(Messages, AVocabularyFileWithANumberForItsFormatIsABadFileNotABug) {
   std::string text;
   for (int i = 0; i < 40; ++i) text += "the cat sat on the mat. ";
   write_text(dir + "/corpus.txt", text);
-  ASSERT_EQ(run_stacklab(tiny_run(dir + "/a", {"--data.source=text", "--data.path=" + dir + "/corpus.txt",
-                                               "--train.max_iters=2"}))
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      run_stacklab(tiny_run(dir + "/a", {"--data.source=text", "--data.path=" + dir + "/corpus.txt",
+                                         "--train.max_iters=2"}))
+          .exit_code,
+      0);
   write_text(dir + "/a/vocab.json", "{\"format\": 6666666666666666666}");
   const auto r = run_stacklab({"sample", dir + "/a", "--tokens", "3"});
   EXPECT_EQ(r.exit_code, 1) << r;
@@ -414,8 +461,9 @@ TEST(Messages, CountsAreGrammaticalAndProbeTablesNumberBlocksFromZero) {
   const std::string sweep = write_sweep(dir, base_config(), json::object());
   auto r = run_stacklab({"sweep", sweep, "--dry-run"});
   EXPECT_TRUE(contains(r.output, "1 train run (1 to do")) << r;
-  r = run_stacklab({"probe", base_config(), "--seeds", "0", "--model.n_layer=2", "--model.n_embd=16", "--model.n_head=2",
-                    "--model.block_size=8", "--train.batch_size=2", "--train.threads=1"});
+  r = run_stacklab({"probe", base_config(), "--seeds", "0", "--model.n_layer=2",
+                    "--model.n_embd=16", "--model.n_head=2", "--model.block_size=8",
+                    "--train.batch_size=2", "--train.threads=1"});
   ASSERT_EQ(r.exit_code, 0) << r;
   EXPECT_TRUE(contains(r.output, "probe over 1 seed:")) << r;
   EXPECT_TRUE(contains(r.output, "first / last block (0 / 1)")) << r;
@@ -428,14 +476,13 @@ TEST(Messages, TheDataReadmeCommandRuns) {
   ASSERT_NE(at, std::string::npos);
   EXPECT_TRUE(contains(readme.substr(at, 80), "configs/")) << "the command names a CONFIG";
   const std::string dir = make_temp_dir("readme");
-  const auto r = run_stacklab(concat({"train", testing::kSourceDir + "/configs/quickstart.json", "--data.source=text",
-                                      "--data.path=" + testing::kSourceDir + "/data/corpus.txt",
-                                      "--data.val_fraction=0.1", "--train.max_iters=1", "--train.threads=1",
-                                      "--out", dir + "/a"},
-                                     {}));
+  const auto r = run_stacklab(
+      concat({"train", testing::kSourceDir + "/configs/quickstart.json", "--data.source=text",
+              "--data.path=" + testing::kSourceDir + "/data/corpus.txt", "--data.val_fraction=0.1",
+              "--train.max_iters=1", "--train.threads=1", "--out", dir + "/a"},
+             {}));
   EXPECT_EQ(r.exit_code, 0) << r;
 }
-
 
 // ---- the numeric path and the bench ceiling (issue 12) ------------------------------------
 
@@ -445,29 +492,37 @@ TEST(NumericPath, TheStartRecordNamesTheMatrixPathTheOpenBlasKernelsTheVectorLoo
   const json start = read_jsonl(dir + "/a/metrics.jsonl").at(0);
   ASSERT_EQ(start.at("kind"), "start");
   const json& path = start.at("numeric_path");
-  EXPECT_TRUE(path.at("matmul") == "OpenBLAS" || contains(path.at("matmul").get<std::string>(), "libxsmm")) << path;
+  EXPECT_TRUE(path.at("matmul") == "OpenBLAS" ||
+              contains(path.at("matmul").get<std::string>(), "libxsmm"))
+      << path;
   EXPECT_FALSE(path.at("openblas_core").get<std::string>().empty()) << path;
   EXPECT_FALSE(path.at("vector_loops").get<std::string>().empty()) << path;
   EXPECT_EQ(path.at("threads"), 1) << path;
   const auto version = run_stacklab({"--version"});
   ASSERT_EQ(version.exit_code, 0) << version;
-  EXPECT_TRUE(contains(version.out, "matrix products: " + path.at("matmul").get<std::string>() + "\n")) << version;
-  EXPECT_TRUE(contains(version.out, "OpenBLAS kernels: " + path.at("openblas_core").get<std::string>() + "\n"))
+  EXPECT_TRUE(
+      contains(version.out, "matrix products: " + path.at("matmul").get<std::string>() + "\n"))
+      << version;
+  EXPECT_TRUE(contains(version.out,
+                       "OpenBLAS kernels: " + path.at("openblas_core").get<std::string>() + "\n"))
       << version;
 }
 
 TEST(Bench, ReportsTheSgemmCeilingOfEachRoundAndTheStepOverCeilingRatio) {
-  const auto r = run_stacklab(concat(concat({"bench", base_config()}, tiny_model_args()),
-                                     {"--steps", "4", "--warmup", "1", "--rounds", "2", "--threads", "1", "--json"}));
+  const auto r = run_stacklab(
+      concat(concat({"bench", base_config()}, tiny_model_args()),
+             {"--steps", "4", "--warmup", "1", "--rounds", "2", "--threads", "1", "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r;
   const json j = json::parse(r.out);
   EXPECT_EQ(j.at("ceiling_rounds"), 2) << j;
   ASSERT_GT(j.at("ceiling_gflops").get<double>(), 0.0) << j;
-  EXPECT_NEAR(j.at("ceiling_ratio").get<double>(), j.at("gflops").get<double>() / j.at("ceiling_gflops").get<double>(),
-              1e-9);
-  EXPECT_EQ(j.contains("ceiling_build_gflops"), contains(j.at("numeric_path").at("matmul").get<std::string>(), "libxsmm"));
-  const auto none = run_stacklab(concat(concat({"bench", base_config()}, tiny_model_args()),
-                                        {"--steps", "2", "--warmup", "0", "--no-ceiling", "--json"}));
+  EXPECT_NEAR(j.at("ceiling_ratio").get<double>(),
+              j.at("gflops").get<double>() / j.at("ceiling_gflops").get<double>(), 1e-9);
+  EXPECT_EQ(j.contains("ceiling_build_gflops"),
+            contains(j.at("numeric_path").at("matmul").get<std::string>(), "libxsmm"));
+  const auto none =
+      run_stacklab(concat(concat({"bench", base_config()}, tiny_model_args()),
+                          {"--steps", "2", "--warmup", "0", "--no-ceiling", "--json"}));
   ASSERT_EQ(none.exit_code, 0) << none;
   EXPECT_FALSE(json::parse(none.out).contains("ceiling_gflops")) << none;
   const auto bad = run_stacklab({"bench", base_config(), "--rounds", "0"});

@@ -19,15 +19,18 @@ namespace fs = std::filesystem;
 
 // Runs `validate ARGS` and `train ARGS --out DIR`; both must fail with exit 1 and print every
 // one of `needles`, and the failed train must not have started a run.
-void expect_rejected(const std::vector<std::string>& args, const std::vector<std::string>& needles) {
+void expect_rejected(const std::vector<std::string>& args,
+                     const std::vector<std::string>& needles) {
   const auto v = run_stacklab(concat({"validate"}, args));
   EXPECT_EQ(v.exit_code, 1) << v;
-  for (const auto& n : needles) EXPECT_NE(v.output.find(n), std::string::npos) << "missing '" << n << "' in " << v;
+  for (const auto& n : needles)
+    EXPECT_NE(v.output.find(n), std::string::npos) << "missing '" << n << "' in " << v;
 
   const std::string out = make_temp_dir("rejected") + "/run";
   const auto t = run_stacklab(concat(concat({"train"}, args), {"--out", out}));
   EXPECT_EQ(t.exit_code, 1) << t;
-  for (const auto& n : needles) EXPECT_NE(t.output.find(n), std::string::npos) << "missing '" << n << "' in " << t;
+  for (const auto& n : needles)
+    EXPECT_NE(t.output.find(n), std::string::npos) << "missing '" << n << "' in " << t;
   EXPECT_NE(t.output.find("stacklab train: error:"), std::string::npos) << t;
   EXPECT_FALSE(fs::exists(out + "/metrics.jsonl")) << "a failed train must not leave a run behind";
   EXPECT_FALSE(fs::exists(out)) << "a failed train must not create its run directory";
@@ -56,7 +59,8 @@ TEST(ValidateCommand, DefaultsPrintsTheDefaultConfigWhichLoadsBackAsTheDefaults)
   EXPECT_EQ(defaults.at("model").at("n_layer"), 4);
   EXPECT_EQ(defaults.at("data").at("alpha"), 0.5);
   EXPECT_FALSE(defaults.at("train").contains("name")) << "train.name defaults to the file's stem";
-  // Saved and validated, it resolves to itself (plus the stem as train.name and the derived section).
+  // Saved and validated, it resolves to itself (plus the stem as train.name and the derived
+  // section).
   const std::string dir = make_temp_dir();
   write_text(dir + "/defaults.json", r.out);
   const auto v = run_stacklab({"validate", dir + "/defaults.json"});
@@ -97,12 +101,15 @@ TEST(ValidateCommand, HelpAndErrorsPointAtDefaultsNotAtTheBaseConfig) {
 
 TEST(ConfigErrors, AnUnknownKeyInAFileSuggestsTheNearestKey) {
   const std::string dir = make_temp_dir();
-  write_text(dir + "/typo.json", R"({"extends": ")" + base_config() + R"(", "model": {"n_layers": 2}})");
-  expect_rejected({dir + "/typo.json"}, {dir + "/typo.json", "model.n_layers", "did you mean 'n_layer'"});
+  write_text(dir + "/typo.json",
+             R"({"extends": ")" + base_config() + R"(", "model": {"n_layers": 2}})");
+  expect_rejected({dir + "/typo.json"},
+                  {dir + "/typo.json", "model.n_layers", "did you mean 'n_layer'"});
 }
 
 TEST(ConfigErrors, AnOverrideOfAMisspelledKeySuggestsTheNearestKey) {
-  expect_rejected({base_config(), "--model.n_layers=3"}, {"--model.n_layers=3", "did you mean 'n_layer'"});
+  expect_rejected({base_config(), "--model.n_layers=3"},
+                  {"--model.n_layers=3", "did you mean 'n_layer'"});
 }
 
 TEST(ConfigErrors, AnOverrideOfAnUnknownSectionIsRejected) {
@@ -112,8 +119,10 @@ TEST(ConfigErrors, AnOverrideOfAnUnknownSectionIsRejected) {
 TEST(ConfigErrors, AValueOfTheWrongTypeNamesTheFieldAndTheExpectedType) {
   const std::string dir = make_temp_dir();
   write_text(dir + "/type.json", R"({"model": {"n_layer": "two"}})");
-  expect_rejected({dir + "/type.json"}, {dir + "/type.json", "model.n_layer", "expected an integer"});
-  expect_rejected({base_config(), "--model.n_layer=abc"}, {"model.n_layer", "expected an integer", "'abc'"});
+  expect_rejected({dir + "/type.json"},
+                  {dir + "/type.json", "model.n_layer", "expected an integer"});
+  expect_rejected({base_config(), "--model.n_layer=abc"},
+                  {"model.n_layer", "expected an integer", "'abc'"});
 }
 
 TEST(ConfigErrors, AnOutOfRangeValueNamesTheFieldAndTheBound) {
@@ -121,25 +130,29 @@ TEST(ConfigErrors, AnOutOfRangeValueNamesTheFieldAndTheBound) {
 }
 
 TEST(ConfigErrors, AWidthNotDivisibleByTheHeadCountIsRejected) {
-  expect_rejected({base_config(), "--model.n_embd=30"}, {"model.n_embd", "not divisible by n_head 4"});
+  expect_rejected({base_config(), "--model.n_embd=30"},
+                  {"model.n_embd", "not divisible by n_head 4"});
 }
 
 TEST(ConfigErrors, AMissingBaseConfigNamesTheExtendingFileAndTheBase) {
   const std::string dir = make_temp_dir();
   write_text(dir + "/child.json", R"({"extends": "nope.json"})");
-  expect_rejected({dir + "/child.json"}, {dir + "/child.json", "extends", dir + "/nope.json", "not found"});
+  expect_rejected({dir + "/child.json"},
+                  {dir + "/child.json", "extends", dir + "/nope.json", "not found"});
 }
 
 TEST(ConfigErrors, CyclicExtendsShowsTheCycle) {
   const std::string dir = make_temp_dir();
   write_text(dir + "/a.json", R"({"extends": "b.json"})");
   write_text(dir + "/b.json", R"({"extends": "a.json"})");
-  expect_rejected({dir + "/a.json"}, {"extends: cycle", dir + "/a.json -> " + dir + "/b.json -> " + dir + "/a.json"});
+  expect_rejected({dir + "/a.json"},
+                  {"extends: cycle", dir + "/a.json -> " + dir + "/b.json -> " + dir + "/a.json"});
 }
 
 TEST(ConfigErrors, MalformedJsonIsReportedWithLineAndColumn) {
   const std::string dir = make_temp_dir();
-  write_text(dir + "/bad.json", "{\n  \"model\": {\"n_layer\": 2,,}\n}\n");  // second comma: line 2, column 26
+  write_text(dir + "/bad.json",
+             "{\n  \"model\": {\"n_layer\": 2,,}\n}\n");  // second comma: line 2, column 26
   expect_rejected({dir + "/bad.json"}, {dir + "/bad.json:2:26:", "malformed JSON"});
 }
 
@@ -150,26 +163,32 @@ TEST(ConfigErrors, AMissingConfigFileIsNamed) {
 
 TEST(ConfigErrors, ADuplicateKeyInAConfigFileNamesTheKeyAndTheFile) {
   const std::string dir = make_temp_dir();
-  write_text(dir + "/dup.json", R"({"extends": ")" + base_config() + R"(", "model": {"n_layer": 2, "n_layer": 7}})");
+  write_text(dir + "/dup.json",
+             R"({"extends": ")" + base_config() + R"(", "model": {"n_layer": 2, "n_layer": 7}})");
   expect_rejected({dir + "/dup.json"}, {dir + "/dup.json", "duplicate key 'model.n_layer'"});
 }
 
 TEST(ConfigErrors, ADuplicateKeyInASweepFileNamesTheKeyAndTheFile) {
   const std::string dir = make_temp_dir();
-  write_text(dir + "/sweep.json", R"({"name": "dup", "base": ")" + base_config() +
-                                      R"(", "grid": {"model.n_layer": [1], "model.n_layer": [2]}})");
+  write_text(dir + "/sweep.json",
+             R"({"name": "dup", "base": ")" + base_config() +
+                 R"(", "grid": {"model.n_layer": [1], "model.n_layer": [2]}})");
   const auto r = run_stacklab({"sweep", dir + "/sweep.json", "--dry-run"});
   EXPECT_EQ(r.exit_code, 1) << r;
-  EXPECT_NE(r.output.find(dir + "/sweep.json: duplicate key 'grid.model.n_layer'"), std::string::npos) << r;
+  EXPECT_NE(r.output.find(dir + "/sweep.json: duplicate key 'grid.model.n_layer'"),
+            std::string::npos)
+      << r;
 }
 
 TEST(ConfigErrors, ADataPathWithoutTheTextSourceNamesBothKeys) {
-  expect_rejected({base_config(), "--data.path=data/corpus.txt"},
-                  {"--data.path=data/corpus.txt", "data.path", "data.source", "--data.source=text"});
+  expect_rejected(
+      {base_config(), "--data.path=data/corpus.txt"},
+      {"--data.path=data/corpus.txt", "data.path", "data.source", "--data.source=text"});
 }
 
 TEST(ConfigErrors, AWarmupLongerThanTheRunNamesBothKeys) {
-  expect_rejected({base_config(), "--optim.schedule=warmup_constant", "--optim.warmup_iters=100", "--train.max_iters=2"},
+  expect_rejected({base_config(), "--optim.schedule=warmup_constant", "--optim.warmup_iters=100",
+                   "--train.max_iters=2"},
                   {"optim.warmup_iters", "train.max_iters"});
 }
 

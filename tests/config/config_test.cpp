@@ -95,7 +95,8 @@ TEST(Config, FractionalNumberForAnIntegerIsATypeError) {
 }
 
 TEST(Config, IntegerForAFloatKeyIsAccepted) {
-  EXPECT_EQ(config_from_json({{"optim", {{"learning_rate", 1}}}}, "cfg.json").optim.learning_rate, 1.0);
+  EXPECT_EQ(config_from_json({{"optim", {{"learning_rate", 1}}}}, "cfg.json").optim.learning_rate,
+            1.0);
 }
 
 TEST(Config, OtherWrongTypesNameTheKeyAndTheExpectedType) {
@@ -109,19 +110,26 @@ TEST(Config, OtherWrongTypesNameTheKeyAndTheExpectedType) {
 }
 
 TEST(Config, ChoiceOutsideItsValuesIsRejectedWithASuggestion) {
-  EXPECT_EQ(parse_error({{"model", {{"norm", "layrnorm"}}}}),
-            "cfg.json: model.norm: expected one of \"layernorm\", \"rmsnorm\", \"dyt\", \"none\", got "
-            "\"layrnorm\"; did you mean 'layernorm'?");
+  EXPECT_EQ(
+      parse_error({{"model", {{"norm", "layrnorm"}}}}),
+      "cfg.json: model.norm: expected one of \"layernorm\", \"rmsnorm\", \"dyt\", \"none\", got "
+      "\"layrnorm\"; did you mean 'layernorm'?");
 }
 
 TEST(Config, OutOfRangeValuesNameTheKeyAndTheBound) {
-  EXPECT_EQ(parse_error({{"model", {{"n_layer", 0}}}}), "cfg.json: model.n_layer: must be >= 1, got 0");
-  EXPECT_EQ(parse_error({{"optim", {{"beta2", 1.0}}}}), "cfg.json: optim.beta2: must be in [0, 1), got 1.0");
-  EXPECT_EQ(parse_error({{"model", {{"norm_eps", 0}}}}), "cfg.json: model.norm_eps: must be > 0, got 0.0");
-  EXPECT_CONTAINS(parse_error({{"data", {{"val_fraction", 1}}}}), "cfg.json: data.val_fraction: must be in (0, 1)");
-  EXPECT_CONTAINS(parse_error({{"data", {{"order", 4}}}}), "cfg.json: data.order: must be in 1..3, got 4");
+  EXPECT_EQ(parse_error({{"model", {{"n_layer", 0}}}}),
+            "cfg.json: model.n_layer: must be >= 1, got 0");
+  EXPECT_EQ(parse_error({{"optim", {{"beta2", 1.0}}}}),
+            "cfg.json: optim.beta2: must be in [0, 1), got 1.0");
+  EXPECT_EQ(parse_error({{"model", {{"norm_eps", 0}}}}),
+            "cfg.json: model.norm_eps: must be > 0, got 0.0");
+  EXPECT_CONTAINS(parse_error({{"data", {{"val_fraction", 1}}}}),
+                  "cfg.json: data.val_fraction: must be in (0, 1)");
+  EXPECT_CONTAINS(parse_error({{"data", {{"order", 4}}}}),
+                  "cfg.json: data.order: must be in 1..3, got 4");
   EXPECT_CONTAINS(parse_error({{"optim", {{"min_lr", 0.01}}}}), "cfg.json: optim.min_lr:");
-  EXPECT_CONTAINS(parse_error({{"train", {{"threads", -1}}}}), "cfg.json: train.threads: must be >= 0");
+  EXPECT_CONTAINS(parse_error({{"train", {{"threads", -1}}}}),
+                  "cfg.json: train.threads: must be >= 0");
 }
 
 TEST(Config, EmbeddingWidthNotDivisibleByHeadsNamesBothValues) {
@@ -132,11 +140,14 @@ TEST(Config, EmbeddingWidthNotDivisibleByHeadsNamesBothValues) {
 }
 
 TEST(Config, CrossFieldRulesAreEnforced) {
-  EXPECT_CONTAINS(parse_error({{"model", {{"attention", false}, {"mlp", false}}}}), "model.attention");
+  EXPECT_CONTAINS(parse_error({{"model", {{"attention", false}, {"mlp", false}}}}),
+                  "model.attention");
   EXPECT_CONTAINS(parse_error({{"model", {{"residual_scale", "deepnorm"}}}}),
                   "model.residual_scale: \"deepnorm\" needs model.norm_position \"post\"");
   EXPECT_CONTAINS(
-      parse_error({{"model", {{"residual_scale", "deepnorm"}, {"norm_position", "post"}, {"norm", "none"}}}}),
+      parse_error(
+          {{"model",
+            {{"residual_scale", "deepnorm"}, {"norm_position", "post"}, {"norm", "none"}}}}),
       "needs a model.norm other than \"none\"");
   EXPECT_CONTAINS(parse_error({{"model", {{"residual_scale", "rezero"}, {"residual", false}}}}),
                   "model.residual is false");
@@ -149,18 +160,21 @@ TEST(Config, ADataPathIsRefusedUnlessTheSourceIsText) {
   const std::string msg = parse_error({{"data", {{"path", "/data/corpus.txt"}}}});
   EXPECT_CONTAINS(msg, "cfg.json: data.path:");
   EXPECT_CONTAINS(msg, "data.source is \"markov\"");
-  EXPECT_NO_THROW(config_from_json({{"data", {{"path", "/data/corpus.txt"}, {"source", "text"}}}}, "cfg.json"));
+  EXPECT_NO_THROW(
+      config_from_json({{"data", {{"path", "/data/corpus.txt"}, {"source", "text"}}}}, "cfg.json"));
 }
 
 TEST(Config, AWarmupLongerThanTheRunIsRefused) {
   for (const char* schedule : {"warmup_constant", "cosine"}) {
-    const std::string msg =
-        parse_error({{"optim", {{"schedule", schedule}, {"warmup_iters", 100}}}, {"train", {{"max_iters", 2}}}});
+    const std::string msg = parse_error({{"optim", {{"schedule", schedule}, {"warmup_iters", 100}}},
+                                         {"train", {{"max_iters", 2}}}});
     EXPECT_CONTAINS(msg, "cfg.json: optim.warmup_iters: 100 is above train.max_iters 2");
   }
   // A run that is all warm-up reaches the full rate at its last step: allowed.
-  EXPECT_NO_THROW(config_from_json(
-      {{"optim", {{"schedule", "warmup_constant"}, {"warmup_iters", 2}}}, {"train", {{"max_iters", 2}}}}, "cfg.json"));
+  EXPECT_NO_THROW(
+      config_from_json({{"optim", {{"schedule", "warmup_constant"}, {"warmup_iters", 2}}},
+                        {"train", {{"max_iters", 2}}}},
+                       "cfg.json"));
 }
 
 TEST(Config, AWarmupWithTheConstantScheduleIsRefusedAsIgnored) {
@@ -170,15 +184,17 @@ TEST(Config, AWarmupWithTheConstantScheduleIsRefusedAsIgnored) {
 }
 
 TEST(Config, ACosineThatEndsItsDecayBeforeItsWarmupIsRefused) {
-  const std::string msg =
-      parse_error({{"optim", {{"schedule", "cosine"}, {"warmup_iters", 50}, {"lr_decay_iters", 20}}}});
+  const std::string msg = parse_error(
+      {{"optim", {{"schedule", "cosine"}, {"warmup_iters", 50}, {"lr_decay_iters", 20}}}});
   EXPECT_CONTAINS(msg, "cfg.json: optim.lr_decay_iters: 20 is below optim.warmup_iters 50");
   // lr_decay_iters 0 means train.max_iters, checked by the warm-up rule; an equal horizon is a
   // warm-up followed by min_lr, degenerate but well defined.
-  EXPECT_NO_THROW(config_from_json({{"optim", {{"schedule", "cosine"}, {"warmup_iters", 50}, {"lr_decay_iters", 0}}}},
-                                   "cfg.json"));
   EXPECT_NO_THROW(config_from_json(
-      {{"optim", {{"schedule", "cosine"}, {"warmup_iters", 50}, {"lr_decay_iters", 50}}}}, "cfg.json"));
+      {{"optim", {{"schedule", "cosine"}, {"warmup_iters", 50}, {"lr_decay_iters", 0}}}},
+      "cfg.json"));
+  EXPECT_NO_THROW(config_from_json(
+      {{"optim", {{"schedule", "cosine"}, {"warmup_iters", 50}, {"lr_decay_iters", 50}}}},
+      "cfg.json"));
 }
 
 TEST(Config, ExtendsIsOnlyUnderstoodByTheLoader) {

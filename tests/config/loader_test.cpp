@@ -71,7 +71,8 @@ TEST_F(Loader, MissingFileIsNamedInTheError) {
 // Found by fuzz_config (seed 1796118973): a base name longer than NAME_MAX made
 // std::filesystem throw out of the loader (exit 70, internal error).
 TEST_F(Loader, ABaseNameTheFilesystemRefusesIsAnErrorNamingTheExtendingFile) {
-  const std::string path = write("child.json", "{\"extends\": \"" + std::string(300, 'x') + ".json\"}");
+  const std::string path =
+      write("child.json", "{\"extends\": \"" + std::string(300, 'x') + ".json\"}");
   const std::string msg = error_of([&] { load_config(path); });
   EXPECT_EQ(msg.rfind(path + ": extends: base config '", 0), 0u) << msg;
   EXPECT_CONTAINS(msg, "File name too long");
@@ -97,7 +98,8 @@ TEST_F(Loader, UnknownKeyIsReportedAgainstItsFile) {
 
 TEST_F(Loader, ExtendsDeepMergesObjectsKeyByKey) {
   write("base.json", R"({"model": {"n_layer": 4, "n_embd": 128}, "train": {"batch_size": 16}})");
-  const std::string child = write("child.json", R"({"extends": "base.json", "model": {"n_layer": 8}})");
+  const std::string child =
+      write("child.json", R"({"extends": "base.json", "model": {"n_layer": 8}})");
   const Config c = load_config(child);
   EXPECT_EQ(c.model.n_layer, 8);
   EXPECT_EQ(c.model.n_embd, 128);
@@ -108,7 +110,8 @@ TEST_F(Loader, ExtendsDeepMergesObjectsKeyByKey) {
 TEST_F(Loader, ExtendsChainsThroughSeveralFiles) {
   write("a.json", R"({"model": {"n_embd": 32}, "description": "a"})");
   write("b.json", R"({"extends": "a.json", "model": {"n_head": 2}})");
-  const Config c = load_config(write("c.json", R"({"extends": "b.json", "model": {"n_layer": 1}})"));
+  const Config c =
+      load_config(write("c.json", R"({"extends": "b.json", "model": {"n_layer": 1}})"));
   EXPECT_EQ(c.model.n_embd, 32);
   EXPECT_EQ(c.model.n_head, 2);
   EXPECT_EQ(c.model.n_layer, 1);
@@ -133,7 +136,8 @@ TEST_F(Loader, MissingBaseNamesBothFiles) {
 TEST_F(Loader, CyclicExtendsListsTheChain) {
   const std::string a = write("a.json", R"({"extends": "b.json"})");
   const std::string b = write("b.json", R"({"extends": "a.json"})");
-  EXPECT_EQ(error_of([&] { load_config(a); }), b + ": extends: cycle " + a + " -> " + b + " -> " + a);
+  EXPECT_EQ(error_of([&] { load_config(a); }),
+            b + ": extends: cycle " + a + " -> " + b + " -> " + a);
   const std::string self = write("self.json", R"({"extends": "self.json"})");
   EXPECT_CONTAINS(error_of([&] { load_config(self); }), "cycle " + self + " -> " + self);
 }
@@ -153,22 +157,28 @@ TEST_F(Loader, DataPathIsResolvedAgainstTheFileThatSetIt) {
 TEST_F(Loader, ADuplicateKeyIsAnErrorNamingItsDottedPathAndTheFile) {
   const std::string path = write("dup.json", R"({"model": {"n_layer": 2, "n_layer": 7}})");
   EXPECT_CONTAINS(error_of([&] { load_config(path); }), path + ": duplicate key 'model.n_layer'");
-  const std::string top = write("top.json", R"({"model": {"n_layer": 2}, "model": {"n_embd": 32}})");
+  const std::string top =
+      write("top.json", R"({"model": {"n_layer": 2}, "model": {"n_embd": 32}})");
   EXPECT_CONTAINS(error_of([&] { load_config(top); }), top + ": duplicate key 'model'");
   // In an array of objects (a sweep's variants) the element is named by its index.
-  const std::string arr = write("arr.json", R"({"variants": [{"name": "a"}, {"name": "b", "name": "c"}]})");
-  EXPECT_CONTAINS(error_of([&] { read_json_file(arr); }), arr + ": duplicate key 'variants[1].name'");
+  const std::string arr =
+      write("arr.json", R"({"variants": [{"name": "a"}, {"name": "b", "name": "c"}]})");
+  EXPECT_CONTAINS(error_of([&] { read_json_file(arr); }),
+                  arr + ": duplicate key 'variants[1].name'");
 }
 
 TEST_F(Loader, ADuplicateKeyInABaseConfigNamesTheBase) {
-  const std::string base = write("base.json", R"({"optim": {"learning_rate": 0.1, "learning_rate": 0.001}})");
+  const std::string base =
+      write("base.json", R"({"optim": {"learning_rate": 0.1, "learning_rate": 0.001}})");
   const std::string child = write("child.json", R"({"extends": "base.json"})");
-  EXPECT_CONTAINS(error_of([&] { load_config(child); }), base + ": duplicate key 'optim.learning_rate'");
+  EXPECT_CONTAINS(error_of([&] { load_config(child); }),
+                  base + ": duplicate key 'optim.learning_rate'");
 }
 
 TEST_F(Loader, EqualKeysInDifferentObjectsAreNotDuplicates) {
   const std::string path =
-      write("ok.json", R"({"model": {"n_layer": 2}, "train": {"name": "x", "seed": 1}, "data": {"seed": 2}})");
+      write("ok.json",
+            R"({"model": {"n_layer": 2}, "train": {"name": "x", "seed": 1}, "data": {"seed": 2}})");
   EXPECT_EQ(load_config(path).data.seed, 2u);
 }
 
@@ -206,7 +216,8 @@ TEST_F(Loader, OverrideOfAnUnknownKeySuggestsTheClosest) {
   json cfg = json::object();
   EXPECT_EQ(error_of([&] { apply_override(cfg, "--model.n_layers=3"); }),
             "override '--model.n_layers=3': model.n_layers: unknown key; did you mean 'n_layer'?");
-  EXPECT_CONTAINS(error_of([&] { apply_override(cfg, "--modle.n_layer=3"); }), "did you mean 'model'?");
+  EXPECT_CONTAINS(error_of([&] { apply_override(cfg, "--modle.n_layer=3"); }),
+                  "did you mean 'model'?");
   EXPECT_CONTAINS(error_of([&] { apply_override(cfg, "--model=3"); }), "model: is a section");
   EXPECT_CONTAINS(error_of([&] { apply_override(cfg, "--model.n_layer"); }), "expected key=value");
 }
@@ -226,7 +237,8 @@ TEST_F(Loader, OverrideWithABadValueNamesTheKeyAndType) {
 
 TEST_F(Loader, OverrideBeatsTheFile) {
   write("base.json", R"({"model": {"n_layer": 2}})");
-  const std::string child = write("child.json", R"({"extends": "base.json", "model": {"n_layer": 3}})");
+  const std::string child =
+      write("child.json", R"({"extends": "base.json", "model": {"n_layer": 3}})");
   const Config c = load_config(child, {"--model.n_layer=6", "optim.schedule=cosine"});
   EXPECT_EQ(c.model.n_layer, 6);
   EXPECT_EQ(c.optim.schedule, ScheduleKind::Cosine);
@@ -247,7 +259,8 @@ namespace {
 // Regression for a fuzz_config crash: nlohmann throws out_of_range (not parse_error) for a
 // number too large for any JSON number type, which escaped as an internal error.
 TEST_F(Loader, ANumberTooLargeForJsonIsAConfigErrorNamingTheFile) {
-  const std::string path = write("huge.json", R"({"model": {"n_layer": 8888881e98888888777777777764}})");
+  const std::string path =
+      write("huge.json", R"({"model": {"n_layer": 8888881e98888888777777777764}})");
   try {
     load_config(path);
     FAIL() << "expected ConfigError";

@@ -19,7 +19,8 @@ Tensor composed_attention(const Tensor& qkv, int64_t NH) {
   Tensor q = split_heads(slice_last(qkv, 0, C), NH);
   Tensor k = split_heads(slice_last(qkv, C, C), NH);
   Tensor v = split_heads(slice_last(qkv, 2 * C, C), NH);
-  Tensor att = softmax(scale(bmm(q, k, false, true), 1.0f / std::sqrt(static_cast<float>(HS))), true);
+  Tensor att =
+      softmax(scale(bmm(q, k, false, true), 1.0f / std::sqrt(static_cast<float>(HS))), true);
   return merge_heads(bmm(att, v));
 }
 
@@ -38,8 +39,9 @@ TEST(CausalAttention, MatchesTheComposedOpsForwardAndBackward) {
 
 TEST(CausalAttention, BackwardMatchesFiniteDifferences) {
   for (int64_t NH : {1, 2, 4})
-    EXPECT_TRUE(grad_check([NH](const std::vector<Tensor>& in) { return causal_attention(in[0], NH); },
-                           {randn({2, 4, 24}, 13)}))
+    EXPECT_TRUE(
+        grad_check([NH](const std::vector<Tensor>& in) { return causal_attention(in[0], NH); },
+                   {randn({2, 4, 24}, 13)}))
         << "n_head=" << NH;
 }
 
@@ -58,11 +60,13 @@ TEST(CausalAttention, DropoutWithAFixedMaskMatchesTheComposedOpsAndFiniteDiffere
     const int64_t C = qkv.size(2) / 3, HS = C / 2;
     Tensor q = split_heads(slice_last(qkv, 0, C), 2), k = split_heads(slice_last(qkv, C, C), 2);
     Tensor v = split_heads(slice_last(qkv, 2 * C, C), 2);
-    Tensor att = softmax(scale(bmm(q, k, false, true), 1.0f / std::sqrt(static_cast<float>(HS))), true);
+    Tensor att =
+        softmax(scale(bmm(q, k, false, true), 1.0f / std::sqrt(static_cast<float>(HS))), true);
     return merge_heads(bmm(mul(att, m), v));
   };
   Tensor ya = causal_attention(a, 2, m), yb = composed(b);
-  std::vector<float> va = ya.to_vector(), vb = yb.to_vector(), plain = causal_attention(a.detach(), 2).to_vector();
+  std::vector<float> va = ya.to_vector(), vb = yb.to_vector(),
+                     plain = causal_attention(a.detach(), 2).to_vector();
   double diff = 0.0;
   for (size_t i = 0; i < va.size(); ++i) {
     EXPECT_NEAR(va[i], vb[i], 1e-5f) << i;
@@ -74,12 +78,14 @@ TEST(CausalAttention, DropoutWithAFixedMaskMatchesTheComposedOpsAndFiniteDiffere
   sum(mul(yb, r)).backward();
   std::vector<float> ga = a.grad().to_vector(), gb = b.grad().to_vector();
   for (size_t i = 0; i < ga.size(); ++i) EXPECT_NEAR(ga[i], gb[i], 1e-5f) << i;
-  EXPECT_TRUE(grad_check([&m](const std::vector<Tensor>& in) { return causal_attention(in[0], 2, m); },
-                         {randn({2, 5, 24}, 13)}));
+  EXPECT_TRUE(
+      grad_check([&m](const std::vector<Tensor>& in) { return causal_attention(in[0], 2, m); },
+                 {randn({2, 5, 24}, 13)}));
 }
 
 TEST(CausalAttention, RejectsADropoutMaskOfTheWrongShape) {
-  EXPECT_THROW(causal_attention(randn({1, 4, 12}, 1, 1.0f, false), 2, fixed_mask(1, 2, 3, 0.5f)), ShapeError);
+  EXPECT_THROW(causal_attention(randn({1, 4, 12}, 1, 1.0f, false), 2, fixed_mask(1, 2, 3, 0.5f)),
+               ShapeError);
 }
 
 TEST(CausalAttention, FutureTokensDoNotChangeThePast) {

@@ -42,16 +42,20 @@ TEST(Autograd, OverwritingKernelsStillSumTheGradientsOfATensorWithSeveralConsume
   Tensor w = Tensor::from({3, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1}, true);
   Tensor b = Tensor::from({3}, {0, 0, 0}, true);
   // loss = sum(x + x) + sum(linear(x, I, 0)) + sum(gelu(x)): dloss/dx = 2 + 1 + gelu'(x)
-  auto loss_of = [&] { return add(add(sum(add(x, x)), sum(linear(x, w, b))), sum(gelu(x, false))); };
+  auto loss_of = [&] {
+    return add(add(sum(add(x, x)), sum(linear(x, w, b))), sum(gelu(x, false)));
+  };
   loss_of().backward();
   const std::vector<float> once = x.grad().to_vector();
   for (size_t i = 0; i < once.size(); ++i) {
     const double v = x.to_vector()[i];
-    const double gelu_grad = 0.5 * (1.0 + std::erf(v / std::sqrt(2.0))) + v * std::exp(-0.5 * v * v) / std::sqrt(2.0 * M_PI);
+    const double gelu_grad = 0.5 * (1.0 + std::erf(v / std::sqrt(2.0))) +
+                             v * std::exp(-0.5 * v * v) / std::sqrt(2.0 * M_PI);
     EXPECT_NEAR(once[i], 3.0 + gelu_grad, 1e-5) << "element " << i;
   }
   loss_of().backward();  // accumulates onto the leaf's existing gradient
-  for (size_t i = 0; i < once.size(); ++i) EXPECT_NEAR(x.grad().to_vector()[i], 2.0f * once[i], 1e-5);
+  for (size_t i = 0; i < once.size(); ++i)
+    EXPECT_NEAR(x.grad().to_vector()[i], 2.0f * once[i], 1e-5);
 }
 
 TEST(Autograd, SecondBackwardOnAReleasedGraphThrows) {

@@ -39,8 +39,10 @@ TEST(Add, BroadcastsBiasPositionTableAndScalarWithGradients) {
   Tensor a = randn({2, 3, 4}, 1);
   for (Shape bs : {Shape{4}, Shape{3, 4}, Shape{1}, Shape{2, 3, 4}}) {
     Tensor b = randn(bs, 2);
-    EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return add(in[0], in[1]); }, {a, b})) << bs.str();
-    EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return mul(in[0], in[1]); }, {a, b})) << bs.str();
+    EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return add(in[0], in[1]); }, {a, b}))
+        << bs.str();
+    EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return mul(in[0], in[1]); }, {a, b}))
+        << bs.str();
   }
 }
 
@@ -54,15 +56,18 @@ TEST(Sub, NeedsEqualShapesAsItsHeaderSays) {
 }
 
 TEST(Sub, BackwardMatchesFiniteDifferences) {
-  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return sub(in[0], in[1]); }, {randn({3, 5}, 3), randn({3, 5}, 4)}));
+  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return sub(in[0], in[1]); },
+                         {randn({3, 5}, 3), randn({3, 5}, 4)}));
 }
 
 TEST(Scale, BackwardMatchesFiniteDifferences) {
-  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return scale(in[0], -2.5f); }, {randn({7}, 5)}));
+  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return scale(in[0], -2.5f); },
+                         {randn({7}, 5)}));
 }
 
 TEST(Tanh, BackwardMatchesFiniteDifferences) {
-  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return tanh(in[0]); }, {randn({4, 6}, 6, 1.5f)}));
+  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return tanh(in[0]); },
+                         {randn({4, 6}, 6, 1.5f)}));
 }
 
 TEST(Relu, BackwardMatchesFiniteDifferencesAwayFromTheKink) {
@@ -88,7 +93,8 @@ TEST(Gelu, TanhApproximationIsCloseToExactButNotEqual) {
 
 TEST(Gelu, BothFormsBackwardMatchFiniteDifferences) {
   for (bool approx : {false, true})
-    EXPECT_TRUE(grad_check([approx](const std::vector<Tensor>& in) { return gelu(in[0], approx); }, {randn({3, 8}, 8, 2.0f)}))
+    EXPECT_TRUE(grad_check([approx](const std::vector<Tensor>& in) { return gelu(in[0], approx); },
+                           {randn({3, 8}, 8, 2.0f)}))
         << "tanh_approx=" << approx;
 }
 

@@ -20,8 +20,11 @@ TEST(Embedding, GathersRowsAndScatterAddsRepeatedIds) {
 
 TEST(Embedding, BackwardMatchesFiniteDifferences) {
   std::vector<int32_t> ids = {1, 4, 4, 0, 2, 1};
-  EXPECT_TRUE(grad_check([&](const std::vector<Tensor>& in) { return embedding(in[0], ids, Shape{2, 3}); },
-                         {randn({5, 3}, 1)}));
+  EXPECT_TRUE(grad_check(
+      [&](const std::vector<Tensor>& in) {
+        return embedding(in[0], ids, Shape{2, 3});
+      },
+      {randn({5, 3}, 1)}));
 }
 
 TEST(Embedding, RejectsAnIdOutsideTheTable) {
@@ -38,11 +41,17 @@ TEST(Heads, SplitThenMergeIsTheIdentity) {
 }
 
 TEST(Heads, SplitMergeSliceAndReshapeBackwardMatchFiniteDifferences) {
-  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return split_heads(in[0], 2); }, {randn({2, 3, 4}, 3)}));
-  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return merge_heads(in[0]); }, {randn({2, 2, 3, 2}, 4)}));
-  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return slice_last(in[0], 2, 3); }, {randn({2, 3, 6}, 5)}));
-  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return tanh(reshape(in[0], Shape{6, 2})); },
-                         {randn({3, 4}, 6)}));
+  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return split_heads(in[0], 2); },
+                         {randn({2, 3, 4}, 3)}));
+  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return merge_heads(in[0]); },
+                         {randn({2, 2, 3, 2}, 4)}));
+  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return slice_last(in[0], 2, 3); },
+                         {randn({2, 3, 6}, 5)}));
+  EXPECT_TRUE(grad_check(
+      [](const std::vector<Tensor>& in) {
+        return tanh(reshape(in[0], Shape{6, 2}));
+      },
+      {randn({3, 4}, 6)}));
 }
 
 TEST(ConcatLast, IsTheInverseOfSlicesAndItsBackwardMatchesFiniteDifferences) {
@@ -50,8 +59,11 @@ TEST(ConcatLast, IsTheInverseOfSlicesAndItsBackwardMatchesFiniteDifferences) {
   Tensor back = concat_last({slice_last(x, 0, 2), slice_last(x, 2, 4), slice_last(x, 6, 1)});
   EXPECT_EQ(back.shape(), x.shape());
   EXPECT_EQ(back.to_vector(), x.to_vector());
-  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return tanh(concat_last({in[0], in[1]})); },
-                         {randn({2, 3, 2}, 9), randn({2, 3, 5}, 10)}));
+  EXPECT_TRUE(grad_check(
+      [](const std::vector<Tensor>& in) {
+        return tanh(concat_last({in[0], in[1]}));
+      },
+      {randn({2, 3, 2}, 9), randn({2, 3, 5}, 10)}));
   EXPECT_THROW(concat_last({randn({2, 3}, 1), randn({3, 3}, 2)}), ShapeError);
   EXPECT_THROW(concat_last({}), ShapeError);
 }

@@ -28,8 +28,8 @@ namespace sl {
 namespace {
 
 // Volatile so that the compiler cannot fold the products at compile time.
-volatile float g_tiny = 1e-20f;           // tiny * tiny = 1e-40: a subnormal result (FTZ)
-volatile float g_subnormal = 1e-40f;      // a subnormal input: times 1e10 it is 1e-30 (DAZ)
+volatile float g_tiny = 1e-20f;       // tiny * tiny = 1e-40: a subnormal result (FTZ)
+volatile float g_subnormal = 1e-40f;  // a subnormal input: times 1e10 it is 1e-30 (DAZ)
 
 float subnormal_product() { return g_tiny * g_tiny; }
 float product_of_subnormal_input() { return g_subnormal * 1e10f; }
@@ -42,7 +42,8 @@ bool is_zero(float v) { return (std::bit_cast<uint32_t>(v) & 0x7fffffffu) == 0; 
 struct FlushTest : ::testing::Test {
   bool was_on_ = false;
   void SetUp() override {
-    if (!can_flush_subnormals()) GTEST_SKIP() << "this build has no flush-to-zero control for this CPU";
+    if (!can_flush_subnormals())
+      GTEST_SKIP() << "this build has no flush-to-zero control for this CPU";
     was_on_ = flush_subnormals_on();
     set_num_threads(2);
   }
@@ -122,7 +123,8 @@ TEST_F(FlushSubnormals, SetOnTheMainThreadAloneLeavesAnExistingOpenMpWorkerUnflu
 std::vector<float> openblas_sgemm(int n, float a, float b) {
   const std::vector<float> A(static_cast<size_t>(n) * n, a), B(static_cast<size_t>(n) * n, b);
   std::vector<float> C(static_cast<size_t>(n) * n, -1.0f);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, A.data(), n, B.data(), n,
+              0.0f, C.data(), n);
   return C;
 }
 
@@ -132,7 +134,8 @@ int count_zeros(const std::vector<float>& c) {
   return zeros;
 }
 
-constexpr int kN = 256;  // 256^3 multiply-adds: far above OpenBLAS's threshold for using its threads
+constexpr int kN =
+    256;  // 256^3 multiply-adds: far above OpenBLAS's threshold for using its threads
 constexpr int kCells = kN * kN;
 // Each term 1e-20 * 4e-22 = 4e-42 and each output 256 of them, ~1e-39: subnormal all through (FTZ).
 constexpr float kA = 1e-20f, kB = 4e-22f;
@@ -147,9 +150,11 @@ bool openblas_on_two_threads() {
 
 TEST_F(FlushSubnormals, MakeEveryOutputOfAnSgemmOnOpenBlasWorkerThreadsZero) {
   set_flush_subnormals(true);
-  if (!openblas_on_two_threads()) GTEST_SKIP() << "OpenBLAS runs on one thread here (openblas_get_num_threads() == 1)";
+  if (!openblas_on_two_threads())
+    GTEST_SKIP() << "OpenBLAS runs on one thread here (openblas_get_num_threads() == 1)";
   EXPECT_EQ(count_zeros(openblas_sgemm(kN, kA, kB)), kCells) << "subnormal results flushed (FTZ)";
-  EXPECT_EQ(count_zeros(openblas_sgemm(kN, kSubnormalA, kBigB)), kCells) << "subnormal inputs read as 0 (DAZ)";
+  EXPECT_EQ(count_zeros(openblas_sgemm(kN, kSubnormalA, kBigB)), kCells)
+      << "subnormal inputs read as 0 (DAZ)";
   set_flush_subnormals(false);
   ASSERT_TRUE(openblas_on_two_threads());
   EXPECT_EQ(count_zeros(openblas_sgemm(kN, kA, kB)), 0);
@@ -158,15 +163,18 @@ TEST_F(FlushSubnormals, MakeEveryOutputOfAnSgemmOnOpenBlasWorkerThreadsZero) {
 
 TEST_F(FlushSubnormals, SetOnTheMainThreadAloneLeavesOpenBlasWorkersUnflushed) {
   set_flush_subnormals(false);
-  if (!openblas_on_two_threads()) GTEST_SKIP() << "OpenBLAS runs on one thread here (openblas_get_num_threads() == 1)";
+  if (!openblas_on_two_threads())
+    GTEST_SKIP() << "OpenBLAS runs on one thread here (openblas_get_num_threads() == 1)";
   set_flush_subnormals_this_thread(true);
   const int zeros = count_zeros(openblas_sgemm(kN, kA, kB));
   EXPECT_GT(zeros, 0) << "the calling thread's share is flushed";
-  EXPECT_LT(zeros, kCells) << "an OpenBLAS worker's share is not: it kept the mode it was started with";
+  EXPECT_LT(zeros, kCells)
+      << "an OpenBLAS worker's share is not: it kept the mode it was started with";
 }
 
 TEST_F(FlushSubnormals, MakeEveryOutputOfAGemmSplitOverOpenMpThreadsZero) {
-  std::vector<float> A(static_cast<size_t>(kCells), kA), B(static_cast<size_t>(kCells), kB), C(static_cast<size_t>(kCells));
+  std::vector<float> A(static_cast<size_t>(kCells), kA), B(static_cast<size_t>(kCells), kB),
+      C(static_cast<size_t>(kCells));
   set_flush_subnormals(true);
   gemm(false, false, kN, kN, kN, 1.0f, A.data(), B.data(), 0.0f, C.data());
   EXPECT_EQ(count_zeros(C), kCells);

@@ -21,7 +21,8 @@ TEST(Matmul, MatchesNaiveProductForEveryTransposeCombination) {
         for (int64_t j = 0; j < N; ++j) {
           double s = 0;
           for (int64_t k = 0; k < K; ++k)
-            s += static_cast<double>(a.data()[ta ? k * M + i : i * K + k]) * b.data()[tb ? j * K + k : k * N + j];
+            s += static_cast<double>(a.data()[ta ? k * M + i : i * K + k]) *
+                 b.data()[tb ? j * K + k : k * N + j];
           EXPECT_NEAR(c.data()[i * N + j], s, 1e-5) << "ta=" << ta << " tb=" << tb;
         }
     }
@@ -32,7 +33,8 @@ TEST(Matmul, BackwardMatchesFiniteDifferencesForEveryTransposeCombination) {
     for (bool tb : {false, true}) {
       Tensor a = randn(ta ? Shape{5, 3} : Shape{3, 5}, 3);
       Tensor b = randn(tb ? Shape{4, 5} : Shape{5, 4}, 4);
-      EXPECT_TRUE(grad_check([&](const std::vector<Tensor>& in) { return matmul(in[0], in[1], ta, tb); }, {a, b}))
+      EXPECT_TRUE(grad_check(
+          [&](const std::vector<Tensor>& in) { return matmul(in[0], in[1], ta, tb); }, {a, b}))
           << "ta=" << ta << " tb=" << tb;
     }
 }
@@ -50,9 +52,11 @@ TEST(Matmul, RejectsMismatchedInnerDimsNamingTheShapes) {
 TEST(Bmm, BatchedAttentionShapesBackwardMatchesFiniteDifferences) {
   // (B, NH, T, HS) x (B, NH, T, HS)^T -> (B, NH, T, T), as attention scores are formed.
   Tensor q = randn({2, 3, 4, 5}, 5), k = randn({2, 3, 4, 5}, 6);
-  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return bmm(in[0], in[1], false, true); }, {q, k}));
+  EXPECT_TRUE(grad_check(
+      [](const std::vector<Tensor>& in) { return bmm(in[0], in[1], false, true); }, {q, k}));
   Tensor att = randn({2, 3, 4, 4}, 7), v = randn({2, 3, 4, 5}, 8);
-  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return bmm(in[0], in[1]); }, {att, v}));
+  EXPECT_TRUE(
+      grad_check([](const std::vector<Tensor>& in) { return bmm(in[0], in[1]); }, {att, v}));
 }
 
 TEST(Bmm, EachBatchEntryEqualsItsOwnMatmul) {
@@ -60,7 +64,8 @@ TEST(Bmm, EachBatchEntryEqualsItsOwnMatmul) {
   Tensor c = bmm(a, b);
   for (int64_t i = 0; i < 3; ++i) {
     Tensor ai = Tensor::from({2, 4}, std::vector<float>(a.data() + i * 8, a.data() + (i + 1) * 8));
-    Tensor bi = Tensor::from({4, 5}, std::vector<float>(b.data() + i * 20, b.data() + (i + 1) * 20));
+    Tensor bi =
+        Tensor::from({4, 5}, std::vector<float>(b.data() + i * 20, b.data() + (i + 1) * 20));
     Tensor ci = matmul(ai, bi);
     for (int64_t j = 0; j < 10; ++j) EXPECT_FLOAT_EQ(c.data()[i * 10 + j], ci.data()[j]);
   }
@@ -75,8 +80,10 @@ TEST(Linear, ComputesXTimesWeightTransposedPlusBias) {
 
 TEST(Linear, BackwardMatchesFiniteDifferencesWithAndWithoutBias) {
   Tensor x = randn({2, 3, 5}, 11), w = randn({4, 5}, 12), b = randn({4}, 13);
-  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); }, {x, w, b}));
-  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return linear(in[0], in[1], Tensor()); }, {x, w}));
+  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); },
+                         {x, w, b}));
+  EXPECT_TRUE(grad_check(
+      [](const std::vector<Tensor>& in) { return linear(in[0], in[1], Tensor()); }, {x, w}));
 }
 
 }  // namespace

@@ -12,15 +12,18 @@ using testing::grad_check;
 using testing::randn;
 
 TEST(LayerNorm, TwoAndFourNormalizeToAboutMinusOneAndOne) {
-  std::vector<float> y = layer_norm(Tensor::from({2}, {2, 4}), Tensor(), Tensor(), 1e-5f).to_vector();
+  std::vector<float> y =
+      layer_norm(Tensor::from({2}, {2, 4}), Tensor(), Tensor(), 1e-5f).to_vector();
   EXPECT_NEAR(y[0], -1.0f, 1e-4);  // eps pulls it just inside: -0.999995
   EXPECT_NEAR(y[1], 1.0f, 1e-4);
   EXPECT_GT(y[0], -1.0f);
 }
 
 TEST(LayerNorm, TwentyAndFortyNormalizeToTheSameAsTwoAndFour) {
-  std::vector<float> small = layer_norm(Tensor::from({2}, {2, 4}), Tensor(), Tensor(), 1e-5f).to_vector();
-  std::vector<float> big = layer_norm(Tensor::from({2}, {20, 40}), Tensor(), Tensor(), 1e-5f).to_vector();
+  std::vector<float> small =
+      layer_norm(Tensor::from({2}, {2, 4}), Tensor(), Tensor(), 1e-5f).to_vector();
+  std::vector<float> big =
+      layer_norm(Tensor::from({2}, {20, 40}), Tensor(), Tensor(), 1e-5f).to_vector();
   EXPECT_NEAR(big[0], -1.0f, 1e-6);
   EXPECT_NEAR(big[1], 1.0f, 1e-6);
   EXPECT_NEAR(big[0], small[0], 1e-4);
@@ -41,7 +44,8 @@ TEST(LayerNorm, OutputHasZeroMeanAndUnitVariancePerPositionNotPerBatch) {
 }
 
 TEST(LayerNorm, AppliesGammaAndBeta) {
-  Tensor y = layer_norm(Tensor::from({2}, {2, 4}), Tensor::from({2}, {2, 3}), Tensor::from({2}, {1, -1}), 1e-5f);
+  Tensor y = layer_norm(Tensor::from({2}, {2, 4}), Tensor::from({2}, {2, 3}),
+                        Tensor::from({2}, {1, -1}), 1e-5f);
   EXPECT_NEAR(y.data()[0], -1.0f, 1e-4);  // 2 * -1 + 1
   EXPECT_NEAR(y.data()[1], 2.0f, 1e-4);   // 3 * 1 - 1
 }
@@ -49,15 +53,17 @@ TEST(LayerNorm, AppliesGammaAndBeta) {
 TEST(LayerNorm, BackwardMatchesFiniteDifferences) {
   for (Shape s : {Shape{2, 3, 8}, Shape{5, 4}, Shape{1, 7}}) {
     Tensor x = randn(s, 2), g = randn({s.back()}, 3), b = randn({s.back()}, 4);
-    EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], in[2], 1e-5f); },
-                           {x, g, b}))
+    EXPECT_TRUE(grad_check(
+        [](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], in[2], 1e-5f); },
+        {x, g, b}))
         << s.str();
   }
 }
 
 TEST(LayerNorm, BackwardWithoutAffineParametersMatchesFiniteDifferences) {
-  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return layer_norm(in[0], Tensor(), Tensor(), 1e-5f); },
-                         {randn({4, 6}, 5)}));
+  EXPECT_TRUE(grad_check(
+      [](const std::vector<Tensor>& in) { return layer_norm(in[0], Tensor(), Tensor(), 1e-5f); },
+      {randn({4, 6}, 5)}));
 }
 
 TEST(RmsNorm, ScalesTwoAndFourWithoutSubtractingTheMean) {
@@ -70,12 +76,14 @@ TEST(RmsNorm, ScalesTwoAndFourWithoutSubtractingTheMean) {
 
 TEST(RmsNorm, BackwardMatchesFiniteDifferences) {
   Tensor x = randn({3, 2, 8}, 6), g = randn({8}, 7);
-  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return rms_norm(in[0], in[1], 1e-5f); }, {x, g}));
+  EXPECT_TRUE(grad_check(
+      [](const std::vector<Tensor>& in) { return rms_norm(in[0], in[1], 1e-5f); }, {x, g}));
 }
 
 TEST(DyT, MatchesGammaTanhOfAlphaXPlusBetaWithoutStatistics) {
   // Unlike LayerNorm, DyT keeps the scale: [2, 4] and [20, 40] give different outputs.
-  Tensor alpha = Tensor::from({1}, {0.5f}), g = Tensor::from({2}, {2.0f, 1.0f}), b = Tensor::from({2}, {0.1f, 0.0f});
+  Tensor alpha = Tensor::from({1}, {0.5f}), g = Tensor::from({2}, {2.0f, 1.0f}),
+         b = Tensor::from({2}, {0.1f, 0.0f});
   std::vector<float> small = dyt(Tensor::from({2}, {2, 4}), alpha, g, b).to_vector();
   std::vector<float> large = dyt(Tensor::from({2}, {20, 40}), alpha, g, b).to_vector();
   EXPECT_NEAR(small[0], 2.0 * std::tanh(1.0) + 0.1, 1e-6);
@@ -83,7 +91,8 @@ TEST(DyT, MatchesGammaTanhOfAlphaXPlusBetaWithoutStatistics) {
   EXPECT_NEAR(large[1], 1.0, 1e-6) << "tanh saturates at 1";
   // Relative accuracy also near 0, where 1 - 2 / (exp(2u) + 1) cancels: u from 1e-6 to 9.
   std::vector<float> u;
-  for (double v = 1e-6; v < 9; v *= 1.01) u.insert(u.end(), {static_cast<float>(v), static_cast<float>(-v)});
+  for (double v = 1e-6; v < 9; v *= 1.01)
+    u.insert(u.end(), {static_cast<float>(v), static_cast<float>(-v)});
   Tensor x = Tensor::from({static_cast<int64_t>(u.size())}, u);
   Tensor y = dyt(x, Tensor::from({1}, {1.0f}), Tensor(), Tensor());
   for (size_t i = 0; i < u.size(); ++i) {
@@ -93,10 +102,13 @@ TEST(DyT, MatchesGammaTanhOfAlphaXPlusBetaWithoutStatistics) {
 }
 
 TEST(DyT, BackwardMatchesFiniteDifferencesForXAlphaGammaAndBeta) {
-  Tensor x = randn({3, 2, 8}, 6), a = Tensor::from({1}, {0.7f}, true), g = randn({8}, 7), b = randn({8}, 8);
-  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return dyt(in[0], in[1], in[2], in[3]); }, {x, a, g, b}));
-  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return dyt(in[0], in[1], Tensor(), Tensor()); },
-                         {randn({40, 8}, 9), Tensor::from({1}, {0.4f}, true)}))
+  Tensor x = randn({3, 2, 8}, 6), a = Tensor::from({1}, {0.7f}, true), g = randn({8}, 7),
+         b = randn({8}, 8);
+  EXPECT_TRUE(grad_check(
+      [](const std::vector<Tensor>& in) { return dyt(in[0], in[1], in[2], in[3]); }, {x, a, g, b}));
+  EXPECT_TRUE(grad_check(
+      [](const std::vector<Tensor>& in) { return dyt(in[0], in[1], Tensor(), Tensor()); },
+      {randn({40, 8}, 9), Tensor::from({1}, {0.4f}, true)}))
       << "more rows than one parallel chunk";
 }
 

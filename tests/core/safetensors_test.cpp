@@ -33,7 +33,8 @@ std::string make_file(const std::string& header, size_t data_bytes) {
 // The little-endian u64 at the start of a file.
 uint64_t header_length(const std::string& bytes) {
   uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= uint64_t{static_cast<unsigned char>(bytes[static_cast<size_t>(i)])} << (8 * i);
+  for (int i = 0; i < 8; ++i)
+    n |= uint64_t{static_cast<unsigned char>(bytes[static_cast<size_t>(i)])} << (8 * i);
   return n;
 }
 
@@ -47,11 +48,11 @@ std::string parse_error(const std::string& bytes) {
   return "(parsed without error)";
 }
 
-#define EXPECT_REJECTED(bytes, problem)                                   \
-  do {                                                                    \
-    std::string msg_ = parse_error(bytes);                                \
-    EXPECT_NE(msg_.find(kOrigin), std::string::npos) << msg_;             \
-    EXPECT_NE(msg_.find(problem), std::string::npos) << msg_;             \
+#define EXPECT_REJECTED(bytes, problem)                       \
+  do {                                                        \
+    std::string msg_ = parse_error(bytes);                    \
+    EXPECT_NE(msg_.find(kOrigin), std::string::npos) << msg_; \
+    EXPECT_NE(msg_.find(problem), std::string::npos) << msg_; \
   } while (0)
 
 NamedTensors sample_tensors() {
@@ -64,12 +65,14 @@ NamedTensors sample_tensors() {
 
 bool bits_equal(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() &&
-         (a.numel() == 0 || std::memcmp(a.data(), b.data(), static_cast<size_t>(a.numel()) * 4) == 0);
+         (a.numel() == 0 ||
+          std::memcmp(a.data(), b.data(), static_cast<size_t>(a.numel()) * 4) == 0);
 }
 
 TEST(Safetensors, RoundTripKeepsNamesShapesBitExactValuesAndMetadata) {
   NamedTensors in = sample_tensors();
-  std::map<std::string, std::string> meta{{"step", "1200"}, {"config", R"({"n_layer": 2})"}, {"note", "ünïcode"}};
+  std::map<std::string, std::string> meta{
+      {"step", "1200"}, {"config", R"({"n_layer": 2})"}, {"note", "ünïcode"}};
   TensorFile out = parse_safetensors(safetensors_serialize(in, meta), kOrigin);
   ASSERT_EQ(out.tensors.size(), in.size());
   for (const auto& [name, t] : in) {
@@ -98,7 +101,8 @@ TEST(Safetensors, LoadOfAMissingFileNamesIt) {
     load_safetensors("/nonexistent/m.safetensors");
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("/nonexistent/m.safetensors"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/m.safetensors"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -127,7 +131,8 @@ TEST(Safetensors, TensorsAreWrittenSortedByNameAndPacked) {
 TEST(Safetensors, ReaderAcceptsAnyEntryOrderInTheData) {
   // b's data come first in the buffer although a sorts first by name.
   std::string bytes = make_file(R"({"b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                                R"("a":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12);
+                                R"("a":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                                12);
   const size_t data = bytes.size() - 12;
   float vals[3] = {9.0f, 1.0f, 2.0f};
   std::memcpy(bytes.data() + data, vals, 12);
@@ -152,7 +157,8 @@ TEST(Safetensors, TruncationAnywhereIsRejectedWithTheReason) {
   EXPECT_REJECTED(good.substr(0, 8 + n / 2), "exceeds");
   EXPECT_REJECTED(good.substr(0, 8 + n), "outside the data buffer");
   EXPECT_REJECTED(good.substr(0, good.size() - 1), "outside the data buffer");
-  for (size_t len = 0; len < good.size(); ++len) EXPECT_THROW(parse_safetensors(good.substr(0, len), kOrigin), Error) << len;
+  for (size_t len = 0; len < good.size(); ++len)
+    EXPECT_THROW(parse_safetensors(good.substr(0, len), kOrigin), Error) << len;
 }
 
 TEST(Safetensors, AbsurdHeaderLengthIsRejectedBeforeReading) {
@@ -171,7 +177,8 @@ TEST(Safetensors, FlippedHeaderBytesAreRejectedOrStillConsistent) {
       bad[i] = static_cast<char>(static_cast<unsigned char>(bad[i]) ^ mask);
       try {
         TensorFile f = parse_safetensors(bad, kOrigin);
-        EXPECT_EQ(f.tensors.size() + f.metadata.size(), 5u) << "byte " << i;  // e.g. a renamed tensor
+        EXPECT_EQ(f.tensors.size() + f.metadata.size(), 5u)
+            << "byte " << i;  // e.g. a renamed tensor
       } catch (const Error& e) {
         ++rejected;
         EXPECT_NE(std::string(e.what()).find(kOrigin), std::string::npos);
@@ -190,14 +197,18 @@ TEST(Safetensors, HeaderThatIsNotAnObjectIsRejected) {
 }
 
 TEST(Safetensors, EntryMissingAFieldIsRejectedNamingIt) {
-  EXPECT_REJECTED(make_file(R"({"t":{"shape":[1],"data_offsets":[0,4]}})", 4), "tensor 't': missing \"dtype\"");
-  EXPECT_REJECTED(make_file(R"({"t":{"dtype":"F32","data_offsets":[0,4]}})", 4), "missing \"shape\"");
+  EXPECT_REJECTED(make_file(R"({"t":{"shape":[1],"data_offsets":[0,4]}})", 4),
+                  "tensor 't': missing \"dtype\"");
+  EXPECT_REJECTED(make_file(R"({"t":{"dtype":"F32","data_offsets":[0,4]}})", 4),
+                  "missing \"shape\"");
   EXPECT_REJECTED(make_file(R"({"t":{"dtype":"F32","shape":[1]}})", 4), "missing \"data_offsets\"");
 }
 
 TEST(Safetensors, EntryFieldsOfTheWrongTypeAreRejected) {
-  EXPECT_REJECTED(make_file(R"({"t":{"dtype":32,"shape":[1],"data_offsets":[0,4]}})", 4), "dtype must be a string");
-  EXPECT_REJECTED(make_file(R"({"t":{"dtype":"F32","shape":"1","data_offsets":[0,4]}})", 4), "shape must be an array");
+  EXPECT_REJECTED(make_file(R"({"t":{"dtype":32,"shape":[1],"data_offsets":[0,4]}})", 4),
+                  "dtype must be a string");
+  EXPECT_REJECTED(make_file(R"({"t":{"dtype":"F32","shape":"1","data_offsets":[0,4]}})", 4),
+                  "shape must be an array");
   EXPECT_REJECTED(make_file(R"({"t":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", 4),
                   "shape entry must be a non-negative integer");
   EXPECT_REJECTED(make_file(R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[0]}})", 4),
@@ -216,35 +227,41 @@ TEST(Safetensors, NegativeOrTooManyDimensionsAreRejected) {
                   "shape entry is negative (-1)");
   EXPECT_REJECTED(make_file(R"({"t":{"dtype":"F32","shape":[1,1,1,1,1],"data_offsets":[0,4]}})", 4),
                   "has more than 4 dimensions");
-  EXPECT_REJECTED(make_file(R"({"t":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}})", 4),
-                  "is too large");
+  EXPECT_REJECTED(
+      make_file(R"({"t":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}})", 4),
+      "is too large");
 }
 
 TEST(Safetensors, OffsetsThatDoNotMatchTheShapeAreRejected) {
   EXPECT_REJECTED(make_file(R"({"t":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}})", 20),
                   "span 20 bytes but shape (2,3) of F32 needs 24");
-  EXPECT_REJECTED(make_file(R"({"t":{"dtype":"F32","shape":[0],"data_offsets":[8,4]}})", 8), "end before they begin");
+  EXPECT_REJECTED(make_file(R"({"t":{"dtype":"F32","shape":[0],"data_offsets":[8,4]}})", 8),
+                  "end before they begin");
 }
 
 TEST(Safetensors, OffsetsPastTheEndOfTheBufferAreRejected) {
   EXPECT_REJECTED(make_file(R"({"t":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 8),
                   "tensor 't' data_offsets [4,12] lie outside the data buffer of 8 bytes");
-  EXPECT_REJECTED(make_file(R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[18446744073709551612,0]}})", 8),
-                  "end before they begin");
+  EXPECT_REJECTED(
+      make_file(R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[18446744073709551612,0]}})", 8),
+      "end before they begin");
 }
 
 TEST(Safetensors, OverlappingRegionsAreRejected) {
   EXPECT_REJECTED(make_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                            R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12),
+                            R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                            12),
                   "tensor 'b' overlaps tensor 'a'");
   EXPECT_REJECTED(make_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                            R"("b":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8),
+                            R"("b":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+                            8),
                   "overlaps");
 }
 
 TEST(Safetensors, GapsAndTrailingBytesAreRejected) {
   EXPECT_REJECTED(make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                            R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})", 12),
+                            R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                            12),
                   "gap of 4 bytes between tensor 'a' and tensor 'b'");
   EXPECT_REJECTED(make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8),
                   "gap of 4 bytes between the start of the data and tensor 'a'");
@@ -255,14 +272,17 @@ TEST(Safetensors, GapsAndTrailingBytesAreRejected) {
 
 TEST(Safetensors, DuplicateNamesAreRejected) {
   EXPECT_REJECTED(make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                            R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8),
+                            R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                            8),
                   "duplicate tensor name 'a'");
-  EXPECT_REJECTED(make_file(R"({"a":{"dtype":"F32","dtype":"F16","shape":[1],"data_offsets":[0,4]}})", 4),
-                  "duplicate key 'dtype'");
+  EXPECT_REJECTED(
+      make_file(R"({"a":{"dtype":"F32","dtype":"F16","shape":[1],"data_offsets":[0,4]}})", 4),
+      "duplicate key 'dtype'");
 }
 
 TEST(Safetensors, MetadataValuesMustBeStrings) {
-  EXPECT_REJECTED(make_file(R"({"__metadata__":{"step":12}})", 0), "__metadata__ value of 'step' must be a string");
+  EXPECT_REJECTED(make_file(R"({"__metadata__":{"step":12}})", 0),
+                  "__metadata__ value of 'step' must be a string");
   EXPECT_REJECTED(make_file(R"({"__metadata__":["x"]})", 0), "__metadata__ must be an object");
   TensorFile f = parse_safetensors(make_file(R"({"__metadata__":{"step":"12"}})", 0), kOrigin);
   EXPECT_TRUE(f.tensors.empty());
@@ -272,10 +292,16 @@ TEST(Safetensors, MetadataValuesMustBeStrings) {
 // Found by tests/cli/reliability_test.cpp flipping bit 5 of a padding space: nlohmann stops at a
 // NUL, so the rest of the header was ignored and the corrupt file accepted.
 TEST(Safetensors, ANulByteInTheHeaderIsRejected) {
-  EXPECT_REJECTED(make_file(std::string(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})") + '\0' + "  ", 4),
-                  "header holds a NUL byte");
-  EXPECT_REJECTED(make_file(std::string(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})") + '\0' + "xyz", 4),
-                  "header holds a NUL byte");
+  EXPECT_REJECTED(
+      make_file(
+          std::string(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})") + '\0' + "  ",
+          4),
+      "header holds a NUL byte");
+  EXPECT_REJECTED(
+      make_file(
+          std::string(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})") + '\0' + "xyz",
+          4),
+      "header holds a NUL byte");
 }
 
 // Found by fuzz_safetensors' round-trip property: the reader accepted a tensor named "" that the

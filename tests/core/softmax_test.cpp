@@ -49,28 +49,32 @@ TEST(Softmax, CausalMaskHidesTheFuture) {
 
 TEST(Softmax, BackwardMatchesFiniteDifferencesPlainAndCausal) {
   for (bool causal : {false, true})
-    EXPECT_TRUE(grad_check([causal](const std::vector<Tensor>& in) { return softmax(in[0], causal); },
-                           {randn({2, 3, 4, 4}, 3)}))
+    EXPECT_TRUE(
+        grad_check([causal](const std::vector<Tensor>& in) { return softmax(in[0], causal); },
+                   {randn({2, 3, 4, 4}, 3)}))
         << "causal=" << causal;
 }
 
 TEST(CrossEntropy, UniformLogitsGiveLnV) {
   for (int V : {2, 32, 65}) {
     std::vector<int32_t> t = {0, static_cast<int32_t>(V - 1), 1};
-    EXPECT_NEAR(cross_entropy(Tensor::zeros({3, V}), t).item(), std::log(static_cast<double>(V)), 1e-6);
+    EXPECT_NEAR(cross_entropy(Tensor::zeros({3, V}), t).item(), std::log(static_cast<double>(V)),
+                1e-6);
   }
 }
 
 TEST(CrossEntropy, MatchesMinusLogSoftmaxOfTheTarget) {
   Tensor l = Tensor::from({1, 3}, {1.0f, 2.0f, 3.0f});
-  const double expected = -std::log(std::exp(2.0) / (std::exp(1.0) + std::exp(2.0) + std::exp(3.0)));
+  const double expected =
+      -std::log(std::exp(2.0) / (std::exp(1.0) + std::exp(2.0) + std::exp(3.0)));
   EXPECT_NEAR(cross_entropy(l, {1}).item(), expected, 1e-6);
 }
 
 TEST(CrossEntropy, BackwardMatchesFiniteDifferences) {
   std::vector<int32_t> targets = {0, 3, 2, 2, 1, 4};
-  EXPECT_TRUE(grad_check([&](const std::vector<Tensor>& in) { return cross_entropy(in[0], targets); },
-                         {randn({2, 3, 5}, 4, 2.0f)}));
+  EXPECT_TRUE(
+      grad_check([&](const std::vector<Tensor>& in) { return cross_entropy(in[0], targets); },
+                 {randn({2, 3, 5}, 4, 2.0f)}));
 }
 
 TEST(CrossEntropy, RejectsATargetOutsideTheVocabulary) {

@@ -72,8 +72,7 @@ TEST(MarkovSource, StationaryDistributionIsStationary) {
 TEST(MarkovSource, LargestConfigurationBuildsInSecondsAndIsStationary) {
   const auto t0 = std::chrono::steady_clock::now();
   const MarkovSource src(32, 3, 0.5, 1);
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(secs, 10.0);
   EXPECT_EQ(src.num_contexts(), 32768);
   expect_stationary(src, 1e-10);
@@ -165,7 +164,8 @@ TEST(MarkovSource, TargetsAreInputsShiftedByOne) {
   ASSERT_EQ(b.x.size(), size_t{36});
   ASSERT_EQ(b.y.size(), size_t{36});
   for (int i = 0; i < 3; ++i)
-    for (int t = 0; t + 1 < 12; ++t) EXPECT_EQ(b.y[size_t(i * 12 + t)], b.x[size_t(i * 12 + t + 1)]);
+    for (int t = 0; t + 1 < 12; ++t)
+      EXPECT_EQ(b.y[size_t(i * 12 + t)], b.x[size_t(i * 12 + t + 1)]);
   for (int32_t v : b.y) {
     EXPECT_GE(v, 0);
     EXPECT_LT(v, 10);

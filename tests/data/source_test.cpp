@@ -44,9 +44,9 @@ TEST(MakeDataSource, TextNameBuildsATextSourceAndCanUseASavedVocabulary) {
 }
 
 TEST(MakeDataSource, UnknownSourceAndMissingPathNameTheirFields) {
-  EXPECT_NE(error_of([] { make_data_source("shakespeare", 8, 1, 1.0, 0, "", 0.1); })
-                .find("data.source"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([] { make_data_source("shakespeare", 8, 1, 1.0, 0, "", 0.1); }).find("data.source"),
+      std::string::npos);
   EXPECT_NE(error_of([] { make_data_source("text", 8, 1, 1.0, 0, "", 0.1); }).find("data.path"),
             std::string::npos);
 }

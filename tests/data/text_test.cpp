@@ -34,11 +34,12 @@ bool contains(const std::string& s, const std::string& part) {
 }
 
 TEST(TextSource, VocabularyIsTheSortedSetOfCodePointsIncludingMultibyte) {
-  const std::string text = "h\xC3\xA9llo w\xC3\xB6rld \xE2\x9C\x93 \xF0\x9F\x98\x80 h\xC3\xA9";  // héllo wörld ✓ 😀 hé
+  const std::string text =
+      "h\xC3\xA9llo w\xC3\xB6rld \xE2\x9C\x93 \xF0\x9F\x98\x80 h\xC3\xA9";  // héllo wörld ✓ 😀 hé
   const std::string path = write_temp("vocab.txt", text);
   const TextSource src(path, 0.2, 1);
-  const std::vector<char32_t> expected = {U' ', U'd', U'h', U'l', U'o', U'r', U'w',
-                                          U'\u00E9', U'\u00F6', U'\u2713', U'\U0001F600'};
+  const std::vector<char32_t> expected = {U' ', U'd',      U'h',      U'l',      U'o',         U'r',
+                                          U'w', U'\u00E9', U'\u00F6', U'\u2713', U'\U0001F600'};
   EXPECT_EQ(src.vocab(), expected);
   EXPECT_EQ(src.vocab_size(), 11);
   EXPECT_EQ(src.train_size() + src.val_size(), size_t{18});  // characters, not bytes
@@ -93,8 +94,10 @@ TEST(TextSource, TrainSplitIsTheStartAndValSplitTheEnd) {
   EXPECT_EQ(src.val_size(), size_t{10});
   Rng rng(2);
   for (int32_t v : src.train_batch(8, 5, rng).x) EXPECT_EQ(v, 0);
-  for (const Batch& b : src.eval_batches(4, 8, 5, true)) for (int32_t v : b.y) EXPECT_EQ(v, 0);
-  for (const Batch& b : src.eval_batches(4, 8, 5, false)) for (int32_t v : b.x) EXPECT_EQ(v, 1);
+  for (const Batch& b : src.eval_batches(4, 8, 5, true))
+    for (int32_t v : b.y) EXPECT_EQ(v, 0);
+  for (const Batch& b : src.eval_batches(4, 8, 5, false))
+    for (int32_t v : b.x) EXPECT_EQ(v, 1);
   const ReferenceLosses r = src.reference_losses(5);
   EXPECT_NEAR(r.uniform, std::log(2.0), 1e-12);
   EXPECT_NEAR(r.unigram, 0.0, 1e-12);  // the train split is all 'a'
@@ -127,7 +130,8 @@ TEST(TextSource, TargetsAreTheNextCharactersOfAContiguousWindow) {
     const size_t at = text.find(window);
     ASSERT_NE(at, std::string::npos);
     EXPECT_EQ(src.decode({b.y[size_t(i * 16 + 15)]}), text.substr(at + 16, 1));
-    for (int t = 0; t + 1 < 16; ++t) EXPECT_EQ(b.y[size_t(i * 16 + t)], b.x[size_t(i * 16 + t + 1)]);
+    for (int t = 0; t + 1 < 16; ++t)
+      EXPECT_EQ(b.y[size_t(i * 16 + t)], b.x[size_t(i * 16 + t + 1)]);
   }
 }
 

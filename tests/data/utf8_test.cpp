@@ -19,7 +19,7 @@ std::string error_of(const std::string& bytes) {
 }
 
 TEST(Utf8, BoundaryCodePointsRoundTrip) {
-  const std::vector<char32_t> cps = {0x0,   0x7F,   0x80,    0x7FF,    0x800,
+  const std::vector<char32_t> cps = {0x0,    0x7F,   0x80,   0x7FF,   0x800,
                                      0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x10FFFF};
   std::string bytes;
   for (char32_t cp : cps) utf8_append(bytes, cp);

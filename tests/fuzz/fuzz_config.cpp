@@ -26,7 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     sl::Config again = sl::config_from_json(j, "round trip");
     again.train.name = cfg.train.name;
     again.source_path = cfg.source_path;
-    if (sl::to_json(again) != j) sl::fuzz::property_failed("config does not round-trip through to_json");
+    if (sl::to_json(again) != j)
+      sl::fuzz::property_failed("config does not round-trip through to_json");
     const double bytes = sl::estimate_memory_bytes(cfg);
     if (!(bytes > 0)) sl::fuzz::property_failed("memory estimate is not positive");
   } catch (const sl::Error&) {

@@ -15,7 +15,8 @@ namespace {
 
 void check_batch(const sl::Batch& b, int V) {
   for (size_t i = 0; i < b.x.size(); ++i)
-    if (b.x[i] < 0 || b.x[i] >= V || b.y[i] < 0 || b.y[i] >= V) sl::fuzz::property_failed("token id outside vocab");
+    if (b.x[i] < 0 || b.x[i] >= V || b.y[i] < 0 || b.y[i] >= V)
+      sl::fuzz::property_failed("token id outside vocab");
 }
 
 }  // namespace
@@ -38,11 +39,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check_batch(src.train_batch(2, T, rng), V);
     for (const auto& b : src.eval_batches(2, 2, T, false)) check_batch(b, V);
     for (const auto& b : src.eval_batches(2, 2, T, true)) check_batch(b, V);
-  } catch (const sl::Error&) {
-  }
+  } catch (const sl::Error&) {}
   try {
     (void)sl::TextSource::load_vocab(path);
-  } catch (const sl::Error&) {
-  }
+  } catch (const sl::Error&) {}
   return 0;
 }

@@ -15,7 +15,8 @@ namespace sl::fuzz {
 // /tmp/stacklab_fuzz_<pid>/, created on first use, removed at exit.
 inline const std::string& scratch_dir() {
   static const std::string dir = [] {
-    std::string d = std::filesystem::temp_directory_path().string() + "/stacklab_fuzz_" + std::to_string(::getpid());
+    std::string d = std::filesystem::temp_directory_path().string() + "/stacklab_fuzz_" +
+                    std::to_string(::getpid());
     std::filesystem::create_directories(d);
     static struct Cleanup {
       std::string path;

@@ -30,8 +30,8 @@ ModelConfig small() {
 void randomize(Module& m, uint64_t seed) {
   Rng rng(seed);
   for (auto& p : m.parameters()) {
-    const bool near_one = p.info.role == ParamRole::NormGain || p.info.role == ParamRole::NormScalar ||
-                          p.info.role == ParamRole::Gate;
+    const bool near_one = p.info.role == ParamRole::NormGain ||
+                          p.info.role == ParamRole::NormScalar || p.info.role == ParamRole::Gate;
     for (int64_t i = 0; i < p.tensor.numel(); ++i)
       p.tensor.data()[i] = near_one ? 1.0f + rng.normal(0.0f, 0.2f) : rng.normal(0.0f, 0.3f);
   }
@@ -40,11 +40,13 @@ void randomize(Module& m, uint64_t seed) {
 TEST(Block, TheRegistriesDefineEveryWiringUnderTest) {
   const auto all = testing::every_wiring(small());
   auto has = [&](const std::string& id) {
-    return std::any_of(all.begin(), all.end(), [&](const ModelConfig& m) { return label(m) == id; });
+    return std::any_of(all.begin(), all.end(),
+                       [&](const ModelConfig& m) { return label(m) == id; });
   };
   EXPECT_GE(all.size(), 40u);
-  for (const char* id : {"pre-layernorm-res", "post-rmsnorm-nores", "sandwich-dyt-res-layerscale",
-                         "post-layernorm-res-deepnorm", "none-res", "pre-dyt-res-lns", "pre-rmsnorm-res-qknorm"})
+  for (const char* id :
+       {"pre-layernorm-res", "post-rmsnorm-nores", "sandwich-dyt-res-layerscale",
+        "post-layernorm-res-deepnorm", "none-res", "pre-dyt-res-lns", "pre-rmsnorm-res-qknorm"})
     EXPECT_TRUE(has(id)) << id;
 }
 
@@ -57,7 +59,8 @@ TEST(Block, EveryWiringBackwardMatchesFiniteDifferences) {
     testing::GradCheck opt;
     opt.max_elements = 48;
     opt.eps = 3e-3;
-    EXPECT_TRUE(grad_check([&](const std::vector<Tensor>& in) { return block.forward(in[0]); }, inputs, opt))
+    EXPECT_TRUE(grad_check([&](const std::vector<Tensor>& in) { return block.forward(in[0]); },
+                           inputs, opt))
         << label(c);
   }
 }
@@ -73,16 +76,20 @@ TEST(Block, ResidualBlockWithZeroedBranchOutputIsTheIdentity) {
     randomize(block, 5);
     for (auto& p : block.parameters()) {
       const bool out_weight = p.info.role == ParamRole::Weight && p.info.out_proj;
-      const bool out_bias = p.info.role == ParamRole::Bias && p.name.find(".proj.") != std::string::npos;
-      const bool out_norm_shift = p.info.role == ParamRole::NormBias && p.name.find("_out.") != std::string::npos;
-      if (out_weight || out_bias || out_norm_shift) std::fill(p.tensor.data(), p.tensor.data() + p.tensor.numel(), 0.0f);
+      const bool out_bias =
+          p.info.role == ParamRole::Bias && p.name.find(".proj.") != std::string::npos;
+      const bool out_norm_shift =
+          p.info.role == ParamRole::NormBias && p.name.find("_out.") != std::string::npos;
+      if (out_weight || out_bias || out_norm_shift)
+        std::fill(p.tensor.data(), p.tensor.data() + p.tensor.numel(), 0.0f);
     }
     Tensor x = randn({2, 4, 8}, 6);
     Tensor y = block.forward(x);
     EXPECT_EQ(y.to_vector(), x.to_vector()) << label(c);
     Tensor upstream = randn({2, 4, 8}, 7, 1.0f, false);
     sum(mul(y, upstream)).backward();
-    EXPECT_EQ(x.grad().to_vector(), upstream.to_vector()) << "dL/dinput = dL/doutput for " << label(c);
+    EXPECT_EQ(x.grad().to_vector(), upstream.to_vector())
+        << "dL/dinput = dL/doutput for " << label(c);
     ++checked;
   }
   EXPECT_GE(checked, 20) << "sandwich, no-norm, ReZero and LayerScale wirings are all among them";
@@ -95,7 +102,8 @@ TEST(Block, PostNormNormalizesTheResidualSum) {
   randomize(block, 8);
   for (auto& p : block.parameters())
     if (p.info.is_norm())
-      std::fill(p.tensor.data(), p.tensor.data() + p.tensor.numel(), p.info.role == ParamRole::NormGain ? 1.0f : 0.0f);
+      std::fill(p.tensor.data(), p.tensor.data() + p.tensor.numel(),
+                p.info.role == ParamRole::NormGain ? 1.0f : 0.0f);
   Tensor y = block.forward(randn({1, 4, 8}, 9, 3.0f, false));
   for (int t = 0; t < 4; ++t) {
     double m = 0;
@@ -131,19 +139,25 @@ TEST(Block, ParameterNamesFollowTheWiring) {
     for (auto& p : b.parameters()) n.push_back(p.name);
     return n;
   };
-  auto has = [](const std::vector<std::string>& v, const char* name) { return std::find(v.begin(), v.end(), name) != v.end(); };
+  auto has = [](const std::vector<std::string>& v, const char* name) {
+    return std::find(v.begin(), v.end(), name) != v.end();
+  };
   std::vector<std::string> pre = names(NormKind::LayerNorm, NormPosition::Pre, ResidualScale::None);
-  EXPECT_EQ(pre, (std::vector<std::string>{"norm1.weight", "norm1.bias", "attn.qkv.weight", "attn.qkv.bias",
-                                           "attn.proj.weight", "attn.proj.bias", "norm2.weight", "norm2.bias",
-                                           "mlp.fc.weight", "mlp.fc.bias", "mlp.proj.weight", "mlp.proj.bias"}));
-  std::vector<std::string> sandwich = names(NormKind::RmsNorm, NormPosition::Sandwich, ResidualScale::ReZero);
+  EXPECT_EQ(pre, (std::vector<std::string>{"norm1.weight", "norm1.bias", "attn.qkv.weight",
+                                           "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias",
+                                           "norm2.weight", "norm2.bias", "mlp.fc.weight",
+                                           "mlp.fc.bias", "mlp.proj.weight", "mlp.proj.bias"}));
+  std::vector<std::string> sandwich =
+      names(NormKind::RmsNorm, NormPosition::Sandwich, ResidualScale::ReZero);
   EXPECT_TRUE(has(sandwich, "norm1_out.weight"));
   EXPECT_TRUE(has(sandwich, "attn_gate"));
   EXPECT_FALSE(has(sandwich, "norm1.bias")) << "RMSNorm has no bias";
-  EXPECT_EQ(names(NormKind::None, NormPosition::Pre, ResidualScale::None).size(), 8u) << "no norm parameters without a norm";
-  std::vector<std::string> dyt = names(NormKind::DyT, NormPosition::Pre, ResidualScale::LayerScale, true);
-  for (const char* n : {"norm1.weight", "norm1.bias", "norm1.alpha", "attn_scale", "mlp_scale", "attn.q_norm.alpha",
-                        "attn.k_norm.weight"})
+  EXPECT_EQ(names(NormKind::None, NormPosition::Pre, ResidualScale::None).size(), 8u)
+      << "no norm parameters without a norm";
+  std::vector<std::string> dyt =
+      names(NormKind::DyT, NormPosition::Pre, ResidualScale::LayerScale, true);
+  for (const char* n : {"norm1.weight", "norm1.bias", "norm1.alpha", "attn_scale", "mlp_scale",
+                        "attn.q_norm.alpha", "attn.k_norm.weight"})
     EXPECT_TRUE(has(dyt, n)) << n;
 }
 
@@ -152,7 +166,8 @@ TEST(Block, EveryParameterDeclaresItsSubLayer) {
     Block b(c);
     for (const auto& p : b.parameters()) {
       const bool mlp_name = p.name.rfind("mlp", 0) == 0 || p.name.rfind("norm2", 0) == 0;
-      EXPECT_EQ(p.info.sublayer, mlp_name ? SubLayer::Mlp : SubLayer::Attn) << label(c) << " " << p.name;
+      EXPECT_EQ(p.info.sublayer, mlp_name ? SubLayer::Mlp : SubLayer::Attn)
+          << label(c) << " " << p.name;
     }
   }
 }

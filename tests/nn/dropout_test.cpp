@@ -75,7 +75,8 @@ TEST(Dropout, TheModelsGradientMatchesFiniteDifferencesWithFixedMasks) {
   model.init_weights(4);
   std::vector<Tensor> params;
   for (const auto& p : model.parameters())
-    if (p.name == "blocks.0.attn.qkv.weight" || p.name == "blocks.1.mlp.fc.weight" || p.name == "tok_emb.weight")
+    if (p.name == "blocks.0.attn.qkv.weight" || p.name == "blocks.1.mlp.fc.weight" ||
+        p.name == "tok_emb.weight")
       params.push_back(p.tensor);
   ASSERT_EQ(params.size(), 3u);
   auto f = [&model](const std::vector<Tensor>&) {

@@ -6,8 +6,8 @@
 #include "core/ops.h"
 #include "core/rng.h"
 #include "nn/model.h"
-#include "nn/wiring.h"
 #include "nn/toyblock.h"
+#include "nn/wiring.h"
 #include "support/gradcheck.h"
 
 namespace sl {
@@ -42,7 +42,8 @@ TEST(Model, FutureTokensDoNotChangePastLogits) {
     b[4] = (b[4] + 1) % 7;
     b[5] = (b[5] + 3) % 7;
     Tensor la = m.forward(a, 1, 6), lb = m.forward(b, 1, 6);
-    for (int i = 0; i < 4 * 7; ++i) EXPECT_EQ(la.data()[i], lb.data()[i]) << name_of(pos) << " logit " << i;
+    for (int i = 0; i < 4 * 7; ++i)
+      EXPECT_EQ(la.data()[i], lb.data()[i]) << name_of(pos) << " logit " << i;
     bool later_changed = false;
     for (int i = 4 * 7; i < 6 * 7; ++i) later_changed |= la.data()[i] != lb.data()[i];
     EXPECT_TRUE(later_changed) << "the test must be able to fail";
@@ -74,8 +75,9 @@ TEST(Model, GradientsOfASampleOfParametersMatchFiniteDifferences) {
     for (auto& p : m.parameters()) params.push_back(p.tensor);
     testing::GradCheck opt;
     opt.max_elements = 12;
-    EXPECT_TRUE(testing::grad_check([&](const std::vector<Tensor>&) { return Model::loss(m.forward(x, 2, 5), y); },
-                                    params, opt))
+    EXPECT_TRUE(testing::grad_check(
+        [&](const std::vector<Tensor>&) { return Model::loss(m.forward(x, 2, 5), y); }, params,
+        opt))
         << "tied=" << tied;
   }
 }
@@ -97,7 +99,8 @@ TEST(Model, ParameterNamesAreStableDottedPaths) {
   c.tie_weights = true;
   c.norm_position = NormPosition::Post;
   Model tied(c);
-  EXPECT_EQ(tied.parameters().back().name, "blocks.1.mlp.proj.bias") << "post-norm: no final norm; tied: no head";
+  EXPECT_EQ(tied.parameters().back().name, "blocks.1.mlp.proj.bias")
+      << "post-norm: no final norm; tied: no head";
 }
 
 // Init, decay and grouping follow the declared role: a DyT alpha named norm1.alpha does not
@@ -129,9 +132,11 @@ TEST(Model, NewParametersStartAtTheirDeclaredValuesAndRolesNotTheirNames) {
       EXPECT_FLOAT_EQ(v[0], 1.0f) << p.name;
     }
     EXPECT_EQ(p.info.decays(), p.info.role == ParamRole::Weight) << p.name;
-    EXPECT_EQ(p.info.role == ParamRole::Weight, p.tensor.ndim() == 2 && p.name.find("emb") == std::string::npos)
+    EXPECT_EQ(p.info.role == ParamRole::Weight,
+              p.tensor.ndim() == 2 && p.name.find("emb") == std::string::npos)
         << p.name;
-    EXPECT_EQ(p.info.block, p.name.rfind("blocks.", 0) == 0 ? std::stoi(p.name.substr(7)) : -1) << p.name;
+    EXPECT_EQ(p.info.block, p.name.rfind("blocks.", 0) == 0 ? std::stoi(p.name.substr(7)) : -1)
+        << p.name;
   }
   // norm1, norm2 per block (2 blocks), q_norm and k_norm per block, norm_f.
   EXPECT_EQ(alphas, 2 * 2 + 2 * 2 + 1);
@@ -157,7 +162,8 @@ TEST(ToyBlock, PreNormReproducesTheSourceTextsTable) {
   ToyBlockResult r = run_toy_block({1, -1, 2, 0}, 0.8f, 1e-5f, "pre");
   EXPECT_NEAR(r.mean, 0.500, 5e-4);
   EXPECT_NEAR(r.variance, 1.250, 5e-4);
-  const std::vector<float> norm = {0.447f, -1.342f, 1.342f, -0.447f}, f = {-0.107f, -0.306f, 0.468f, -0.107f},
+  const std::vector<float> norm = {0.447f, -1.342f, 1.342f, -0.447f},
+                           f = {-0.107f, -0.306f, 0.468f, -0.107f},
                            out = {0.893f, -1.306f, 2.468f, -0.107f};
   for (int i = 0; i < 4; ++i) {
     EXPECT_NEAR(r.f_input[i], norm[i], 5e-4);

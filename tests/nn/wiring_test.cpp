@@ -25,12 +25,16 @@ ModelConfig wiring(const std::string& pos, const std::string& norm, bool residua
 }
 
 TEST(Wiring, WiringIsDescribedByItsFormula) {
-  EXPECT_EQ(describe_wiring(wiring("pre", "layernorm", true)), "pre-norm residual: x + f(layernorm(x))");
-  EXPECT_EQ(describe_wiring(wiring("post", "layernorm", true)), "post-norm residual: layernorm(x + f(x))");
+  EXPECT_EQ(describe_wiring(wiring("pre", "layernorm", true)),
+            "pre-norm residual: x + f(layernorm(x))");
+  EXPECT_EQ(describe_wiring(wiring("post", "layernorm", true)),
+            "post-norm residual: layernorm(x + f(x))");
   EXPECT_EQ(describe_wiring(wiring("sandwich", "rmsnorm", true)),
             "sandwich residual: x + rmsnorm2(f(rmsnorm1(x)))");
-  EXPECT_EQ(describe_wiring(wiring("pre", "rmsnorm", false)), "pre-norm, no residual: f(rmsnorm(x))");
-  EXPECT_EQ(describe_wiring(wiring("post", "layernorm", false)), "post-norm, no residual: layernorm(f(x))");
+  EXPECT_EQ(describe_wiring(wiring("pre", "rmsnorm", false)),
+            "pre-norm, no residual: f(rmsnorm(x))");
+  EXPECT_EQ(describe_wiring(wiring("post", "layernorm", false)),
+            "post-norm, no residual: layernorm(f(x))");
   EXPECT_EQ(describe_wiring(wiring("sandwich", "layernorm", false)),
             "sandwich, no residual: layernorm2(f(layernorm1(x)))");
   EXPECT_EQ(describe_wiring(wiring("pre", "none", true)), "no-norm residual: x + f(x)");
@@ -42,8 +46,9 @@ TEST(Wiring, WiringIsDescribedByItsFormula) {
 TEST(Wiring, DeepnormDescriptionShowsItsAlpha) {
   ModelConfig m = wiring("post", "layernorm", true, "deepnorm");
   m.n_layer = 8;  // (2 * 8)^(1/4) = 2
-  EXPECT_EQ(describe_wiring(m),
-            "post-norm residual (deepnorm): layernorm(alpha*x + f(x)), alpha=(2N)^(1/4)=2.000 for N=8");
+  EXPECT_EQ(
+      describe_wiring(m),
+      "post-norm residual (deepnorm): layernorm(alpha*x + f(x)), alpha=(2N)^(1/4)=2.000 for N=8");
 }
 
 TEST(Wiring, WiringIdsAreShortAndDistinct) {
@@ -51,7 +56,8 @@ TEST(Wiring, WiringIdsAreShortAndDistinct) {
   EXPECT_EQ(wiring_id(wiring("post", "rmsnorm", false)), "post-rmsnorm-nores");
   EXPECT_EQ(wiring_id(wiring("pre", "none", true)), "none-res");
   EXPECT_EQ(wiring_id(wiring("pre", "layernorm", true, "rezero")), "pre-layernorm-res-rezero");
-  EXPECT_EQ(wiring_id(wiring("post", "layernorm", true, "deepnorm")), "post-layernorm-res-deepnorm");
+  EXPECT_EQ(wiring_id(wiring("post", "layernorm", true, "deepnorm")),
+            "post-layernorm-res-deepnorm");
 }
 
 TEST(Wiring, DerivedValuesAreReportedApartFromTheKeys) {
@@ -65,13 +71,15 @@ TEST(Wiring, DerivedValuesAreReportedApartFromTheKeys) {
 
 TEST(Wiring, NewWiringsAreDescribedByTheirFormula) {
   ModelConfig m = wiring("pre", "dyt", true, "layerscale");
-  EXPECT_EQ(describe_wiring(m), "pre-norm residual (layerscale): x + diag(lambda)*f(dyt(x)), lambda=0.1 at init");
+  EXPECT_EQ(describe_wiring(m),
+            "pre-norm residual (layerscale): x + diag(lambda)*f(dyt(x)), lambda=0.1 at init");
   EXPECT_EQ(wiring_id(m), "pre-dyt-res-layerscale");
   m = wiring("pre", "rmsnorm", true);
   m.qk_norm = true;
   m.norm_scaling = NormScaling::Depth;
   EXPECT_EQ(describe_wiring(m),
-            "pre-norm residual: x + f(rmsnorm(x)), norm outputs norm(x) / sqrt(l), l the 1-based block index, "
+            "pre-norm residual: x + f(rmsnorm(x)), norm outputs norm(x) / sqrt(l), l the 1-based "
+            "block index, "
             "qk-norm: rmsnorm on q and k per head");
   EXPECT_EQ(wiring_id(m), "pre-rmsnorm-res-lns-qknorm");
 }
@@ -112,9 +120,10 @@ TEST(Wiring, TheReadmeListsEveryRegistryEntryWithItsFormula) {
   const json registry = registry_json();  // a local: items() of a temporary would dangle
   for (const auto& [axis, entries] : registry.items())
     for (const auto& e : entries) {
-      const std::string row = "| `model." + axis + "` | `\"" + e["name"].get<std::string>() + "\"` | `" +
-                              e["formula"].get<std::string>() + "` |";
-      EXPECT_NE(readme.find(row), std::string::npos) << "README's registry table lacks the row starting " << row;
+      const std::string row = "| `model." + axis + "` | `\"" + e["name"].get<std::string>() +
+                              "\"` | `" + e["formula"].get<std::string>() + "` |";
+      EXPECT_NE(readme.find(row), std::string::npos)
+          << "README's registry table lacks the row starting " << row;
     }
 }
 

@@ -30,12 +30,14 @@ inline std::string base_config() { return kSourceDir + "/configs/base.json"; }
 
 // Overrides that shrink base.json to a model that trains in milliseconds per step on one thread.
 inline std::vector<std::string> tiny_model_args() {
-  return {"--model.n_layer=2", "--model.n_embd=16",     "--model.n_head=2",      "--model.block_size=16",
-          "--train.batch_size=4", "--train.max_iters=40", "--train.threads=1"};
+  return {"--model.n_layer=2",     "--model.n_embd=16",    "--model.n_head=2",
+          "--model.block_size=16", "--train.batch_size=4", "--train.max_iters=40",
+          "--train.threads=1"};
 }
 
 // a followed by b.
-inline std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+inline std::vector<std::string> concat(std::vector<std::string> a,
+                                       const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
 }
@@ -113,8 +115,7 @@ class Child {
   RunResult wait() {
     RunResult r;
     int st = 0;
-    while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {}
     waited_ = true;
     if (WIFEXITED(st)) r.exit_code = WEXITSTATUS(st);
     if (WIFSIGNALED(st)) r.term_signal = WTERMSIG(st);
@@ -127,7 +128,8 @@ class Child {
   bool running() const {
     siginfo_t info{};
     info.si_pid = 0;
-    return waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == 0;
+    return waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+           info.si_pid == 0;
   }
 
  private:
@@ -157,10 +159,13 @@ inline std::vector<nlohmann::json> read_jsonl(const std::string& path) {
   return out;
 }
 
-inline nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_text(path)); }
+inline nlohmann::json read_json(const std::string& path) {
+  return nlohmann::json::parse(read_text(path));
+}
 
 // The records of one kind ("train", "eval", "layers", ...).
-inline std::vector<nlohmann::json> records_of(const std::vector<nlohmann::json>& all, const std::string& kind) {
+inline std::vector<nlohmann::json> records_of(const std::vector<nlohmann::json>& all,
+                                              const std::string& kind) {
   std::vector<nlohmann::json> out;
   for (const auto& r : all)
     if (r.value("kind", "") == kind) out.push_back(r);

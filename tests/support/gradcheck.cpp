@@ -33,7 +33,8 @@ Tensor uniform(const Shape& shape, uint64_t seed, float lo, float hi, bool requi
   return t;
 }
 
-::testing::AssertionResult grad_check(const TensorFn& f, std::vector<Tensor> inputs, const GradCheck& opt) {
+::testing::AssertionResult grad_check(const TensorFn& f, std::vector<Tensor> inputs,
+                                      const GradCheck& opt) {
   Rng rng(opt.seed);
   for (auto& t : inputs) t.zero_grad();
 
@@ -54,13 +55,15 @@ Tensor uniform(const Shape& shape, uint64_t seed, float lo, float hi, bool requi
   for (size_t k = 0; k < inputs.size(); ++k) {
     Tensor& x = inputs[k];
     if (!x.requires_grad()) continue;
-    if (!x.has_grad()) return ::testing::AssertionFailure() << "input " << k << " received no gradient";
+    if (!x.has_grad())
+      return ::testing::AssertionFailure() << "input " << k << " received no gradient";
     std::vector<float> analytic(x.grad().data(), x.grad().data() + x.numel());
     std::vector<int64_t> idx;
     if (x.numel() <= opt.max_elements) {
       for (int64_t i = 0; i < x.numel(); ++i) idx.push_back(i);
     } else {
-      for (int i = 0; i < opt.max_elements; ++i) idx.push_back(static_cast<int64_t>(rng.below(static_cast<uint64_t>(x.numel()))));
+      for (int i = 0; i < opt.max_elements; ++i)
+        idx.push_back(static_cast<int64_t>(rng.below(static_cast<uint64_t>(x.numel()))));
     }
     NoGradGuard no_grad;
     for (int64_t i : idx) {
@@ -76,13 +79,15 @@ Tensor uniform(const Shape& shape, uint64_t seed, float lo, float hi, bool requi
       ++n_checked;
       if (!(std::fabs(a - numeric) <= opt.atol + opt.rtol * std::fabs(numeric))) {
         if (++n_bad <= 8)
-          failures << "\n  input " << k << " " << x.shape().str() << " element " << i << ": analytic " << a
-                   << " vs numeric " << numeric;
+          failures << "\n  input " << k << " " << x.shape().str() << " element " << i
+                   << ": analytic " << a << " vs numeric " << numeric;
       }
     }
   }
   if (n_checked == 0) return ::testing::AssertionFailure() << "no input requires grad";
-  if (n_bad) return ::testing::AssertionFailure() << n_bad << " of " << n_checked << " gradient entries differ" << failures.str();
+  if (n_bad)
+    return ::testing::AssertionFailure()
+           << n_bad << " of " << n_checked << " gradient entries differ" << failures.str();
   return ::testing::AssertionSuccess() << n_checked << " entries match";
 }
 

@@ -13,10 +13,10 @@
 namespace sl::testing {
 
 struct GradCheck {
-  double eps = 1e-2;        // finite-difference step
-  double atol = 2e-3;       // |analytic - numeric| <= atol + rtol * |numeric|
+  double eps = 1e-2;   // finite-difference step
+  double atol = 2e-3;  // |analytic - numeric| <= atol + rtol * |numeric|
   double rtol = 2e-2;
-  int max_elements = 256;   // per input; larger inputs are checked on a random sample
+  int max_elements = 256;  // per input; larger inputs are checked on a random sample
   uint64_t seed = 7;
 };
 

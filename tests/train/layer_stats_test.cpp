@@ -43,13 +43,15 @@ std::vector<int32_t> tokens(int n, uint64_t seed, int V) {
 
 double norm_of(const Tensor& g) {
   double s = 0.0;
-  for (int64_t i = 0; i < g.numel(); ++i) s += static_cast<double>(g.data()[i]) * static_cast<double>(g.data()[i]);
+  for (int64_t i = 0; i < g.numel(); ++i)
+    s += static_cast<double>(g.data()[i]) * static_cast<double>(g.data()[i]);
   return std::sqrt(s);
 }
 
 std::map<std::string, double> grad_norms_by_name(const Model& m) {
   std::map<std::string, double> out;
-  for (const auto& p : m.parameters()) out[p.name] = p.tensor.has_grad() ? norm_of(p.tensor.grad()) : 0.0;
+  for (const auto& p : m.parameters())
+    out[p.name] = p.tensor.has_grad() ? norm_of(p.tensor.grad()) : 0.0;
   return out;
 }
 
@@ -65,7 +67,8 @@ TEST(RankRatio, IsSqrtOfOneMinusOneOverTForOrthogonalOneHotRows) {
   for (int T : {2, 4, 7}) {
     std::vector<float> v(static_cast<size_t>(T * T), 0.0f);
     for (int t = 0; t < T; ++t) v[static_cast<size_t>(t * T + t)] = 1.0f;
-    EXPECT_NEAR(rank_ratio(Tensor::from(Shape{1, T, T}, v)), std::sqrt(1.0 - 1.0 / T), 1e-9) << "T=" << T;
+    EXPECT_NEAR(rank_ratio(Tensor::from(Shape{1, T, T}, v)), std::sqrt(1.0 - 1.0 / T), 1e-9)
+        << "T=" << T;
   }
 }
 
@@ -77,7 +80,8 @@ TEST(RankRatio, AveragesOverTheBatch) {
 }
 
 TEST(Rms, IsTheRootMeanSquareOfTheEntries) {
-  EXPECT_NEAR(rms(Tensor::from(Shape{2, 2}, {3.0f, -4.0f, 0.0f, 0.0f})), 2.5, 1e-12);  // sqrt(25 / 4)
+  EXPECT_NEAR(rms(Tensor::from(Shape{2, 2}, {3.0f, -4.0f, 0.0f, 0.0f})), 2.5,
+              1e-12);  // sqrt(25 / 4)
   EXPECT_NEAR(rms(Tensor::from(Shape{3}, {-2.0f, -2.0f, -2.0f})), 2.0, 1e-12);
 }
 
@@ -90,13 +94,15 @@ struct Measured {
 Measured measure_once(const ModelConfig& c, const std::vector<double>& update_norms = {}) {
   Model m(c);
   m.init_weights(5);
-  if (c.residual_scale == ResidualScale::ReZero)  // gates start at 0, which would zero the branches' gradients
+  if (c.residual_scale ==
+      ResidualScale::ReZero)  // gates start at 0, which would zero the branches' gradients
     for (auto& p : m.parameters())
       if (p.name.find("_gate") != std::string::npos) p.tensor.data()[0] = 0.7f;
   const int B = 2, T = 4;
   ForwardTrace trace;
   std::vector<double> stream;
-  Tensor loss = Model::loss(m.forward(tokens(B * T, 1, c.vocab_size), B, T, &trace), tokens(B * T, 2, c.vocab_size));
+  Tensor loss = Model::loss(m.forward(tokens(B * T, 1, c.vocab_size), B, T, &trace),
+                            tokens(B * T, 2, c.vocab_size));
   hook_stream_grads(trace, stream);
   loss.backward();
   Measured out;
@@ -118,24 +124,30 @@ TEST(MeasureLayers, PutsAttentionParametersIntoAttnGradNorm) {
     for (const char* n : {"norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias"})
       norm += std::pow(r.by_name.at(p + n), 2);
     ASSERT_GT(attn, 0.0) << "a zero gradient would make this test unable to fail";
-    EXPECT_NEAR(r.stats.at("attn_grad_norm")[static_cast<size_t>(l)], std::sqrt(attn), 1e-9 * (1 + std::sqrt(attn)));
-    EXPECT_NEAR(r.stats.at("mlp_grad_norm")[static_cast<size_t>(l)], std::sqrt(mlp), 1e-9 * (1 + std::sqrt(mlp)));
-    EXPECT_NEAR(r.stats.at("norm_grad_norm")[static_cast<size_t>(l)], std::sqrt(norm), 1e-9 * (1 + std::sqrt(norm)));
+    EXPECT_NEAR(r.stats.at("attn_grad_norm")[static_cast<size_t>(l)], std::sqrt(attn),
+                1e-9 * (1 + std::sqrt(attn)));
+    EXPECT_NEAR(r.stats.at("mlp_grad_norm")[static_cast<size_t>(l)], std::sqrt(mlp),
+                1e-9 * (1 + std::sqrt(mlp)));
+    EXPECT_NEAR(r.stats.at("norm_grad_norm")[static_cast<size_t>(l)], std::sqrt(norm),
+                1e-9 * (1 + std::sqrt(norm)));
   }
 }
 
 TEST(MeasureLayers, BlockTotalIsTheRootSumOfSquaresOfItsSubLayerGroups) {
   ModelConfig rezero = two_blocks();
-  rezero.residual_scale = ResidualScale::ReZero;  // adds attn_gate / mlp_gate, which belong to their branch
+  rezero.residual_scale =
+      ResidualScale::ReZero;  // adds attn_gate / mlp_gate, which belong to their branch
   ModelConfig sandwich = two_blocks();
   sandwich.norm_position = NormPosition::Sandwich;  // adds norm1_out / norm2_out
   for (const ModelConfig& c : {two_blocks(), rezero, sandwich}) {
     const Measured r = measure_once(c);
     ASSERT_EQ(r.stats.at("grad_norm").size(), 2u);
     for (size_t l = 0; l < 2; ++l) {
-      const double a = r.stats.at("attn_grad_norm")[l], m = r.stats.at("mlp_grad_norm")[l], n = r.stats.at("norm_grad_norm")[l];
+      const double a = r.stats.at("attn_grad_norm")[l], m = r.stats.at("mlp_grad_norm")[l],
+                   n = r.stats.at("norm_grad_norm")[l];
       EXPECT_GT(a * m * n, 0.0) << wiring_id(c) << " block " << l;
-      EXPECT_NEAR(r.stats.at("grad_norm")[l], std::sqrt(a * a + m * m + n * n), 1e-9) << wiring_id(c) << " block " << l;
+      EXPECT_NEAR(r.stats.at("grad_norm")[l], std::sqrt(a * a + m * m + n * n), 1e-9)
+          << wiring_id(c) << " block " << l;
     }
   }
 }
@@ -184,7 +196,8 @@ std::vector<double> dloss_dlogits(const Tensor& logits, const std::vector<int32_
     for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(z[v]) - mx);
     for (int64_t v = 0; v < V; ++v) {
       const double p = std::exp(static_cast<double>(z[v]) - mx) / sum;
-      d[static_cast<size_t>(n * V + v)] = (p - (v == y[static_cast<size_t>(n)] ? 1.0 : 0.0)) / static_cast<double>(N);
+      d[static_cast<size_t>(n * V + v)] =
+          (p - (v == y[static_cast<size_t>(n)] ? 1.0 : 0.0)) / static_cast<double>(N);
     }
   }
   return d;
@@ -211,7 +224,8 @@ TEST(HookStreamGrads, LastBoundaryMatchesTheGradientThroughAnUntiedHeadWithoutFi
   for (int n = 0; n < B * T; ++n)
     for (int k = 0; k < C; ++k) {
       double g = 0.0;
-      for (int v = 0; v < V; ++v) g += dz[static_cast<size_t>(n * V + v)] * static_cast<double>(W[v * C + k]);
+      for (int v = 0; v < V; ++v)
+        g += dz[static_cast<size_t>(n * V + v)] * static_cast<double>(W[v * C + k]);
       sq += g * g;
     }
   ASSERT_GT(sq, 0.0);
@@ -238,9 +252,9 @@ TEST(HookStreamGrads, FirstBoundaryMatchesTheEmbeddingGradientWhenEveryTokenIsDi
   EXPECT_NEAR(stream[0], want, 1e-6 * want);
 }
 
-
 // qkv (B, T, 3C) from per-position q and k rows (C each); v is filled with junk it must ignore.
-Tensor pack_qkv(int64_t B, int64_t T, int64_t C, const std::vector<float>& q, const std::vector<float>& k) {
+Tensor pack_qkv(int64_t B, int64_t T, int64_t C, const std::vector<float>& q,
+                const std::vector<float>& k) {
   std::vector<float> v(static_cast<size_t>(B * T * 3 * C));
   for (int64_t n = 0; n < B * T; ++n)
     for (int64_t c = 0; c < C; ++c) {
@@ -287,7 +301,8 @@ TEST(AttentionStats, ANonFiniteScoreMakesBothStatisticsNaN) {
   const AttentionStats s = attention_stats(pack_qkv(B, T, C, q, k), 1);
   EXPECT_TRUE(std::isnan(s.logit_max));
   EXPECT_TRUE(std::isnan(s.entropy));
-  const AttentionStats ok = attention_stats(pack_qkv(B, T, C, q, std::vector<float>(q.size(), 0.25f)), 1);
+  const AttentionStats ok =
+      attention_stats(pack_qkv(B, T, C, q, std::vector<float>(q.size(), 0.25f)), 1);
   EXPECT_NEAR(ok.logit_max, 2 * 0.5 * 0.25 / std::sqrt(2.0), 1e-12);  // q.k = 0.25 over HS = 2
 }
 
@@ -332,7 +347,8 @@ TEST(MeasureLayers, AttentionMetricsAreMeasuredOnTheQkvFedToAttention) {
     const Block& blk = *m.blocks[l];
     const Tensor want = blk.attn->qkv.forward(blk.norm1->forward(trace.stream[l]));
     ASSERT_EQ(trace.attn_qkv[l].shape(), want.shape());
-    for (int64_t i = 0; i < want.numel(); ++i) ASSERT_EQ(trace.attn_qkv[l].data()[i], want.data()[i]) << i;
+    for (int64_t i = 0; i < want.numel(); ++i)
+      ASSERT_EQ(trace.attn_qkv[l].data()[i], want.data()[i]) << i;
     const AttentionStats a = attention_stats(want, c.n_head);
     EXPECT_EQ(s.at("attn_entropy")[l], a.entropy);
     EXPECT_EQ(s.at("attn_logit_max")[l], a.logit_max);
@@ -360,11 +376,13 @@ TEST(MeasureLayers, EveryRegisteredMetricHasItsDocumentedLength) {
   three.n_layer = 3;
   for (const ModelConfig& c : {two_blocks(), no_attn, three}) {
     const size_t n_params = Model(c).parameters().size();
-    const nlohmann::json j = to_json(measure_once(c, std::vector<double>(n_params, 0.01)).stats, false);
+    const nlohmann::json j =
+        to_json(measure_once(c, std::vector<double>(n_params, 0.01)).stats, false);
     for (const LayerMetric& m : layer_metrics()) {
       ASSERT_TRUE(j.contains(m.name)) << m.name;
       ASSERT_TRUE(j.at(m.name).is_array()) << m.name;
-      EXPECT_EQ(static_cast<int64_t>(j.at(m.name).size()), axis_length(m.axis, c.n_layer)) << m.name << " " << wiring_id(c);
+      EXPECT_EQ(static_cast<int64_t>(j.at(m.name).size()), axis_length(m.axis, c.n_layer))
+          << m.name << " " << wiring_id(c);
     }
     EXPECT_EQ(j.size(), layer_metrics().size()) << "a key that is not in the registry";
   }
@@ -396,8 +414,10 @@ TEST(LayerMetrics, ReadmeTableListsEveryRegisteredMetricWithItsAxisAndLength) {
   ASSERT_FALSE(readme.empty()) << "cannot read README.md";
   for (const LayerMetric& m : layer_metrics()) {
     const std::string length = axis_length(m.axis, 1) == 1 ? "`n_layer`" : "`n_layer + 1`";
-    const std::string row = std::string("| `") + m.name + "` | " + axis_name(m.axis) + " | " + length + " |";
-    EXPECT_NE(readme.find(row), std::string::npos) << "README.md has no metrics-table row starting " << row;
+    const std::string row =
+        std::string("| `") + m.name + "` | " + axis_name(m.axis) + " | " + length + " |";
+    EXPECT_NE(readme.find(row), std::string::npos)
+        << "README.md has no metrics-table row starting " << row;
   }
 }
 
@@ -416,17 +436,21 @@ TEST(LayerMetrics, ThePlotFixtureDescribesItsKeysAsTheRegistryDoes) {
     if (r.at("kind") == "start") {
       for (const auto& d : r.at("layer_metrics")) {
         described.insert(d.at("name").get<std::string>());
-        const auto it = std::find_if(registry.begin(), registry.end(), [&](const auto& e) { return e.at("name") == d.at("name"); });
-        ASSERT_NE(it, registry.end()) << d.at("name") << " is not registered; rerun generate.py --descriptors-from";
+        const auto it = std::find_if(registry.begin(), registry.end(),
+                                     [&](const auto& e) { return e.at("name") == d.at("name"); });
+        ASSERT_NE(it, registry.end())
+            << d.at("name") << " is not registered; rerun generate.py --descriptors-from";
         EXPECT_EQ(*it, d) << "stale descriptor; rerun generate.py --descriptors-from";
       }
     }
     if (r.at("kind") != "layers") continue;
     ++layers;
-    for (const std::string& name : described) EXPECT_TRUE(r.contains(name)) << name << " at step " << r.at("step");
+    for (const std::string& name : described)
+      EXPECT_TRUE(r.contains(name)) << name << " at step " << r.at("step");
   }
   EXPECT_EQ(layers, 4);
-  EXPECT_GE(described.size(), 11u) << "the fixture should describe at least the metrics it was made with";
+  EXPECT_GE(described.size(), 11u)
+      << "the fixture should describe at least the metrics it was made with";
 }
 
 }  // namespace

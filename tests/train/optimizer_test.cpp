@@ -13,7 +13,7 @@ namespace {
 
 // ---- the fixture of scripts/optim_reference.py --------------------------------------------
 const std::vector<float> kW0 = {0.5f, -1.25f, 2.0f, 0.75f, -0.1f, 0.0f};  // "w", (2,3), decay
-const std::vector<float> kB0 = {0.3f, -0.6f, 1.1f};                         // "b", (3), exempt
+const std::vector<float> kB0 = {0.3f, -0.6f, 1.1f};                       // "b", (3), exempt
 const std::vector<std::vector<float>> kGradsW = {{0.1f, -0.2f, 0.3f, 1e-4f, 2.0f, -0.5f},
                                                  {-0.3f, 0.05f, 0.3f, 2e-4f, -1.0f, 0.25f},
                                                  {0.2f, 0.2f, -0.1f, -1e-4f, 3.0f, 0.0f}};
@@ -26,7 +26,8 @@ struct Expected {
 };
 
 std::vector<ParamRef> fixture_params() {
-  return {{"w", Tensor::from(Shape{2, 3}, kW0, true), true}, {"b", Tensor::from(Shape{3}, kB0, true), false}};
+  return {{"w", Tensor::from(Shape{2, 3}, kW0, true), true},
+          {"b", Tensor::from(Shape{3}, kB0, true), false}};
 }
 
 void set_grad(Tensor& t, const std::vector<float>& g) {
@@ -34,7 +35,8 @@ void set_grad(Tensor& t, const std::vector<float>& g) {
   for (size_t i = 0; i < g.size(); ++i) d[i] = g[i];
 }
 
-void expect_values(const Tensor& t, const std::vector<float>& want, float tol, const std::string& what) {
+void expect_values(const Tensor& t, const std::vector<float>& want, float tol,
+                   const std::string& what) {
   ASSERT_EQ(t.numel(), static_cast<int64_t>(want.size())) << what;
   for (size_t i = 0; i < want.size(); ++i)
     EXPECT_NEAR(t.data()[i], want[i], tol) << what << " element " << i;
@@ -78,13 +80,14 @@ OptimConfig sgd_config(bool nesterov) {
 
 TEST(AdamW, ThreeStepsMatchTorchAdamWWithDecayOnlyOnDecayParams) {
   // /usr/bin/python3 scripts/optim_reference.py, section "AdamW".
-  run_against_torch(adamw_config(),
-                    {{{0.395990103f, -1.13799751f, 1.88033223f, 0.733409107f, -0.198950022f, 0.0998004004f},
-                      {0.209090918f, -0.504761934f, 1.00019968f}},
-                     {{0.418367118f, -1.10873282f, 1.82109666f, 0.723159254f, -0.211365208f, 0.112685747f},
-                      {0.164020449f, -0.522377789f, 1.00282598f}},
-                     {{0.41685608f, -1.11054957f, 1.80129838f, 0.720050156f, -0.226569295f, 0.117640786f},
-                      {0.154209793f, -0.529224217f, 0.998430669f}}});
+  run_against_torch(
+      adamw_config(),
+      {{{0.395990103f, -1.13799751f, 1.88033223f, 0.733409107f, -0.198950022f, 0.0998004004f},
+        {0.209090918f, -0.504761934f, 1.00019968f}},
+       {{0.418367118f, -1.10873282f, 1.82109666f, 0.723159254f, -0.211365208f, 0.112685747f},
+        {0.164020449f, -0.522377789f, 1.00282598f}},
+       {{0.41685608f, -1.11054957f, 1.80129838f, 0.720050156f, -0.226569295f, 0.117640786f},
+        {0.154209793f, -0.529224217f, 0.998430669f}}});
 }
 
 TEST(AdamW, WeightDecayShrinksOnlyDecayParamsByOneMinusLrTimesDecay) {
@@ -103,24 +106,26 @@ TEST(AdamW, WeightDecayShrinksOnlyDecayParamsByOneMinusLrTimesDecay) {
 
 TEST(Sgd, MomentumThreeStepsMatchTorchSgd) {
   // /usr/bin/python3 scripts/optim_reference.py, section "SGD ... nesterov False".
-  run_against_torch(sgd_config(false),
-                    {{{0.484999985f, -1.21749997f, 1.95000005f, 0.742489994f, -0.298999995f, 0.0500000007f},
-                      {0.299000025f, -0.59800005f, 1.05000007f}},
-                     {{0.490824997f, -1.19928741f, 1.90275002f, 0.735388041f, -0.337054998f, 0.0597500019f},
-                      {0.297550023f, -0.599100053f, 1.05250013f}},
-                     {{0.487219185f, -1.19309354f, 1.87923062f, 0.730356216f, -0.428337127f, 0.0639881268f},
-                      {0.297147512f, -0.59959507f, 1.04737508f}}});
+  run_against_torch(
+      sgd_config(false),
+      {{{0.484999985f, -1.21749997f, 1.95000005f, 0.742489994f, -0.298999995f, 0.0500000007f},
+        {0.299000025f, -0.59800005f, 1.05000007f}},
+       {{0.490824997f, -1.19928741f, 1.90275002f, 0.735388041f, -0.337054998f, 0.0597500019f},
+        {0.297550023f, -0.599100053f, 1.05250013f}},
+       {{0.487219185f, -1.19309354f, 1.87923062f, 0.730356216f, -0.428337127f, 0.0639881268f},
+        {0.297147512f, -0.59959507f, 1.04737508f}}});
 }
 
 TEST(Sgd, NesterovThreeStepsMatchTorchSgd) {
   // /usr/bin/python3 scripts/optim_reference.py, section "SGD ... nesterov True".
-  run_against_torch(sgd_config(true),
-                    {{{0.471500009f, -1.18824995f, 1.90499997f, 0.735731006f, -0.478100002f, 0.0949999988f},
-                      {0.298100024f, -0.596200049f, 1.005f}},
-                     {{0.489445746f, -1.16854906f, 1.83815253f, 0.725681007f, -0.459153056f, 0.0905974954f},
-                      {0.295795023f, -0.599190056f, 1.03225005f}},
-                     {{0.48000735f, -1.16518164f, 1.81512618f, 0.719376147f, -0.614521682f, 0.0940247849f},
-                      {0.295682788f, -0.599635541f, 1.02138758f}}});
+  run_against_torch(
+      sgd_config(true),
+      {{{0.471500009f, -1.18824995f, 1.90499997f, 0.735731006f, -0.478100002f, 0.0949999988f},
+        {0.298100024f, -0.596200049f, 1.005f}},
+       {{0.489445746f, -1.16854906f, 1.83815253f, 0.725681007f, -0.459153056f, 0.0905974954f},
+        {0.295795023f, -0.599190056f, 1.03225005f}},
+       {{0.48000735f, -1.16518164f, 1.81512618f, 0.719376147f, -0.614521682f, 0.0940247849f},
+        {0.295682788f, -0.599635541f, 1.02138758f}}});
 }
 
 TEST(Optimizer, ParamsWithoutGradAreSkippedAndReportZeroUpdate) {
@@ -139,7 +144,8 @@ TEST(Optimizer, LastUpdateNormsEqualTheNormOfTheParameterChange) {
     auto opt = make_optimizer(cfg, fixture_params());
     auto params = opt->params();
     for (int k = 0; k < 2; ++k) {
-      std::vector<std::vector<float>> before = {params[0].tensor.to_vector(), params[1].tensor.to_vector()};
+      std::vector<std::vector<float>> before = {params[0].tensor.to_vector(),
+                                                params[1].tensor.to_vector()};
       set_grad(params[0].tensor, kGradsW[k]);
       set_grad(params[1].tensor, kGradsB[k]);
       opt->step(kLrs[k]);
@@ -195,9 +201,10 @@ TEST(ClipGradNorm, ReturnsThePreClipNormAndScalesLikeTorch) {
   set_grad(params[0].tensor, kGradsW[0]);
   set_grad(params[1].tensor, kGradsB[0]);
   EXPECT_NEAR(clip_grad_norm(params, 1.0), 2.1541822, 1e-6);
-  expect_values(params[0].tensor.grad(),
-                {0.0464213081f, -0.0928426161f, 0.139263928f, 4.64213044e-05f, 0.928426147f, -0.232106537f},
-                2.5e-7f, "clipped w.grad");
+  expect_values(
+      params[0].tensor.grad(),
+      {0.0464213081f, -0.0928426161f, 0.139263928f, 4.64213044e-05f, 0.928426147f, -0.232106537f},
+      2.5e-7f, "clipped w.grad");
   expect_values(params[1].tensor.grad(), {0.00464213081f, -0.00928426161f, 0.232106537f}, 1e-7f,
                 "clipped b.grad");
   EXPECT_NEAR(global_grad_norm(params), 1.0, 1e-5);

@@ -39,7 +39,8 @@ TEST(RunProbe, EveryProbedMetricHasItsLengthPerSeedAndInTheMean) {
       }
       ASSERT_TRUE(r.at("mean").contains(m.name)) << m.name;
       EXPECT_EQ(r.at("mean").at(m.name).size(), want) << m.name;
-      for (const auto& s : r.at("seeds")) EXPECT_EQ(s.at("layers").at(m.name).size(), want) << m.name;
+      for (const auto& s : r.at("seeds"))
+        EXPECT_EQ(s.at("layers").at(m.name).size(), want) << m.name;
     }
     EXPECT_EQ(r.at("layer_metrics"), layer_metrics_json());
   }
@@ -53,14 +54,16 @@ TEST(RunProbe, MeanIsTheEntryWiseMeanOfTheSeedsAndNullWithoutAttention) {
       for (const auto& s : r.at("seeds")) sum += s.at("layers").at(key).at(l).get<double>();
       EXPECT_NEAR(r.at("mean").at(key).at(l).get<double>(), sum / 3.0, 1e-12) << key << " " << l;
     }
-  EXPECT_NE(r.at("seeds")[0].at("layers").at("attn_entropy"), r.at("seeds")[1].at("layers").at("attn_entropy"))
+  EXPECT_NE(r.at("seeds")[0].at("layers").at("attn_entropy"),
+            r.at("seeds")[1].at("layers").at("attn_entropy"))
       << "different seeds should give different attention";
   const nlohmann::json off = run_probe(tiny(2, false), {1});
   for (const auto& v : off.at("mean").at("attn_entropy")) EXPECT_TRUE(v.is_null());
 }
 
 TEST(RunProbe, FlushesSubnormalsAsTrainFlushSubnormalsSays) {
-  if (!can_flush_subnormals()) GTEST_SKIP() << "this build has no flush-to-zero control for this CPU";
+  if (!can_flush_subnormals())
+    GTEST_SKIP() << "this build has no flush-to-zero control for this CPU";
   Config cfg = tiny(2, true);
   cfg.train.flush_subnormals = false;
   run_probe(cfg, {1});

@@ -33,7 +33,8 @@ TEST(Provenance, ATextCorpusIsIdentifiedByItsContentNotItsPath) {
   const auto fp = [](const Config& c) { return make_provenance(c).at("fingerprint"); };
   EXPECT_EQ(fp(text_config(a)), fp(text_config(moved))) << "a moved checkout is the same run";
   EXPECT_NE(fp(text_config(a)), fp(text_config(other)));
-  const auto changes = provenance_changes(make_provenance(text_config(a)), make_provenance(text_config(other)));
+  const auto changes =
+      provenance_changes(make_provenance(text_config(a)), make_provenance(text_config(other)));
   ASSERT_FALSE(changes.empty());
   EXPECT_NE(changes.front().find("data.file"), std::string::npos) << changes.front();
   Config wider = text_config(a);

@@ -27,9 +27,9 @@ TEST(Schedule, ConstantIsTheLearningRateAtEveryStep) {
 
 TEST(Schedule, WarmupConstantRisesLinearlyToTheRateAndStaysThere) {
   const OptimConfig c = schedule("warmup_constant", 10, 0, 0.0);
-  EXPECT_DOUBLE_EQ(learning_rate_at(c, 0, 300), 1e-4);   // lr * 1/10
-  EXPECT_DOUBLE_EQ(learning_rate_at(c, 4, 300), 5e-4);   // lr * 5/10
-  EXPECT_DOUBLE_EQ(learning_rate_at(c, 9, 300), 1e-3);   // last warmup step: the full rate
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 0, 300), 1e-4);  // lr * 1/10
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 4, 300), 5e-4);  // lr * 5/10
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 9, 300), 1e-3);  // last warmup step: the full rate
   EXPECT_DOUBLE_EQ(learning_rate_at(c, 10, 300), 1e-3);
   EXPECT_DOUBLE_EQ(learning_rate_at(c, 5000, 300), 1e-3);
 }
@@ -41,9 +41,9 @@ TEST(Schedule, WarmupOfZeroItersStartsAtTheFullRate) {
 
 TEST(Schedule, CosineWarmsUpThenFallsFromTheRateToMinLrOverTheDecayWindow) {
   const OptimConfig c = schedule("cosine", 10, 110, 1e-4);
-  EXPECT_DOUBLE_EQ(learning_rate_at(c, 0, 300), 1e-4);    // warmup start: lr/10
-  EXPECT_DOUBLE_EQ(learning_rate_at(c, 9, 300), 1e-3);    // warmup end
-  EXPECT_DOUBLE_EQ(learning_rate_at(c, 10, 300), 1e-3);   // cosine start: coeff 1
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 0, 300), 1e-4);       // warmup start: lr/10
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 9, 300), 1e-3);       // warmup end
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 10, 300), 1e-3);      // cosine start: coeff 1
   EXPECT_NEAR(learning_rate_at(c, 60, 300), 5.5e-4, 1e-15);  // halfway: min + 0.5*(lr - min)
   const double quarter = 1e-4 + 0.5 * (1.0 + std::cos(std::numbers::pi * 0.25)) * 9e-4;
   EXPECT_NEAR(learning_rate_at(c, 35, 300), quarter, 1e-15);
@@ -54,7 +54,8 @@ TEST(Schedule, CosineWarmsUpThenFallsFromTheRateToMinLrOverTheDecayWindow) {
 TEST(Schedule, CosineWithLrDecayItersZeroDecaysOverMaxIters) {
   const OptimConfig c = schedule("cosine", 0, 0, 0.0);
   EXPECT_NEAR(learning_rate_at(c, 50, 100), 5e-4, 1e-15);  // halfway through max_iters = 100
-  EXPECT_NEAR(learning_rate_at(c, 50, 200), 0.5 * (1.0 + std::cos(std::numbers::pi * 0.25)) * 1e-3, 1e-15);
+  EXPECT_NEAR(learning_rate_at(c, 50, 200), 0.5 * (1.0 + std::cos(std::numbers::pi * 0.25)) * 1e-3,
+              1e-15);
   EXPECT_EQ(learning_rate_at(c, 100, 100), 0.0);
 }
 

@@ -29,7 +29,9 @@ struct RunDir {
     make_dirs(run.dir);
   }
   ~RunDir() { fs::remove_all(out); }
-  void put(const std::string& name, const std::string& text) const { write_file_atomic(run.dir + "/" + name, text); }
+  void put(const std::string& name, const std::string& text) const {
+    write_file_atomic(run.dir + "/" + name, text);
+  }
   std::string state() const { return run_state(plan, run); }
   std::string out;
   SweepPlan plan;
@@ -79,12 +81,14 @@ TEST(RunState, TheTaskRecordsExitCodeNamesFailedAndInterrupted) {
 
 TEST(RunState, ALocalRunWhoseProcessIsGoneIsInterruptedAndASlurmOneRunning) {
   RunDir d;
-  write_task_record(d.run.dir, {"local", "running", -1, "", host_name(), static_cast<long long>(getpid())});
+  write_task_record(d.run.dir,
+                    {"local", "running", -1, "", host_name(), static_cast<long long>(getpid())});
   EXPECT_EQ(d.state(), "running");
   write_task_record(d.run.dir, {"local", "running", -1, "", host_name(), dead_pid()});
   EXPECT_EQ(d.state(), "interrupted");
   write_task_record(d.run.dir, {"slurm", "running", -1, "7_0", "elsewhere", dead_pid()});
-  EXPECT_EQ(d.state(), "running") << "the scheduler, not a pid, says whether a Slurm task still runs";
+  EXPECT_EQ(d.state(), "running")
+      << "the scheduler, not a pid, says whether a Slurm task still runs";
 }
 
 TEST(RunState, AProbeIsCompletedByItsProbeJson) {
@@ -118,7 +122,8 @@ TEST(TaskRecord, RoundTripsThroughTheRunDirectory) {
 TEST(RunPending, OnlyRunsWithAResultAreSkipped) {
   EXPECT_FALSE(run_pending("completed"));
   EXPECT_FALSE(run_pending("diverged"));
-  for (const char* s : {"new", "queued", "running", "failed", "interrupted"}) EXPECT_TRUE(run_pending(s)) << s;
+  for (const char* s : {"new", "queued", "running", "failed", "interrupted"})
+    EXPECT_TRUE(run_pending(s)) << s;
 }
 
 TEST(StateOfExit, MapsTheExitCodesOfStacklab) {
@@ -175,7 +180,8 @@ TEST(SweepLock, ARecordedSlurmJobHoldsItUntilItLeavesTheQueue) {
   EXPECT_THROW(SweepLock::acquire(d.out, "slurm", unknown), Error);
   auto gone = [](const std::string&) -> std::optional<bool> { return false; };
   EXPECT_NO_THROW(SweepLock::acquire(d.out, "slurm", gone));
-  EXPECT_NO_THROW(SweepLock::acquire(d.out, "slurm", never_asked)) << "the finished job's record was replaced";
+  EXPECT_NO_THROW(SweepLock::acquire(d.out, "slurm", never_asked))
+      << "the finished job's record was replaced";
 }
 
 }  // namespace

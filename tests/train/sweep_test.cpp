@@ -26,10 +26,12 @@ namespace fs = std::filesystem;
 // Writes `sweep` (with name and base filled in) to a fresh temp file and returns its path.
 std::string sweep_file(json sweep) {
   static int n = 0;
-  const std::string dir = ::testing::TempDir() + "/sweep_test_" + std::to_string(getpid()) + "_" + std::to_string(n++);
+  const std::string dir =
+      ::testing::TempDir() + "/sweep_test_" + std::to_string(getpid()) + "_" + std::to_string(n++);
   fs::create_directories(dir);
   if (!sweep.contains("name")) sweep["name"] = "s";
-  if (!sweep.contains("base")) sweep["base"] = std::string(STACKLAB_SOURCE_DIR) + "/configs/base.json";
+  if (!sweep.contains("base"))
+    sweep["base"] = std::string(STACKLAB_SOURCE_DIR) + "/configs/base.json";
   std::ofstream(dir + "/sweep.json") << sweep.dump(2);
   return dir + "/sweep.json";
 }
@@ -51,17 +53,21 @@ std::string error_of(const json& sweep) {
 }
 
 TEST(ExpandSweep, TheGridIsTheCrossProductOverTheKeysInSortedOrder) {
-  const SweepPlan p = expand_sweep(sweep_file({{"grid", {{"model.n_layer", {1, 2}}, {"model.residual", {true, false}}}}}));
-  EXPECT_EQ(ids(p), (std::vector<std::string>{"L1-pre-layernorm-res-s0", "L1-pre-layernorm-nores-s0",
-                                              "L2-pre-layernorm-res-s0", "L2-pre-layernorm-nores-s0"}));
-  EXPECT_EQ(p.runs[1].overrides, (std::vector<std::string>{"--model.n_layer=1", "--model.residual=false"}));
+  const SweepPlan p = expand_sweep(
+      sweep_file({{"grid", {{"model.n_layer", {1, 2}}, {"model.residual", {true, false}}}}}));
+  EXPECT_EQ(ids(p),
+            (std::vector<std::string>{"L1-pre-layernorm-res-s0", "L1-pre-layernorm-nores-s0",
+                                      "L2-pre-layernorm-res-s0", "L2-pre-layernorm-nores-s0"}));
+  EXPECT_EQ(p.runs[1].overrides,
+            (std::vector<std::string>{"--model.n_layer=1", "--model.residual=false"}));
   EXPECT_EQ(p.runs[3].config.model.n_layer, 2);
   EXPECT_FALSE(p.runs[3].config.model.residual);
 }
 
 TEST(ExpandSweep, SeedsMultiplyTrainRunsAndSetEachRunsSeedButNotProbes) {
   const SweepPlan t = expand_sweep(sweep_file({{"seeds", {3, 5}}}));
-  EXPECT_EQ(ids(t), (std::vector<std::string>{"L4-pre-layernorm-res-s3", "L4-pre-layernorm-res-s5"}));
+  EXPECT_EQ(ids(t),
+            (std::vector<std::string>{"L4-pre-layernorm-res-s3", "L4-pre-layernorm-res-s5"}));
   EXPECT_EQ(t.runs[1].config.train.seed, 5u);
   EXPECT_EQ(t.runs[1].config.train.threads, 1) << "sweep children run single-threaded";
   const SweepPlan p = expand_sweep(sweep_file({{"seeds", {3, 5}}, {"mode", "probe"}}));
@@ -72,39 +78,49 @@ TEST(ExpandSweep, SeedsMultiplyTrainRunsAndSetEachRunsSeedButNotProbes) {
 }
 
 TEST(ExpandSweep, NonWiringGridKeysAndVariantNamesEnterTheIdsOnlyWhereNeeded) {
-  const SweepPlan p = expand_sweep(sweep_file({{"grid", {{"optim.learning_rate", {0.01}}}},
-                                               {"variants", {{{"name", "a"}, {"model.init", "scaled"}},
-                                                             {{"name", "b"}, {"model.init", "xavier"}}}}}));
+  const SweepPlan p = expand_sweep(sweep_file(
+      {{"grid", {{"optim.learning_rate", {0.01}}}},
+       {"variants",
+        {{{"name", "a"}, {"model.init", "scaled"}}, {{"name", "b"}, {"model.init", "xavier"}}}}}));
   EXPECT_EQ(ids(p), (std::vector<std::string>{"L4-pre-layernorm-res-learning_rate0.01-a-s0",
                                               "L4-pre-layernorm-res-learning_rate0.01-b-s0"}));
   EXPECT_EQ(to_json(p.runs[1].config).at("model").at("init"), "xavier");
-  const SweepPlan q = expand_sweep(sweep_file({{"variants", {{{"name", "pre"}}, {{"name", "post"}, {"model.norm_position", "post"}}}}}));
-  EXPECT_EQ(ids(q), (std::vector<std::string>{"L4-pre-layernorm-res-s0", "L4-post-layernorm-res-s0"}))
+  const SweepPlan q = expand_sweep(sweep_file(
+      {{"variants", {{{"name", "pre"}}, {{"name", "post"}, {"model.norm_position", "post"}}}}}));
+  EXPECT_EQ(ids(q),
+            (std::vector<std::string>{"L4-pre-layernorm-res-s0", "L4-post-layernorm-res-s0"}))
       << "the wiring alone tells them apart";
 }
 
 TEST(ExpandSweep, CommonOverridesApplyToEveryPointAndOutDirDefaultsToRunsName) {
-  const SweepPlan p = expand_sweep(sweep_file({{"name", "deep"}, {"overrides", {{"train.max_iters", 7}}}}));
+  const SweepPlan p =
+      expand_sweep(sweep_file({{"name", "deep"}, {"overrides", {{"train.max_iters", 7}}}}));
   EXPECT_EQ(p.out_dir, "runs/deep");
   EXPECT_EQ(p.runs.at(0).dir, "runs/deep/L4-pre-layernorm-res-s0");
   EXPECT_EQ(p.runs.at(0).config.train.max_iters, 7);
 }
 
 TEST(ExpandSweep, ErrorsNameTheSweepFileAndTheKeyInIt) {
-  EXPECT_NE(error_of({{"grid", {{"model.n_layr", {1}}}}}).find("grid: override '--model.n_layr=1'"), std::string::npos);
-  EXPECT_NE(error_of({{"grid", {{"model.n_layer", {1, 1}}}}}).find("grid.model.n_layer: the value 1 appears twice"),
+  EXPECT_NE(error_of({{"grid", {{"model.n_layr", {1}}}}}).find("grid: override '--model.n_layr=1'"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"grid", {{"model.n_layer", {1, 1}}}}})
+                .find("grid.model.n_layer: the value 1 appears twice"),
             std::string::npos);
   EXPECT_NE(error_of({{"base", "nope.json"}}).find("base: config file"), std::string::npos);
-  EXPECT_NE(error_of({{"variants", {{{"name", 7}}}}}).find("variants[0].name: expected a string"), std::string::npos);
-  EXPECT_NE(error_of({{"variants", {{{"name", "../x"}}}}}).find("variants[0].name: '../x' contains '/'"),
+  EXPECT_NE(error_of({{"variants", {{{"name", 7}}}}}).find("variants[0].name: expected a string"),
             std::string::npos);
+  EXPECT_NE(
+      error_of({{"variants", {{{"name", "../x"}}}}}).find("variants[0].name: '../x' contains '/'"),
+      std::string::npos);
   EXPECT_NE(error_of({{"name", "a/b"}}).find("name: 'a/b' contains '/'"), std::string::npos);
   EXPECT_NE(error_of({{"seeds", {1, 1}}}).find("seeds: 1 appears twice"), std::string::npos);
   EXPECT_NE(error_of({{"mode", 3}}).find("mode: expected"), std::string::npos);
-  EXPECT_NE(error_of({{"overrides", {{"model.n_embd", 30}, {"model.n_head", 4}}}}).find("the point with"),
-            std::string::npos);
-  EXPECT_NE(error_of({{"variants", {json::object(), json::object()}}}).find("give the variants distinct"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of({{"overrides", {{"model.n_embd", 30}, {"model.n_head", 4}}}}).find("the point with"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of({{"variants", {json::object(), json::object()}}}).find("give the variants distinct"),
+      std::string::npos);
   EXPECT_NE(error_of({{"gird", json::object()}}).find("did you mean 'grid'"), std::string::npos);
 }
 
@@ -118,7 +134,6 @@ TEST(ExpandSweep, EveryErrorStartsWithTheSweepFilesPath) {
   }
 }
 
-
 // The sweep sets each run's seed from "seeds" (train: one run per seed; probe: every seed in one
 // probe), so a train.seed elsewhere in the file would be silently replaced: it is refused.
 TEST(ExpandSweep, RefusesTrainSeedInTheGridOverridesOrVariantsPointingAtSeeds) {
@@ -128,7 +143,8 @@ TEST(ExpandSweep, RefusesTrainSeedInTheGridOverridesOrVariantsPointingAtSeeds) {
     EXPECT_NE(grid.find("\"seeds\""), std::string::npos) << grid;
     const std::string over = error_of({{"mode", mode}, {"overrides", {{"train.seed", 3}}}});
     EXPECT_NE(over.find(": overrides.train.seed: "), std::string::npos) << over;
-    const std::string var = error_of({{"mode", mode}, {"variants", {{{"name", "a"}}, {{"name", "b"}, {"train.seed", 4}}}}});
+    const std::string var = error_of(
+        {{"mode", mode}, {"variants", {{{"name", "a"}}, {{"name", "b"}, {"train.seed", 4}}}}});
     EXPECT_NE(var.find(": variants[1].train.seed: "), std::string::npos) << var;
   }
 }
@@ -138,13 +154,16 @@ TEST(ExpandSweep, RefusesTrainNameAndOutDirWhichTheSweepSetsForEachRun) {
     const std::string over = error_of({{"overrides", {{key, "mine"}}}});
     EXPECT_NE(over.find(": overrides." + key + ": "), std::string::npos) << over;
     EXPECT_NE(over.find("<out_dir>/<run id>"), std::string::npos) << over;
-    EXPECT_NE(error_of({{"grid", {{key, {"a", "b"}}}}}).find(": grid." + key + ": "), std::string::npos);
-    EXPECT_NE(error_of({{"variants", {{{key, "a"}}}}}).find(": variants[0]." + key + ": "), std::string::npos);
+    EXPECT_NE(error_of({{"grid", {{key, {"a", "b"}}}}}).find(": grid." + key + ": "),
+              std::string::npos);
+    EXPECT_NE(error_of({{"variants", {{{key, "a"}}}}}).find(": variants[0]." + key + ": "),
+              std::string::npos);
   }
 }
 
 TEST(ExpandSweep, EachTrainRunResolvesToItsOwnSeedAndName) {
-  const SweepPlan p = expand_sweep(sweep_file({{"seeds", {1, 2}}, {"overrides", {{"train.max_iters", 3}}}}));
+  const SweepPlan p =
+      expand_sweep(sweep_file({{"seeds", {1, 2}}, {"overrides", {{"train.max_iters", 3}}}}));
   ASSERT_EQ(p.runs.size(), 2u);
   for (const SweepRun& r : p.runs) {
     EXPECT_EQ("-s" + std::to_string(r.config.train.seed), r.id.substr(r.id.rfind("-s"))) << r.id;
@@ -185,11 +204,13 @@ json value_at(const Config& cfg, const std::string& key) {
 
 // A key of the pool, then its value text as an id writes it ("learning_rate0.003").
 std::string token(const std::string& key, const json& v) {
-  const std::string text = v.is_string() ? v.get<std::string>() : v.dump();  // dump: true, 0.003, 16
+  const std::string text =
+      v.is_string() ? v.get<std::string>() : v.dump();  // dump: true, 0.003, 16
   return key.substr(key.find('.') + 1) + text;
 }
 
-const std::set<std::string> kWiring = {"model.n_layer", "model.residual", "model.norm", "model.norm_position"};
+const std::set<std::string> kWiring = {"model.n_layer", "model.residual", "model.norm",
+                                       "model.norm_position"};
 
 TEST(ExpandSweep, EveryRunOfRandomGridsResolvesToTheValuesItsIdNames) {
   std::mt19937 rng(20261201);  // fixed: the same 50 sweeps every time
@@ -201,8 +222,10 @@ TEST(ExpandSweep, EveryRunOfRandomGridsResolvesToTheValuesItsIdNames) {
     std::shuffle(order.begin(), order.end(), rng);
     const size_t n_grid = 1 + rng() % 3;
     json grid = json::object(), overrides = json::object();
-    for (size_t k = 0; k < n_grid; ++k) grid[kPool[order[k]].first] = some_of(kPool[order[k]].second, rng);
-    std::vector<std::pair<std::string, json>> axes;  // the grid, its keys in order (a JSON object's: sorted)
+    for (size_t k = 0; k < n_grid; ++k)
+      grid[kPool[order[k]].first] = some_of(kPool[order[k]].second, rng);
+    std::vector<std::pair<std::string, json>>
+        axes;  // the grid, its keys in order (a JSON object's: sorted)
     for (const auto& [key, values] : grid.items()) axes.emplace_back(key, values);
     std::map<std::string, json> fixed;  // keys every point has (common overrides)
     if (rng() % 2) {
@@ -216,15 +239,19 @@ TEST(ExpandSweep, EveryRunOfRandomGridsResolvesToTheValuesItsIdNames) {
     if (!overrides.empty()) sweep["overrides"] = overrides;
     const bool has_variants = rng() % 3 == 0;
     if (has_variants)
-      sweep["variants"] = {{{"name", "va"}, {"optim.weight_decay", 0.0}}, {{"name", "vb"}, {"optim.weight_decay", 0.1}}};
+      sweep["variants"] = {{{"name", "va"}, {"optim.weight_decay", 0.0}},
+                           {{"name", "vb"}, {"optim.weight_decay", 0.1}}};
     std::ostringstream what;
     what << "trial " << trial << ": " << sweep.dump();
 
     const bool sets_seed = grid.contains("train.seed") || overrides.contains("train.seed");
     if (sets_seed) {
       const std::string e = error_of(sweep);
-      EXPECT_NE(e.find(grid.contains("train.seed") ? "grid.train.seed: " : "overrides.train.seed: "), std::string::npos)
-          << what.str() << "\n" << e;
+      EXPECT_NE(
+          e.find(grid.contains("train.seed") ? "grid.train.seed: " : "overrides.train.seed: "),
+          std::string::npos)
+          << what.str() << "\n"
+          << e;
       ++refused;
       continue;
     }
@@ -244,12 +271,18 @@ TEST(ExpandSweep, EveryRunOfRandomGridsResolvesToTheValuesItsIdNames) {
         rest /= axes[a].second.size();
       }
       if (has_variants) want["optim.weight_decay"] = (i / n_seeds) % 2 ? 0.1 : 0.0;
-      for (const auto& [key, v] : want) EXPECT_EQ(value_at(r.config, key), v) << what.str() << "\n" << r.id << ": " << key;
-      EXPECT_EQ(r.id.rfind("L" + std::to_string(r.config.model.n_layer) + "-" + wiring_id(r.config.model), 0), 0u)
-          << what.str() << "\n" << r.id;
+      for (const auto& [key, v] : want)
+        EXPECT_EQ(value_at(r.config, key), v) << what.str() << "\n" << r.id << ": " << key;
+      EXPECT_EQ(
+          r.id.rfind("L" + std::to_string(r.config.model.n_layer) + "-" + wiring_id(r.config.model),
+                     0),
+          0u)
+          << what.str() << "\n"
+          << r.id;
       for (const auto& [key, values] : axes) {
         if (kWiring.count(key)) continue;
-        EXPECT_NE(r.id.find("-" + token(key, want[key])), std::string::npos) << what.str() << "\n" << r.id;
+        EXPECT_NE(r.id.find("-" + token(key, want[key])), std::string::npos) << what.str() << "\n"
+                                                                             << r.id;
       }
       if (probe) {
         EXPECT_EQ(json(r.seeds), seeds) << what.str();

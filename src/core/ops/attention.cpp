@@ -66,11 +66,12 @@ void masked_copy(float* out, const float* p, const float* m, int64_t n) {
 
 }  // namespace
 
-void attention_forward(float* y, float* att, const float* qkv, int64_t B, int64_t T, int64_t C, int64_t NH,
-                       const float* drop) {
+void attention_forward(float* y, float* att, const float* qkv, int64_t B, int64_t T, int64_t C,
+                       int64_t NH, const float* drop) {
   const int64_t HS = C / NH, C3 = 3 * C;
   const float s = 1.0f / std::sqrt(static_cast<float>(HS));
-  auto scratch = drop ? make_buffer(static_cast<size_t>(num_threads() * T * T)) : nullptr;  // P * M per thread
+  auto scratch =
+      drop ? make_buffer(static_cast<size_t>(num_threads() * T * T)) : nullptr;  // P * M per thread
   blas_serial_for(B * NH, [&](int64_t bh) {
     const int64_t b = bh / NH, h = bh % NH;
     const float* q = qkv + b * T * C3 + h * HS;  // (T, HS), row stride 3C
@@ -89,8 +90,8 @@ void attention_forward(float* y, float* att, const float* qkv, int64_t B, int64_
   });
 }
 
-void attention_backward(float* dqkv, const float* dy, const float* att, const float* qkv, int64_t B, int64_t T,
-                        int64_t C, int64_t NH, bool overwrite, const float* drop) {
+void attention_backward(float* dqkv, const float* dy, const float* att, const float* qkv, int64_t B,
+                        int64_t T, int64_t C, int64_t NH, bool overwrite, const float* drop) {
   const int64_t HS = C / NH, C3 = 3 * C;
   const float s = 1.0f / std::sqrt(static_cast<float>(HS));
   const float beta = overwrite ? 0.0f : 1.0f;  // each head's dQ, dK, dV columns are written once
@@ -105,10 +106,10 @@ void attention_backward(float* dqkv, const float* dy, const float* att, const fl
     float* dq = dqkv + off;
     float* dk = dq + C;
     float* dv = dq + 2 * C;
-    const float* p = att + bh * T * T;             // (T, T)
-    const float* dyb = dy + b * T * C + h * HS;    // (T, HS), row stride C
+    const float* p = att + bh * T * T;                          // (T, T)
+    const float* dyb = dy + b * T * C + h * HS;                 // (T, HS), row stride C
     float* dp = scratch->data() + thread_index() * per_thread;  // (T, T)
-    const float* m = drop ? drop + bh * T * T : nullptr;            // (T, T)
+    const float* m = drop ? drop + bh * T * T : nullptr;        // (T, T)
     const float* pv = p;
     if (m) {
       float* pm = dp + T * T;
@@ -118,21 +119,21 @@ void attention_backward(float* dqkv, const float* dy, const float* att, const fl
     gemm_ld(true, false, T, HS, T, 1.0f, pv, T, dyb, C, beta, dv, C3);  // dV += (P M)^T dY
     gemm_ld(false, true, T, T, HS, 1.0f, dyb, C, v, C3, 0.0f, dp, T);   // dP = dY V^T
     if (m)
-      for (int64_t i = 0; i < T * T; ++i) dp[i] *= m[i];                // through the mask
-    causal_softmax_backward_rows(dp, p, T);                              // dS = P (dP - <dP, P>)
-    gemm_ld(false, false, T, HS, T, s, dp, T, k, C3, beta, dq, C3);     // dQ += s dS K
-    gemm_ld(true, false, T, HS, T, s, dp, T, q, C3, beta, dk, C3);      // dK += s dS^T Q
+      for (int64_t i = 0; i < T * T; ++i) dp[i] *= m[i];             // through the mask
+    causal_softmax_backward_rows(dp, p, T);                          // dS = P (dP - <dP, P>)
+    gemm_ld(false, false, T, HS, T, s, dp, T, k, C3, beta, dq, C3);  // dQ += s dS K
+    gemm_ld(true, false, T, HS, T, s, dp, T, q, C3, beta, dk, C3);   // dK += s dS^T Q
   });
 }
 
 Tensor causal_attention(const Tensor& qkv, int64_t n_head, const Tensor& drop_mask) {
   if (qkv.ndim() != 3 || n_head <= 0 || qkv.size(2) % (3 * n_head) != 0)
-    throw ShapeError("[causal_attention] needs qkv (B, T, 3C) with C divisible by n_head=" + std::to_string(n_head) +
-                     ", got " + qkv.shape().str());
+    throw ShapeError("[causal_attention] needs qkv (B, T, 3C) with C divisible by n_head=" +
+                     std::to_string(n_head) + ", got " + qkv.shape().str());
   const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3;
   if (drop_mask.defined() && drop_mask.shape() != Shape{B, n_head, T, T})
-    throw ShapeError("[causal_attention] dropout mask must be (B, NH, T, T) = " + Shape{B, n_head, T, T}.str() +
-                     ", got " + drop_mask.shape().str());
+    throw ShapeError("[causal_attention] dropout mask must be (B, NH, T, T) = " +
+                     Shape{B, n_head, T, T}.str() + ", got " + drop_mask.shape().str());
   const float* drop = drop_mask.defined() ? drop_mask.data() : nullptr;
   Tensor y = Tensor::empty(Shape{B, T, C});
   auto att = make_buffer(static_cast<size_t>(B * n_head * T * T));  // (B, NH, T, T)
@@ -140,8 +141,8 @@ Tensor causal_attention(const Tensor& qkv, int64_t n_head, const Tensor& drop_ma
   if (needs_grad(qkv))
     attach(y, "causal_attention", {qkv}, [qkv, att, drop_mask, B, T, C, n_head](TensorImpl& o) {
       const GradSlot dqkv = grad_slot(qkv);
-      attention_backward(dqkv.data, o.grad->data(), att->data(), qkv.data(), B, T, C, n_head, dqkv.fresh,
-                         drop_mask.defined() ? drop_mask.data() : nullptr);
+      attention_backward(dqkv.data, o.grad->data(), att->data(), qkv.data(), B, T, C, n_head,
+                         dqkv.fresh, drop_mask.defined() ? drop_mask.data() : nullptr);
     });
   return y;
 }

@@ -12,12 +12,13 @@ namespace sl {
 // y (B, T, C) (heads merged), att (B, NH, T, T) the attention probabilities (0 above the
 // diagonal), kept for backward.
 // drop (B, NH, T, T) or nullptr: the dropout mask multiplied into the probabilities before V.
-void attention_forward(float* y, float* att, const float* qkv, int64_t B, int64_t T, int64_t C, int64_t NH,
-                       const float* drop = nullptr);
+void attention_forward(float* y, float* att, const float* qkv, int64_t B, int64_t T, int64_t C,
+                       int64_t NH, const float* drop = nullptr);
 // dqkv (B, T, 3C) += the gradient through attention_forward, given dy (B, T, C); with overwrite,
 // dqkv = it (dqkv's old contents are ignored).
-void attention_backward(float* dqkv, const float* dy, const float* att, const float* qkv, int64_t B, int64_t T,
-                        int64_t C, int64_t NH, bool overwrite = false, const float* drop = nullptr);
+void attention_backward(float* dqkv, const float* dy, const float* att, const float* qkv, int64_t B,
+                        int64_t T, int64_t C, int64_t NH, bool overwrite = false,
+                        const float* drop = nullptr);
 
 // drop_mask: undefined (no dropout) or a constant (B, NH, T, T) mask.
 Tensor causal_attention(const Tensor& qkv, int64_t n_head, const Tensor& drop_mask = Tensor());

@@ -31,7 +31,8 @@ constexpr int64_t kChunk = 1 << 14;  // elements per parallel chunk
 SL_SIMD_CLONES void add_span(float* out, const float* a, const float* b, int64_t lo, int64_t hi) {
   for (int64_t i = lo; i < hi; ++i) out[i] = a[i] + b[i];
 }
-SL_SIMD_CLONES void accumulate_span(float* acc, const float* x, int64_t lo, int64_t hi, bool overwrite) {
+SL_SIMD_CLONES void accumulate_span(float* acc, const float* x, int64_t lo, int64_t hi,
+                                    bool overwrite) {
   if (overwrite)
     for (int64_t i = lo; i < hi; ++i) acc[i] = x[i];
   else
@@ -49,9 +50,12 @@ void add_forward(float* out, const float* a, const float* b, int64_t n, int64_t 
 }
 void add_backward(float* da, float* db, const float* dout, int64_t n, int64_t nb, bool overwrite_a,
                   bool overwrite_b) {
-  if (da) parallel_chunks(n, kChunk, [=](int64_t lo, int64_t hi) { accumulate_span(da, dout, lo, hi, overwrite_a); });
+  if (da)
+    parallel_chunks(
+        n, kChunk, [=](int64_t lo, int64_t hi) { accumulate_span(da, dout, lo, hi, overwrite_a); });
   if (db && nb == n)
-    parallel_chunks(n, kChunk, [=](int64_t lo, int64_t hi) { accumulate_span(db, dout, lo, hi, overwrite_b); });
+    parallel_chunks(
+        n, kChunk, [=](int64_t lo, int64_t hi) { accumulate_span(db, dout, lo, hi, overwrite_b); });
   else if (db) {
     if (overwrite_b) std::fill(db, db + nb, 0.0f);
     for (int64_t i = 0; i < n; i += nb)
@@ -63,7 +67,8 @@ void mul_forward(float* out, const float* a, const float* b, int64_t n, int64_t 
   for (int64_t i = 0; i < n; i += nb)
     for (int64_t j = 0; j < nb; ++j) out[i + j] = a[i + j] * b[j];
 }
-void mul_backward(float* da, float* db, const float* dout, const float* a, const float* b, int64_t n, int64_t nb) {
+void mul_backward(float* da, float* db, const float* dout, const float* a, const float* b,
+                  int64_t n, int64_t nb) {
   for (int64_t i = 0; i < n; i += nb)
     for (int64_t j = 0; j < nb; ++j) {
       if (da) da[i + j] += dout[i + j] * b[j];
@@ -120,15 +125,15 @@ inline float gelu_tanh_grad(float v) {
   return 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du;
 }
 // dx = or += dy * g'(x): the branch is outside the loops, each of which vectorises.
-SL_SIMD_CLONES void gelu_backward_span(float* dx, const float* dy, const float* x, int64_t lo, int64_t hi,
-                                       bool overwrite) {
+SL_SIMD_CLONES void gelu_backward_span(float* dx, const float* dy, const float* x, int64_t lo,
+                                       int64_t hi, bool overwrite) {
   if (overwrite)
     for (int64_t i = lo; i < hi; ++i) dx[i] = dy[i] * gelu_grad(x[i]);
   else
     for (int64_t i = lo; i < hi; ++i) dx[i] += dy[i] * gelu_grad(x[i]);
 }
-SL_SIMD_CLONES void gelu_tanh_backward_span(float* dx, const float* dy, const float* x, int64_t lo, int64_t hi,
-                                            bool overwrite) {
+SL_SIMD_CLONES void gelu_tanh_backward_span(float* dx, const float* dy, const float* x, int64_t lo,
+                                            int64_t hi, bool overwrite) {
   if (overwrite)
     for (int64_t i = lo; i < hi; ++i) dx[i] = dy[i] * gelu_tanh_grad(x[i]);
   else
@@ -141,7 +146,8 @@ void gelu_forward(float* y, const float* x, int64_t n, bool tanh_approx) {
     tanh_approx ? gelu_tanh_forward_span(y, x, lo, hi) : gelu_forward_span(y, x, lo, hi);
   });
 }
-void gelu_backward(float* dx, const float* dy, const float* x, int64_t n, bool tanh_approx, bool overwrite) {
+void gelu_backward(float* dx, const float* dy, const float* x, int64_t n, bool tanh_approx,
+                   bool overwrite) {
   parallel_chunks(n, kChunk, [=](int64_t lo, int64_t hi) {
     tanh_approx ? gelu_tanh_backward_span(dx, dy, x, lo, hi, overwrite)
                 : gelu_backward_span(dx, dy, x, lo, hi, overwrite);
@@ -157,7 +163,8 @@ int64_t broadcast_width(const char* op, const Tensor& a, const Tensor& b) {
   bool suffix = nb <= na;
   for (int i = 1; suffix && i <= nb; ++i) suffix = a.size(-i) == b.size(-i);
   if (!suffix)
-    throw ShapeError(std::string("[") + op + "] cannot broadcast " + b.shape().str() + " onto " + a.shape().str() +
+    throw ShapeError(std::string("[") + op + "] cannot broadcast " + b.shape().str() + " onto " +
+                     a.shape().str() +
                      " (b must match a, a suffix of a's shape, or have one element)");
   return b.numel();
 }
@@ -185,7 +192,8 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape()) throw ShapeError("[sub] shapes differ: " + a.shape().str() + " vs " + b.shape().str());
+  if (a.shape() != b.shape())
+    throw ShapeError("[sub] shapes differ: " + a.shape().str() + " vs " + b.shape().str());
   Tensor out = Tensor::empty(a.shape());
   const int64_t n = a.numel();
   for (int64_t i = 0; i < n; ++i) out.data()[i] = a.data()[i] - b.data()[i];

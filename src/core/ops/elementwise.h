@@ -9,16 +9,18 @@ namespace sl {
 
 // Kernel pairs over n elements of a and nb elements of b (b indexed i % nb).
 void add_forward(float* out, const float* a, const float* b, int64_t n, int64_t nb);
-void add_backward(float* da, float* db, const float* dout, int64_t n, int64_t nb, bool overwrite_a = false,
-                  bool overwrite_b = false);
+void add_backward(float* da, float* db, const float* dout, int64_t n, int64_t nb,
+                  bool overwrite_a = false, bool overwrite_b = false);
 void mul_forward(float* out, const float* a, const float* b, int64_t n, int64_t nb);
-void mul_backward(float* da, float* db, const float* dout, const float* a, const float* b, int64_t n, int64_t nb);
+void mul_backward(float* da, float* db, const float* dout, const float* a, const float* b,
+                  int64_t n, int64_t nb);
 void tanh_forward(float* y, const float* x, int64_t n);
 void tanh_backward(float* dx, const float* dy, const float* y, int64_t n);
 void relu_forward(float* y, const float* x, int64_t n);
 void relu_backward(float* dx, const float* dy, const float* x, int64_t n);
 void gelu_forward(float* y, const float* x, int64_t n, bool tanh_approx);
-void gelu_backward(float* dx, const float* dy, const float* x, int64_t n, bool tanh_approx, bool overwrite = false);
+void gelu_backward(float* dx, const float* dy, const float* x, int64_t n, bool tanh_approx,
+                   bool overwrite = false);
 
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);

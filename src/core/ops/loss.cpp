@@ -19,7 +19,8 @@
 
 namespace sl {
 
-double cross_entropy_forward(float* probs, const float* logits, const int32_t* targets, int64_t N, int64_t V) {
+double cross_entropy_forward(float* probs, const float* logits, const int32_t* targets, int64_t N,
+                             int64_t V) {
   auto row_loss = make_buffer(static_cast<size_t>(N));  // (N)
   float* rl = row_loss->data();
   parallel_chunks(
@@ -37,7 +38,8 @@ double cross_entropy_forward(float* probs, const float* logits, const int32_t* t
           }
           const float inv = 1.0f / s;
           for (int64_t j = 0; j < V; ++j) pr[j] *= inv;
-          // -log p_t = log(sum) + mx - l_t, computed from the logits, not from a rounded probability
+          // -log p_t = log(sum) + mx - l_t, computed from the logits, not from a rounded
+          // probability
           rl[r] = std::log(s) + mx - lr[targets[r]];
         }
       },
@@ -47,8 +49,8 @@ double cross_entropy_forward(float* probs, const float* logits, const int32_t* t
   return N ? total / static_cast<double>(N) : 0.0;
 }
 
-void cross_entropy_backward(float* dlogits, float dloss, const float* probs, const int32_t* targets, int64_t N,
-                            int64_t V) {
+void cross_entropy_backward(float* dlogits, float dloss, const float* probs, const int32_t* targets,
+                            int64_t N, int64_t V) {
   const float g = dloss / static_cast<float>(N);
   parallel_chunks(
       N, 16,
@@ -64,21 +66,24 @@ void cross_entropy_backward(float* dlogits, float dloss, const float* probs, con
 }
 
 Tensor cross_entropy(const Tensor& logits, const std::vector<int32_t>& targets) {
-  if (logits.ndim() < 2) throw ShapeError("[cross_entropy] logits must be (N, V), got " + logits.shape().str());
+  if (logits.ndim() < 2)
+    throw ShapeError("[cross_entropy] logits must be (N, V), got " + logits.shape().str());
   const int64_t V = logits.size(-1), N = logits.numel() / V;
   if (static_cast<int64_t>(targets.size()) != N)
-    throw ShapeError("[cross_entropy] " + std::to_string(targets.size()) + " targets for " + std::to_string(N) +
-                     " rows of logits " + logits.shape().str());
+    throw ShapeError("[cross_entropy] " + std::to_string(targets.size()) + " targets for " +
+                     std::to_string(N) + " rows of logits " + logits.shape().str());
   for (size_t i = 0; i < targets.size(); ++i)
     if (targets[i] < 0 || targets[i] >= V)
-      throw ShapeError("[cross_entropy] target " + std::to_string(targets[i]) + " at row " + std::to_string(i) +
-                       " is outside the vocabulary [0, " + std::to_string(V) + ")");
+      throw ShapeError("[cross_entropy] target " + std::to_string(targets[i]) + " at row " +
+                       std::to_string(i) + " is outside the vocabulary [0, " + std::to_string(V) +
+                       ")");
   auto probs = make_buffer(static_cast<size_t>(N * V));
   const double loss = cross_entropy_forward(probs->data(), logits.data(), targets.data(), N, V);
   Tensor out = Tensor::scalar(static_cast<float>(loss));
   if (needs_grad(logits))
     attach(out, "cross_entropy", {logits}, [logits, targets, probs, N, V](TensorImpl& o) {
-      cross_entropy_backward(grad_of(logits), o.grad->data()[0], probs->data(), targets.data(), N, V);
+      cross_entropy_backward(grad_of(logits), o.grad->data()[0], probs->data(), targets.data(), N,
+                             V);
     });
   return out;
 }

@@ -16,20 +16,24 @@
 
 namespace sl {
 
-void matmul_forward(float* C, const float* A, const float* B, int64_t M, int64_t N, int64_t K, bool trans_a,
-                    bool trans_b) {
+void matmul_forward(float* C, const float* A, const float* B, int64_t M, int64_t N, int64_t K,
+                    bool trans_a, bool trans_b) {
   gemm(trans_a, trans_b, M, N, K, 1.0f, A, B, 0.0f, C);
 }
 
-void matmul_backward(float* dA, float* dB, const float* dC, const float* A, const float* B, int64_t M,
-                     int64_t N, int64_t K, bool trans_a, bool trans_b) {
+void matmul_backward(float* dA, float* dB, const float* dC, const float* A, const float* B,
+                     int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b) {
   if (dA) {
-    if (!trans_a) gemm(false, !trans_b, M, K, N, 1.0f, dC, B, 1.0f, dA);  // dA (M,K) = dC op(B)^T
-    else gemm(trans_b, true, K, M, N, 1.0f, B, dC, 1.0f, dA);             // dA (K,M) = op(B) dC^T
+    if (!trans_a)
+      gemm(false, !trans_b, M, K, N, 1.0f, dC, B, 1.0f, dA);  // dA (M,K) = dC op(B)^T
+    else
+      gemm(trans_b, true, K, M, N, 1.0f, B, dC, 1.0f, dA);  // dA (K,M) = op(B) dC^T
   }
   if (dB) {
-    if (!trans_b) gemm(!trans_a, false, K, N, M, 1.0f, A, dC, 1.0f, dB);  // dB (K,N) = op(A)^T dC
-    else gemm(true, trans_a, N, K, M, 1.0f, dC, A, 1.0f, dB);             // dB (N,K) = dC^T op(A)
+    if (!trans_b)
+      gemm(!trans_a, false, K, N, M, 1.0f, A, dC, 1.0f, dB);  // dB (K,N) = op(A)^T dC
+    else
+      gemm(true, trans_a, N, K, M, 1.0f, dC, A, 1.0f, dB);  // dB (N,K) = dC^T op(A)
   }
 }
 
@@ -45,28 +49,32 @@ struct Dims {
   int64_t batch, M, N, K;
 };
 
-Dims check_matmul(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb, bool batched) {
+Dims check_matmul(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb,
+                  bool batched) {
   const int nd = a.ndim();
   if (!batched && (nd != 2 || b.ndim() != 2))
-    throw ShapeError(std::string("[") + op + "] expects 2-D inputs, got " + a.shape().str() + " and " + b.shape().str());
+    throw ShapeError(std::string("[") + op + "] expects 2-D inputs, got " + a.shape().str() +
+                     " and " + b.shape().str());
   if (batched && (nd < 3 || b.ndim() != nd))
-    throw ShapeError(std::string("[") + op + "] expects inputs of equal rank >= 3, got " + a.shape().str() + " and " +
-                     b.shape().str());
+    throw ShapeError(std::string("[") + op + "] expects inputs of equal rank >= 3, got " +
+                     a.shape().str() + " and " + b.shape().str());
   int64_t batch = 1;
   for (int i = 0; i < nd - 2; ++i) {
     if (a.size(i) != b.size(i))
-      throw ShapeError(std::string("[") + op + "] batch dims differ: " + a.shape().str() + " vs " + b.shape().str());
+      throw ShapeError(std::string("[") + op + "] batch dims differ: " + a.shape().str() + " vs " +
+                       b.shape().str());
     batch *= a.size(i);
   }
   const int64_t M = ta ? a.size(-1) : a.size(-2), Ka = ta ? a.size(-2) : a.size(-1);
   const int64_t Kb = tb ? b.size(-1) : b.size(-2), N = tb ? b.size(-2) : b.size(-1);
   if (Ka != Kb)
-    throw ShapeError(std::string("[") + op + "] inner dims differ: " + a.shape().str() + (ta ? "^T" : "") + " vs " +
-                     b.shape().str() + (tb ? "^T" : ""));
+    throw ShapeError(std::string("[") + op + "] inner dims differ: " + a.shape().str() +
+                     (ta ? "^T" : "") + " vs " + b.shape().str() + (tb ? "^T" : ""));
   return {batch, M, N, Ka};
 }
 
-Tensor batched_product(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb, bool batched) {
+Tensor batched_product(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb,
+                       bool batched) {
   const Dims d = check_matmul(op, a, b, ta, tb, batched);
   std::vector<int64_t> out_dims = a.shape().to_vector();
   out_dims[out_dims.size() - 2] = d.M;
@@ -74,7 +82,8 @@ Tensor batched_product(const char* op, const Tensor& a, const Tensor& b, bool ta
   Tensor out = Tensor::empty(Shape(out_dims));
   const int64_t sa = d.M * d.K, sb = d.K * d.N, sc = d.M * d.N;
   for (int64_t i = 0; i < d.batch; ++i)
-    matmul_forward(out.data() + i * sc, a.data() + i * sa, b.data() + i * sb, d.M, d.N, d.K, ta, tb);
+    matmul_forward(out.data() + i * sc, a.data() + i * sa, b.data() + i * sb, d.M, d.N, d.K, ta,
+                   tb);
   if (needs_grad(a, b)) {
     attach(out, op, {a, b}, [a, b, d, ta, tb](TensorImpl& o) {
       float* da = grad_of(a);
@@ -82,8 +91,8 @@ Tensor batched_product(const char* op, const Tensor& a, const Tensor& b, bool ta
       const float* dc = o.grad->data();
       const int64_t sa_ = d.M * d.K, sb_ = d.K * d.N, sc_ = d.M * d.N;
       for (int64_t i = 0; i < d.batch; ++i)
-        matmul_backward(da ? da + i * sa_ : nullptr, db ? db + i * sb_ : nullptr, dc + i * sc_, a.data() + i * sa_,
-                        b.data() + i * sb_, d.M, d.N, d.K, ta, tb);
+        matmul_backward(da ? da + i * sa_ : nullptr, db ? db + i * sb_ : nullptr, dc + i * sc_,
+                        a.data() + i * sa_, b.data() + i * sb_, d.M, d.N, d.K, ta, tb);
     });
   }
   return out;
@@ -101,9 +110,11 @@ Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   if (w.ndim() != 2 || x.ndim() < 1 || x.size(-1) != w.size(1))
-    throw ShapeError("[linear] input " + x.shape().str() + " does not match weight (out,in) " + w.shape().str());
+    throw ShapeError("[linear] input " + x.shape().str() + " does not match weight (out,in) " +
+                     w.shape().str());
   if (b.defined() && (b.ndim() != 1 || b.size(0) != w.size(0)))
-    throw ShapeError("[linear] bias " + b.shape().str() + " does not match weight " + w.shape().str());
+    throw ShapeError("[linear] bias " + b.shape().str() + " does not match weight " +
+                     w.shape().str());
   const int64_t in = w.size(1), outf = w.size(0), rows = x.numel() / in;
   std::vector<int64_t> dims = x.shape().to_vector();
   dims.back() = outf;
@@ -123,7 +134,8 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
         gemm(false, false, rows, in, outf, 1.0f, dy, w.data(), dx.beta(), dx.data);
       if (const GradSlot dw = grad_slot(w); dw.data)
         gemm(true, false, outf, in, rows, 1.0f, dy, x.data(), dw.beta(), dw.data);
-      if (const GradSlot db = grad_slot(b); db.data) {  // db (out) += dy^T (out, rows) 1 (rows): a gemm
+      if (const GradSlot db = grad_slot(b);
+          db.data) {  // db (out) += dy^T (out, rows) 1 (rows): a gemm
         auto ones = make_buffer(static_cast<size_t>(rows));
         std::fill(ones->data(), ones->data() + rows, 1.0f);
         gemm(true, false, outf, 1, rows, 1.0f, dy, ones->data(), db.beta(), db.data);

@@ -6,10 +6,10 @@ namespace sl {
 
 // Kernel pair. C (M, N) = op(A) op(B); backward accumulates into dA, dB (either may be null).
 // A is (M, K), or (K, M) when trans_a; B is (K, N), or (N, K) when trans_b.
-void matmul_forward(float* C, const float* A, const float* B, int64_t M, int64_t N, int64_t K, bool trans_a,
-                    bool trans_b);
-void matmul_backward(float* dA, float* dB, const float* dC, const float* A, const float* B, int64_t M,
-                     int64_t N, int64_t K, bool trans_a, bool trans_b);
+void matmul_forward(float* C, const float* A, const float* B, int64_t M, int64_t N, int64_t K,
+                    bool trans_a, bool trans_b);
+void matmul_backward(float* dA, float* dB, const float* dC, const float* A, const float* B,
+                     int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b);
 
 // (M, K) x (K, N) -> (M, N), 2-D only.
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);

@@ -1,14 +1,15 @@
 // LayerNorm / RMSNorm kernels. Backward, with xhat = (x - mu) * rstd and g = dy * gamma:
 //   layer_norm: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)); dgamma += dy xhat; dbeta += dy
 //   rms_norm:   xhat = x * rstd, dx = rstd * (g - xhat * mean(g * xhat)); dgamma += dy xhat
-//   dyt:        u = dy gamma (1 - t^2), t = tanh(alpha x): dx = alpha u; dalpha += sum(u x); dgamma += dy t
+//   dyt:        u = dy gamma (1 - t^2), t = tanh(alpha x): dx = alpha u; dalpha += sum(u x); dgamma
+//   += dy t
 // Row statistics are accumulated in double. Rows run in parallel in fixed chunks of kRows;
 // dgamma/dbeta are summed per chunk and the chunk partials added in order (deterministic).
 #include "core/ops/norm.h"
 
 #include <cmath>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "core/autograd.h"
 #include "core/error.h"
@@ -50,8 +51,9 @@ namespace {
 // Row sums run in double under `omp simd` (lanes of partial sums, added at the end); the
 // per-element loops have no branch inside, so both vectorise.
 
-SL_SIMD_CLONES void layer_norm_rows(float* y, float* mean, float* rstd, const float* x, const float* gamma,
-                                    const float* beta, int64_t lo, int64_t hi, int64_t C, float eps) {
+SL_SIMD_CLONES void layer_norm_rows(float* y, float* mean, float* rstd, const float* x,
+                                    const float* gamma, const float* beta, int64_t lo, int64_t hi,
+                                    int64_t C, float eps) {
   for (int64_t r = lo; r < hi; ++r) {
     const float* xr = x + r * C;
     double s = 0.0;
@@ -60,8 +62,10 @@ SL_SIMD_CLONES void layer_norm_rows(float* y, float* mean, float* rstd, const fl
     const double mu = s / static_cast<double>(C);
     double v = 0.0;
 #pragma omp simd reduction(+ : v)
-    for (int64_t i = 0; i < C; ++i) v += (static_cast<double>(xr[i]) - mu) * (static_cast<double>(xr[i]) - mu);
-    const float rs = static_cast<float>(1.0 / std::sqrt(v / static_cast<double>(C) + static_cast<double>(eps)));
+    for (int64_t i = 0; i < C; ++i)
+      v += (static_cast<double>(xr[i]) - mu) * (static_cast<double>(xr[i]) - mu);
+    const float rs =
+        static_cast<float>(1.0 / std::sqrt(v / static_cast<double>(C) + static_cast<double>(eps)));
     const float m = static_cast<float>(mu);
     float* yr = y + r * C;
     for (int64_t i = 0; i < C; ++i) yr[i] = (xr[i] - m) * rs;
@@ -81,9 +85,10 @@ inline const float* scaled_grad(float* g, const float* dyr, const float* gamma, 
   return g;
 }
 
-SL_SIMD_CLONES void layer_norm_backward_rows(float* dx, float* dg, float* db, float* scratch, const float* dy,
-                                             const float* x, const float* mean, const float* rstd,
-                                             const float* gamma, int64_t lo, int64_t hi, int64_t C, bool overwrite) {
+SL_SIMD_CLONES void layer_norm_backward_rows(float* dx, float* dg, float* db, float* scratch,
+                                             const float* dy, const float* x, const float* mean,
+                                             const float* rstd, const float* gamma, int64_t lo,
+                                             int64_t hi, int64_t C, bool overwrite) {
   float* xh = scratch;  // (C) xhat of the row
   for (int64_t r = lo; r < hi; ++r) {
     const float* xr = x + r * C;
@@ -112,14 +117,15 @@ SL_SIMD_CLONES void layer_norm_backward_rows(float* dx, float* dg, float* db, fl
   }
 }
 
-SL_SIMD_CLONES void rms_norm_rows(float* y, float* rstd, const float* x, const float* gamma, int64_t lo, int64_t hi,
-                                  int64_t C, float eps) {
+SL_SIMD_CLONES void rms_norm_rows(float* y, float* rstd, const float* x, const float* gamma,
+                                  int64_t lo, int64_t hi, int64_t C, float eps) {
   for (int64_t r = lo; r < hi; ++r) {
     const float* xr = x + r * C;
     double ss = 0.0;
 #pragma omp simd reduction(+ : ss)
     for (int64_t i = 0; i < C; ++i) ss += static_cast<double>(xr[i]) * static_cast<double>(xr[i]);
-    const float rs = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(C) + static_cast<double>(eps)));
+    const float rs =
+        static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(C) + static_cast<double>(eps)));
     float* yr = y + r * C;
     if (gamma)
       for (int64_t i = 0; i < C; ++i) yr[i] = gamma[i] * xr[i] * rs;
@@ -129,9 +135,9 @@ SL_SIMD_CLONES void rms_norm_rows(float* y, float* rstd, const float* x, const f
   }
 }
 
-SL_SIMD_CLONES void rms_norm_backward_rows(float* dx, float* dg, float* scratch, const float* dy, const float* x,
-                                           const float* rstd, const float* gamma, int64_t lo, int64_t hi, int64_t C,
-                                           bool overwrite) {
+SL_SIMD_CLONES void rms_norm_backward_rows(float* dx, float* dg, float* scratch, const float* dy,
+                                           const float* x, const float* rstd, const float* gamma,
+                                           int64_t lo, int64_t hi, int64_t C, bool overwrite) {
   float* xh = scratch;  // (C)
   for (int64_t r = lo; r < hi; ++r) {
     const float* xr = x + r * C;
@@ -156,32 +162,42 @@ SL_SIMD_CLONES void rms_norm_backward_rows(float* dx, float* dg, float* scratch,
 
 }  // namespace
 
-void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, const float* gamma, const float* beta,
-                        int64_t rows, int64_t C, float eps) {
+void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, const float* gamma,
+                        const float* beta, int64_t rows, int64_t C, float eps) {
   parallel_chunks(
-      rows, kRows, [=](int64_t lo, int64_t hi) { layer_norm_rows(y, mean, rstd, x, gamma, beta, lo, hi, C, eps); }, C);
+      rows, kRows,
+      [=](int64_t lo, int64_t hi) {
+        layer_norm_rows(y, mean, rstd, x, gamma, beta, lo, hi, C, eps);
+      },
+      C);
 }
 
-void layer_norm_backward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* mean,
-                         const float* rstd, const float* gamma, int64_t rows, int64_t C, bool overwrite_dx) {
+void layer_norm_backward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
+                         const float* mean, const float* rstd, const float* gamma, int64_t rows,
+                         int64_t C, bool overwrite_dx) {
   auto scratch = make_buffer(static_cast<size_t>(num_threads() * 2 * C));  // xhat and g per thread
-  rows_with_param_grads(rows, C, dgamma, dbeta, [=, &scratch](int64_t lo, int64_t hi, float* dg, float* db) {
-    layer_norm_backward_rows(dx, dg, db, scratch->data() + thread_index() * 2 * C, dy, x, mean, rstd, gamma, lo, hi,
-                             C, overwrite_dx);
-  });
+  rows_with_param_grads(
+      rows, C, dgamma, dbeta, [=, &scratch](int64_t lo, int64_t hi, float* dg, float* db) {
+        layer_norm_backward_rows(dx, dg, db, scratch->data() + thread_index() * 2 * C, dy, x, mean,
+                                 rstd, gamma, lo, hi, C, overwrite_dx);
+      });
 }
 
-void rms_norm_forward(float* y, float* rstd, const float* x, const float* gamma, int64_t rows, int64_t C, float eps) {
-  parallel_chunks(rows, kRows, [=](int64_t lo, int64_t hi) { rms_norm_rows(y, rstd, x, gamma, lo, hi, C, eps); }, C);
+void rms_norm_forward(float* y, float* rstd, const float* x, const float* gamma, int64_t rows,
+                      int64_t C, float eps) {
+  parallel_chunks(
+      rows, kRows,
+      [=](int64_t lo, int64_t hi) { rms_norm_rows(y, rstd, x, gamma, lo, hi, C, eps); }, C);
 }
 
 void rms_norm_backward(float* dx, float* dgamma, const float* dy, const float* x, const float* rstd,
                        const float* gamma, int64_t rows, int64_t C, bool overwrite_dx) {
   auto scratch = make_buffer(static_cast<size_t>(num_threads() * 2 * C));
-  rows_with_param_grads(rows, C, dgamma, nullptr, [=, &scratch](int64_t lo, int64_t hi, float* dg, float*) {
-    rms_norm_backward_rows(dx, dg, scratch->data() + thread_index() * 2 * C, dy, x, rstd, gamma, lo, hi, C,
-                           overwrite_dx);
-  });
+  rows_with_param_grads(rows, C, dgamma, nullptr,
+                        [=, &scratch](int64_t lo, int64_t hi, float* dg, float*) {
+                          rms_norm_backward_rows(dx, dg, scratch->data() + thread_index() * 2 * C,
+                                                 dy, x, rstd, gamma, lo, hi, C, overwrite_dx);
+                        });
 }
 
 // ---- Dynamic Tanh ------------------------------------------------------------------------------
@@ -196,13 +212,16 @@ inline float fast_tanh_accurate(float u) {
   const float far = 1.0f - 2.0f / (fast_exp(2.0f * u) + 1.0f);
   const float s = u * u;
   const float near =
-      u * (1.0f + s * (-1.0f / 3 + s * (2.0f / 15 + s * (-17.0f / 315 + s * (62.0f / 2835 +
-                                                                        s * (-1382.0f / 155925 + s * (21844.0f / 6081075)))))));
+      u *
+      (1.0f + s * (-1.0f / 3 +
+                   s * (2.0f / 15 +
+                        s * (-17.0f / 315 + s * (62.0f / 2835 + s * (-1382.0f / 155925 +
+                                                                     s * (21844.0f / 6081075)))))));
   return __builtin_fabsf(u) < 0.3f ? near : far;
 }
 
-SL_SIMD_CLONES void dyt_rows(float* y, float* t, const float* x, float alpha, const float* gamma, const float* beta,
-                             int64_t lo, int64_t hi, int64_t C) {
+SL_SIMD_CLONES void dyt_rows(float* y, float* t, const float* x, float alpha, const float* gamma,
+                             const float* beta, int64_t lo, int64_t hi, int64_t C) {
   for (int64_t r = lo; r < hi; ++r)
     for (int64_t i = 0; i < C; ++i) {
       const int64_t k = r * C + i;
@@ -213,9 +232,10 @@ SL_SIMD_CLONES void dyt_rows(float* y, float* t, const float* x, float alpha, co
 }
 
 // Rows [lo, hi): dx, the chunk's partial dgamma/dbeta (may be null), and its sum(u x) in double.
-SL_SIMD_CLONES double dyt_backward_rows(float* dx, float* dg, float* db, const float* dy, const float* x,
-                                        const float* t, float alpha, const float* gamma, int64_t lo, int64_t hi,
-                                        int64_t C, bool overwrite) {
+SL_SIMD_CLONES double dyt_backward_rows(float* dx, float* dg, float* db, const float* dy,
+                                        const float* x, const float* t, float alpha,
+                                        const float* gamma, int64_t lo, int64_t hi, int64_t C,
+                                        bool overwrite) {
   double sx = 0.0;
   for (int64_t r = lo; r < hi; ++r) {
     double row = 0.0;
@@ -237,17 +257,22 @@ SL_SIMD_CLONES double dyt_backward_rows(float* dx, float* dg, float* db, const f
 
 }  // namespace
 
-void dyt_forward(float* y, float* t, const float* x, float alpha, const float* gamma, const float* beta, int64_t rows,
-                 int64_t C) {
-  parallel_chunks(rows, kRows, [&](int64_t lo, int64_t hi) { dyt_rows(y, t, x, alpha, gamma, beta, lo, hi, C); }, C);
+void dyt_forward(float* y, float* t, const float* x, float alpha, const float* gamma,
+                 const float* beta, int64_t rows, int64_t C) {
+  parallel_chunks(
+      rows, kRows,
+      [&](int64_t lo, int64_t hi) { dyt_rows(y, t, x, alpha, gamma, beta, lo, hi, C); }, C);
 }
 
-void dyt_backward(float* dx, float* dalpha, float* dgamma, float* dbeta, const float* dy, const float* x, const float* t,
-                  float alpha, const float* gamma, int64_t rows, int64_t C, bool overwrite_dx) {
+void dyt_backward(float* dx, float* dalpha, float* dgamma, float* dbeta, const float* dy,
+                  const float* x, const float* t, float alpha, const float* gamma, int64_t rows,
+                  int64_t C, bool overwrite_dx) {
   const int64_t chunks = (rows + kRows - 1) / kRows;
-  std::vector<double> sx(static_cast<size_t>(chunks), 0.0);  // per chunk, added in order: deterministic
+  std::vector<double> sx(static_cast<size_t>(chunks),
+                         0.0);  // per chunk, added in order: deterministic
   rows_with_param_grads(rows, C, dgamma, dbeta, [&](int64_t lo, int64_t hi, float* dg, float* db) {
-    sx[static_cast<size_t>(lo / kRows)] = dyt_backward_rows(dx, dg, db, dy, x, t, alpha, gamma, lo, hi, C, overwrite_dx);
+    sx[static_cast<size_t>(lo / kRows)] =
+        dyt_backward_rows(dx, dg, db, dy, x, t, alpha, gamma, lo, hi, C, overwrite_dx);
   });
   if (dalpha) {
     double s = 0.0;
@@ -259,31 +284,34 @@ void dyt_backward(float* dx, float* dalpha, float* dgamma, float* dbeta, const f
 namespace {
 void check_param(const char* op, const char* what, const Tensor& p, int64_t C, const Tensor& x) {
   if (p.defined() && (p.ndim() != 1 || p.size(0) != C))
-    throw ShapeError(std::string("[") + op + "] " + what + " " + p.shape().str() + " does not match input " +
-                     x.shape().str());
+    throw ShapeError(std::string("[") + op + "] " + what + " " + p.shape().str() +
+                     " does not match input " + x.shape().str());
 }
 const float* ptr(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
 }  // namespace
 
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps) {
-  if (x.ndim() < 1 || x.size(-1) == 0) throw ShapeError("[layer_norm] needs a non-empty last dim, got " + x.shape().str());
+  if (x.ndim() < 1 || x.size(-1) == 0)
+    throw ShapeError("[layer_norm] needs a non-empty last dim, got " + x.shape().str());
   const int64_t C = x.size(-1), rows = x.numel() / C;
   check_param("layer_norm", "gamma", gamma, C, x);
   check_param("layer_norm", "beta", beta, C, x);
   Tensor y = Tensor::empty(x.shape());
   auto stats = make_buffer(static_cast<size_t>(2 * rows));  // mean (rows), rstd (rows)
-  layer_norm_forward(y.data(), stats->data(), stats->data() + rows, x.data(), ptr(gamma), ptr(beta), rows, C, eps);
+  layer_norm_forward(y.data(), stats->data(), stats->data() + rows, x.data(), ptr(gamma), ptr(beta),
+                     rows, C, eps);
   if (needs_grad(x, gamma, beta))
     attach(y, "layer_norm", {x, gamma, beta}, [x, gamma, beta, stats, rows, C](TensorImpl& o) {
       const GradSlot dx = grad_slot(x);
-      layer_norm_backward(dx.data, grad_of(gamma), grad_of(beta), o.grad->data(), x.data(), stats->data(),
-                          stats->data() + rows, ptr(gamma), rows, C, dx.fresh);
+      layer_norm_backward(dx.data, grad_of(gamma), grad_of(beta), o.grad->data(), x.data(),
+                          stats->data(), stats->data() + rows, ptr(gamma), rows, C, dx.fresh);
     });
   return y;
 }
 
 Tensor rms_norm(const Tensor& x, const Tensor& gamma, float eps) {
-  if (x.ndim() < 1 || x.size(-1) == 0) throw ShapeError("[rms_norm] needs a non-empty last dim, got " + x.shape().str());
+  if (x.ndim() < 1 || x.size(-1) == 0)
+    throw ShapeError("[rms_norm] needs a non-empty last dim, got " + x.shape().str());
   const int64_t C = x.size(-1), rows = x.numel() / C;
   check_param("rms_norm", "gamma", gamma, C, x);
   Tensor y = Tensor::empty(x.shape());
@@ -292,15 +320,18 @@ Tensor rms_norm(const Tensor& x, const Tensor& gamma, float eps) {
   if (needs_grad(x, gamma))
     attach(y, "rms_norm", {x, gamma}, [x, gamma, rstd, rows, C](TensorImpl& o) {
       const GradSlot dx = grad_slot(x);
-      rms_norm_backward(dx.data, grad_of(gamma), o.grad->data(), x.data(), rstd->data(), ptr(gamma), rows, C, dx.fresh);
+      rms_norm_backward(dx.data, grad_of(gamma), o.grad->data(), x.data(), rstd->data(), ptr(gamma),
+                        rows, C, dx.fresh);
     });
   return y;
 }
 
 Tensor dyt(const Tensor& x, const Tensor& alpha, const Tensor& gamma, const Tensor& beta) {
-  if (x.ndim() < 1 || x.size(-1) == 0) throw ShapeError("[dyt] needs a non-empty last dim, got " + x.shape().str());
+  if (x.ndim() < 1 || x.size(-1) == 0)
+    throw ShapeError("[dyt] needs a non-empty last dim, got " + x.shape().str());
   if (!alpha.defined() || alpha.numel() != 1)
-    throw ShapeError("[dyt] alpha must hold one element, got " + (alpha.defined() ? alpha.shape().str() : "none"));
+    throw ShapeError("[dyt] alpha must hold one element, got " +
+                     (alpha.defined() ? alpha.shape().str() : "none"));
   const int64_t C = x.size(-1), rows = x.numel() / C;
   check_param("dyt", "gamma", gamma, C, x);
   check_param("dyt", "beta", beta, C, x);
@@ -309,11 +340,12 @@ Tensor dyt(const Tensor& x, const Tensor& alpha, const Tensor& gamma, const Tens
   const float a = alpha.data()[0];
   dyt_forward(y.data(), t->data(), x.data(), a, ptr(gamma), ptr(beta), rows, C);
   if (needs_grad({&x, &alpha, &gamma, &beta}))
-    attach(y, "dyt", {x, alpha, gamma, beta}, [x, alpha, gamma, beta, t, a, rows, C](TensorImpl& o) {
-      const GradSlot dx = grad_slot(x);
-      dyt_backward(dx.data, grad_of(alpha), grad_of(gamma), grad_of(beta), o.grad->data(), x.data(), t->data(), a,
-                   ptr(gamma), rows, C, dx.fresh);
-    });
+    attach(y, "dyt", {x, alpha, gamma, beta},
+           [x, alpha, gamma, beta, t, a, rows, C](TensorImpl& o) {
+             const GradSlot dx = grad_slot(x);
+             dyt_backward(dx.data, grad_of(alpha), grad_of(gamma), grad_of(beta), o.grad->data(),
+                          x.data(), t->data(), a, ptr(gamma), rows, C, dx.fresh);
+           });
   return y;
 }
 

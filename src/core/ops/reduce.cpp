@@ -23,6 +23,8 @@ Tensor reduce(const char* op, const Tensor& x, double factor) {
 }  // namespace
 
 Tensor sum(const Tensor& x) { return reduce("sum", x, 1.0); }
-Tensor mean(const Tensor& x) { return reduce("mean", x, x.numel() ? 1.0 / static_cast<double>(x.numel()) : 0.0); }
+Tensor mean(const Tensor& x) {
+  return reduce("mean", x, x.numel() ? 1.0 / static_cast<double>(x.numel()) : 0.0);
+}
 
 }  // namespace sl

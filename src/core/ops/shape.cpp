@@ -28,8 +28,9 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
 Tensor slice_last(const Tensor& x, int64_t start, int64_t len) {
   const int64_t N = x.size(-1);
   if (start < 0 || len < 0 || start + len > N)
-    throw ShapeError("[slice_last] range [" + std::to_string(start) + ", " + std::to_string(start + len) +
-                     ") is outside the last dim of " + x.shape().str());
+    throw ShapeError("[slice_last] range [" + std::to_string(start) + ", " +
+                     std::to_string(start + len) + ") is outside the last dim of " +
+                     x.shape().str());
   const int64_t rows = x.numel() / N;
   std::vector<int64_t> dims = x.shape().to_vector();
   dims.back() = len;
@@ -54,7 +55,8 @@ Tensor concat_last(const std::vector<Tensor>& parts) {
   for (const Tensor& p : parts) {
     std::vector<int64_t> d = p.shape().to_vector();
     if (d.size() != dims.size() || !std::equal(d.begin(), d.end() - 1, dims.begin()))
-      throw ShapeError("[concat_last] leading dims differ: " + parts[0].shape().str() + " vs " + p.shape().str());
+      throw ShapeError("[concat_last] leading dims differ: " + parts[0].shape().str() + " vs " +
+                       p.shape().str());
     N += d.back();
   }
   dims.back() = N;
@@ -84,8 +86,8 @@ Tensor concat_last(const std::vector<Tensor>& parts) {
 
 namespace {
 // (B, T, NH, HS) <-> (B, NH, T, HS): one permute; `to_heads` picks the direction.
-void permute_heads(float* dst, const float* src, int64_t B, int64_t T, int64_t NH, int64_t HS, bool to_heads,
-                   bool accumulate) {
+void permute_heads(float* dst, const float* src, int64_t B, int64_t T, int64_t NH, int64_t HS,
+                   bool to_heads, bool accumulate) {
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t)
       for (int64_t h = 0; h < NH; ++h) {
@@ -103,8 +105,8 @@ void permute_heads(float* dst, const float* src, int64_t B, int64_t T, int64_t N
 
 Tensor split_heads(const Tensor& x, int64_t n_head) {
   if (x.ndim() != 3 || n_head <= 0 || x.size(2) % n_head != 0)
-    throw ShapeError("[split_heads] needs (B, T, C) with C divisible by n_head=" + std::to_string(n_head) + ", got " +
-                     x.shape().str());
+    throw ShapeError("[split_heads] needs (B, T, C) with C divisible by n_head=" +
+                     std::to_string(n_head) + ", got " + x.shape().str());
   const int64_t B = x.size(0), T = x.size(1), HS = x.size(2) / n_head;
   Tensor y = Tensor::empty(Shape{B, n_head, T, HS});
   permute_heads(y.data(), x.data(), B, T, n_head, HS, true, false);

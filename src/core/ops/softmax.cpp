@@ -27,7 +27,8 @@ void softmax_forward(float* y, const float* x, int64_t rows, int64_t cols, bool 
   }
 }
 
-void softmax_backward(float* dx, const float* dy, const float* y, int64_t rows, int64_t cols, bool causal) {
+void softmax_backward(float* dx, const float* dy, const float* y, int64_t rows, int64_t cols,
+                      bool causal) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* dyr = dy + r * cols;
     const float* yr = y + r * cols;
@@ -40,9 +41,11 @@ void softmax_backward(float* dx, const float* dy, const float* y, int64_t rows, 
 }
 
 Tensor softmax(const Tensor& x, bool causal) {
-  if (x.ndim() < 1 || x.size(-1) == 0) throw ShapeError("[softmax] needs a non-empty last dim, got " + x.shape().str());
+  if (x.ndim() < 1 || x.size(-1) == 0)
+    throw ShapeError("[softmax] needs a non-empty last dim, got " + x.shape().str());
   if (causal && (x.ndim() < 2 || x.size(-1) != x.size(-2)))
-    throw ShapeError("[softmax] causal mask needs square (..., T, T) scores, got " + x.shape().str());
+    throw ShapeError("[softmax] causal mask needs square (..., T, T) scores, got " +
+                     x.shape().str());
   const int64_t cols = x.size(-1), rows = x.numel() / cols;
   Tensor y = Tensor::empty(x.shape());
   softmax_forward(y.data(), x.data(), rows, cols, causal);
