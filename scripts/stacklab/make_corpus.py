@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Writes data/corpus.txt: English-like prose from a small hand-written grammar.
 
 Deterministic (fixed seed, standard library only, no outside text), so the committed file can

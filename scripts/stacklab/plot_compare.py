@@ -25,17 +25,16 @@ import sys
 from collections import defaultdict
 
 import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+from . import runlog
+from . import study_stats as stats
+from .plot_common import (REF_STYLE, arr, depth_axis, legend_below, save, separate_labels,
+                          wiring_colors, wiring_label, wiring_styles)
+from .plot_study import plot_deepest_curves, plot_escape, plot_loss_vs_lr
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import runlog  # noqa: E402
-import study_stats as stats  # noqa: E402
-from plot_common import (REF_STYLE, arr, depth_axis, legend_below, save, separate_labels,  # noqa: E402
-                         wiring_colors, wiring_label, wiring_styles)
-from plot_study import plot_deepest_curves, plot_escape, plot_loss_vs_lr  # noqa: E402
+matplotlib.use("Agg")  # files only, no display: also when MPLBACKEND is unset
 
 
 def layers_record(run, step, note):

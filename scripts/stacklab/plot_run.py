@@ -14,16 +14,15 @@ import os
 import sys
 
 import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.colors import LogNorm
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.colors import LogNorm  # noqa: E402
-from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
+from . import runlog
+from .plot_common import save, separate_labels  # the figure helpers every plot module shares
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plot_common import save, separate_labels  # noqa: E402  (the figure helpers every plot script shares)
-import runlog  # noqa: E402
+matplotlib.use("Agg")  # files only, no display: also when MPLBACKEND is unset
 
 REF_STYLE = {"uniform": ("0.45", ":"), "unigram": ("tab:purple", "--"), "optimal": ("tab:green", "-.")}
 

@@ -21,12 +21,10 @@ import os
 import sys
 from collections import defaultdict
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import report_doc  # noqa: E402
-import runlog  # noqa: E402
-import study_stats as stats  # noqa: E402
-from study_findings import (GRID_WIRINGS, Training, escape_table, finding_1, finding_2, finding_3,  # noqa: E402
-                            finding_4, finding_5, fmt, fmt_escape, seed_list)
+from . import report_doc, runlog
+from . import study_stats as stats
+from .study_findings import (GRID_WIRINGS, Training, escape_table, finding_1, finding_2, finding_3,
+                             finding_4, finding_5, fmt, fmt_escape, seed_list)
 
 TRAINING_SWEEPS = ("train_grid", "lr_grid")  # pooled: each (wiring, depth, rate) lives in one
 

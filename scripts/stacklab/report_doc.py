@@ -44,6 +44,18 @@ def md_cell(c):
     return "<br>".join(c) if isinstance(c, list) else str(c)
 
 
+def _cells_html(row, tag):
+    """One table row's cells; a cell that is a list becomes lines joined by <br>."""
+    return "".join(f"<{tag}>{'<br>'.join(inline_html(x) for x in (c if isinstance(c, list) else [str(c)]))}</{tag}>"
+                   for c in row)
+
+
+def _row_class(row):
+    """'notseen' or 'seen' from the row's last cell (a finding's verdict), else ''."""
+    verdict = "".join(row[-1:]) if row else ""
+    return "notseen" if "not seen" in verdict else "seen" if "**seen**" in verdict else ""
+
+
 class Doc:
     def __init__(self):
         self.blocks = []
@@ -93,13 +105,8 @@ class Doc:
             elif b[0] == "ul":
                 out.append("<ul>" + "".join(f"<li>{inline_html(i.strip())}</li>" for i in b[1]) + "</ul>")
             elif b[0] == "table":
-                cells = lambda row, tag: "".join(  # noqa: E731
-                    f"<{tag}>{'<br>'.join(inline_html(x) for x in (c if isinstance(c, list) else [str(c)]))}</{tag}>"
-                    for c in row)
-                seen = lambda row: "".join(row[-1:]) if row else ""  # noqa: E731
-                body = "".join(f"<tr class=\"{'notseen' if 'not seen' in seen(r) else 'seen' if '**seen**' in seen(r) else ''}\">"
-                               f"{cells(r, 'td')}</tr>" for r in b[2])
-                out.append(f"<table><thead><tr>{cells(b[1], 'th')}</tr></thead><tbody>{body}</tbody></table>")
+                body = "".join(f"<tr class=\"{_row_class(r)}\">{_cells_html(r, 'td')}</tr>" for r in b[2])
+                out.append(f"<table><thead><tr>{_cells_html(b[1], 'th')}</tr></thead><tbody>{body}</tbody></table>")
             elif b[0] == "fig":
                 with open(os.path.join(root, b[1]), "rb") as f:
                     data = base64.b64encode(f.read()).decode("ascii")

@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 
-import runlog
-import study_stats as stats
+from . import runlog
+from . import study_stats as stats
 
 RES = ("pre-layernorm-res", "post-layernorm-res", "none-res")
 NORES_NORM = ("pre-layernorm-nores", "post-layernorm-nores")

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # scripts/stacklab/.. /..
 QUICK_DIR = os.path.join(ROOT, "configs", "experiments")
 FULL_DIR = os.path.join(QUICK_DIR, "full")
 # The full tier (issue 14): >= 5 training seeds, these rates at every wiring and depth, twice the
@@ -288,9 +288,8 @@ def cmd_size(args):
 def cmd_deepest(args):
     """The deepest train_grid runs of pre-norm LayerNorm with and without residual, lowest seed, at
     the rate every depth has: single-run figures for the report (plot_run.py)."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import runlog
-    import study_stats as stats
+    from . import runlog  # here, not at the top: the other commands need no numpy
+    from . import study_stats as stats
     runs = [r for r in runlog.find_runs([os.path.join(args.out, "train_grid")], depth=1) if r.status == "completed"]
     if not runs:
         return 0

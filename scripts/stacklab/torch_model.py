@@ -335,7 +335,9 @@ def check_names():
     """Hand-written parameter lists for a few wirings against named_parameters()."""
     def block(l, *names):
         return [f"blocks.{l}.{n}" for n in names]
-    lin = lambda p, bias=True: [f"{p}.weight"] + ([f"{p}.bias"] if bias else [])  # noqa: E731
+
+    def lin(p, bias=True):
+        return [f"{p}.weight"] + ([f"{p}.bias"] if bias else [])
     cases = [
         (_tiny(), ["tok_emb.weight", "pos_emb.weight", *block(0, "norm1.weight", "norm1.bias",
           *lin("attn.qkv"), *lin("attn.proj"), "norm2.weight", "norm2.bias", *lin("mlp.fc"),

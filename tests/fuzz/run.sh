@@ -11,7 +11,7 @@
 #   scripts/fuzz.sh 600        # longer, by hand
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 SECONDS_PER_TARGET="${1:-40}"
 BUILD="$ROOT/build-fuzz"
 TARGETS=(fuzz_config fuzz_safetensors fuzz_text)

@@ -11,7 +11,7 @@
 # Usage: bash scripts/check_readme.sh [README.md]; STACKLAB_BIN overrides build/stacklab.
 set -uo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 README="$(cd "$(dirname "${1:-$ROOT/README.md}")" && pwd)/$(basename "${1:-README.md}")"
 BIN="${STACKLAB_BIN:-$ROOT/build/stacklab}"
 [[ -x "$BIN" ]] || { echo "check_readme: $BIN not built (run scripts/setup.sh)" >&2; exit 77; }

@@ -1,17 +1,13 @@
 """Fabricated runs for the analysis unit tests (tests/python): in-memory runlog.Run objects with
-just the fields the tables, findings and figures read, and the scripts/ modules on the import
-path (they are flat modules, imported the way report.py and the check scripts import them).
+just the fields the tables, findings and figures read. The package is found through
+PYTHONPATH=scripts, as scripts/test.sh's python stage runs these tests:
+    PYTHONPATH=scripts MPLBACKEND=Agg /usr/bin/python3 -m unittest discover -s tests/python
 Not here: any test.
 """
 import math
 import os
-import sys
 
-SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts")
-sys.path.insert(0, os.path.abspath(SCRIPTS))  # the analysis modules are flat files in scripts/
-os.environ.setdefault("MPLBACKEND", "Agg")
-
-import runlog  # noqa: E402  (after the path above)
+from stacklab import runlog
 
 REFS = {"uniform": round(math.log(32), 5), "unigram": 3.412, "optimal": 2.251}
 FORMULAS = {"pre-layernorm-res": "pre-norm residual: x + f(layernorm(x))",

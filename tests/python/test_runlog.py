@@ -1,8 +1,8 @@
-"""One definition of a diverged run (scripts/runlog.py): what summary.json's status says."""
+"""One definition of a diverged run (scripts/stacklab/runlog.py): what summary.json's status says."""
 import unittest
 
 import fabricate
-import runlog
+from stacklab import runlog
 
 
 class IsDiverged(unittest.TestCase):

@@ -1,8 +1,7 @@
-"""The seed statistics (scripts/study_stats.py) against hand-worked values."""
+"""The seed statistics (scripts/stacklab/study_stats.py) against hand-worked values."""
 import unittest
 
-import fabricate  # noqa: F401  (puts scripts/ on the import path)
-import study_stats as st
+from stacklab import study_stats as st
 
 
 class SummarizeLoss(unittest.TestCase):

@@ -1,0 +1,13 @@
+#!/usr/bin/env python3
+"""Writes data/corpus.txt: English-like prose from a small hand-written grammar (standard library only).
+
+    python3 scripts/make_corpus.py [--out data/corpus.txt]
+
+The code is in the package: stacklab/make_corpus.py.
+"""
+import sys
+
+from stacklab.make_corpus import main
+
+if __name__ == "__main__":
+    sys.exit(main())

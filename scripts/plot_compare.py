@@ -1,0 +1,13 @@
+#!/usr/bin/env python3
+"""Compares stacklab runs across depth and wiring (and, for training runs, the study's figures).
+
+    /usr/bin/python3 scripts/plot_compare.py PATH... [--out DIR] [--step 0|last]
+
+The code is in the package: stacklab/plot_compare.py.
+"""
+import sys
+
+from stacklab.plot_compare import main
+
+if __name__ == "__main__":
+    sys.exit(main())
