@@ -70,7 +70,8 @@ class Gen:
                     f"while the post-norm run {self.w('lab_verb')}.",
             lambda: f"{s} was {self.w('feeling')}: {t} looked {self.w('adj')} on the plot.",
             lambda: f"\"Check {t} again,\" said {s}, \"and write down the seed.\"",
-            lambda: f"Run {self.n(1, 400)} used a batch of {self.pick(lambda: '8', lambda: '16', lambda: '32', lambda: '64')} "
+            lambda: f"Run {self.n(1, 400)} used a batch of "
+                    f"{self.pick(lambda: '8', lambda: '16', lambda: '32', lambda: '64')} "
                     f"sequences and a context of {self.pick(lambda: '64', lambda: '128', lambda: '256')} characters.",
             lambda: f"By {self.w('day')} the {self.w('adj')} run had finished, and {s} "
                     f"compared it with the baseline.",

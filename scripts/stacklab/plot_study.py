@@ -4,12 +4,9 @@ step 0: final loss against learning rate (final_loss_vs_lr.png), escape step aga
 (loss_curves_deepest.png); seed mean with a min-max band, censored runs drawn apart.
 Not here: the per-depth figures (plot_compare.py), one run's figures (plot_run.py).
 """
-import os
 import re
-import sys
 from collections import defaultdict
 
-import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.transforms import offset_copy

@@ -26,6 +26,9 @@ from . import study_stats as stats
 from .study_findings import (GRID_WIRINGS, Training, escape_table, finding_1, finding_2, finding_3,
                              finding_4, finding_5, fmt, fmt_escape, seed_list)
 
+# The figures whose per-block values are read at one step (their captions say which).
+PER_BLOCK_FIGURES = ("grad_norm_by_block.png", "grad_ratio_vs_depth.png", "rank_vs_layer.png",
+                     "last_grad_vs_depth.png", "layer_metrics_vs_depth.png")
 TRAINING_SWEEPS = ("train_grid", "lr_grid")  # pooled: each (wiring, depth, rate) lives in one
 
 
@@ -177,9 +180,11 @@ def timing_lines(stages, sweeps):
                          + f", load average at start {s.get('loadavg', '?')}")
             t_start = float(s["time"]) if s.get("time") else None
         elif st == "setup":
-            lines.append("  setup (build): " + ("skipped (STACKLAB_BIN)" if s.get("skipped") else f"{fmt(s['seconds'], 4)} s"))
+            took = "skipped (STACKLAB_BIN)" if s.get("skipped") else f"{fmt(s['seconds'], 4)} s"
+            lines.append("  setup (build): " + took)
         elif st == "size":
-            lines.append(f"  size: {s.get('runs')} runs ({s.get('done')} done), estimated {fmt(s.get('core_hours'), 3)} "
+            lines.append(f"  size: {s.get('runs')} runs ({s.get('done')} done), "
+                         f"estimated {fmt(s.get('core_hours'), 3)} "
                          f"core-hours ({s.get('model', '')})")
         elif st == "sweep":
             stop = " (stopped by a signal: incomplete)" if (s.get("exit") or 0) >= 128 else ""
@@ -192,7 +197,8 @@ def timing_lines(stages, sweeps):
             lines.append(f"  **whole invocation (setup, sweeps, plots): {(float(s['time']) - t_start) / 60:.1f} min**")
     sweep_s = [s for s in stages if s.get("stage") == "sweep"]
     if sweep_s:
-        lines.append(f"**suite wall time (all sweeps, all invocations): {sum(s['seconds'] for s in sweep_s) / 60:.1f} min**")
+        minutes = sum(s['seconds'] for s in sweep_s) / 60
+        lines.append(f"**suite wall time (all sweeps, all invocations): {minutes:.1f} min**")
     run_secs = [r.summary.get("wall_seconds") for s in sweeps for r in s.runs
                 if r.summary and r.summary.get("wall_seconds")]
     if run_secs:
@@ -209,11 +215,13 @@ def numeric_path_lines(stages, runs):
     lines = []
     for i, s in enumerate(starts, 1):
         ct = s.get("openblas_coretype")
-        lines.append(f"invocation {i}: OPENBLAS_CORETYPE " + (f"= `{ct}`" if ct else "unset (OpenBLAS picks its kernels)")
+        lines.append(f"invocation {i}: OPENBLAS_CORETYPE "
+                     + (f"= `{ct}`" if ct else "unset (OpenBLAS picks its kernels)")
                      + f"; OpenBLAS core: {s.get('openblas_core') or 'not recorded'}"
                      + (f"; matrix products: {s['matmul']}" if s.get("matmul") else "")
                      + (f"; vector loops: {s['vector_loops']}" if s.get("vector_loops") else "")
-                     + f"; CPU: {s.get('cpu_model') or 'not recorded'}; OMP_NUM_THREADS={s.get('omp_num_threads', '?')}")
+                     + f"; CPU: {s.get('cpu_model') or 'not recorded'}"
+                     + f"; OMP_NUM_THREADS={s.get('omp_num_threads', '?')}")
     if not starts:
         lines.append("no timing.jsonl: OPENBLAS_CORETYPE and the CPU model not recorded")
     paths = defaultdict(int)
@@ -285,9 +293,7 @@ def figure_caption(rel, probe, tr, sweeps):
                    else f"learning rate {tr.ref_lr:g} (the rate run at every depth)" if tr.ref_lr is not None else "")
         data = (f"training sweeps {', '.join(s.name for s in tr.sweeps)}, depths {', '.join(map(str, tr.depths))}, "
                 f"{'/'.join(map(str, ns))} seeds per point, {lr_part}"
-                + (f"; per-block values at {at_step}" if name in ("grad_norm_by_block.png", "grad_ratio_vs_depth.png",
-                                                                   "rank_vs_layer.png", "last_grad_vs_depth.png",
-                                                                   "layer_metrics_vs_depth.png") else ""))
+                + (f"; per-block values at {at_step}" if name in PER_BLOCK_FIGURES else ""))
     elif probe is not None and group == probe.name:
         data = (f"probe sweep {probe.name} at initialisation, depths "
                 f"{', '.join(str(d) for d in sorted({r.n_layer for r in probe.runs}))}, "
@@ -398,7 +404,8 @@ def main(argv=None):
                    "points": [{"wiring": w, "depth": d, "learning_rate": lr, "sweep": runs[0].sweep_name,
                                "seeds": [stats.seed_of(r) for r in runs],
                                "final_val_loss": stats.summarize_loss([r.final_val_loss for r in runs])}
-                              for (w, d, lr), runs in sorted(tr.pts.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0))],
+                              for (w, d, lr), runs in sorted(tr.pts.items(),
+                                                             key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0))],
                    "excluded": [{"sweep": n, "id": rid, "reason": why} for n, rid, why in excluded]}, fh, indent=1)
     for f in findings:
         print(f"finding {f['id']}: {'seen' if f['seen'] else 'NOT seen'}")

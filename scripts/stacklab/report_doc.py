@@ -16,7 +16,8 @@ CSS = """body{font:15px/1.45 system-ui,sans-serif;max-width:1200px;margin:2em au
 table{border-collapse:collapse;margin:1em 0;font-size:13px}th,td{border:1px solid #bbb;padding:4px 6px;
 vertical-align:top;text-align:left}th{background:#eee}code{background:#f3f3f3;padding:0 2px}
 figure{margin:1.5em 0}figure img{max-width:100%;border:1px solid #ddd}figcaption{font-size:13px;color:#444;
-margin-top:.3em}h2{border-bottom:1px solid #ccc;margin-top:2em}.seen td:last-child{color:#070}.notseen td:last-child{color:#a00}"""
+margin-top:.3em}h2{border-bottom:1px solid #ccc;margin-top:2em}.seen td:last-child{color:#070}
+.notseen td:last-child{color:#a00}"""
 
 # On load, count the figures that decoded (complete with a natural width) and write the counts
 # into #figure-check: the headless-browser check (scripts/check_report_html.sh) reads them back.

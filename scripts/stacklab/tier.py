@@ -269,7 +269,8 @@ def cmd_size(args):
           f"{len(done)} done already, {len(runs) - len(done)} to run")
     print(f"reproduce: estimated {total_h:.3g} core-hours in all, {todo_h:.3g} core-hours to go ({model})")
     print("reproduce: measured: " + "; ".join(
-        f"{', '.join(f'{k.split(chr(46))[-1]}={v}' for k, v in shape) or 'base shape'}: {ms:.1f} ms/step, forward {fwd:.1f} ms"
+        f"{', '.join(f'{k.split(chr(46))[-1]}={v}' for k, v in shape) or 'base shape'}: {ms:.1f} ms/step, "
+        f"forward {fwd:.1f} ms"
         for (_, shape), (ms, fwd) in sorted(timed.items(), key=lambda kv: kv[1][0])))
     if took:
         print(f"reproduce: check: for the completed trainings the model predicts {pred / 3600:.3f} h, they took "
