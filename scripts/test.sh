@@ -234,12 +234,14 @@ stage_lint() {
 
 # lint_format FILE...: clang-format's report, then one line per file that is not formatted.
 lint_format() {
-  local f out bad=()
+  local out
   command -v clang-format >/dev/null || { echo "clang-format not found (apt-get install clang-format)"; return 1; }
-  for f in "$@"; do
-    out="$(clang-format --dry-run -Werror "$f" 2>&1)" || { bad+=("$f"); printf '%s\n' "$out" | head -n 20; }
-  done
-  ((${#bad[@]} == 0)) || { printf 'not clang-formatted (clang-format -i FILE): %s\n' "${bad[@]}"; return 1; }
+  out="$(clang-format --dry-run -Werror "$@" 2>&1)" && return 0
+  printf '%s\n' "$out" | head -n 40
+  # clang-format's lines read "FILE:LINE:COL: error: code should be clang-formatted [-Wclang-format-violations]"
+  printf 'not clang-formatted (clang-format -i FILE): %s\n' \
+    $(printf '%s\n' "$out" | sed -nE 's/^([^:]+):[0-9]+:[0-9]+: error: .*/\1/p' | sort -u)
+  return 1
 }
 
 # Each tests/integration/check_*.sh gets STACKLAB_PYTHON (when one was found) and may exit 77 to skip.
