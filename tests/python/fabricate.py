@@ -32,8 +32,22 @@ def run(wiring, depth, lr, seed, final, status="completed", diverged_step=None, 
     return r
 
 
+def probe(wiring, depth, grad_norm, rank_ratio=None, seeds=3):
+    """A `stacklab probe` point as report.py loads it: one step-0 layers record of seed means,
+    grad_norm per block (depth values), rank_ratio per boundary (depth + 1 values)."""
+    r = runlog.Run(path=f"/fabricated/L{depth}-{wiring}-probe.json", is_probe=True, has_metrics=True,
+                   probe_seeds=seeds)
+    r.config = {"model": {"n_layer": depth, "vocab_size": 32}}
+    r.derived = {"wiring": wiring, "formula": FORMULAS.get(wiring, wiring)}
+    rec = {"step": 0, "kind": "layers", "grad_norm": list(grad_norm)}
+    if rank_ratio is not None:
+        rec["rank_ratio"] = list(rank_ratio)
+    r.records["layers"] = [rec]
+    return r
+
+
 class FakeSweep:
-    """What study_findings.Training reads of a report.Sweep: its runs and the excluded ones."""
+    """What study_findings reads of a report.Sweep (training or probe): its runs, the excluded ones."""
 
     def __init__(self, name, runs):
         self.name, self.manifest = name, {"runs": []}
@@ -41,9 +55,13 @@ class FakeSweep:
         for r in runs:
             rid = os.path.basename(r.path)
             self.manifest["runs"].append({"id": rid})
-            if runlog.is_completed(r) and r.final_val_loss is not None:
+            if r.is_probe or (runlog.is_completed(r) and r.final_val_loss is not None):
                 r.sweep_id, r.sweep_name = rid, name
                 self.runs.append(r)
             else:
                 self.excluded.append((rid, runlog.status_mark(r).strip(" []") or r.status))
                 self.excluded_runs[rid] = r
+
+    def by(self, wiring, depth=None):
+        """As report.Sweep.by: the usable runs of one wiring (and depth)."""
+        return [r for r in self.runs if r.wiring == wiring and (depth is None or r.n_layer == depth)]
