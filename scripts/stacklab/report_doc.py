@@ -20,7 +20,7 @@ margin-top:.3em}h2{border-bottom:1px solid #ccc;margin-top:2em}.seen td:last-chi
 .notseen td:last-child{color:#a00}"""
 
 # On load, count the figures that decoded (complete with a natural width) and write the counts
-# into #figure-check: the headless-browser check (scripts/check_report_html.sh) reads them back.
+# into #figure-check: the headless-browser check (tests/integration/check_report_html.sh) reads them back.
 CHECK_JS = """window.addEventListener('load',function(){var im=document.images,ok=0;
 for(var i=0;i<im.length;i++){if(im[i].complete&&im[i].naturalWidth>0)ok++;}
 var e=document.getElementById('figure-check');e.setAttribute('data-loaded',ok);

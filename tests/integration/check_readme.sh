@@ -8,7 +8,7 @@
 # block exits non-zero, and when no marked block runs one of train, sample, validate, toyblock
 # and registry (a check with nothing to run would always pass).
 # Heavy blocks (scripts/run.sh, test.sh, reproduce.sh, cmake, Slurm) stay unmarked.
-# Usage: bash scripts/check_readme.sh [README.md]; STACKLAB_BIN overrides build/stacklab.
+# Usage: bash tests/integration/check_readme.sh [README.md]; STACKLAB_BIN overrides build/stacklab.
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
