@@ -17,13 +17,14 @@ BUILD_DIR="$ROOT/build"
 # too: CMake configures the tests by default). TEST_PACKAGES are for scripts/test.sh only: clang and
 # libclang-rt-14-dev (its libFuzzer runtime) for fuzzing; libbenchmark-dev for
 # -DSTACKLAB_BUILD_BENCH=ON; python3-torch for the PyTorch parity check; slurm-wlm and munge for the
-# single-node Slurm of scripts/check_slurm.sh (scripts/slurm_local.sh: nothing is configured
-# system-wide, the daemons are not started here); chromium renders report.html headless in
-# scripts/check_report_html.sh; libxsmm-dev and pkg-config for the optional libxsmm matrix-product
-# path (-DSTACKLAB_LIBXSMM=ON) that test.sh builds and tests beside the default OpenBLAS one.
+# single-node Slurm of tests/integration/check_slurm.sh (scripts/slurm_local.sh: nothing is
+# configured system-wide, the daemons are not started here); chromium renders report.html headless
+# in tests/integration/check_report_html.sh; libxsmm-dev and pkg-config for the optional libxsmm
+# matrix-product path (-DSTACKLAB_LIBXSMM=ON) that test.sh builds and tests beside the default
+# OpenBLAS one; python3-flake8 and clang-format for test.sh's lint stage.
 RUN_PACKAGES=(g++ cmake make libopenblas-dev nlohmann-json3-dev libgtest-dev python3-numpy python3-matplotlib)
 TEST_PACKAGES=(libbenchmark-dev python3-torch clang libclang-rt-14-dev slurm-wlm munge chromium
-               libxsmm-dev pkg-config)
+               libxsmm-dev pkg-config python3-flake8 clang-format)
 # A build of named targets (run.sh and reproduce.sh: `setup.sh stacklab`) installs RUN_PACKAGES; a
 # full build (no target: test.sh) installs both sets.
 PACKAGES=("${RUN_PACKAGES[@]}")
@@ -79,7 +80,7 @@ command -v cmake >/dev/null 2>&1 || die "cmake not found (apt-get install cmake)
 # Plain nproc honours OMP_NUM_THREADS, which reproduce.sh sets to 1 for its runs: unset it here.
 jobs="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)"
 # A full build (no targets: test.sh) also builds the kernel microbenchmarks (libbenchmark-dev is
-# one of TEST_PACKAGES), so scripts/check_microbench.sh never has to reconfigure build/.
+# one of TEST_PACKAGES), so tests/integration/check_microbench.sh never has to reconfigure build/.
 cmake_args=(-DCMAKE_BUILD_TYPE=Release)
 (($# == 0)) && cmake_args+=(-DSTACKLAB_BUILD_BENCH=ON)
 say "configuring Release build in $BUILD_DIR"

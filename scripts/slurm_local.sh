@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A single-node Slurm cluster on this host, for the sweep tests (scripts/check_slurm.sh) and for
-# trying `stacklab sweep --executor slurm` without a cluster. Debian's slurm-wlm and munge
+# A single-node Slurm cluster on this host, for the sweep tests (tests/integration/check_slurm.sh)
+# and for trying `stacklab sweep --executor slurm` without a cluster. Debian's slurm-wlm and munge
 # (scripts/setup.sh installs them); must run as root (slurmd starts the tasks as their users).
 #
 #   scripts/slurm_local.sh start    # prints `export SLURM_CONF=...`: eval it, then sbatch/squeue work

@@ -8,7 +8,7 @@
 #
 #   scripts/test.sh                  # the complete run (what CI's .ci/run calls)
 #   scripts/test.sh --fast           # the edit loop: incremental build, unit tests, parity at one
-#                                    # depth, Python tests (a few minutes after a first build)
+#                                    # depth, Python tests, lint (a few minutes after a first build)
 #   scripts/test.sh --stage NAME     # one stage (repeatable); --list prints the stage names
 #   scripts/test.sh -R LayerNorm     # other arguments go to every ctest call
 #
@@ -17,11 +17,12 @@
 #   unit       every CTest test in build/ (labels: core nn train data config cli)
 #   asan       the same tests built with ASan + UBSan into build-asan/
 #   xsmm       the libxsmm matrix-product path (build-xsmm/): --version, CTest, torch parity
-#   fuzz       each libFuzzer target for STACKLAB_FUZZ_SECONDS (40) s (scripts/fuzz.sh, build-fuzz/);
+#   fuzz       each libFuzzer target for STACKLAB_FUZZ_SECONDS (40) s (tests/fuzz/run.sh, build-fuzz/);
 #              its seed is printed, STACKLAB_FUZZ_SEED=N reruns it
-#   parity     the PyTorch parity check of build/stacklab (scripts/torch_parity.py)
-#   python     the analysis package's unit tests (tests/python/, when present)
-#   check_*    one stage per scripts/check_*.sh (end-to-end checks: Slurm, kill and resume, ...)
+#   parity     the PyTorch parity check of build/stacklab (tests/parity/torch_parity.py)
+#   python     the unit tests of the analysis package scripts/stacklab/ (tests/python/)
+#   lint       flake8 over scripts/ and tests/ (setup.cfg), clang-format --dry-run over src/ and tests/
+#   check_*    one stage per tests/integration/check_*.sh (end-to-end: Slurm, kill and resume, ...)
 # A check exiting 77 is a loud skip (a prerequisite is missing), never a pass. For quick local
 # runs STACKLAB_SKIP_SANITIZE=1, STACKLAB_SKIP_LIBXSMM=1 and STACKLAB_SKIP_FUZZ=1 skip (loudly)
 # the asan, xsmm and fuzz stages; CI sets none of them.
@@ -30,14 +31,14 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-usage() { sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 CHECKS=()
 shopt -s nullglob
-for c in scripts/check_*.sh; do CHECKS+=("$(basename "$c" .sh)"); done
+for c in tests/integration/check_*.sh; do CHECKS+=("$(basename "$c" .sh)"); done
 shopt -u nullglob
-ALL_STAGES=(build unit asan xsmm fuzz parity python "${CHECKS[@]}")
-FAST_STAGES=(build unit parity_quick python)
+ALL_STAGES=(build unit asan xsmm fuzz parity python lint "${CHECKS[@]}")
+FAST_STAGES=(build unit parity_quick python lint)
 
 selected=()
 ctest_args=()
@@ -67,8 +68,11 @@ else
     [[ " ${ALL_STAGES[*]} parity_quick " == *" $s "* ]] ||
       { echo "test.sh: no stage '$s'; the stages are: ${ALL_STAGES[*]} parity_quick" >&2; exit 2; }
   done
-  # Every stage but the self-building ones needs build/ current: build first.
-  [[ " ${selected[*]} " == *" build "* ]] || selected=(build "${selected[@]}")
+  # Every stage but the self-building ones needs build/ current: build first (python and lint
+  # read no build tree, so alone they skip it).
+  needs_build=0
+  for s in "${selected[@]}"; do [[ $s == python || $s == lint ]] || needs_build=1; done
+  ((needs_build == 0)) || [[ " ${selected[*]} " == *" build "* ]] || selected=(build "${selected[@]}")
 fi
 
 passed=0
@@ -146,6 +150,9 @@ build_tree() {
 
 torch_python() { bash scripts/find_python.sh --torch 2>/dev/null; }
 
+# The analysis package scripts/stacklab/ for every Python a stage starts (tests, parity, checks).
+export PYTHONPATH="$ROOT/scripts${PYTHONPATH:+:$PYTHONPATH}"
+
 # ---- the stages ------------------------------------------------------------------------------
 BUILD_OK=1
 stage_build() {
@@ -179,7 +186,7 @@ stage_xsmm() {
     run_ctest "ctest (libxsmm path)" build-xsmm "${ctest_args[@]}"
     local py
     if py="$(torch_python)"; then
-      run_check "torch parity, libxsmm path (scripts/torch_parity.py)" "$py" scripts/torch_parity.py --stacklab build-xsmm/stacklab
+      run_check "torch parity, libxsmm path (tests/parity/torch_parity.py)" "$py" tests/parity/torch_parity.py --stacklab build-xsmm/stacklab
     else
       loud_skip "torch parity, libxsmm path: no Python with numpy+torch (apt-get install python3-torch)"
     fi
@@ -188,13 +195,13 @@ stage_xsmm() {
 
 stage_fuzz() {
   [[ "${STACKLAB_SKIP_FUZZ:-0}" != "1" ]] || { loud_skip "fuzzing (STACKLAB_SKIP_FUZZ=1)"; return 0; }
-  run_check "fuzzing (scripts/fuzz.sh ${STACKLAB_FUZZ_SECONDS:-40})" bash scripts/fuzz.sh "${STACKLAB_FUZZ_SECONDS:-40}"
+  run_check "fuzzing (tests/fuzz/run.sh ${STACKLAB_FUZZ_SECONDS:-40})" bash tests/fuzz/run.sh "${STACKLAB_FUZZ_SECONDS:-40}"
 }
 
 parity() {
   local py
   if py="$(torch_python)"; then
-    run_check "torch parity (scripts/torch_parity.py $*)" "$py" scripts/torch_parity.py --stacklab build/stacklab "$@"
+    run_check "torch parity (tests/parity/torch_parity.py $*)" "$py" tests/parity/torch_parity.py --stacklab build/stacklab "$@"
   else
     loud_skip "torch parity: no Python with numpy+torch; install python3-torch (apt-get install python3-numpy python3-matplotlib python3-torch)"
   fi
@@ -202,8 +209,9 @@ parity() {
 stage_parity() { parity; }
 stage_parity_quick() { parity --quick; }
 
-# The analysis scripts' unit tests (tests/python: statistics, tables, findings, figures on
-# fabricated runs); standard-library unittest, so no pytest is needed.
+# The analysis package's unit tests (tests/python: statistics, tables, findings, the run-log
+# reader, figures on fabricated runs); standard-library unittest, so no pytest is needed. The
+# package is found through PYTHONPATH (set above).
 stage_python() {
   [[ -d tests/python ]] || { echo "(no tests/python/)"; return 0; }
   local py
@@ -214,11 +222,33 @@ stage_python() {
   fi
 }
 
-# Each scripts/check_*.sh gets STACKLAB_PYTHON (when one was found) and may exit 77 to skip.
+# flake8 (Debian's python3-flake8; setup.cfg holds its settings) over the Python of scripts/ and
+# tests/, and clang-format --dry-run (the repo's .clang-format) over the C++ of src/ and tests/.
+# Each names the files it fails on; clang-format -i FILE applies the format.
+stage_lint() {
+  run_check "flake8 scripts tests" /usr/bin/python3 -m flake8 scripts tests
+  local -a cxx
+  mapfile -t cxx < <(git ls-files 'src/*.cpp' 'src/*.h' 'tests/*.cpp' 'tests/*.h')
+  run_check "clang-format --dry-run -Werror (${#cxx[@]} files of src/ and tests/)" lint_format "${cxx[@]}"
+}
+
+# lint_format FILE...: clang-format's report, then one line per file that is not formatted.
+lint_format() {
+  local out
+  command -v clang-format >/dev/null || { echo "clang-format not found (apt-get install clang-format)"; return 1; }
+  out="$(clang-format --dry-run -Werror "$@" 2>&1)" && return 0
+  printf '%s\n' "$out" | head -n 40
+  # clang-format's lines read "FILE:LINE:COL: error: code should be clang-formatted [-Wclang-format-violations]"
+  printf 'not clang-formatted (clang-format -i FILE): %s\n' \
+    $(printf '%s\n' "$out" | sed -nE 's/^([^:]+):[0-9]+:[0-9]+: error: .*/\1/p' | sort -u)
+  return 1
+}
+
+# Each tests/integration/check_*.sh gets STACKLAB_PYTHON (when one was found) and may exit 77 to skip.
 stage_check() {
   local py
   if py="$(torch_python)"; then export STACKLAB_PYTHON="$py"; fi
-  run_check "scripts/$1.sh" bash "scripts/$1.sh"
+  run_check "tests/integration/$1.sh" bash "tests/integration/$1.sh"
 }
 
 # ---- run them ----------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 // `stacklab gradients CONFIG --out DIR`: the model at init, one fixed training batch, and
 // everything a reference implementation needs to check it: weights.safetensors (with the
 // resolved config in its metadata), batch.safetensors (x, y as float32), outputs.safetensors
-// (logits, loss, grad.<param> for every parameter). Used by scripts/torch_parity.py.
+// (logits, loss, grad.<param> for every parameter). Used by tests/parity/torch_parity.py.
 #include <cstdio>
 
 #include "cli/args.h"

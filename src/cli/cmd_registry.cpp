@@ -1,5 +1,5 @@
 // `stacklab registry [--json]`: every wiring choice the registries define (nn/wiring.h), with its
-// formula and the parameters it adds. scripts/torch_parity.py builds its variants from the JSON.
+// formula and the parameters it adds. tests/parity/torch_parity.py builds its variants from it.
 #include <cstdio>
 
 #include "cli/args.h"

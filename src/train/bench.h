@@ -1,9 +1,9 @@
 // Bench: times full training steps (forward, backward, AdamW step) of a config's model after a
 // warm-up, and measures this machine's OpenBLAS sgemm on the matrix shapes that model uses, so
 // a step's GFLOP/s can be read against the machine's own ceiling. Used by `stacklab bench`.
-// Not here: comparing against PyTorch (scripts/bench_vs_torch.py does that), printing.
+// Not here: comparing against PyTorch (tests/bench/bench_vs_torch.py does that), printing.
 //
-// FLOPs per training step (the same formula as scripts/bench_vs_torch.py's torch side):
+// FLOPs per training step (the same formula as tests/bench/bench_vs_torch.py's torch side):
 //   6 * N_matmul * B * T  +  12 * L * B * T^2 * C
 // N_matmul counts the weights of every Linear (qkv, attn.proj, mlp.fc, mlp.proj, head; not
 // embeddings, biases or norm gains). The attention term is q k^T and att v, 2 * B * T^2 * C

@@ -1,7 +1,7 @@
 // AdamW and SGD, element by element in the float32 operation order of PyTorch 1.13's
 // single-tensor implementations; torch's add(x, alpha) kernel is a fused multiply-add, hence
 // std::fma there. Scalars (bias corrections, 1 - lr*wd) are computed in double and rounded once,
-// as torch does with Python floats. On scripts/optim_reference.py's fixture the results are
+// as torch does with Python floats. On tests/parity/optim_reference.py's fixture the results are
 // bit-identical to torch's. AdamW runs each parameter in fixed chunks over the threads (the
 // element formula is unchanged; the update norm's partial sums are added in chunk order).
 #include "train/optimizer.h"

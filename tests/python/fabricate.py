@@ -1,17 +1,13 @@
 """Fabricated runs for the analysis unit tests (tests/python): in-memory runlog.Run objects with
-just the fields the tables, findings and figures read, and the scripts/ modules on the import
-path (they are flat modules, imported the way report.py and the check scripts import them).
+just the fields the tables, findings and figures read. The package is found through
+PYTHONPATH=scripts, as scripts/test.sh's python stage runs these tests:
+    PYTHONPATH=scripts MPLBACKEND=Agg /usr/bin/python3 -m unittest discover -s tests/python
 Not here: any test.
 """
 import math
 import os
-import sys
 
-SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts")
-sys.path.insert(0, os.path.abspath(SCRIPTS))  # the analysis modules are flat files in scripts/
-os.environ.setdefault("MPLBACKEND", "Agg")
-
-import runlog  # noqa: E402  (after the path above)
+from stacklab import runlog
 
 REFS = {"uniform": round(math.log(32), 5), "unigram": 3.412, "optimal": 2.251}
 FORMULAS = {"pre-layernorm-res": "pre-norm residual: x + f(layernorm(x))",
@@ -36,8 +32,22 @@ def run(wiring, depth, lr, seed, final, status="completed", diverged_step=None, 
     return r
 
 
+def probe(wiring, depth, grad_norm, rank_ratio=None, seeds=3):
+    """A `stacklab probe` point as report.py loads it: one step-0 layers record of seed means,
+    grad_norm per block (depth values), rank_ratio per boundary (depth + 1 values)."""
+    r = runlog.Run(path=f"/fabricated/L{depth}-{wiring}-probe.json", is_probe=True, has_metrics=True,
+                   probe_seeds=seeds)
+    r.config = {"model": {"n_layer": depth, "vocab_size": 32}}
+    r.derived = {"wiring": wiring, "formula": FORMULAS.get(wiring, wiring)}
+    rec = {"step": 0, "kind": "layers", "grad_norm": list(grad_norm)}
+    if rank_ratio is not None:
+        rec["rank_ratio"] = list(rank_ratio)
+    r.records["layers"] = [rec]
+    return r
+
+
 class FakeSweep:
-    """What study_findings.Training reads of a report.Sweep: its runs and the excluded ones."""
+    """What study_findings reads of a report.Sweep (training or probe): its runs, the excluded ones."""
 
     def __init__(self, name, runs):
         self.name, self.manifest = name, {"runs": []}
@@ -45,9 +55,13 @@ class FakeSweep:
         for r in runs:
             rid = os.path.basename(r.path)
             self.manifest["runs"].append({"id": rid})
-            if runlog.is_completed(r) and r.final_val_loss is not None:
+            if r.is_probe or (runlog.is_completed(r) and r.final_val_loss is not None):
                 r.sweep_id, r.sweep_name = rid, name
                 self.runs.append(r)
             else:
                 self.excluded.append((rid, runlog.status_mark(r).strip(" []") or r.status))
                 self.excluded_runs[rid] = r
+
+    def by(self, wiring, depth=None):
+        """As report.Sweep.by: the usable runs of one wiring (and depth)."""
+        return [r for r in self.runs if r.wiring == wiring and (depth is None or r.n_layer == depth)]

@@ -1,15 +1,11 @@
-"""The figures built from fabricated data (scripts/plot_run.py, plot_study.py): one colour per
+"""The figures built from fabricated data (scripts/stacklab/plot_run.py, plot_study.py): one colour per
 series key in every panel, no text label over another, no series hidden under another."""
 import os
 import unittest
 
 import fabricate
 import matplotlib.pyplot as plt
-import plot_common
-import plot_compare
-import plot_run
-import plot_study
-import runlog
+from stacklab import plot_common, plot_compare, plot_run, plot_study, runlog
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "run_small")
 

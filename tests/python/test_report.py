@@ -1,10 +1,10 @@
-"""The report's tables and findings on fabricated runs (scripts/report.py, study_findings.py): a
+"""The report's tables and findings on fabricated runs (scripts/stacklab/report.py, study_findings.py): a
 diverged run (summary.json status) is in no number, and a cell that lost seeds says how many."""
 import unittest
 
 import fabricate
-import report
-import study_findings as sf
+from stacklab import report
+from stacklab import study_findings as sf
 
 
 def study():

@@ -422,9 +422,9 @@ TEST(LayerMetrics, ReadmeTableListsEveryRegisteredMetricWithItsAxisAndLength) {
 }
 
 TEST(LayerMetrics, ThePlotFixtureDescribesItsKeysAsTheRegistryDoes) {
-  // tests/fixtures/run_small is what scripts/check_plots.sh plots: its descriptors are copied
-  // from a real run (generate.py --descriptors-from), so each must equal the registry's entry
-  // of that name. A metric added later is allowed to be missing until the fixture is refreshed.
+  // tests/fixtures/run_small is what tests/integration/check_plots.sh plots: its descriptors are
+  // copied from a real run (generate.py --descriptors-from), so each must equal the registry's
+  // entry of that name. A metric added later may be missing until the fixture is refreshed.
   std::stringstream lines(read_source_file("tests/fixtures/run_small/metrics.jsonl"));
   std::string line;
   std::set<std::string> described;

@@ -1,5 +1,5 @@
 // Tests for train/optimizer: AdamW and SGD against numbers printed by PyTorch 1.13
-// (scripts/optim_reference.py, whose fixture this file repeats), decoupled vs coupled weight
+// (tests/parity/optim_reference.py, whose fixture this file repeats), decoupled vs coupled weight
 // decay, gradient norms and clipping, update norms, and checkpoint state round trips.
 #include "train/optimizer.h"
 
@@ -11,7 +11,7 @@
 namespace sl {
 namespace {
 
-// ---- the fixture of scripts/optim_reference.py --------------------------------------------
+// ---- the fixture of tests/parity/optim_reference.py ------------------------------------
 const std::vector<float> kW0 = {0.5f, -1.25f, 2.0f, 0.75f, -0.1f, 0.0f};  // "w", (2,3), decay
 const std::vector<float> kB0 = {0.3f, -0.6f, 1.1f};                       // "b", (3), exempt
 const std::vector<std::vector<float>> kGradsW = {{0.1f, -0.2f, 0.3f, 1e-4f, 2.0f, -0.5f},
@@ -79,7 +79,7 @@ OptimConfig sgd_config(bool nesterov) {
 }
 
 TEST(AdamW, ThreeStepsMatchTorchAdamWWithDecayOnlyOnDecayParams) {
-  // /usr/bin/python3 scripts/optim_reference.py, section "AdamW".
+  // /usr/bin/python3 tests/parity/optim_reference.py, section "AdamW".
   run_against_torch(
       adamw_config(),
       {{{0.395990103f, -1.13799751f, 1.88033223f, 0.733409107f, -0.198950022f, 0.0998004004f},
@@ -105,7 +105,7 @@ TEST(AdamW, WeightDecayShrinksOnlyDecayParamsByOneMinusLrTimesDecay) {
 }
 
 TEST(Sgd, MomentumThreeStepsMatchTorchSgd) {
-  // /usr/bin/python3 scripts/optim_reference.py, section "SGD ... nesterov False".
+  // /usr/bin/python3 tests/parity/optim_reference.py, section "SGD ... nesterov False".
   run_against_torch(
       sgd_config(false),
       {{{0.484999985f, -1.21749997f, 1.95000005f, 0.742489994f, -0.298999995f, 0.0500000007f},
@@ -117,7 +117,7 @@ TEST(Sgd, MomentumThreeStepsMatchTorchSgd) {
 }
 
 TEST(Sgd, NesterovThreeStepsMatchTorchSgd) {
-  // /usr/bin/python3 scripts/optim_reference.py, section "SGD ... nesterov True".
+  // /usr/bin/python3 tests/parity/optim_reference.py, section "SGD ... nesterov True".
   run_against_torch(
       sgd_config(true),
       {{{0.471500009f, -1.18824995f, 1.90499997f, 0.735731006f, -0.478100002f, 0.0949999988f},
@@ -196,7 +196,7 @@ TEST(GradNorm, ParamNormsAreThePerParamEuclideanNorms) {
 }
 
 TEST(ClipGradNorm, ReturnsThePreClipNormAndScalesLikeTorch) {
-  // /usr/bin/python3 scripts/optim_reference.py, section "clip_grad_norm_", step-1 gradients.
+  // /usr/bin/python3 tests/parity/optim_reference.py, section "clip_grad_norm_", step-1 gradients.
   std::vector<ParamRef> params = fixture_params();
   set_grad(params[0].tensor, kGradsW[0]);
   set_grad(params[1].tensor, kGradsB[0]);

@@ -4,23 +4,17 @@ step 0: final loss against learning rate (final_loss_vs_lr.png), escape step aga
 (loss_curves_deepest.png); seed mean with a min-max band, censored runs drawn apart.
 Not here: the per-depth figures (plot_compare.py), one run's figures (plot_run.py).
 """
-import os
 import re
-import sys
 from collections import defaultdict
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.transforms import offset_copy
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.transforms import offset_copy  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import runlog  # noqa: E402
-import study_stats as stats  # noqa: E402
-from plot_common import (REF_STYLE, depth_axis, dodge, save, separate_labels, wiring_colors,  # noqa: E402
-                         wiring_label, wiring_styles)
+from . import runlog
+from . import study_stats as stats
+from .plot_common import (REF_STYLE, depth_axis, dodge, save, separate_labels, wiring_colors,
+                          wiring_label, wiring_styles)
 
 
 def trained_completed(runs):

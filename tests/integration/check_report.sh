@@ -4,13 +4,13 @@
 # the report has the findings table with computed numbers and a seen/not-seen mark per finding; a
 # run made diverged as the trainer records it (summary.json status "diverged", its last loss 8324.9)
 # and one made incomplete are left out of every number, listed, and counted in their table cells;
-# a completed point whose 2 seeds are far apart has its interval clipped at 0, not below; and
-# scripts/study_stats.py against hand values (t-interval, the every-seed-or-interval rule, escape steps).
+# a completed point whose 2 seeds are far apart has its interval clipped at 0, not below. The seed
+# statistics against hand values are unit tests: tests/python/test_study_stats.py.
 # Run by scripts/test.sh from the repo root. Exit 0 pass, 77 skip (no binary or no numpy), 1 fail.
 # Not here: whether the findings hold at full scale (that is scripts/reproduce.sh's report).
 set -uo pipefail
 
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 BIN="${STACKLAB_BIN:-build/stacklab}"
 [[ -x "$BIN" ]] || { echo "check_report: SKIPPED: $BIN not built (run scripts/setup.sh)" >&2; exit 77; }
 # find_python.sh tries $STACKLAB_PYTHON (test.sh sets it) first, then Debian's python3.
@@ -109,29 +109,6 @@ neg = re.search(r".{60}CI -\d.{20}", md)
 assert not neg, "an interval of a loss reaches below 0: " + neg.group(0)
 assert "95% CI 0.0000-" in loss_table and "clipped at 0" in loss_table, f"the far-apart point's interval:\n{loss_table}"
 print("check_report: report ok:", len(rows), "findings,", len(ex), "excluded runs")
-EOF
-
-# The seed statistics by hand (scripts/study_stats.py): t-interval, the seen rule, escape steps.
-"$PY" - <<'EOF' || fail "study_stats.py (see above)"
-import sys
-sys.path.insert(0, "scripts")
-import runlog, study_stats as st
-s = st.summarize([1.0, 2.0, 3.0])   # sd 1, t(0.975, 2) = 4.303: 2 +- 4.303/sqrt(3) = 2 +- 2.484
-assert s["n"] == 3 and s["mean"] == 2.0 and (s["min"], s["max"]) == (1.0, 3.0), s
-assert abs(s["ci"][0] + 0.484) < 1e-3 and abs(s["ci"][1] - 4.484) < 1e-3, s["ci"]
-assert st.summarize([5.0])["ci"] is None and st.summarize([None])["n"] == 0
-assert st.seed_rule([3.1, 3.2, 3.3], 3.35, below=True)[:4] == (True, 3, 3, "every seed")
-assert st.seed_rule([3.1, 3.2, 3.4], 3.35, below=True)[0] is False           # 2 of 3, interval too wide
-assert st.seed_rule([3.30, 3.30, 3.30, 3.30, 3.36], 3.35, below=True)[3] == "interval"  # 4 of 5, CI clears
-run = runlog.Run(path="x")
-run.records["eval"] = [{"step": 0, "val_loss": 3.5}, {"step": 50, "val_loss": 3.35}, {"step": 100, "val_loss": 3.2}]
-assert st.escape_step(run, 3.43) == (100, 100)   # 3.2 <= 3.33; 3.35 is not
-assert st.escape_step(run, 3.2) == (None, 100)   # never: censored at its last eval step
-assert st.median_escape([(100, 100), (None, 100), (None, 100)]) == (None, 100)   # median censored
-assert st.median_escape([(100, 300), (200, 300), (None, 300)]) == (200, 300)
-pts = {("w", 2, 0.001): [], ("w", 2, 0.01): [], ("w", 8, 0.001): []}
-assert st.reference_rate(pts) == 0.001 and st.reference_rate({("w", 2, a): [] for a in (3e-4, 1e-3, 3e-3, 1e-2)}) == 1e-3
-print("check_report: study_stats ok")
 EOF
 
 if ((fails)); then

@@ -7,7 +7,8 @@
 # Not here: judging how the figures look (do that by eye).
 set -uo pipefail
 
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+export PYTHONPATH="$PWD/scripts${PYTHONPATH:+:$PYTHONPATH}"  # the Python below imports the package stacklab
 FIXTURE=tests/fixtures/run_small
 
 # find_python.sh tries $STACKLAB_PYTHON (test.sh sets it) first, then Debian's python3.
@@ -22,8 +23,7 @@ fail() { echo "check_plots: FAIL: $*" >&2; fails=$((fails + 1)); }
 # 1. The reader: the torn last line is dropped, records are grouped, the label is honest.
 "$PY" - "$FIXTURE" <<'EOF' 2>"$tmp/runlog.err" || { cat "$tmp/runlog.err" >&2; fail "runlog on $FIXTURE (see above)"; }
 import sys
-sys.path.insert(0, "scripts")
-import runlog
+from stacklab import runlog
 run = runlog.load_run(sys.argv[1])
 counts = {k: len(v) for k, v in run.records.items()}
 want = {"start": 1, "train": 13, "eval": 4, "layers": 4, "diverged": 0}
@@ -41,10 +41,7 @@ grep -q "no trailing newline" "$tmp/runlog.err" || fail "runlog did not warn abo
 # "effective rank"), and a run written before descriptors existed gets them from its records.
 "$PY" - "$FIXTURE" <<'EOF' 2>"$tmp/desc.err" || { cat "$tmp/desc.err" >&2; fail "metric descriptors (see above)"; }
 import sys
-sys.path.insert(0, "scripts")
-import matplotlib
-matplotlib.use("Agg")
-import plot_run, runlog
+from stacklab import plot_run, runlog
 run = runlog.load_run(sys.argv[1])
 desc = {d["name"]: d for d in run.layer_metrics}
 for name in ("grad_norm", "rank_ratio", "attn_entropy", "attn_logit_max", "stream_cos"):

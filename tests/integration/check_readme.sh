@@ -8,10 +8,10 @@
 # block exits non-zero, and when no marked block runs one of train, sample, validate, toyblock
 # and registry (a check with nothing to run would always pass).
 # Heavy blocks (scripts/run.sh, test.sh, reproduce.sh, cmake, Slurm) stay unmarked.
-# Usage: bash scripts/check_readme.sh [README.md]; STACKLAB_BIN overrides build/stacklab.
+# Usage: bash tests/integration/check_readme.sh [README.md]; STACKLAB_BIN overrides build/stacklab.
 set -uo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 README="$(cd "$(dirname "${1:-$ROOT/README.md}")" && pwd)/$(basename "${1:-README.md}")"
 BIN="${STACKLAB_BIN:-$ROOT/build/stacklab}"
 [[ -x "$BIN" ]] || { echo "check_readme: $BIN not built (run scripts/setup.sh)" >&2; exit 77; }

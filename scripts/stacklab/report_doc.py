@@ -16,10 +16,11 @@ CSS = """body{font:15px/1.45 system-ui,sans-serif;max-width:1200px;margin:2em au
 table{border-collapse:collapse;margin:1em 0;font-size:13px}th,td{border:1px solid #bbb;padding:4px 6px;
 vertical-align:top;text-align:left}th{background:#eee}code{background:#f3f3f3;padding:0 2px}
 figure{margin:1.5em 0}figure img{max-width:100%;border:1px solid #ddd}figcaption{font-size:13px;color:#444;
-margin-top:.3em}h2{border-bottom:1px solid #ccc;margin-top:2em}.seen td:last-child{color:#070}.notseen td:last-child{color:#a00}"""
+margin-top:.3em}h2{border-bottom:1px solid #ccc;margin-top:2em}.seen td:last-child{color:#070}
+.notseen td:last-child{color:#a00}"""
 
 # On load, count the figures that decoded (complete with a natural width) and write the counts
-# into #figure-check: the headless-browser check (scripts/check_report_html.sh) reads them back.
+# into #figure-check: the headless-browser check (tests/integration/check_report_html.sh) reads them back.
 CHECK_JS = """window.addEventListener('load',function(){var im=document.images,ok=0;
 for(var i=0;i<im.length;i++){if(im[i].complete&&im[i].naturalWidth>0)ok++;}
 var e=document.getElementById('figure-check');e.setAttribute('data-loaded',ok);
@@ -42,6 +43,18 @@ def inline_html(text):
 
 def md_cell(c):
     return "<br>".join(c) if isinstance(c, list) else str(c)
+
+
+def _cells_html(row, tag):
+    """One table row's cells; a cell that is a list becomes lines joined by <br>."""
+    return "".join(f"<{tag}>{'<br>'.join(inline_html(x) for x in (c if isinstance(c, list) else [str(c)]))}</{tag}>"
+                   for c in row)
+
+
+def _row_class(row):
+    """'notseen' or 'seen' from the row's last cell (a finding's verdict), else ''."""
+    verdict = "".join(row[-1:]) if row else ""
+    return "notseen" if "not seen" in verdict else "seen" if "**seen**" in verdict else ""
 
 
 class Doc:
@@ -93,13 +106,8 @@ class Doc:
             elif b[0] == "ul":
                 out.append("<ul>" + "".join(f"<li>{inline_html(i.strip())}</li>" for i in b[1]) + "</ul>")
             elif b[0] == "table":
-                cells = lambda row, tag: "".join(  # noqa: E731
-                    f"<{tag}>{'<br>'.join(inline_html(x) for x in (c if isinstance(c, list) else [str(c)]))}</{tag}>"
-                    for c in row)
-                seen = lambda row: "".join(row[-1:]) if row else ""  # noqa: E731
-                body = "".join(f"<tr class=\"{'notseen' if 'not seen' in seen(r) else 'seen' if '**seen**' in seen(r) else ''}\">"
-                               f"{cells(r, 'td')}</tr>" for r in b[2])
-                out.append(f"<table><thead><tr>{cells(b[1], 'th')}</tr></thead><tbody>{body}</tbody></table>")
+                body = "".join(f"<tr class=\"{_row_class(r)}\">{_cells_html(r, 'td')}</tr>" for r in b[2])
+                out.append(f"<table><thead><tr>{_cells_html(b[1], 'th')}</tr></thead><tbody>{body}</tbody></table>")
             elif b[0] == "fig":
                 with open(os.path.join(root, b[1]), "rb") as f:
                     data = base64.b64encode(f.read()).decode("ascii")

@@ -7,7 +7,7 @@
 # Run by scripts/test.sh from the repo root. Exit 0 pass, 1 fail.
 set -uo pipefail
 
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 BUILD="${STACKLAB_BUILD_DIR:-build}"
 fail() { echo "check_microbench: FAIL: $*" >&2; exit 1; }
 

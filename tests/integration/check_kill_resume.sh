@@ -4,25 +4,24 @@
 #     a checkpoint's temp file exists) and resumed each time ends with the same final loss and
 #     the same step/kind/loss/val_loss records as the uninterrupted run.
 #  2. A torn half line appended to metrics.jsonl before a resume is dropped, and
-#     scripts/runlog.py ignores a torn last line.
+#     scripts/stacklab/runlog.py ignores a torn last line.
 #  3. A sweep whose process group is SIGKILLed midway, run again, completes only the missing
 #     runs: finished runs keep their summary.json untouched (same mtime), the manifest ends
 #     with every run completed.
 # Needs build/stacklab (scripts/setup.sh builds it) and python3 (standard library only).
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 BIN="${STACKLAB_BIN:-$ROOT/build/stacklab}"
 PY="${STACKLAB_PYTHON:-$(command -v python3 || true)}"
 [[ -x "$BIN" ]] || { echo "check_kill_resume: $BIN not built (run scripts/setup.sh)"; exit 77; }
 [[ -n "$PY" ]] || { echo "check_kill_resume: no python3"; exit 77; }
 
-exec "$PY" - "$BIN" "$ROOT" <<'PYEOF'
+PYTHONPATH="$ROOT/scripts${PYTHONPATH:+:$PYTHONPATH}" exec "$PY" - "$BIN" "$ROOT" <<'PYEOF'
 import json, os, random, shutil, signal, subprocess, sys, tempfile, time
 
 BIN, ROOT = sys.argv[1], sys.argv[2]
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
 work = tempfile.mkdtemp(prefix="stacklab_kill_")
 failures = []
 t_start = time.time()
@@ -153,7 +152,7 @@ if not torn_done:
     victim = t
 if TORN in open(os.path.join(victim, "metrics.jsonl"), "rb").read():
     fail("the torn half line appended before a resume is still in metrics.jsonl")
-import runlog  # noqa: E402
+from stacklab import runlog
 torn = os.path.join(work, "runlog_torn")
 shutil.copytree(ref, torn)
 with open(os.path.join(torn, "metrics.jsonl"), "ab") as f:
@@ -164,7 +163,7 @@ try:
     ref_eval = sum(1 for r in ref_records if r[1] == "eval")
     if n_eval is not None and n_eval != ref_eval:
         fail(f"runlog.read_metrics kept the torn line: {n_eval} eval records, expected {ref_eval}")
-except Exception as e:  # noqa: BLE001
+except Exception as e:  # whatever it raises: raising at all is the failure checked here
     fail(f"runlog.read_metrics raised on a torn last line: {e!r}")
 
 # ---- 3. a sweep killed midway completes only the missing runs --------------------------------------

@@ -10,7 +10,7 @@
 # Not here: the report's numbers (check_report.sh), the tiers (check_full_tier.sh).
 set -uo pipefail
 
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 BIN="${STACKLAB_BIN:-build/stacklab}"
 [[ -x "$BIN" ]] || { echo "check_report_html: SKIPPED: $BIN not built (run scripts/setup.sh)" >&2; exit 77; }
 # find_python.sh tries $STACKLAB_PYTHON (test.sh sets it) first, then Debian's python3.

@@ -6,15 +6,15 @@ For each config (default: configs/bench/*.json) it alternates, --repeats times, 
 torch worker process per intra-op thread count in {1, 2} (torch.set_num_threads(n),
 OMP_NUM_THREADS=n). Both sides run with OMP_WAIT_POLICY=PASSIVE, so that neither spins on a
 shared machine; each side's best thread count is compared (stacklab-best / torch-best). The torch worker builds
-scripts/torch_model.py's model from the resolved `model` section stacklab reports, float32,
+scripts/stacklab/torch_model.py's model from the resolved `model` section stacklab reports, float32,
 AdamW with the config's hyperparameters, and times forward+loss, backward and
 optimizer.step + zero_grad exactly as `stacklab bench` does. Per side the median over repeats
 of each process's median ms/step is reported; torch-best is the faster thread setting.
 GFLOP/s on both sides: 6*N_matmul*B*T + 12*L*B*T^2*C FLOPs per step (full T^2; src/train/bench.h).
 The sgemm ceiling is `stacklab bench --sgemm CONFIG --threads 2`: OpenBLAS on the config's own
-Linear shapes. Not here: correctness (scripts/torch_parity.py checks that).
+Linear shapes. Not here: correctness (tests/parity/torch_parity.py checks that).
 
-    /usr/bin/python3 scripts/bench_vs_torch.py [--stacklab build/stacklab] [--repeats 3]
+    /usr/bin/python3 tests/bench/bench_vs_torch.py [--stacklab build/stacklab] [--repeats 3]
         [--steps N] [--warmup W] [--md docs/table.md] [configs/bench/b1.json ...]
 """
 import argparse
@@ -25,8 +25,7 @@ import statistics
 import subprocess
 import sys
 
-SCRIPTS = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(SCRIPTS)
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/bench/../..
 TARGETS = {"b1": 0.3, "b2": 0.3, "b3": 0.3, "b4": 0.7, "b5": 0.7}  # stacklab / torch-best, at most (issue 12)
 
 
@@ -38,8 +37,7 @@ def torch_worker(spec):
     import time
 
     import torch
-    sys.path.insert(0, SCRIPTS)
-    import torch_model
+    from stacklab import torch_model  # torch_run puts scripts/ on the worker's PYTHONPATH
 
     torch.set_num_threads(spec["threads"])
     torch.manual_seed(0)
@@ -98,7 +96,9 @@ def stacklab_run(args, cfg, threads):
 
 def torch_run(args, sl, optim, threads, steps, warmup):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), OMP_WAIT_POLICY=args.omp_wait_policy,
-               MKL_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+               MKL_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
+               PYTHONPATH=os.pathsep.join(p for p in (os.path.join(REPO, "scripts"), os.environ.get("PYTHONPATH"))
+                                          if p))
     spec = {"model": sl["model"], "optim": optim, "batch_size": sl["batch_size"], "threads": threads,
             "steps": steps, "warmup": warmup, "foreach": args.foreach}
     return run_json([args.python, os.path.abspath(__file__), "--torch-worker", json.dumps(spec)], env=env)
@@ -130,7 +130,9 @@ def bench_config(args, cfg):
               + ", ".join(f"{n}t {ours[n][-1]['ms_per_step']:.2f} ms" for n in args.stacklab_threads)
               + f"; torch 1t {theirs[1][-1]['ms_per_step']:.2f} ms, 2t {theirs[2][-1]['ms_per_step']:.2f} ms",
               file=sys.stderr)
-    med = lambda runs, key: statistics.median(r[key] for r in runs)  # noqa: E731
+
+    def med(runs, key):
+        return statistics.median(r[key] for r in runs)
     first = ours[args.stacklab_threads[0]][0]
     flops = first["flops_per_step"]
     rows = [("stacklab", n, ours[n]) for n in args.stacklab_threads] + [("torch", n, theirs[n]) for n in (1, 2)]
@@ -160,8 +162,8 @@ def render(results, machine):
         s, b = r["ours"], r["best"]
         tgt = f"<= {r['target']}" if r["target"] else "-"
         ok = "" if not r["target"] else (" ok" if r["ratio"] <= r["target"] else " MISSED")
-        lines.append(f"| {r['name']} | {s['ms']:.2f} ({s['threads']}t) | {b['ms']:.2f} ({b['threads']}t) | {r['ratio']:.2f} "
-                     f"({tgt}{ok}) | {s['gflops']:.1f} | {b['gflops']:.1f} | {r['ceiling']:.1f} | "
+        lines.append(f"| {r['name']} | {s['ms']:.2f} ({s['threads']}t) | {b['ms']:.2f} ({b['threads']}t) | "
+                     f"{r['ratio']:.2f} ({tgt}{ok}) | {s['gflops']:.1f} | {b['gflops']:.1f} | {r['ceiling']:.1f} | "
                      f"{100 * s['gflops'] / r['ceiling']:.0f}% | {s['rss']:.0f} / {b['rss']:.0f} |")
     lines += ["", "Per config (ms; min-max over all timed steps; fwd/bwd/opt are medians):", ""]
     for r in results:
@@ -179,7 +181,7 @@ def render(results, machine):
 def machine_name():
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        model = next((l.split(":", 1)[1].strip() for l in out.splitlines() if l.startswith("Model name")), "?")
+        model = next((ln.split(":", 1)[1].strip() for ln in out.splitlines() if ln.startswith("Model name")), "?")
     except OSError:
         model = "?"
     return f"{model}, {os.cpu_count()} cores"

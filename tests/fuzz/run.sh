@@ -7,11 +7,11 @@
 # The libFuzzer seed differs from run to run (so coverage grows across CI runs) and is printed;
 # STACKLAB_FUZZ_SEED=N reproduces a run. A finding becomes a regression test and a corpus entry.
 #
-#   scripts/fuzz.sh            # 40 s per target
-#   scripts/fuzz.sh 600        # longer, by hand
+#   tests/fuzz/run.sh            # 40 s per target
+#   tests/fuzz/run.sh 600        # longer, by hand
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 SECONDS_PER_TARGET="${1:-40}"
 BUILD="$ROOT/build-fuzz"
 TARGETS=(fuzz_config fuzz_safetensors fuzz_text)
@@ -29,7 +29,7 @@ if ! echo 'extern "C" int LLVMFuzzerTestOneInput(const char*, unsigned long) { r
 fi
 
 SEED="${STACKLAB_FUZZ_SEED:-$(( ($(date +%s) ^ $$) % 2000000000 + 1 ))}"
-say "seed $SEED (reproduce with STACKLAB_FUZZ_SEED=$SEED scripts/fuzz.sh $SECONDS_PER_TARGET)"
+say "seed $SEED (reproduce with STACKLAB_FUZZ_SEED=$SEED tests/fuzz/run.sh $SECONDS_PER_TARGET)"
 say "building ${TARGETS[*]} in $BUILD"
 mkdir -p "$BUILD"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DSTACKLAB_FUZZ=ON \

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Checks stacklab's logits, loss and gradients against scripts/torch_model.py, variant by variant.
+"""Checks stacklab's logits, loss and gradients against the PyTorch mirror (scripts/stacklab/torch_model.py), variant
+by variant.
 
 For each wiring in the matrix it runs `stacklab gradients CONFIG --key=value ... --out DIR`, reads
 DIR/{weights,batch,outputs}.safetensors, rebuilds the model in float64 PyTorch from the config in
@@ -7,8 +8,9 @@ the weights' metadata, and compares: err = max|ours - ref| / max(max|ref|, 1e-12
 `--self-test` exercises the same checking path with float32 PyTorch standing in for stacklab.
 Not here: training, speed comparisons. Run with Debian's python (torch): /usr/bin/python3.
 
-    /usr/bin/python3 scripts/torch_parity.py [--quick] [--stacklab build/stacklab] [--keep DIR]
-    /usr/bin/python3 scripts/torch_parity.py --self-test
+    PYTHONPATH=scripts /usr/bin/python3 tests/parity/torch_parity.py [--quick] [--stacklab build/stacklab] [--keep DIR]
+    PYTHONPATH=scripts /usr/bin/python3 tests/parity/torch_parity.py --self-test
+(PYTHONPATH=scripts: the mirror is in the package scripts/stacklab/; scripts/test.sh sets it.)
 """
 import argparse
 import copy
@@ -20,18 +22,21 @@ import subprocess
 import sys
 import tempfile
 
-SCRIPTS = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(SCRIPTS)
-sys.path.insert(0, SCRIPTS)
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/parity/../..
 
 try:
     import numpy as np
-    import stacklab_io
     import torch
-    import torch_model
     TORCH_ERROR = None
 except ImportError as e:  # reported by main(), which decides the exit code
     TORCH_ERROR = e
+
+if TORCH_ERROR is None:
+    try:
+        from stacklab import io_util, torch_model
+    except ImportError as e:  # not a missing prerequisite: a wrong invocation, so never a skip
+        sys.exit(f"torch_parity: cannot import the package stacklab ({e}); run with PYTHONPATH=scripts "
+                 f"(from the repo root: PYTHONPATH=scripts {sys.executable} tests/parity/torch_parity.py)")
 
 
 # ---- the variant matrix -------------------------------------------------------------------------
@@ -156,9 +161,9 @@ def rel_err(ours, ref, floor=1e-12):
 
 def check_dir(d):
     """[(quantity, err)] sorted worst first, for the three files in directory d."""
-    weights, meta = stacklab_io.load(os.path.join(d, "weights.safetensors"))
-    batch, _ = stacklab_io.load(os.path.join(d, "batch.safetensors"))
-    outputs, _ = stacklab_io.load(os.path.join(d, "outputs.safetensors"))
+    weights, meta = io_util.load(os.path.join(d, "weights.safetensors"))
+    batch, _ = io_util.load(os.path.join(d, "batch.safetensors"))
+    outputs, _ = io_util.load(os.path.join(d, "outputs.safetensors"))
     if "config" not in meta:
         raise ParityError(f"weights.safetensors: __metadata__ has no 'config' (keys: {sorted(meta)})")
     cfg = json.loads(meta["config"])
@@ -206,7 +211,7 @@ def report(vid, errs, tol, detail=""):
 def check_and_report(vid, d, tol):
     try:
         return report(vid, check_dir(d), tol)
-    except (ParityError, stacklab_io.SafetensorsError, OSError, KeyError, ValueError) as e:
+    except (ParityError, io_util.SafetensorsError, OSError, KeyError, ValueError) as e:
         return report(vid, None, tol, f"{type(e).__name__}: {e}")
 
 
@@ -235,7 +240,7 @@ def run_matrix(args, produce, registry):
     passed = failed = 0
     missing = torch_model.missing_mirrors(registry)
     for axis, name in missing:  # a registry entry nobody can check: a failure, not a skip
-        print(f"FAIL  model.{axis}={name}: no PyTorch mirror in scripts/torch_model.py "
+        print(f"FAIL  model.{axis}={name}: no PyTorch mirror in scripts/stacklab/torch_model.py "
               f"(add it to torch_model.MIRRORS['{axis}'])")
         failed += 1
     try:
@@ -292,13 +297,13 @@ def fake_stacklab(cfg, out_dir, seed, gate=None):
     loss.backward()
     full = {**cfg, "model": {**torch_model.MODEL_DEFAULTS, **cfg["model"]}}
     params = dict(model.named_parameters())
-    stacklab_io.save(os.path.join(out_dir, "weights.safetensors"),
-                     {n: p.detach().numpy() for n, p in params.items()}, {"config": json.dumps(full)})
-    stacklab_io.save(os.path.join(out_dir, "batch.safetensors"),
-                     {"x": x.numpy().astype(np.float32), "y": y.numpy().astype(np.float32)})
+    io_util.save(os.path.join(out_dir, "weights.safetensors"),
+                 {n: p.detach().numpy() for n, p in params.items()}, {"config": json.dumps(full)})
+    io_util.save(os.path.join(out_dir, "batch.safetensors"),
+                 {"x": x.numpy().astype(np.float32), "y": y.numpy().astype(np.float32)})
     out = {"logits": logits.detach().numpy(), "loss": loss.detach().numpy().reshape(1)}
     out.update({f"grad.{n}": p.grad.numpy() for n, p in params.items()})
-    stacklab_io.save(os.path.join(out_dir, "outputs.safetensors"), out)
+    io_util.save(os.path.join(out_dir, "outputs.safetensors"), out)
 
 
 def check_the_checker(base, root):
@@ -308,31 +313,31 @@ def check_the_checker(base, root):
     os.makedirs(d, exist_ok=True)
     fake_stacklab(apply_overrides(base, ["--model.n_layer=2"]), d, seed=7)
     path = os.path.join(d, "outputs.safetensors")
-    good, _ = stacklab_io.load(path)
+    good, _ = io_util.load(path)
     if check_dir(d)[0][1] >= 1e-4:
         fails.append("unmodified float32 outputs do not pass")
 
     bad = dict(good)
     bad["grad.blocks.1.attn.qkv.weight"] = good["grad.blocks.1.attn.qkv.weight"] * 1.001
-    stacklab_io.save(path, bad)
+    io_util.save(path, bad)
     worst = check_dir(d)[0]
     if worst[0] != "grad.blocks.1.attn.qkv.weight" or worst[1] < 5e-4:
         fails.append(f"a gradient scaled by 1.001 was not the worst quantity: {worst}")
 
     for what, files in (("a missing gradient", {k: v for k, v in good.items() if k != "grad.head.weight"}),
                         ("an extra output", {**good, "grad.blocks.0.attn_gate": np.zeros(1, np.float32)})):
-        stacklab_io.save(path, files)
+        io_util.save(path, files)
         try:
             check_dir(d)
             fails.append(f"{what} was not reported")
         except ParityError as e:
             print(f"    caught {what}: {' '.join(str(e).split())[:150]}")
-    stacklab_io.save(path, good)
+    io_util.save(path, good)
 
     wpath = os.path.join(d, "weights.safetensors")
-    weights, meta = stacklab_io.load(wpath)
+    weights, meta = io_util.load(wpath)
     weights["blocks.0.attention.qkv.weight"] = weights.pop("blocks.0.attn.qkv.weight")
-    stacklab_io.save(wpath, weights, meta)
+    io_util.save(wpath, weights, meta)
     try:
         check_dir(d)
         fails.append("a renamed weight was not reported")
@@ -344,9 +349,11 @@ def check_the_checker(base, root):
     os.makedirs(d, exist_ok=True)
     fake_stacklab(apply_overrides(base, ["--model.n_layer=2", "--model.residual_scale=rezero"]), d, 3, gate=0.0)
     errs = dict(check_dir(d))
-    outs, _ = stacklab_io.load(os.path.join(d, "outputs.safetensors"))
-    if max(errs.values()) >= 1e-4 or np.any(outs["grad.blocks.0.mlp.fc.weight"]) or not np.any(outs["grad.blocks.0.mlp_gate"]):
-        fails.append(f"rezero with zero gates: expected zero branch grads, nonzero gate grads, a pass: {max(errs.values())}")
+    outs, _ = io_util.load(os.path.join(d, "outputs.safetensors"))
+    if (max(errs.values()) >= 1e-4 or np.any(outs["grad.blocks.0.mlp.fc.weight"])
+            or not np.any(outs["grad.blocks.0.mlp_gate"])):
+        fails.append("rezero with zero gates: expected zero branch grads, nonzero gate grads, a pass: "
+                     f"{max(errs.values())}")
     for msg in fails:
         print(f"    FAILED: {msg}")
     return fails

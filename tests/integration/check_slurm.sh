@@ -16,7 +16,7 @@
 # A trap stops the cluster (every daemon by its pid) whatever happens.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 BIN="${STACKLAB_BIN:-$ROOT/build/stacklab}"
 PY="${STACKLAB_PYTHON:-$(command -v python3 || true)}"

@@ -5,7 +5,7 @@ Runs torch.optim.AdamW and torch.optim.SGD (momentum, with and without nesterov)
 on two small parameters, one with weight decay and one exempt (its own param group, wd 0), with
 hand-set gradients, and prints the parameters after each step as C++ initializer lists. Also
 prints torch.nn.utils.clip_grad_norm_ on the same gradients. Needs torch (tested with 1.13):
-`/usr/bin/python3 scripts/optim_reference.py`. Everything is float32, as in stacklab.
+`/usr/bin/python3 tests/parity/optim_reference.py`. Everything is float32, as in stacklab.
 """
 import torch
 

@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 
-import runlog
-import study_stats as stats
+from . import runlog
+from . import study_stats as stats
 
 RES = ("pre-layernorm-res", "post-layernorm-res", "none-res")
 NORES_NORM = ("pre-layernorm-nores", "post-layernorm-nores")
@@ -210,14 +210,16 @@ def finding_2(probe, tr):
         parts = []
         for d in depths:
             meds = [train_ratios(r)[1] for lr in stats.rates_at(tr.pts, w, d) for r in tr.seeds(w, d, lr)]
-            parts.append(f"L={d}: {fmt(float(np.median([m for m in meds if m is not None])) if any(m is not None for m in meds) else None)}")
+            known = [m for m in meds if m is not None]
+            parts.append(f"L={d}: {fmt(float(np.median(known)) if known else None)}")
         rows.append(f"{w} in training, median over seeds of each run's median g_first/g_last after step 0: "
                     + ", ".join(parts))
         deep = [r for lr in stats.rates_at(tr.pts, w, depths[-1]) for r in tr.seeds(w, depths[-1], lr)]
         meds = [train_ratios(r)[1] for r in deep]
         k = sum(m is not None and m < F2_TRAIN_RATIO for m in meds)
         rows.append(f"{w} at L={depths[-1]} (deepest), per run: "
-                    + ", ".join(f"seed {stats.seed_of(r)} lr {stats.learning_rate(r):g}: {fmt(m)}" for r, m in zip(deep, meds))
+                    + ", ".join(f"seed {stats.seed_of(r)} lr {stats.learning_rate(r):g}: {fmt(m)}"
+                                for r, m in zip(deep, meds))
                     + f"; below {F2_TRAIN_RATIO:g} in {k} of {len(meds)} runs")
         ok &= bool(meds) and k == len(meds)
     return finding(2, claim, crit, rows, ok)
@@ -313,12 +315,18 @@ def finding_5(tr):
 def escape_table(tr):
     """Per (wiring, depth, rate): every seed's escape step (None = never) and the median."""
     out = []
-    for (w, d, lr), runs in sorted(tr.pts.items(), key=lambda kv: (GRID_WIRINGS.index(kv[0][0])
-                                                                  if kv[0][0] in GRID_WIRINGS else 99, kv[0][1], kv[0][2] or 0)):
-        esc = [(stats.seed_of(r),) + stats.escape_step(r, tr.unigram) for r in sorted(runs, key=lambda r: stats.seed_of(r) or 0)]
+
+    def order(kv):
+        (w, d, lr), _ = kv
+        return (GRID_WIRINGS.index(w) if w in GRID_WIRINGS else 99, d, lr or 0)
+
+    for (w, d, lr), runs in sorted(tr.pts.items(), key=order):
+        esc = [(stats.seed_of(r),) + stats.escape_step(r, tr.unigram)
+               for r in sorted(runs, key=lambda r: stats.seed_of(r) or 0)]
         med, horizon = stats.median_escape([(s, h) for _, s, h in esc])
         out.append({"wiring": w, "depth": d, "learning_rate": lr,
-                    "seeds": [{"seed": sd, "escape_step": s, "censored": s is None, "last_step": h} for sd, s, h in esc],
+                    "seeds": [{"seed": sd, "escape_step": s, "censored": s is None, "last_step": h}
+                              for sd, s, h in esc],
                     "median": med, "median_censored": med is None, "horizon": horizon})
     return out
 
@@ -363,7 +371,8 @@ def finding_4(probe):
         fit, fit_all = slope([p for p in pts if p[0] >= 2]), slope(pts)
         slopes[w] = fit[0] if fit else None
         rows.append(f"{w}: g_last " + ", ".join(f"L={d}: {fmt(v)}" for d, v in pts)
-                    + (f"; slope s = {fmt(fit[0])} over L >= 2 (R^2 = {fmt(fit[2])})" if fit else "; no fit (< 2 depths)")
+                    + (f"; slope s = {fmt(fit[0])} over L >= 2 (R^2 = {fmt(fit[2])})" if fit
+                       else "; no fit (< 2 depths)")
                     + (f", {fmt(fit_all[0])} with L = 1" if fit_all else ""))
     sp, so = slopes["pre-layernorm-res"], slopes["post-layernorm-res"]
     seen = sp is not None and so is not None and F4_PRE[0] <= sp <= F4_PRE[1] and F4_POST[0] <= so <= F4_POST[1]

@@ -11,7 +11,8 @@
 # Not here: the report's numbers (check_report.sh), the page in a browser (check_report_html.sh).
 set -uo pipefail
 
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+export PYTHONPATH="$PWD/scripts${PYTHONPATH:+:$PYTHONPATH}"  # the Python below imports the package stacklab
 BIN="${STACKLAB_BIN:-build/stacklab}"
 [[ -x "$BIN" ]] || { echo "check_full_tier: SKIPPED: $BIN not built (run scripts/setup.sh)" >&2; exit 77; }
 BIN="$(realpath "$BIN")"
@@ -27,8 +28,7 @@ fail() { echo "check_full_tier: FAIL: $*" >&2; fails=$((fails + 1)); }
 "$BIN" sweep configs/experiments/full/*.json --dry-run >"$tmp/dry.log" 2>&1 || { cat "$tmp/dry.log" >&2; fail "full tier --dry-run"; }
 "$PY" - "$tmp/dry.log" <<'EOF' || fail "full tier expansion (see above)"
 import glob, json, math, re, sys
-sys.path.insert(0, "scripts")
-import tier
+from stacklab import tier
 log = open(sys.argv[1]).read()
 total = 0
 for path in sorted(glob.glob("configs/experiments/full/*.json")):

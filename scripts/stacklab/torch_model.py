@@ -335,11 +335,14 @@ def check_names():
     """Hand-written parameter lists for a few wirings against named_parameters()."""
     def block(l, *names):
         return [f"blocks.{l}.{n}" for n in names]
-    lin = lambda p, bias=True: [f"{p}.weight"] + ([f"{p}.bias"] if bias else [])  # noqa: E731
+
+    def lin(p, bias=True):
+        return [f"{p}.weight"] + ([f"{p}.bias"] if bias else [])
     cases = [
-        (_tiny(), ["tok_emb.weight", "pos_emb.weight", *block(0, "norm1.weight", "norm1.bias",
-          *lin("attn.qkv"), *lin("attn.proj"), "norm2.weight", "norm2.bias", *lin("mlp.fc"),
-          *lin("mlp.proj")), "norm_f.weight", "norm_f.bias", "head.weight"]),
+        (_tiny(), ["tok_emb.weight", "pos_emb.weight",
+                   *block(0, "norm1.weight", "norm1.bias", *lin("attn.qkv"), *lin("attn.proj"), "norm2.weight",
+                          "norm2.bias", *lin("mlp.fc"), *lin("mlp.proj")),
+                   "norm_f.weight", "norm_f.bias", "head.weight"]),
         (_tiny(norm_position="sandwich", norm="rmsnorm", bias=False, mlp=False, tie_weights=True),
          ["tok_emb.weight", "pos_emb.weight", *block(0, "norm1.weight", "attn.qkv.weight",
           "attn.proj.weight", "norm1_out.weight"), "norm_f.weight"]),
@@ -357,7 +360,8 @@ def check_names():
     for cfg, want in cases:
         got = [n for n, _ in build_model(cfg).named_parameters()]
         if sorted(got) != sorted(want):
-            fails.append(f"names for {cfg}: missing {sorted(set(want) - set(got))}, extra {sorted(set(got) - set(want))}")
+            fails.append(f"names for {cfg}: missing {sorted(set(want) - set(got))}, "
+                         f"extra {sorted(set(got) - set(want))}")
     return fails
 
 

@@ -1,0 +1,418 @@
+"""Writes the deep-stacking report: findings computed from the sweeps' data, each marked seen or
+not seen against a criterion stated in the report, the tables (final loss, learning rates, escape
+time, extras), the numeric path, and every figure with a caption.
+
+    /usr/bin/python3 scripts/report.py runs/deep_stacking [--out report.md]
+
+Reads <dir>/<sweep>/manifest.json (probe_grid, the training sweeps train_grid and lr_grid, extras*),
+the runs they list (via runlog.py), <dir>/figures/**.png and <dir>/timing.jsonl (written by
+reproduce.sh). Training points are (wiring, depth, learning rate), pooled over the training sweeps,
+seeds aggregated within a point (study_stats.py: mean, min-max, 95% t-interval; a finding is seen
+when it holds for every seed or the interval clears it). Writes <dir>/report.md, <dir>/report.html
+(self-contained: report_doc.py) and <dir>/findings.json. Runs that diverged, failed or are
+incomplete are left out of every number and listed. No number in the report is typed in: each
+comes from the data of this run. Not here: running anything (reproduce.sh), plotting
+(plot_compare.py).
+"""
+import argparse
+import glob
+import json
+import os
+import sys
+from collections import defaultdict
+
+from . import report_doc, runlog
+from . import study_stats as stats
+from .study_findings import (GRID_WIRINGS, Training, escape_table, finding_1, finding_2, finding_3,
+                             finding_4, finding_5, fmt, fmt_escape, seed_list)
+
+# The figures whose per-block values are read at one step (their captions say which).
+PER_BLOCK_FIGURES = ("grad_norm_by_block.png", "grad_ratio_vs_depth.png", "rank_vs_layer.png",
+                     "last_grad_vs_depth.png", "layer_metrics_vs_depth.png")
+TRAINING_SWEEPS = ("train_grid", "lr_grid")  # pooled: each (wiring, depth, rate) lives in one
+
+
+# ---- loading ---------------------------------------------------------------------------------
+
+class Sweep:
+    """One sweep dir: its manifest, the runs it lists, and which of them are usable."""
+
+    def __init__(self, root, name):
+        self.name, self.dir = name, os.path.join(root, name)
+        self.manifest = runlog._read_json(os.path.join(self.dir, "manifest.json"), "manifest") or {}
+        self.mode = self.manifest.get("mode")
+        self.runs, self.excluded = [], []   # usable Runs; (id, reason)
+        self.excluded_runs = {}              # id -> the excluded Run, where its dir exists
+        for entry in self.manifest.get("runs", []):
+            rid = entry.get("id", "?")
+            path = os.path.join(self.dir, entry.get("dir", rid))
+            if self.mode == "probe":
+                path = os.path.join(path, "probe.json")
+                if not os.path.isfile(path):
+                    self.excluded.append((rid, f"no probe.json (sweep status: {entry.get('status', '?')})"))
+                    continue
+                run = runlog.load_probe(path)
+                if not run.records["layers"][0].get("grad_norm"):
+                    self.excluded.append((rid, "probe.json without gradient norms"))
+                    continue
+            else:
+                if not os.path.isdir(path):
+                    self.excluded.append((rid, f"never started (sweep status: {entry.get('status', '?')})"))
+                    continue
+                run = runlog.load_run(path)
+                # Diverged means what the run's summary.json says (runlog.is_diverged), whatever
+                # its last loss: no number here is judged by its size.
+                if not runlog.is_completed(run) or run.final_val_loss is None:
+                    mark = runlog.status_mark(run).strip(" []") or run.status
+                    self.excluded.append((rid, mark if not runlog.is_completed(run)
+                                          else "completed without a final val loss"))
+                    self.excluded_runs[rid] = run
+                    continue
+            run.sweep_id, run.sweep_name = rid, name
+            self.runs.append(run)
+
+    @property
+    def present(self):
+        return bool(self.manifest)
+
+    def by(self, wiring, depth=None):
+        return [r for r in self.runs if r.wiring == wiring and (depth is None or r.n_layer == depth)]
+
+
+# ---- tables ----------------------------------------------------------------------------------
+
+def loss_cell(tr, w, d, lr, best=False):
+    """One table cell: the seed summary of the point's completed runs and, when seeds were left out,
+    how many of how many and why ("n=2; 1 of 3 seeds excluded: s1 diverged at step 40")."""
+    s = stats.summarize_loss(tr.finals(w, d, lr))
+    ex = tr.excluded_at(w, d, lr)
+    why = "; ".join(f"{rid.rsplit('-', 1)[-1]} {reason}" for rid, reason in ex)
+    if not s["n"]:
+        return f"excluded: {len(ex)} of {len(ex)} seeds ({why})" if ex else "-"
+    text = ("**best** " if best else "") + stats.fmt_summary(s, 4)
+    return text + (f"; {len(ex)} of {s['n'] + len(ex)} seeds excluded: {why}" if ex else "")
+
+
+def loss_table(tr):
+    """Final val loss at the reference rate (the one every depth has): wiring x depth."""
+    lr = tr.ref_lr
+    depths = sorted(set(tr.depths) | set(tr.planned_depths()))
+    rows = []
+    for w in GRID_WIRINGS:
+        formula = next((r.formula for r in tr.runs if r.wiring == w), "")
+        cells = [loss_cell(tr, w, d, lr) for d in depths]
+        rows.append([f"`{w}`", f"`{formula.split(': ', 1)[-1]}`"] + cells)
+    return ["wiring", "formula"] + [f"L={d}" for d in depths], rows
+
+
+def lr_table(tr):
+    rows = []
+    for w in GRID_WIRINGS:
+        for d in tr.depths:
+            rates = stats.rates_at(tr.pts, w, d)
+            if not rates and not tr.excluded_at(w, d):
+                continue
+            best = tr.best(w, d)
+            cells = [loss_cell(tr, w, d, lr, best=lr == best and len(rates) > 1)
+                     if lr in rates or tr.excluded_at(w, d, lr) else "-" for lr in tr.rates]
+            rows.append([f"`{w}`", str(d)] + cells)
+    return ["wiring", "L"] + [f"lr {lr:g}" for lr in tr.rates], rows
+
+
+def escape_md_table(tr, esc):
+    lr = tr.ref_lr
+    depths = tr.depths
+    by = {(e["wiring"], e["depth"]): e for e in esc if e["learning_rate"] == lr}
+    rows = [[f"`{w}`"] + [fmt_escape(by[(w, d)]) if (w, d) in by else "-" for d in depths]
+            for w in GRID_WIRINGS if any((w, d) in by for d in depths)]
+    return ["wiring"] + [f"L={d}" for d in depths], rows
+
+
+def extras_table(sweeps):
+    rows = []
+    for s in sweeps:
+        groups = defaultdict(list)
+        for r in s.runs:
+            groups[r.sweep_id.rsplit("-s", 1)[0]].append(r)
+        for pid, runs in sorted(groups.items()):
+            uni = runs[0].reference_losses.get("unigram")
+            fin = stats.summarize_loss([r.final_val_loss for r in runs])
+            gap = stats.summarize([r.final_val_loss - uni for r in runs]) if uni is not None else None
+            rows.append([s.name, f"`{pid}`", f"`{runs[0].formula}`", f"{seed_list(runs)}",
+                         stats.fmt_summary(fin, 4), stats.fmt_summary(gap, 3) if gap else "n/a"])
+        for rid, why in s.excluded:
+            rows.append([s.name, f"`{rid}`", "", "", f"excluded: {why}", ""])
+    return ["sweep", "point", "formula", "seeds", "final val loss", "minus unigram"], rows
+
+
+# ---- timing and the numeric path -------------------------------------------------------------
+
+def read_timing(root):
+    stages = []
+    path = os.path.join(root, "timing.jsonl")
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    stages.append(json.loads(line))
+                except ValueError:
+                    pass
+    return stages
+
+
+def timing_lines(stages, sweeps):
+    """One block per reproduce.sh invocation (a resumed study has several)."""
+    start = next((s for s in stages if s.get("stage") == "start"), None)
+    lines = []
+    if not start:
+        lines.append("no timing.jsonl (not run by scripts/reproduce.sh): version and wall time unknown")
+    n = 0
+    t_start = None
+    for s in stages:
+        st = s.get("stage")
+        if st == "start":
+            n += 1
+            lines.append(f"invocation {n} of reproduce.sh ({s.get('tier', 'quick')} tier): stacklab version "
+                         f"{s.get('version', '?')}, commit `{s.get('commit', '?')}`"
+                         + (" with uncommitted changes in src/ or CMakeLists.txt" if s.get("dirty") else "")
+                         + f", binary {s.get('binary', '?')}; {s.get('nproc', '?')} cores, "
+                         + ("runs on Slurm" if s.get("executor") == "slurm" else f"{s.get('jobs', '?')} runs at once")
+                         + f", load average at start {s.get('loadavg', '?')}")
+            t_start = float(s["time"]) if s.get("time") else None
+        elif st == "setup":
+            took = "skipped (STACKLAB_BIN)" if s.get("skipped") else f"{fmt(s['seconds'], 4)} s"
+            lines.append("  setup (build): " + took)
+        elif st == "size":
+            lines.append(f"  size: {s.get('runs')} runs ({s.get('done')} done), "
+                         f"estimated {fmt(s.get('core_hours'), 3)} "
+                         f"core-hours ({s.get('model', '')})")
+        elif st == "sweep":
+            stop = " (stopped by a signal: incomplete)" if (s.get("exit") or 0) >= 128 else ""
+            lines.append(f"  sweep {s['sweep']}: {fmt(s['seconds'], 4)} s{stop}")
+        elif st == "submitted":
+            lines.append("  submitted to Slurm and returned (the runs' own wall times are in their summaries)")
+        elif st == "plots":
+            lines.append(f"  plots: {fmt(s['seconds'], 3)} s")
+        elif st == "end" and t_start is not None and s.get("time"):
+            lines.append(f"  **whole invocation (setup, sweeps, plots): {(float(s['time']) - t_start) / 60:.1f} min**")
+    sweep_s = [s for s in stages if s.get("stage") == "sweep"]
+    if sweep_s:
+        minutes = sum(s['seconds'] for s in sweep_s) / 60
+        lines.append(f"**suite wall time (all sweeps, all invocations): {minutes:.1f} min**")
+    run_secs = [r.summary.get("wall_seconds") for s in sweeps for r in s.runs
+                if r.summary and r.summary.get("wall_seconds")]
+    if run_secs:
+        lines.append(f"summed training wall time of the completed runs: {sum(run_secs) / 60:.1f} min "
+                     f"(longest run {max(run_secs) / 60:.1f} min)")
+    return lines
+
+
+def numeric_path_lines(stages, runs):
+    """What decides the arithmetic: OpenBLAS's kernel choice, the build's matrix-product path and
+    vector-loop clone, threads per run, the CPU. From each run's start record (`numeric_path`,
+    binaries that write it) and reproduce.sh's timing.jsonl (OPENBLAS_CORETYPE, CPU model)."""
+    starts = [s for s in stages if s.get("stage") == "start"]
+    lines = []
+    for i, s in enumerate(starts, 1):
+        ct = s.get("openblas_coretype")
+        lines.append(f"invocation {i}: OPENBLAS_CORETYPE "
+                     + (f"= `{ct}`" if ct else "unset (OpenBLAS picks its kernels)")
+                     + f"; OpenBLAS core: {s.get('openblas_core') or 'not recorded'}"
+                     + (f"; matrix products: {s['matmul']}" if s.get("matmul") else "")
+                     + (f"; vector loops: {s['vector_loops']}" if s.get("vector_loops") else "")
+                     + f"; CPU: {s.get('cpu_model') or 'not recorded'}"
+                     + f"; OMP_NUM_THREADS={s.get('omp_num_threads', '?')}")
+    if not starts:
+        lines.append("no timing.jsonl: OPENBLAS_CORETYPE and the CPU model not recorded")
+    paths = defaultdict(int)
+    for r in runs:
+        npth = r.start.get("numeric_path")
+        if isinstance(npth, dict):
+            paths[json.dumps(npth, sort_keys=True)] += 1
+    for k, n in sorted(paths.items(), key=lambda kv: -kv[1]):
+        d = json.loads(k)
+        lines.append(f"{n} of {len(runs)} training runs' start records: " + ", ".join(f"{a} {b}" for a, b in d.items()))
+    if not paths:
+        lines.append("the runs' start records name no numeric path (binary older than that record)")
+    threads = sorted({(r.config.get("train") or {}).get("threads") for r in runs} - {None})
+    lines.append("threads per run (train.threads of the runs): " + (", ".join(map(str, threads)) or "unknown"))
+    return lines
+
+
+# ---- figures and their captions --------------------------------------------------------------
+
+FIGURES = {  # file name -> (what it shows, which finding it supports)
+    "grad_norm_by_block.png": ("Gradient norm of each block's parameters against its position l/L in the stack, "
+                               "one panel per wiring, depth as colour; line = seed mean, band = min-max over seeds",
+                               "findings 1 and 2"),
+    "final_loss_vs_depth.png": ("Final validation loss against depth, one line per wiring (seed mean, min-max band "
+                                "of the completed seeds), with the reference losses; a diverged run (summary.json "
+                                "status) is an x at the top", "finding 3"),
+    "grad_ratio_vs_depth.png": ("First/last block gradient ratio against depth (geometric seed mean, min-max band)",
+                                "findings 1 and 2"),
+    "rank_vs_layer.png": ("Rank ratio and RMS of the residual stream at the last boundary against depth", "finding 2"),
+    "last_grad_vs_depth.png": ("The last block's gradient norm against depth, log-log, with slope -1/2 and flat "
+                               "guides", "finding 4"),
+    "layer_metrics_vs_depth.png": ("Every per-layer metric at the last block or boundary against depth",
+                                   "context for findings 1-4"),
+    "final_loss_vs_lr.png": ("Final validation loss against learning rate, one panel per depth, one line per wiring "
+                             "(seed mean, min-max band of the completed seeds; each wiring its own marker and dash, "
+                             "dodged sideways so equal losses stay visible), with the unigram line; a diverged run "
+                             "(summary.json status) is an x at the top, left out of the mean", "findings 3 and 5"),
+    "escape_step_vs_depth.png": (f"Escape step (first eval step with val loss <= unigram - {stats.ESCAPE_MARGIN}) "
+                                 "against depth, one panel per wiring: seed points, median line; a run that never "
+                                 "escaped is an open marker at its horizon", "finding 3 and the choice of horizon"),
+    "loss_curves_deepest.png": ("Validation loss curves of the deepest stack, each wiring with and without a residual "
+                                "(seed mean, min-max band), against the unigram line", "finding 3"),
+}
+RUN_FIGURES = {  # plot_run.py's figures of one run
+    "loss.png": ("Train and validation loss of one run against the reference losses", "finding 3"),
+    "grad_norm_heatmap.png": ("Gradient norm per block (rows) over training steps (columns) of one run", "finding 2"),
+    "grad_norm_by_block.png": ("Gradient norm per block of one run at several steps", "findings 1 and 2"),
+    "stream.png": ("Activation RMS and rank ratio of one run's residual stream per boundary", "finding 2"),
+    "stream_grad.png": ("Gradient norm of one run's residual stream per boundary", "findings 1 and 2"),
+    "layer_metrics.png": ("Every per-layer metric of one run", "context for findings 1-4"),
+}
+
+
+def figure_caption(rel, probe, tr, sweeps):
+    """The caption under a figure: what it shows, the data drawn (sweeps, depths, seeds, rate,
+    step), which finding it supports. Every part comes from the runs."""
+    parts = rel.split(os.sep)
+    name, group = parts[-1], parts[1] if len(parts) > 2 else ""
+    what, supports = FIGURES.get(name, (f"{name} (plot_compare.py)", "context"))
+    if group == "runs" and len(parts) > 3:
+        what, supports = RUN_FIGURES.get(name, (f"{name} of one run (plot_run.py)", "context"))
+        data = f"run train_grid/{parts[2]}"
+    elif group.startswith("training"):
+        last = [max(x.get("step", 0) for x in r.records["layers"]) for r in tr.runs if r.records["layers"]]
+        at_step = (f"each run's last layers record (step {max(set(last), key=last.count)})" if last else
+                   "each run's last layers record") if group.endswith("_last") else "initialisation (step 0)"
+        ns = sorted({len(v) for v in tr.pts.values()})
+        lr_part = ("all rates" if name == "final_loss_vs_lr.png"
+                   else f"learning rate {tr.ref_lr:g} (the rate run at every depth)" if tr.ref_lr is not None else "")
+        data = (f"training sweeps {', '.join(s.name for s in tr.sweeps)}, depths {', '.join(map(str, tr.depths))}, "
+                f"{'/'.join(map(str, ns))} seeds per point, {lr_part}"
+                + (f"; per-block values at {at_step}" if name in PER_BLOCK_FIGURES else ""))
+    elif probe is not None and group == probe.name:
+        data = (f"probe sweep {probe.name} at initialisation, depths "
+                f"{', '.join(str(d) for d in sorted({r.n_layer for r in probe.runs}))}, "
+                f"{max((r.probe_seeds for r in probe.runs), default=0)} probe seeds per point")
+    else:
+        s = sweeps.get(group)
+        seeds = sorted({stats.seed_of(r) for r in s.runs} - {None}) if s else []
+        data = (f"sweep {group}, depths {', '.join(str(d) for d in sorted({r.n_layer for r in s.runs}))}, "
+                f"seeds {'/'.join(map(str, seeds))} (n={len(seeds)})" if s else f"from {group}")
+        supports = "the extras (not used by a finding)" if s else supports
+    return f"**{rel}**: {what}. Data: {data}. Supports: {supports}."
+
+
+# ---- main ------------------------------------------------------------------------------------
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="Write the deep-stacking report from the sweeps' data.")
+    p.add_argument("root", help="the study dir, e.g. runs/deep_stacking")
+    p.add_argument("--out", help="report path (default ROOT/report.md; report.html and findings.json beside it)")
+    args = p.parse_args(argv)
+    root = args.root
+    if not os.path.isdir(root):
+        print(f"report.py: {root}: no such directory", file=sys.stderr)
+        return 1
+    names = sorted(d for d in os.listdir(root) if os.path.isfile(os.path.join(root, d, "manifest.json")))
+    sweeps = {n: Sweep(root, n) for n in names}
+    probe = sweeps.get("probe_grid") or next((s for s in sweeps.values() if s.mode == "probe"), None)
+    training = [sweeps[n] for n in TRAINING_SWEEPS if n in sweeps]
+    if probe is None or "train_grid" not in sweeps:
+        print(f"report.py: {root}: need a probe_grid and a train_grid sweep (found: {', '.join(names) or 'none'})",
+              file=sys.stderr)
+        return 1
+    tr = Training(training)
+    findings = [finding_1(probe), finding_2(probe, tr), finding_3(tr), finding_4(probe), finding_5(tr)]
+    esc = escape_table(tr)
+    extras = [s for s in sweeps.values() if s is not probe and s not in training]
+    stages = read_timing(root)
+
+    doc = report_doc.Doc()
+    doc.h(1, "Why deep stacks need residuals and norms: measured")
+    doc.ul(timing_lines(stages, list(sweeps.values())))
+    if tr.refs:
+        doc.p(f"Data: order-2 Markov, reference losses (nats/token): uniform {fmt(tr.refs.get('uniform'), 4)}, "
+              f"unigram {fmt(tr.unigram, 4)}, optimal {fmt(tr.refs.get('optimal'), 4)}.")
+    doc.h(2, "Numeric path")
+    doc.ul(numeric_path_lines(stages, [r for s in sweeps.values() for r in s.runs if not r.is_probe]))
+    doc.h(2, "Findings")
+    ns = sorted({len(v) for v in tr.pts.values()})
+    doc.p("Every number below is computed by `scripts/report.py` from this run's data. A number over seeds is the "
+          "mean (min-max, 95% t-interval of the mean, n seeds); a loss is >= 0, so an interval that would reach "
+          "below 0 (few seeds, one far off) is clipped at 0 and the cell says \"clipped at 0\". A finding is seen "
+          "when its criterion holds for every "
+          "seed (\"k of n seeds\") or the interval clears it (said so). Training points are (wiring, depth, learning "
+          f"rate) pooled over {', '.join(s.name for s in training)}, {'/'.join(map(str, ns)) or '0'} seeds each; "
+          f"probes are seed means over {max((r.probe_seeds for r in probe.runs), default=0)} probe seeds. Excluded "
+          "runs (diverged, failed, incomplete) are in no number; they are listed further down, and a table cell "
+          "that lost seeds says how many of how many it holds. A run is diverged when its summary.json says "
+          "status \"diverged\" (the trainer's rule: a non-finite loss, or one above 10 x ln(vocab size)); nothing "
+          "here judges a loss by its size.")
+    doc.table(["", "finding", "criterion", "measured", "seen?"],
+              [[str(f["id"]), f["claim"], f["criterion"], f["measured"], f"**{'seen' if f['seen'] else 'not seen'}**"]
+               for f in findings])
+    steps = sorted({r.summary.get("steps") for r in tr.runs if r.summary})
+    seeds = sorted({stats.seed_of(r) for r in tr.runs} - {None})
+    doc.h(2, f"Final validation loss of the training grid (lr {tr.ref_lr:g}, {'/'.join(map(str, steps)) or '?'} "
+             f"steps, seeds {'/'.join(map(str, seeds)) or '?'}; mean (min-max, 95% CI, n))" if tr.ref_lr is not None
+          else "Final validation loss of the training grid (no completed run)")
+    doc.table(*loss_table(tr))
+    doc.h(2, "Learning rates: final validation loss per wiring, depth and rate")
+    doc.p("Mean (min-max, 95% CI clipped at 0, n) over the completed seeds, with the excluded ones counted; "
+          "**best** marks the rate finding 3 uses at that depth (lowest "
+          "mean); at a depth with one rate, that rate.")
+    doc.table(*lr_table(tr))
+    doc.h(2, "Escape time")
+    doc.p(f"Per run, the first eval step whose val loss is <= unigram - {stats.ESCAPE_MARGIN} "
+          f"({fmt(tr.unigram - stats.ESCAPE_MARGIN if tr.unigram is not None else None, 4)}); \"> S\": never, up to "
+          f"its last eval step S. Per wiring and depth at lr {tr.ref_lr if tr.ref_lr is not None else '?'}: "
+          "the median over seeds and every seed's step (findings.json has every rate).")
+    doc.table(*escape_md_table(tr, esc))
+    if extras:
+        doc.h(2, "Extras")
+        doc.p("Not used by a finding; every seed that exists is shown (n stated).")
+        doc.table(*extras_table(extras))
+    excluded = [(s.name, rid, why) for s in sweeps.values() for rid, why in s.excluded]
+    doc.h(2, "Excluded runs")
+    doc.ul([f"{n}/{rid}: {why}" for n, rid, why in excluded] or ["none: every run completed"])
+    figs = sorted(glob.glob(os.path.join(root, "figures", "**", "*.png"), recursive=True))
+    doc.h(2, "Figures")
+    for fpath in figs:
+        rel = os.path.relpath(fpath, root)
+        doc.figure(rel, figure_caption(rel, probe, tr, sweeps))
+    if not figs:
+        doc.p("(no figures under figures/)")
+
+    out = args.out or os.path.join(root, "report.md")
+    out_dir = os.path.dirname(os.path.abspath(out))
+    with open(out, "w", encoding="utf-8") as fh:
+        fh.write(doc.markdown())
+    html_path = os.path.splitext(out)[0] + ".html"
+    with open(html_path, "w", encoding="utf-8") as fh:
+        fh.write(doc.html(root, "stacklab: deep-stacking report"))
+    with open(os.path.join(out_dir, "findings.json"), "w", encoding="utf-8") as fh:
+        json.dump({"findings": findings,
+                   "escape": {"margin": stats.ESCAPE_MARGIN, "unigram": tr.unigram, "points": esc},
+                   "learning_rates": {"reference": tr.ref_lr, "rates": tr.rates,
+                                      "best": [{"wiring": w, "depth": d, "learning_rate": tr.best(w, d)}
+                                               for w in GRID_WIRINGS for d in tr.depths if tr.best(w, d) is not None]},
+                   "points": [{"wiring": w, "depth": d, "learning_rate": lr, "sweep": runs[0].sweep_name,
+                               "seeds": [stats.seed_of(r) for r in runs],
+                               "final_val_loss": stats.summarize_loss([r.final_val_loss for r in runs])}
+                              for (w, d, lr), runs in sorted(tr.pts.items(),
+                                                             key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0))],
+                   "excluded": [{"sweep": n, "id": rid, "reason": why} for n, rid, why in excluded]}, fh, indent=1)
+    for f in findings:
+        print(f"finding {f['id']}: {'seen' if f['seen'] else 'NOT seen'}")
+    print(out)
+    print(html_path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

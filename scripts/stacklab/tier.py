@@ -1,0 +1,332 @@
+"""The study's tiers for scripts/reproduce.sh: the full tier's sweep files, the sweep files of one
+invocation, and the size and estimated cost of a tier before it runs.
+
+    python3 scripts/tier.py full-configs [--check]   # configs/experiments/full/*.json from the quick tier
+    python3 scripts/tier.py prepare OUT FILE... [--tiny]   # OUT/sweeps/<name>.json, out_dir OUT/<name>
+    python3 scripts/tier.py size BIN FILE... [--timing OUT/timing.jsonl]   # runs, done, core-hours
+    python3 scripts/tier.py deepest OUT                # the deepest pre-norm res/no-res runs, seed 0
+
+full-configs derives the full tier from the quick tier's files (seeds, rates and horizon below), so
+a change of the quick tier's horizon or depths is one edit plus a rerun (--check fails while the
+written files differ). prepare rewrites each sweep's out_dir (and base, made absolute) so that
+`reproduce.sh --out DIR` never reuses another directory's runs; --tiny scales a tier down for the
+tests through the same path (depths capped at 2, 2 seeds, the first and last rate, a 16-wide
+model, 6 steps). size reads `stacklab sweep --dry-run` (the sweep's own expansion and states) and
+times each model shape with `stacklab bench` (see cost_model). Errors name the file, exit 1.
+Not here: running the sweeps (reproduce.sh), the report (report.py).
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # scripts/stacklab/.. /..
+QUICK_DIR = os.path.join(ROOT, "configs", "experiments")
+FULL_DIR = os.path.join(QUICK_DIR, "full")
+# The full tier (issue 14): >= 5 training seeds, these rates at every wiring and depth, twice the
+# quick tier's horizon. Sweeps of the quick tier that the full tier widens, and lr_grid, which the
+# full tier's train_grid contains (every depth at every rate).
+FULL_SEEDS = [0, 1, 2, 3, 4]
+FULL_RATES = [0.0003, 0.001, 0.003, 0.01]
+FULL_SWEEPS = ("probe_grid", "train_grid", "extras", "extras_init", "extras_lr")
+HORIZON_FACTOR = 2
+TINY = {"model.n_embd": 16, "model.n_head": 2, "model.block_size": 16, "train.batch_size": 2,
+        "train.max_iters": 6, "train.eval_interval": 2, "train.eval_iters": 1, "train.ckpt_interval": 0,
+        "log.layer_interval": 2, "log.log_interval": 2}
+SHAPE_KEYS = ("model.n_layer", "model.n_embd", "model.n_head", "model.block_size", "model.vocab_size",
+              "train.batch_size")
+
+
+NO_CEILING = []  # ["--no-ceiling"] when the binary's bench has it (set in cmd_size)
+
+
+class TierError(Exception):
+    pass
+
+
+def read_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except OSError as e:
+        raise TierError(f"{path}: cannot read ({e.strerror})")
+    except ValueError as e:
+        raise TierError(f"{path}: not valid JSON ({e})")
+
+
+def get_key(cfg, dotted):
+    node = cfg
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def base_value(sweep_path, sweep, key):
+    """A key's value in a sweep: its overrides, else its base config (following `extends`)."""
+    if key in (sweep.get("overrides") or {}):
+        return sweep["overrides"][key]
+    path = os.path.join(os.path.dirname(sweep_path), sweep["base"])
+    seen = set()
+    while path and path not in seen:
+        seen.add(path)
+        cfg = read_json(path)
+        v = get_key(cfg, key)
+        if v is not None:
+            return v
+        ext = cfg.get("extends")
+        path = os.path.join(os.path.dirname(path), ext) if ext else None
+    return None
+
+
+# ---- full-configs ----------------------------------------------------------------------------
+
+def full_sweep(name):
+    src = os.path.join(QUICK_DIR, name + ".json")
+    q = read_json(src)
+    quick_iters = base_value(src, q, "train.max_iters")
+    if not isinstance(quick_iters, int):
+        raise TierError(f"{src}: no integer train.max_iters in its overrides or base")
+    f = dict(q)
+    f["base"] = os.path.join("..", q["base"])
+    f["out_dir"] = "runs/deep_stacking_full/" + name
+    f["seeds"] = FULL_SEEDS
+    f["description"] = (f"Full tier of {name}.json (written by scripts/tier.py full-configs; edit the quick file "
+                        f"and rerun): " + q.get("description", ""))
+    if q.get("mode", "train") == "train":
+        f["overrides"] = dict(q.get("overrides") or {}, **{"train.max_iters": HORIZON_FACTOR * quick_iters})
+        f["grid"] = dict(q.get("grid") or {}, **{"optim.learning_rate": FULL_RATES})
+    return f
+
+
+def cmd_full_configs(args):
+    os.makedirs(FULL_DIR, exist_ok=True)
+    stale = []
+    for name in FULL_SWEEPS:
+        text = json.dumps(full_sweep(name), indent=2) + "\n"
+        path = os.path.join(FULL_DIR, name + ".json")
+        old = open(path, encoding="utf-8").read() if os.path.isfile(path) else None
+        if old != text:
+            stale.append(path)
+            if not args.check:
+                with open(path, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+    if args.check and stale:
+        print("tier.py: full tier out of date with the quick tier (run `python3 scripts/tier.py full-configs`): "
+              + ", ".join(os.path.relpath(p, ROOT) for p in stale), file=sys.stderr)
+        return 1
+    print(("up to date: " if args.check else "wrote: ") + ", ".join(f"full/{n}.json" for n in FULL_SWEEPS))
+    return 0
+
+
+# ---- prepare ---------------------------------------------------------------------------------
+
+def tiny(sweep):
+    grid = dict(sweep.get("grid") or {})
+    if "model.n_layer" in grid:
+        grid["model.n_layer"] = sorted({min(d, 2) for d in grid["model.n_layer"]})
+    if "optim.learning_rate" in grid and len(grid["optim.learning_rate"]) > 2:
+        r = sorted(grid["optim.learning_rate"])
+        grid["optim.learning_rate"] = [r[0], r[-1]]
+    out = dict(sweep, grid=grid, seeds=(sweep.get("seeds") or [0])[:2])
+    out["overrides"] = dict(sweep.get("overrides") or {}, **TINY)
+    # A warm-up longer than the run is an invalid config: scale it down with the run.
+    steps = TINY["train.max_iters"]
+    if "optim.warmup_iters" in grid:
+        grid["optim.warmup_iters"] = sorted({min(w, steps) for w in grid["optim.warmup_iters"]})
+    if isinstance(sweep.get("variants"), list):
+        out["variants"] = [dict(v, **{"optim.warmup_iters": min(v["optim.warmup_iters"], steps)})
+                           if isinstance(v, dict) and isinstance(v.get("optim.warmup_iters"), int) else v
+                           for v in sweep["variants"]]
+    return out
+
+
+def cmd_prepare(args):
+    out = os.path.abspath(args.out)
+    os.makedirs(os.path.join(out, "sweeps"), exist_ok=True)
+    for path in args.files:
+        s = read_json(path)
+        for key in ("name", "base"):
+            if not isinstance(s.get(key), str):
+                raise TierError(f"{path}: no '{key}' string")
+        s = dict(s, base=os.path.abspath(os.path.join(os.path.dirname(path), s["base"])),
+                 out_dir=os.path.join(out, s["name"]))
+        if args.tiny:
+            s = tiny(s)
+        dst = os.path.join(out, "sweeps", s["name"] + ".json")
+        with open(dst, "w", encoding="utf-8") as fh:
+            json.dump(s, fh, indent=2)
+            fh.write("\n")
+        print(dst)
+    return 0
+
+
+# ---- size ------------------------------------------------------------------------------------
+
+LINE = re.compile(r"^\s+(\S+)\s+(\S+)\s+stacklab (train|probe) (\S+)(.*)$")
+
+
+def dry_run(binary, files):
+    """[(id, state, mode, base, {key: value}, run_dir, seeds)] from `stacklab sweep --dry-run`. A
+    run that started lists `stacklab train --resume DIR`: its keys come from DIR/config.json, its
+    base from its sweep file."""
+    p = subprocess.run([binary, "sweep", *files, "--dry-run"], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise TierError(f"stacklab sweep --dry-run {' '.join(files)} failed:\n{p.stderr.strip()}")
+    bases = {}
+    for f in files:
+        s = read_json(f)
+        bases[s.get("name")] = os.path.join(os.path.dirname(os.path.abspath(f)), s.get("base", ""))
+    runs = []
+    for line in p.stdout.splitlines():
+        m = LINE.match(line)
+        if not m:
+            continue
+        rid, state, mode, base, rest = m.groups()
+        sweep = rid.split("/", 1)[0] if "/" in rid else next(iter(bases))
+        if base == "--resume":
+            run_dir = rest.strip()
+            cfg = read_json(os.path.join(run_dir, "config.json"))
+            keys = SHAPE_KEYS + ("train.max_iters", "train.eval_interval", "train.eval_iters")
+            kv = {k: get_key(cfg, k) for k in keys if get_key(cfg, k) is not None}
+            runs.append((rid, state, mode, bases[sweep], kv, run_dir, 1))
+            continue
+        kv = dict(re.findall(r"--([a-z_]+\.[a-z_0-9.]+)=(\S+)", rest))
+        out = re.search(r"--out (\S+)", rest)
+        seeds = re.search(r"--seeds (\S+)", rest)
+        runs.append((rid, state, mode, base, kv, out.group(1) if out else None,
+                     len(seeds.group(1).split(",")) if seeds else 1))
+    if not runs:
+        raise TierError(f"stacklab sweep --dry-run {' '.join(files)}: no runs listed")
+    return runs
+
+
+def value(kv, base_cfg, key):
+    v = kv.get(key, get_key(base_cfg, key))
+    return v
+
+
+def cost_model(binary, runs):
+    """Seconds per run on this machine: each distinct model shape (depth, width, heads, context,
+    vocab, batch) is timed once with `stacklab bench BASE <shape> --steps 3 --warmup 1 --threads 1
+    --json [--no-ceiling]` (the base config's wiring); a training run costs max_iters x ms_per_step plus
+    eval_iters x forward_ms per eval (every eval_interval steps and at step 0), a probe one
+    forward+backward per seed. Layer records and checkpoints are not counted."""
+    bases, timed, secs = {}, {}, []
+    for rid, state, mode, base, kv, run_dir, nseeds in runs:
+        cfg = bases.setdefault(base, read_json(base))
+        shape = tuple((k, str(kv[k])) for k in SHAPE_KEYS if k in kv)
+        key = (base, shape)
+        if key not in timed:
+            cmd = [binary, "bench", base, *[f"--{k}={v}" for k, v in shape], "--steps", "3", "--warmup", "1",
+                   "--threads", "1", "--json"] + NO_CEILING
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode != 0:
+                raise TierError(f"{' '.join(cmd)} failed:\n{p.stderr.strip()}")
+            j = json.loads(p.stdout.strip().splitlines()[-1])
+            timed[key] = (j["ms_per_step"], j["forward_ms"])
+        ms, fwd = timed[key]
+        if mode == "probe":
+            s = nseeds * ms / 1000
+        else:
+            iters = int(value(kv, cfg, "train.max_iters"))
+            every = int(value(kv, cfg, "train.eval_interval") or 0)
+            evals = (iters // every + 1) if every > 0 else 1
+            s = (iters * ms + evals * int(value(kv, cfg, "train.eval_iters") or 0) * fwd) / 1000
+        secs.append(s)
+    return secs, timed
+
+
+def cmd_size(args):
+    t0 = time.time()
+    # Newer binaries also time the sgemm ceiling in every bench; the cost model needs only the steps.
+    helptext = subprocess.run([args.binary, "bench", "--help"], capture_output=True, text=True).stdout
+    NO_CEILING[:] = ["--no-ceiling"] if "--no-ceiling" in helptext else []
+    runs = dry_run(args.binary, args.files)
+    secs, timed = cost_model(args.binary, runs)
+    shapes = len(timed)
+    done = [i for i, r in enumerate(runs) if r[1] in ("completed", "diverged")]
+    n_probe = sum(r[2] == "probe" for r in runs)
+    total_h = sum(secs) / 3600
+    todo_h = sum(s for i, s in enumerate(secs) if i not in set(done)) / 3600
+    # Calibration check: the estimate against the completed training runs' own wall time.
+    pred, took = 0.0, 0.0
+    for i in done:
+        rd = runs[i][5]
+        summ = os.path.join(rd, "summary.json") if rd else ""
+        if runs[i][2] == "train" and os.path.isfile(summ):
+            w = (read_json(summ) or {}).get("wall_seconds")
+            if w:
+                pred, took = pred + secs[i], took + w
+    model = (f"per run: ms/step and forward ms from `stacklab bench --steps 3 --threads 1` at each of its "
+             f"{shapes} model shapes, x train.max_iters, plus the eval forwards; 1 core per run; layer records and "
+             f"checkpoints not counted; calibrated in {time.time() - t0:.0f} s")
+    print(f"reproduce: size: {len(runs)} runs ({n_probe} probes, {len(runs) - n_probe} trainings), "
+          f"{len(done)} done already, {len(runs) - len(done)} to run")
+    print(f"reproduce: estimated {total_h:.3g} core-hours in all, {todo_h:.3g} core-hours to go ({model})")
+    print("reproduce: measured: " + "; ".join(
+        f"{', '.join(f'{k.split(chr(46))[-1]}={v}' for k, v in shape) or 'base shape'}: {ms:.1f} ms/step, "
+        f"forward {fwd:.1f} ms"
+        for (_, shape), (ms, fwd) in sorted(timed.items(), key=lambda kv: kv[1][0])))
+    if took:
+        print(f"reproduce: check: for the completed trainings the model predicts {pred / 3600:.3f} h, they took "
+              f"{took / 3600:.3f} h (ratio {took / pred:.2f})")
+    if args.timing:
+        rec = {"stage": "size", "runs": len(runs), "done": len(done), "probes": n_probe, "core_hours": total_h,
+               "core_hours_to_go": todo_h, "model": model, "completed_predicted_h": pred / 3600 if took else None,
+               "completed_took_h": took / 3600 if took else None}
+        with open(args.timing, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(rec) + "\n")
+    return 0
+
+
+# ---- deepest ---------------------------------------------------------------------------------
+
+def cmd_deepest(args):
+    """The deepest train_grid runs of pre-norm LayerNorm with and without residual, lowest seed, at
+    the rate every depth has: single-run figures for the report (plot_run.py)."""
+    from . import runlog  # here, not at the top: the other commands need no numpy
+    from . import study_stats as stats
+    runs = [r for r in runlog.find_runs([os.path.join(args.out, "train_grid")], depth=1) if r.status == "completed"]
+    if not runs:
+        return 0
+    ref = stats.reference_rate(stats.points(runs))
+    deep = max(r.n_layer for r in runs)
+    for w in ("pre-layernorm-res", "pre-layernorm-nores"):
+        rs = sorted((r for r in runs if r.wiring == w and r.n_layer == deep and stats.learning_rate(r) == ref),
+                    key=lambda r: stats.seed_of(r) or 0)
+        if rs:
+            print(rs[0].path)
+    return 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="The deep-stacking study's tiers (used by scripts/reproduce.sh).")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("full-configs", help="write configs/experiments/full/*.json from the quick tier")
+    a.add_argument("--check", action="store_true", help="only check that they are up to date (exit 1 if not)")
+    a = sub.add_parser("prepare", help="write OUT/sweeps/<name>.json with out_dir OUT/<name>")
+    a.add_argument("out")
+    a.add_argument("files", nargs="+")
+    a.add_argument("--tiny", action="store_true", help="scale down (for tests)")
+    a = sub.add_parser("size", help="print the runs, how many are done and the estimated core-hours")
+    a.add_argument("binary")
+    a.add_argument("files", nargs="+")
+    a.add_argument("--timing", help="append a 'size' record to this timing.jsonl")
+    a = sub.add_parser("deepest", help="print the deepest pre-norm res/no-res run dirs of OUT/train_grid")
+    a.add_argument("out")
+    args = p.parse_args(argv)
+    try:
+        return {"full-configs": cmd_full_configs, "prepare": cmd_prepare, "size": cmd_size,
+                "deepest": cmd_deepest}[args.cmd](args)
+    except TierError as e:
+        print(f"tier.py: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
