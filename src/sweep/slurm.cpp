@@ -1,4 +1,4 @@
-// `stacklab sweep ... --executor slurm`: one job array per sweep (train/slurm_script.h) over its
+// `stacklab sweep ... --executor slurm`: one job array per sweep (sweep/slurm_script.h) over its
 // pending runs, each run's resolved config written into its directory first (the tasks resume
 // from it), submitted with `sbatch --parsable`, the job id recorded in the manifest and the
 // out_dir's lock; `--wait` follows the job with the progress line until its tasks have left
@@ -13,11 +13,11 @@
 #include <filesystem>
 #include <map>
 
-#include "cli/commands.h"
-#include "cli/sweep_exec.h"
 #include "config/loader.h"
 #include "core/error.h"
+#include "core/exit_codes.h"
 #include "core/fsutil.h"
+#include "sweep/exec.h"
 #include "train/provenance.h"
 #include "train/trainer.h"
 

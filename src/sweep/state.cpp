@@ -1,5 +1,5 @@
 // Run states from run directories, task records, the pending decision and the out_dir lock.
-#include "train/sweep_state.h"
+#include "sweep/state.h"
 
 #include <unistd.h>
 
@@ -85,7 +85,7 @@ std::optional<TaskRecord> read_task_record(const std::string& run_dir) {
 
 std::string state_of_exit(int exit_code) {
   if (exit_code == 0) return "completed";
-  if (exit_code == 3) return "diverged";  // kExitDiverged (cli/commands.h)
+  if (exit_code == 3) return "diverged";  // kExitDiverged (core/exit_codes.h)
   if (exit_code == 130 || exit_code == 143) return "interrupted";
   return "failed";
 }

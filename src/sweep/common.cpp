@@ -1,4 +1,4 @@
-// The parts of `stacklab sweep` both executors use (see sweep_exec.h).
+// The parts of `stacklab sweep` both executors use (see sweep/exec.h).
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <thread>
 
-#include "cli/sweep_exec.h"
 #include "core/error.h"
 #include "core/fsutil.h"
+#include "sweep/exec.h"
 
 namespace sl {
 namespace {

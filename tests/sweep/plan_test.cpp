@@ -1,8 +1,8 @@
-// Sweep expansion (train/sweep.h) as a unit: the cross product and its order, variants, seeds,
+// Sweep expansion (sweep/plan.h) as a unit: the cross product and its order, variants, seeds,
 // run ids, what each run's config resolves to (also over random grids), the keys the sweep sets
 // itself (train.seed, train.name, train.out_dir) refused elsewhere, and the errors, each naming
 // the sweep file and the key in it.
-#include "train/sweep.h"
+#include "sweep/plan.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -1,5 +1,5 @@
 // Run states read from run directories, the pending decision, task records and the out_dir lock.
-#include "train/sweep_state.h"
+#include "sweep/state.h"
 
 #include <sys/wait.h>
 #include <unistd.h>

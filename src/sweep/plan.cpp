@@ -1,6 +1,6 @@
 // Sweep-file parsing and expansion (cross product of the grid, times variants, times seeds),
 // one function per part of the file: header keys, seeds, overrides, grid, variants, run ids.
-#include "train/sweep.h"
+#include "sweep/plan.h"
 
 #include <filesystem>
 #include <map>

@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <map>
 
-#include "cli/commands.h"
-#include "cli/sweep_exec.h"
 #include "config/loader.h"
 #include "core/error.h"
+#include "core/exit_codes.h"
+#include "sweep/exec.h"
 
 namespace sl {
 namespace {

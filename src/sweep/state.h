@@ -3,20 +3,20 @@
 // "does this run still need running?", and the out_dir's lock file.
 //   <run>/task.json     {"executor", "state": "running"|"exited", "exit", "job", "host", "pid"}
 //   <out_dir>/sweep.lock  the invocation (or Slurm job) that holds the out_dir, as JSON
-// Running runs, talking to Slurm: the CLI (cli/cmd_sweep.cpp, cli/sweep_slurm.cpp).
+// Running runs, talking to Slurm: sweep/local.cpp, sweep/slurm.cpp.
 #pragma once
 #include <functional>
 #include <optional>
 #include <string>
 
 #include "core/fsutil.h"
-#include "train/sweep.h"
+#include "sweep/plan.h"
 
 namespace sl {
 
 // The states a run can be in, as `--status` counts them ("queued" only comes from Slurm;
 // "changed", a directory holding another config's or data's result, from comparing it with the
-// sweep: cli/sweep_exec.h collect_items).
+// sweep: sweep/exec.h collect_items).
 inline constexpr const char* kRunStates[] = {"new",    "queued",   "running",     "completed",
                                              "failed", "diverged", "interrupted", "changed"};
 

@@ -1,7 +1,8 @@
-// What the sweep executors share (cli/cmd_sweep.cpp: local; cli/sweep_status.cpp: --status;
-// cli/sweep_slurm.cpp: Slurm): the runs of every plan with their states, the command each run
+// Running sweeps: the entry `stacklab sweep` calls (run_sweeps, sweep/local.cpp, with the local
+// executor), `--status` (sweep/status.cpp), the Slurm executor (sweep/slurm.cpp), and what they
+// share (sweep/common.cpp): the runs of every plan with their states, the command each run
 // executes, the manifest, the progress line with its ETA, and running an external command
-// (sbatch, squeue).
+// (sbatch, squeue). Flag parsing is the CLI's (cli/cmd_sweep.cpp).
 #pragma once
 #include <chrono>
 #include <optional>
@@ -10,13 +11,29 @@
 
 #include <nlohmann/json.hpp>
 
-#include "train/slurm_script.h"
-#include "train/sweep.h"
-#include "train/sweep_state.h"
+#include "sweep/plan.h"
+#include "sweep/slurm_script.h"
+#include "sweep/state.h"
 
 namespace sl {
 
-// One run of one plan, with its state (train/sweep_state.h) as this invocation sees it.
+// What a `stacklab sweep` invocation asks for (cli/cmd_sweep.cpp parses the flags into it).
+struct SweepOptions {
+  std::string executor = "local";  // "local" | "slurm"
+  int jobs = 1;                    // local: runs at once
+  bool rerun_changed = false;      // --on-change rerun: move a changed run aside and run it anew
+  bool dry_run = false;            // print what would run, change nothing
+  bool wait = false;               // slurm: follow the job until its tasks have left the queue
+  SlurmOptions slurm;              // slurm: sbatch's options
+};
+
+// Expands the sweep files, locks each out_dir (unless dry_run), compares every run with the
+// sweep (a changed one is refused, or moved aside with rerun_changed) and runs the pending ones
+// with the executor; returns the exit code. Several files run in one pool (local) or as one
+// job array each (slurm); two that write to the same out_dir are refused.
+int run_sweeps(const std::vector<std::string>& files, const SweepOptions& opt);
+
+// One run of one plan, with its state (sweep/state.h) as this invocation sees it.
 struct SweepItem {
   const SweepPlan* plan;
   const SweepRun* run;
@@ -85,11 +102,11 @@ struct CommandResult {
 };
 CommandResult run_command(const std::vector<std::string>& argv);
 
-// `--status` (cli/sweep_status.cpp): one line of counts per sweep directory (or sweep file), each
+// `--status` (sweep/status.cpp): one line of counts per sweep directory (or sweep file), each
 // failed and changed run, a note when the runs cannot be compared; 1 while any failed or changed.
 int sweep_status(const std::vector<std::string>& dirs);
 
-// ---- Slurm (cli/sweep_slurm.cpp) ---------------------------------------------------------------
+// ---- Slurm (sweep/slurm.cpp) ---------------------------------------------------------------
 
 // Whether Slurm job `job` still has tasks queued or running; nullopt when squeue cannot answer.
 std::optional<bool> slurm_job_alive(const std::string& job);
