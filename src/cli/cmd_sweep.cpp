@@ -39,14 +39,12 @@ int cmd_sweep(const ArgList& argv) {
                       {"dry-run", "wait", "status"}, false);
   if (a.has("status")) return sweep_status(a.positional);
   SweepOptions opt;
-  opt.executor = a.get("executor", "local");
-  if (opt.executor != "local" && opt.executor != "slurm")
-    throw Error("--executor: expected \"local\" or \"slurm\", got \"" + opt.executor + "\"");
+  opt.executor = parse_named<Executor>(a.get("executor", name_of(Executor::Local)), "--executor");
   for (const char* f : {"slurm-partition", "slurm-time", "slurm-cpus-per-task", "slurm-mem",
                         "slurm-extra", "max-parallel", "wait"})
-    if (opt.executor == "local" && a.has(f))
+    if (opt.executor == Executor::Local && a.has(f))
       throw Error(std::string("--") + f + ": only with --executor slurm");
-  if (opt.executor == "slurm" && a.has("jobs"))
+  if (opt.executor == Executor::Slurm && a.has("jobs"))
     throw Error("--jobs: only with --executor local (Slurm: --max-parallel K)");
   if (a.positional.empty()) throw Error("expected a SWEEP.json file (or several, run in one pool)");
   const std::string on_change = a.get("on-change", "fail");
@@ -55,7 +53,7 @@ int cmd_sweep(const ArgList& argv) {
   opt.rerun_changed = on_change == "rerun";
   opt.dry_run = a.has("dry-run");
   opt.wait = a.has("wait");
-  if (opt.executor == "slurm") opt.slurm = slurm_options(a);
+  if (opt.executor == Executor::Slurm) opt.slurm = slurm_options(a);
   const long long jobs_flag = a.get_int("jobs", 0);
   if (jobs_flag < 0) throw Error("--jobs: must be >= 1 (or 0 for one per core)");
   opt.jobs = jobs_flag > 0 ? static_cast<int>(jobs_flag)

@@ -19,12 +19,12 @@ namespace sl {
 
 // What a `stacklab sweep` invocation asks for (cli/cmd_sweep.cpp parses the flags into it).
 struct SweepOptions {
-  std::string executor = "local";  // "local" | "slurm"
-  int jobs = 1;                    // local: runs at once
-  bool rerun_changed = false;      // --on-change rerun: move a changed run aside and run it anew
-  bool dry_run = false;            // print what would run, change nothing
-  bool wait = false;               // slurm: follow the job until its tasks have left the queue
-  SlurmOptions slurm;              // slurm: sbatch's options
+  Executor executor = Executor::Local;
+  int jobs = 1;                // local: runs at once
+  bool rerun_changed = false;  // --on-change rerun: move a changed run aside and run it anew
+  bool dry_run = false;        // print what would run, change nothing
+  bool wait = false;           // slurm: follow the job until its tasks have left the queue
+  SlurmOptions slurm;          // slurm: sbatch's options
 };
 
 // Expands the sweep files, locks each out_dir (unless dry_run), compares every run with the
@@ -38,16 +38,16 @@ struct SweepItem {
   const SweepPlan* plan;
   const SweepRun* run;
   std::string label;  // the run id, prefixed with the sweep's name when there are several
-  std::string state;
+  RunState state = RunState::New;
   std::string job;  // Slurm: "<job>_<task>" of the task that runs it
   std::vector<std::string>
-      changes;         // state "changed" (or a failed run's): what differs, "key: stored -> now"
+      changes;         // state Changed (or a failed run's): what differs, "key: stored -> now"
   bool fresh = false;  // a changed run rerun: its old directory is moved aside, it starts anew
 };
 
 // Every run of every plan, in order, each with run_state(); with `compare` (the plans' configs
 // are those the sweep gives now), a run whose directory holds the result of another config or
-// data (sweep_run_state: changed) gets its changes and is "changed" (a failed one stays "failed").
+// data (sweep_run_state: changed) gets its changes and is Changed (a failed one stays Failed).
 // The one decision the real run, --dry-run and --status share.
 std::vector<SweepItem> collect_items(const std::vector<SweepPlan>& plans, bool compare = true);
 
@@ -81,8 +81,8 @@ class SweepProgress {
  public:
   SweepProgress(size_t todo, int slots)
       : todo_(todo), slots_(slots), t0_(std::chrono::steady_clock::now()) {}
-  // `item` finished in `seconds`; `items` gives the work left (states
-  // new/queued/running/interrupted).
+  // `item` finished in `seconds`; `items` gives the work left (states New, Queued, Running and
+  // Resumable).
   void finished(const SweepItem& item, double seconds, const std::vector<SweepItem>& items);
 
  private:
@@ -118,8 +118,8 @@ std::optional<bool> slurm_job_alive(const std::string& job);
 int submit_slurm(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& items,
                  const SlurmOptions& opt, bool dry_run, bool wait, std::vector<SweepLock>& locks);
 
-// Refines the states of the items of one plan with squeue: pending tasks are "queued", running
-// ones "running", tasks recorded as running that Slurm no longer knows "interrupted". Returns how
+// Refines the states of the items of one plan with squeue: pending tasks are Queued, running
+// ones Running, tasks recorded as running that Slurm no longer knows Interrupted. Returns how
 // many tasks of the job the queue still holds; nullopt when squeue cannot answer (states stay as
 // the run directories say).
 std::optional<size_t> refine_with_squeue(const std::string& job, std::vector<SweepItem*>& items);

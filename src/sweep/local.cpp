@@ -54,8 +54,8 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& run_dir) {
   if (pid < 0) throw Error("fork failed");
   if (pid == 0) {
     try {
-      write_task_record(
-          run_dir, {"local", "running", -1, "", host_name(), static_cast<long long>(getpid())});
+      write_task_record(run_dir, {Executor::Local, TaskState::Running, -1, "", host_name(),
+                                  static_cast<long long>(getpid())});
     } catch (const std::exception& e) {
       std::fprintf(stderr, "stacklab sweep: %s\n", e.what());
       _exit(kExitError);
@@ -118,12 +118,12 @@ class LocalPool {
     SweepItem& it = items_[i];
     if (!run_pending(it.state)) return;
     make_dirs(it.run->dir);
-    if (it.plan->mode == "probe")
+    if (it.plan->mode == SweepMode::Probe)
       write_provenance(it.run->dir, it.run->config, it.run->run_info);  // train writes its own
     const pid_t pid = spawn(child_args(*it.plan, *it.run, 1, it.fresh), it.run->dir);
     running_[pid] = i;
     started_[pid] = Clock::now();
-    it.state = "running";
+    it.state = RunState::Running;
   }
 
   void reap(pid_t pid, int code) {
@@ -131,12 +131,13 @@ class LocalPool {
     if (found == running_.end()) return;
     SweepItem& it = items_[found->second];
     running_.erase(found);
-    write_task_record(it.run->dir, {"local", "exited", code, "", host_name(), pid});
+    write_task_record(it.run->dir,
+                      {Executor::Local, TaskState::Exited, code, "", host_name(), pid});
     it.state = state_of_exit(code);
-    failed_ += it.state == "failed";
+    failed_ += it.state == RunState::Failed;
     progress_.finished(it, std::chrono::duration<double>(Clock::now() - started_[pid]).count(),
                        items_);
-    write_manifest(*it.plan, items_, {{"executor", "local"}});
+    write_manifest(*it.plan, items_, {{"executor", name_of(Executor::Local)}});
   }
 
   std::vector<SweepItem>& items_;
@@ -173,7 +174,7 @@ void handle_changed(std::vector<SweepItem>& items, bool rerun, bool dry_run) {
       std::printf("%s: config or data changed; old run moved to %s\n", it.run->dir.c_str(),
                   to.c_str());
     }
-    it.state = "new";
+    it.state = RunState::New;
     it.fresh = true;
     it.changes.clear();
   }
@@ -197,22 +198,23 @@ int run_local(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& items
   const size_t todo = print_plans(plans, items, std::to_string(jobs) + " at once", true);
   if (dry_run) {
     for (const auto& it : items) {
-      std::printf("  %-40s %-12s stacklab", it.label.c_str(), it.state.c_str());
+      std::printf("  %-40s %-12s stacklab", it.label.c_str(), spell(it.state).c_str());
       for (const auto& s : child_args(*it.plan, *it.run, 1, it.fresh))
         std::printf(" %s", s.c_str());
       std::printf("\n");
     }
     return kExitOk;
   }
-  for (const auto& plan : plans) write_manifest(plan, items, {{"executor", "local"}});
+  for (const auto& plan : plans)
+    write_manifest(plan, items, {{"executor", name_of(Executor::Local)}});
   const int code = LocalPool(items, jobs, todo).run();
   for (const auto& plan : plans) {
-    write_manifest(plan, items, {{"executor", "local"}});
+    write_manifest(plan, items, {{"executor", name_of(Executor::Local)}});
     size_t failed = 0, diverged = 0;
     for (const auto& it : items) {
       if (it.plan != &plan) continue;
-      diverged += it.state == "diverged";
-      failed += it.state == "failed";
+      diverged += it.state == RunState::Diverged;
+      failed += it.state == RunState::Failed;
     }
     std::printf("sweep %s: %zu run%s, %zu failed, %zu diverged; manifest %s/manifest.json\n",
                 plan.name.c_str(), plan.runs.size(), plan.runs.size() == 1 ? "" : "s", failed,
@@ -233,7 +235,7 @@ int run_sweeps(const std::vector<std::string>& files, const SweepOptions& opt) {
       locks.push_back(SweepLock::acquire(plan.out_dir, opt.executor, slurm_job_alive));
   std::vector<SweepItem> items = collect_items(plans);
   handle_changed(items, opt.rerun_changed, opt.dry_run);
-  if (opt.executor == "slurm")
+  if (opt.executor == Executor::Slurm)
     return submit_slurm(plans, items, opt.slurm, opt.dry_run, opt.wait, locks);
   return run_local(plans, items, opt.jobs, opt.dry_run);
 }

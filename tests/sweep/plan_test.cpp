@@ -124,6 +124,22 @@ TEST(ExpandSweep, ErrorsNameTheSweepFileAndTheKeyInIt) {
   EXPECT_NE(error_of({{"gird", json::object()}}).find("did you mean 'grid'"), std::string::npos);
 }
 
+TEST(ExpandSweep, AnUnknownModeIsRefusedNamingTheFileTheKeyAndTheModes) {
+  const std::string path = sweep_file({{"mode", "trian"}});
+  try {
+    expand_sweep(path);
+    FAIL() << "mode \"trian\" was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path + ": mode: expected \"train\" or \"probe\", got \"trian\"");
+  }
+}
+
+TEST(ExpandSweep, TheModeIsParsedOnceIntoItsEnum) {
+  EXPECT_EQ(expand_sweep(sweep_file(json::object())).mode, SweepMode::Train) << "the default";
+  EXPECT_EQ(expand_sweep(sweep_file({{"mode", "probe"}})).mode, SweepMode::Probe);
+}
+
 TEST(ExpandSweep, EveryErrorStartsWithTheSweepFilesPath) {
   const std::string path = sweep_file({{"grid", {{"model.n_layr", {1}}}}});
   try {
