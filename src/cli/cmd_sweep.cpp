@@ -1,228 +1,18 @@
 // `stacklab sweep SWEEP.json [SWEEP.json ...] [--executor local|slurm] [--jobs N] [--dry-run]
-// [--on-change rerun|fail]` and
-// `stacklab sweep --status SWEEP_DIR [...]`: expands each sweep (see train/sweep.h), writes its
-// <out_dir>/manifest.json and runs the points that are pending (train/sweep_state.h: not
-// completed or diverged). The local executor (the default, here) runs each point as a child
-// `stacklab train` or `stacklab probe` (single-threaded, log in <run>/log.txt), up to N at once;
-// several sweep files share one pool of N slots, in the order given, so no core idles at the end
-// of one sweep while the next has runs waiting. Failed or diverged runs are recorded and the
-// sweep goes on; SIGINT/SIGTERM are passed to the children, which checkpoint. The Slurm executor
-// (cli/sweep_slurm.cpp) submits the same runs as one job array per sweep. Either way the out_dir
-// is locked (<out_dir>/sweep.lock) against a second invocation. --status: cli/sweep_status.cpp.
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <csignal>
-#include <cstdio>
-#include <filesystem>
-#include <map>
+// [--on-change rerun|fail]` and `stacklab sweep --status SWEEP_DIR [...]`: the flags, checked
+// here, then src/sweep does the rest (sweep/exec.h run_sweeps: expansion, the out_dir lock, the
+// local and Slurm executors; sweep_status: --status).
+#include <algorithm>
 #include <sstream>
 #include <thread>
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "cli/sweep_exec.h"
-#include "config/loader.h"
 #include "core/error.h"
-#include "core/fsutil.h"
-#include "train/provenance.h"
+#include "sweep/exec.h"
 
 namespace sl {
 namespace {
-
-namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-std::atomic<int> g_sweep_stop{0};
-extern "C" void on_sweep_signal(int sig) { g_sweep_stop.store(sig); }
-
-// sigaction without SA_RESTART: std::signal on glibc restarts the blocking waitpid() after the
-// handler, so the stop would reach the children only when one of them happened to finish.
-void set_stop_handler(void (*handler)(int)) {
-  struct sigaction sa {};
-  sa.sa_handler = handler;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
-
-// Forks `stacklab ARGS` with its output appended to RUN/log.txt; the child records itself in
-// RUN/task.json before the exec (the parent cannot: the trainer, starting, removes temp files).
-pid_t spawn(const std::vector<std::string>& args, const std::string& run_dir) {
-  const std::string log_path = run_dir + "/log.txt";
-  const pid_t pid = fork();
-  if (pid < 0) throw Error("fork failed");
-  if (pid == 0) {
-    try {
-      write_task_record(
-          run_dir, {"local", "running", -1, "", host_name(), static_cast<long long>(getpid())});
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "stacklab sweep: %s\n", e.what());
-      _exit(kExitError);
-    }
-    const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      dup2(fd, STDOUT_FILENO);
-      dup2(fd, STDERR_FILENO);
-      close(fd);
-    }
-    // Each child is single-threaded (--train.threads=1); OpenMP must not start (or spin) more.
-    setenv("OMP_NUM_THREADS", "1", 1);
-    std::vector<char*> argv;
-    static char self[] = "stacklab";
-    argv.push_back(self);
-    for (const auto& s : args) argv.push_back(const_cast<char*>(s.c_str()));
-    argv.push_back(nullptr);
-    execv("/proc/self/exe", argv.data());
-    std::perror("stacklab sweep: exec");
-    _exit(127);
-  }
-  return pid;
-}
-
-// The local executor: up to `jobs` children at once over the pending items, in order.
-class LocalPool {
- public:
-  LocalPool(std::vector<SweepItem>& items, int jobs, size_t todo)
-      : items_(items), jobs_(jobs), progress_(todo, jobs) {}
-
-  int run() {
-    set_stop_handler(on_sweep_signal);
-    bool forwarded = false;
-    while (true) {
-      while (!g_sweep_stop.load() && static_cast<int>(running_.size()) < jobs_ &&
-             next_ < items_.size())
-        start(next_++);
-      if (running_.empty()) break;
-      if (g_sweep_stop.load() && !forwarded) {
-        for (const auto& [pid, i] : running_) kill(pid, g_sweep_stop.load());
-        forwarded = true;
-        std::printf(
-            "\nsweep: stopping; the running runs checkpoint and can be resumed by running the "
-            "sweep again\n");
-      }
-      int wstatus = 0;
-      const pid_t pid = waitpid(-1, &wstatus, 0);
-      if (pid < 0) {
-        if (errno == EINTR) continue;
-        break;
-      }
-      reap(pid, WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus));
-    }
-    set_stop_handler(SIG_DFL);
-    return g_sweep_stop.load() ? 128 + g_sweep_stop.load() : failed_ ? kExitError : kExitOk;
-  }
-
- private:
-  void start(size_t i) {
-    SweepItem& it = items_[i];
-    if (!run_pending(it.state)) return;
-    make_dirs(it.run->dir);
-    if (it.plan->mode == "probe")
-      write_provenance(it.run->dir, it.run->config, it.run->run_info);  // train writes its own
-    const pid_t pid = spawn(child_args(*it.plan, *it.run, 1, it.fresh), it.run->dir);
-    running_[pid] = i;
-    started_[pid] = Clock::now();
-    it.state = "running";
-  }
-
-  void reap(pid_t pid, int code) {
-    auto found = running_.find(pid);
-    if (found == running_.end()) return;
-    SweepItem& it = items_[found->second];
-    running_.erase(found);
-    write_task_record(it.run->dir, {"local", "exited", code, "", host_name(), pid});
-    it.state = state_of_exit(code);
-    failed_ += it.state == "failed";
-    progress_.finished(it, std::chrono::duration<double>(Clock::now() - started_[pid]).count(),
-                       items_);
-    write_manifest(*it.plan, items_, {{"executor", "local"}});
-  }
-
-  std::vector<SweepItem>& items_;
-  int jobs_;
-  SweepProgress progress_;
-  std::map<pid_t, size_t> running_;  // pid -> index in items
-  std::map<pid_t, Clock::time_point> started_;
-  size_t next_ = 0, failed_ = 0;
-};
-
-// A run directory whose provenance differs from the point's config (a changed sweep file, base
-// or data file; collect_items gives it its changes) is never taken as done (train/provenance.h):
-// with rerun it is moved aside to the first free "<dir>.changed-N" and the run starts fresh;
-// with fail (the default) nothing runs and the error lists what changed. Both executors call
-// this before deciding what is pending; a dry run says the same and moves nothing.
-void handle_changed(std::vector<SweepItem>& items, bool rerun, bool dry_run) {
-  if (!rerun) {
-    if (const std::string why = changed_runs_message(items); !why.empty())
-      throw Error(dry_run ? "--dry-run: stacklab sweep would refuse to run: " + why : why);
-    return;
-  }
-  for (auto& it : items) {
-    if (it.changes.empty()) continue;
-    std::string to;
-    for (int k = 1; to.empty() || fs::exists(to); ++k)
-      to = it.run->dir + ".changed-" + std::to_string(k);
-    if (dry_run) {
-      std::printf(
-          "%s: config or data changed; would be moved to %s and run fresh (--dry-run: nothing "
-          "moved)\n",
-          it.run->dir.c_str(), to.c_str());
-    } else {
-      fs::rename(it.run->dir, to);
-      std::printf("%s: config or data changed; old run moved to %s\n", it.run->dir.c_str(),
-                  to.c_str());
-    }
-    it.state = "new";
-    it.fresh = true;
-    it.changes.clear();
-  }
-}
-
-std::vector<SweepPlan> expand_plans(const std::vector<std::string>& files) {
-  if (files.empty()) throw Error("expected a SWEEP.json file (or several, run in one pool)");
-  std::vector<SweepPlan> plans;
-  for (const auto& path : files) plans.push_back(expand_sweep(path));
-  for (size_t i = 0; i < plans.size(); ++i)
-    for (size_t k = 0; k < i; ++k)
-      if (fs::weakly_canonical(plans[i].out_dir) == fs::weakly_canonical(plans[k].out_dir))
-        throw Error(plans[i].source + " and " + plans[k].source + " write to the same out_dir " +
-                    plans[i].out_dir);
-  return plans;
-}
-
-// `locks`: held by cmd_sweep for every out_dir since before the run states were read.
-int run_local(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& items, int jobs,
-              bool dry_run) {
-  const size_t todo = print_plans(plans, items, std::to_string(jobs) + " at once", true);
-  if (dry_run) {
-    for (const auto& it : items) {
-      std::printf("  %-40s %-12s stacklab", it.label.c_str(), it.state.c_str());
-      for (const auto& s : child_args(*it.plan, *it.run, 1, it.fresh))
-        std::printf(" %s", s.c_str());
-      std::printf("\n");
-    }
-    return kExitOk;
-  }
-  for (const auto& plan : plans) write_manifest(plan, items, {{"executor", "local"}});
-  const int code = LocalPool(items, jobs, todo).run();
-  for (const auto& plan : plans) {
-    write_manifest(plan, items, {{"executor", "local"}});
-    size_t failed = 0, diverged = 0;
-    for (const auto& it : items) {
-      if (it.plan != &plan) continue;
-      diverged += it.state == "diverged";
-      failed += it.state == "failed";
-    }
-    std::printf("sweep %s: %zu run%s, %zu failed, %zu diverged; manifest %s/manifest.json\n",
-                plan.name.c_str(), plan.runs.size(), plan.runs.size() == 1 ? "" : "s", failed,
-                diverged, plan.out_dir.c_str());
-  }
-  return code;
-}
 
 SlurmOptions slurm_options(const Args& a) {
   SlurmOptions o;
@@ -248,36 +38,27 @@ int cmd_sweep(const ArgList& argv) {
                        "slurm-mem", "slurm-extra", "max-parallel", "on-change"},
                       {"dry-run", "wait", "status"}, false);
   if (a.has("status")) return sweep_status(a.positional);
-  const std::string executor = a.get("executor", "local");
-  if (executor != "local" && executor != "slurm")
-    throw Error("--executor: expected \"local\" or \"slurm\", got \"" + executor + "\"");
+  SweepOptions opt;
+  opt.executor = parse_named<Executor>(a.get("executor", name_of(Executor::Local)), "--executor");
   for (const char* f : {"slurm-partition", "slurm-time", "slurm-cpus-per-task", "slurm-mem",
                         "slurm-extra", "max-parallel", "wait"})
-    if (executor == "local" && a.has(f))
+    if (opt.executor == Executor::Local && a.has(f))
       throw Error(std::string("--") + f + ": only with --executor slurm");
-  if (executor == "slurm" && a.has("jobs"))
+  if (opt.executor == Executor::Slurm && a.has("jobs"))
     throw Error("--jobs: only with --executor local (Slurm: --max-parallel K)");
-  std::vector<SweepPlan> plans = expand_plans(a.positional);
+  if (a.positional.empty()) throw Error("expected a SWEEP.json file (or several, run in one pool)");
   const std::string on_change = a.get("on-change", "fail");
   if (on_change != "fail" && on_change != "rerun")
     throw Error("--on-change: expected rerun or fail, got '" + on_change + "'");
-  const SlurmOptions slurm = executor == "slurm" ? slurm_options(a) : SlurmOptions{};
-  // Every out_dir is locked before its run states are read or a changed run is moved aside, so
-  // another invocation's runs are neither re-run from a stale state nor moved while they run.
-  std::vector<SweepLock> locks;
-  if (!a.has("dry-run"))
-    for (const auto& plan : plans)
-      locks.push_back(SweepLock::acquire(plan.out_dir, executor, slurm_job_alive));
-  std::vector<SweepItem> items = collect_items(plans);
-  handle_changed(items, on_change == "rerun", a.has("dry-run"));
-  if (executor == "slurm")
-    return submit_slurm(plans, items, slurm, a.has("dry-run"), a.has("wait"), locks);
+  opt.rerun_changed = on_change == "rerun";
+  opt.dry_run = a.has("dry-run");
+  opt.wait = a.has("wait");
+  if (opt.executor == Executor::Slurm) opt.slurm = slurm_options(a);
   const long long jobs_flag = a.get_int("jobs", 0);
   if (jobs_flag < 0) throw Error("--jobs: must be >= 1 (or 0 for one per core)");
-  const int jobs = jobs_flag > 0
-                       ? static_cast<int>(jobs_flag)
-                       : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  return run_local(plans, items, jobs, a.has("dry-run"));
+  opt.jobs = jobs_flag > 0 ? static_cast<int>(jobs_flag)
+                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return run_sweeps(a.positional, opt);
 }
 
 }  // namespace sl

@@ -195,11 +195,11 @@ int cmd_train(const ArgList& argv) {
   opt.progress_tty = isatty(STDOUT_FILENO) != 0;
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
-  const RunStatus status = train(cfg, opt);
+  const RunState status = train(cfg, opt);
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
-  if (status == RunStatus::kDiverged) return kExitDiverged;
-  if (status == RunStatus::kInterrupted) return 128 + g_stop.load();
+  if (status == RunState::Diverged) return kExitDiverged;
+  if (status == RunState::Interrupted) return 128 + g_stop.load();
   return kExitOk;
 }
 

@@ -5,15 +5,9 @@
 #include <vector>
 
 #include "config/config.h"
+#include "core/exit_codes.h"  // kExitOk, kExitError, kExitDiverged, kExitInternal
 
 namespace sl {
-
-// Exit codes, documented in the README.
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitError = 1;  // bad config, file, flag or data: the message says which
-inline constexpr int kExitDiverged =
-    3;  // training stopped by the divergence rule (train/trainer.h)
-inline constexpr int kExitInternal = 70;  // a bug in stacklab (an internal check failed)
 
 using ArgList = std::vector<std::string>;
 

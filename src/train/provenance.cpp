@@ -141,28 +141,12 @@ std::vector<std::string> provenance_changes(const json& stored, const json& curr
   return out;
 }
 
-const char* RunState::name() const {
-  switch (kind) {
-    case kNew:
-      return "new";
-    case kResumable:
-      return "resumable";
-    case kCompleted:
-      return "completed";
-    case kDiverged:
-      return "diverged";
-    case kChanged:
-      return "changed";
-  }
-  return "?";
-}
-
-RunState run_state(const std::string& run_dir, const Config& expected, bool probe,
+RunCheck check_run(const std::string& run_dir, const Config& expected, bool probe,
                    const json& run) {
-  RunState s;
+  RunCheck s;
   const bool has_result =
       probe ? fs::exists(run_dir + "/probe.json") : fs::exists(run_dir + "/config.json");
-  if (!has_result) return s;  // kNew: nothing there to be stale
+  if (!has_result) return s;  // New: nothing there to be stale
   json stored = read_provenance(run_dir);
   if (stored.is_null() &&
       !probe) {  // a run made before fingerprints: its config.json, data unchecked
@@ -174,31 +158,32 @@ RunState run_state(const std::string& run_dir, const Config& expected, bool prob
                 {"data", nullptr},
                 {"run", run}};
     } catch (const std::exception& e) {
-      s.kind = RunState::kChanged;
+      s.state = RunState::Changed;
       s.changes = {std::string("config.json is unreadable: ") + e.what()};
       return s;
     }
   }
   if (stored.is_null()) {
-    s.kind = RunState::kChanged;
+    s.state = RunState::Changed;
     s.changes = {"(no provenance.json: written before run fingerprints)"};
     return s;
   }
   s.changes = provenance_changes(stored, make_provenance(expected, run));
   if (!s.changes.empty()) {
-    s.kind = RunState::kChanged;
+    s.state = RunState::Changed;
     return s;
   }
   if (probe) {
-    s.kind = RunState::kCompleted;
+    s.state = RunState::Completed;
     return s;
   }
-  s.kind = RunState::kResumable;
+  s.state = RunState::Resumable;
   try {
     const json summary = json::parse(read_file(run_dir + "/summary.json"));
     const json st = summary.is_object() ? summary.value("status", json()) : json();
-    if (st == "completed") s.kind = RunState::kCompleted;
-    if (st == "diverged") s.kind = RunState::kDiverged;
+    const std::optional<RunState> status =
+        st.is_string() ? parse_choice<RunState>(st.get<std::string>()) : std::nullopt;
+    if (status == RunState::Completed || status == RunState::Diverged) s.state = *status;
   } catch (const std::exception&) {
     // no summary yet, or a torn one: the run is resumed, which rewrites it
   }

@@ -3,7 +3,7 @@
 // where or how fast it runs: train.name, train.out_dir, train.threads), the data source's
 // identity (a text file's size and FNV-1a hash; a Markov source is fully given by its keys)
 // and a fingerprint over both. `train` writes it; `train --resume` and the sweep's "is this run
-// already done?" (run_state) compare it with what they would produce now.
+// already done?" (check_run) compare it with what they would produce now.
 // Not here: the checkpoint's own config check (checkpoint.h), deciding what to do on a change.
 #pragma once
 #include <string>
@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
+#include "train/run_state.h"
 
 namespace sl {
 
@@ -30,15 +31,14 @@ std::vector<std::string> provenance_changes(const nlohmann::json& stored,
                                             const nlohmann::json& current);
 
 // Where a training or probe run directory stands against the config it should hold.
-struct RunState {
-  enum Kind { kNew, kResumable, kCompleted, kDiverged, kChanged } kind = kNew;
-  std::vector<std::string> changes;  // kChanged: what differs (provenance_changes)
-  const char* name() const;          // "new", "resumable", "completed", "diverged", "changed"
+struct RunCheck {
+  RunState state = RunState::New;    // New, Resumable, Completed, Diverged or Changed
+  std::vector<std::string> changes;  // Changed: what differs (provenance_changes)
 };
 // A training run (run_dir/summary.json) or, with probe, a probe run (run_dir/probe.json).
-// A directory with results but a different (or no) provenance is kChanged, never done.
+// A directory with results but a different (or no) provenance is Changed, never done.
 // `run` as for make_provenance.
-RunState run_state(const std::string& run_dir, const Config& expected, bool probe = false,
+RunCheck check_run(const std::string& run_dir, const Config& expected, bool probe = false,
                    const nlohmann::json& run = nullptr);
 
 }  // namespace sl

@@ -238,11 +238,11 @@ class Run {
         rng_(cfg_.train.seed),
         dropout_rng_(cfg_.train.seed ^ 0xd409c0ffee5eedULL) {}
 
-  RunStatus run() {
+  RunState run() {
     open_run_dir();
     restore_or_init();
     announce();
-    write_summary("running", start_step_);
+    write_summary(RunState::Running, start_step_);
     try {
       return train_and_finish();
     } catch (const std::exception& e) {
@@ -253,9 +253,9 @@ class Run {
 
  private:
   // From here on the run has said "running": whatever ends it, its summary says how it ended.
-  RunStatus train_and_finish() {
+  RunState train_and_finish() {
     int64_t& step = step_;
-    for (step = start_step_; step < max_iters_ && status_ == RunStatus::kCompleted; ++step) {
+    for (step = start_step_; step < max_iters_ && status_ == RunState::Completed; ++step) {
       if (step % cfg_.train.eval_interval == 0 && !evaluate(step))
         break;                       // diverged before this step
       if (!train_step(step)) break;  // diverged: this step is not applied
@@ -264,10 +264,10 @@ class Run {
         checkpoint(latest_, step + 1);
       if (opt_.stop && opt_.stop->load() != 0) {
         checkpoint(latest_, step + 1);
-        status_ = RunStatus::kInterrupted;
+        status_ = RunState::Interrupted;
       }
     }
-    if (status_ == RunStatus::kCompleted) {
+    if (status_ == RunState::Completed) {
       step = max_iters_;
       if (evaluate(max_iters_)) checkpoint(latest_, max_iters_);
     }
@@ -280,7 +280,7 @@ class Run {
   void record_failure(const std::string& what) noexcept {
     try {
       error_ = what;
-      write_summary("failed", step_);
+      write_summary(RunState::Failed, step_);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "warning: %s/summary.json could not be marked failed: %s\n",
                    dir_.c_str(), e.what());
@@ -502,7 +502,7 @@ class Run {
                                                    " with a non-finite gradient";
     std::printf("%sstep %lld: diverged (%s%s); the run stops here without applying this step\n",
                 line_start(), static_cast<long long>(step), reason.c_str(), where.c_str());
-    status_ = RunStatus::kDiverged;
+    status_ = RunState::Diverged;
     return false;
   }
 
@@ -550,11 +550,11 @@ class Run {
     save_checkpoint(path, *model_, *optimizer_, config_json_, st);
   }
 
-  void write_summary(const char* state, int64_t steps_done) {
+  void write_summary(RunState state, int64_t steps_done) {
     const double wall = wall_before_ + seconds_since(t_start_);
     const double run_secs = seconds_since(t_start_);
     nlohmann::json s = {
-        {"status", state},
+        {"status", spell(state)},
         {"final_train_loss", finite_or_null(last_train_eval_)},
         {"final_val_loss", finite_or_null(last_val_)},
         {"final_eval_step",
@@ -580,8 +580,8 @@ class Run {
 
   // The summary, and one line that states the step of every number it prints.
   void finish(int64_t steps) {
-    const bool done = status_ == RunStatus::kCompleted, diverged = status_ == RunStatus::kDiverged;
-    write_summary(done ? "completed" : diverged ? "diverged" : "interrupted", steps);
+    const bool done = status_ == RunState::Completed, diverged = status_ == RunState::Diverged;
+    write_summary(status_, steps);  // Completed, Diverged or Interrupted
     std::string eval = last_eval_step_ < 0 ? std::string("no eval yet")
                                            : "val loss " + fixed4(last_val_) + " at step " +
                                                  std::to_string(last_eval_step_) + " (best " +
@@ -631,11 +631,11 @@ class Run {
   double ms_avg_ = 0.0, limit_ = kInf;  // limit_: the divergence rule's bound on a loss
   std::vector<double> update_norms_;
   Clock::time_point t_start_ = Clock::now(), window_start_ = Clock::now();
-  RunStatus status_ = RunStatus::kCompleted;
+  RunState status_ = RunState::Completed;
 };
 
 }  // namespace
 
-RunStatus train(Config cfg, const TrainOptions& opt) { return Run(std::move(cfg), opt).run(); }
+RunState train(Config cfg, const TrainOptions& opt) { return Run(std::move(cfg), opt).run(); }
 
 }  // namespace sl

@@ -15,10 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
+#include "train/run_state.h"
 
 namespace sl {
-
-enum class RunStatus { kCompleted, kDiverged, kInterrupted };
 
 struct TrainOptions {
   std::string run_dir;                     // where everything is written
@@ -29,7 +28,8 @@ struct TrainOptions {
   bool progress_tty = false;               // a live progress line (stdout is a terminal)
 };
 
-RunStatus train(Config cfg, const TrainOptions& opt);
+// How the run ended: Completed, Diverged or Interrupted (an error is thrown, summary "failed").
+RunState train(Config cfg, const TrainOptions& opt);
 
 // What a run directory's config.json holds: the resolved config plus its derived values. Also
 // written by `stacklab sweep --executor slurm` before a run starts (its tasks resume from it).

@@ -1,4 +1,4 @@
-// The parts of `stacklab sweep` both executors use (see sweep_exec.h).
+// The parts of `stacklab sweep` both executors use (see sweep/exec.h).
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <thread>
 
-#include "cli/sweep_exec.h"
 #include "core/error.h"
 #include "core/fsutil.h"
+#include "sweep/exec.h"
 
 namespace sl {
 namespace {
@@ -48,12 +48,12 @@ std::vector<SweepItem> collect_items(const std::vector<SweepPlan>& plans, bool c
                        {},
                        false});
       if (!compare) continue;
-      RunState st = sweep_run_state(plan, r);
-      if (st.kind != RunState::kChanged) continue;
+      RunCheck st = sweep_run_state(plan, r);
+      if (st.state != RunState::Changed) continue;
       items.back().changes = std::move(st.changes);
       // A failed run holds no result that could pass for the sweep's: it is still counted failed
       // (its log says why), while its changes make the real run refuse it like any changed one.
-      if (items.back().state != "failed") items.back().state = "changed";
+      if (items.back().state != RunState::Failed) items.back().state = RunState::Changed;
     }
   return items;
 }
@@ -83,7 +83,7 @@ size_t print_plans(const std::vector<SweepPlan>& plans, const std::vector<SweepI
     for (const auto& it : items) plan_todo += it.plan == &plan && run_pending(it.state);
     todo += plan_todo;
     std::printf("sweep %s: %zu %s run%s (%zu to do, %zu already done) in %s, %s\n",
-                plan.name.c_str(), plan.runs.size(), plan.mode.c_str(),
+                plan.name.c_str(), plan.runs.size(), name_of(plan.mode).c_str(),
                 plan.runs.size() == 1 ? "" : "s", plan_todo, plan.runs.size() - plan_todo,
                 plan.out_dir.c_str(), how.c_str());
   }
@@ -105,7 +105,7 @@ std::vector<std::string> run_overrides(const SweepRun& run, int threads) {
 std::vector<std::string> child_args(const SweepPlan& plan, const SweepRun& r, int threads,
                                     bool fresh) {
   std::vector<std::string> a;
-  if (plan.mode == "probe") {
+  if (plan.mode == SweepMode::Probe) {
     a = {"probe", plan.base};
     a.insert(a.end(), r.overrides.begin(), r.overrides.end());
     std::string seeds;
@@ -137,12 +137,12 @@ void write_manifest(const SweepPlan& plan, const std::vector<SweepItem>& items,
                         {"dir", fs::path(r.dir).filename().string()},
                         {"overrides", r.overrides},
                         {"seeds", r.seeds},
-                        {"status", it.state}};
+                        {"status", spell(it.state)}};
     if (!it.job.empty()) j["job"] = it.job;
     runs.push_back(j);
   }
   nlohmann::json m = {{"name", plan.name},
-                      {"mode", plan.mode},
+                      {"mode", name_of(plan.mode)},
                       {"base", plan.base},
                       {"sweep_file", plan.source},
                       {"runs", runs}};
@@ -158,14 +158,15 @@ void SweepProgress::finished(const SweepItem& item, double seconds,
   const double per_cost = done_cost_ > 0.0 ? busy_seconds_ / done_cost_ : 0.0;
   double left = 0.0;
   for (const auto& q : items)
-    if (q.state == "new" || q.state == "queued" || q.state == "running" || q.state == "resumable")
+    if (q.state == RunState::New || q.state == RunState::Queued || q.state == RunState::Running ||
+        q.state == RunState::Resumable)
       left += q.run->cost;
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   std::printf("[%zu/%zu] %-40s %-12s %6.1f s | elapsed %s | ETA %s\n", done_, todo_,
-              item.label.c_str(), item.state.c_str(), seconds, fmt_time(elapsed).c_str(),
+              item.label.c_str(), spell(item.state).c_str(), seconds, fmt_time(elapsed).c_str(),
               fmt_time(per_cost * left / slots_).c_str());
-  if (item.state == "failed")
+  if (item.state == RunState::Failed)
     std::printf("    %s: %s (log: %s/log.txt)\n", item.label.c_str(),
                 last_line(item.run->dir + "/log.txt").c_str(), item.run->dir.c_str());
   std::fflush(stdout);

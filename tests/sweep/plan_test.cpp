@@ -1,8 +1,8 @@
-// Sweep expansion (train/sweep.h) as a unit: the cross product and its order, variants, seeds,
+// Sweep expansion (sweep/plan.h) as a unit: the cross product and its order, variants, seeds,
 // run ids, what each run's config resolves to (also over random grids), the keys the sweep sets
 // itself (train.seed, train.name, train.out_dir) refused elsewhere, and the errors, each naming
 // the sweep file and the key in it.
-#include "train/sweep.h"
+#include "sweep/plan.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -122,6 +122,22 @@ TEST(ExpandSweep, ErrorsNameTheSweepFileAndTheKeyInIt) {
       error_of({{"variants", {json::object(), json::object()}}}).find("give the variants distinct"),
       std::string::npos);
   EXPECT_NE(error_of({{"gird", json::object()}}).find("did you mean 'grid'"), std::string::npos);
+}
+
+TEST(ExpandSweep, AnUnknownModeIsRefusedNamingTheFileTheKeyAndTheModes) {
+  const std::string path = sweep_file({{"mode", "trian"}});
+  try {
+    expand_sweep(path);
+    FAIL() << "mode \"trian\" was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path + ": mode: expected \"train\" or \"probe\", got \"trian\"");
+  }
+}
+
+TEST(ExpandSweep, TheModeIsParsedOnceIntoItsEnum) {
+  EXPECT_EQ(expand_sweep(sweep_file(json::object())).mode, SweepMode::Train) << "the default";
+  EXPECT_EQ(expand_sweep(sweep_file({{"mode", "probe"}})).mode, SweepMode::Probe);
 }
 
 TEST(ExpandSweep, EveryErrorStartsWithTheSweepFilesPath) {

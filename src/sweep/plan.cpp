@@ -1,6 +1,6 @@
 // Sweep-file parsing and expansion (cross product of the grid, times variants, times seeds),
 // one function per part of the file: header keys, seeds, overrides, grid, variants, run ids.
-#include "train/sweep.h"
+#include "sweep/plan.h"
 
 #include <filesystem>
 #include <map>
@@ -108,10 +108,13 @@ void read_header(const json& j, const std::string& path, SweepPlan& plan) {
   need(fs::is_regular_file(plan.base), path,
        "base: config file '" + plan.base +
            "' not found (base is relative to the sweep file's folder)");
-  need(!j.contains("mode") || j["mode"].is_string(), path, "mode: expected \"train\" or \"probe\"");
-  plan.mode = j.value("mode", "train");
-  need(plan.mode == "train" || plan.mode == "probe", path,
-       "mode: expected \"train\" or \"probe\", got \"" + plan.mode + "\"");
+  need(!j.contains("mode") || j["mode"].is_string(), path,
+       "mode: expected " + quoted_choices<SweepMode>());
+  const std::string mode = j.value("mode", name_of(SweepMode::Train));
+  const std::optional<SweepMode> parsed = parse_choice<SweepMode>(mode);
+  need(parsed.has_value(), path,
+       "mode: expected " + quoted_choices<SweepMode>() + ", got \"" + mode + "\"");
+  plan.mode = *parsed;
   need(!j.contains("out_dir") ||
            (j["out_dir"].is_string() && !j["out_dir"].get<std::string>().empty()),
        path,
@@ -245,12 +248,12 @@ void add_runs(SweepPlan& plan, const std::string& path, const std::vector<std::s
                  : "; ids name n_layer, the wiring and the other grid keys, so two grid points "
                    "differ only in how they spell the same config"));
       // A probe is one forward + backward per seed; a training run max_iters steps (plus evals).
-      const double steps =
-          plan.mode == "probe" ? static_cast<double>(run_seeds.size()) : cfgs[i].train.max_iters;
+      const double steps = plan.mode == SweepMode::Probe ? static_cast<double>(run_seeds.size())
+                                                         : cfgs[i].train.max_iters;
       SweepRun r{run_id, plan.out_dir + "/" + run_id, ov, run_seeds, step_flops * steps, cfgs[i],
                  nullptr};
       r.config.train.threads = 1;
-      if (plan.mode == "probe") {
+      if (plan.mode == SweepMode::Probe) {
         r.run_info = {{"probe_seeds", run_seeds}};
       } else {  // as the child's command line sets them (cli: run_overrides); the file cannot
                 // (refuse_sweep_owned)
@@ -259,7 +262,7 @@ void add_runs(SweepPlan& plan, const std::string& path, const std::vector<std::s
       }
       plan.runs.push_back(std::move(r));
     };
-    if (plan.mode == "probe")
+    if (plan.mode == SweepMode::Probe)
       add_run(id, seeds);
     else
       for (uint64_t s : seeds) add_run(id + "-s" + std::to_string(s), {s});
@@ -287,8 +290,8 @@ SweepPlan expand_sweep(const std::string& path) {
   return plan;
 }
 
-RunState sweep_run_state(const SweepPlan& plan, const SweepRun& r) {
-  return run_state(r.dir, r.config, plan.mode == "probe", r.run_info);
+RunCheck sweep_run_state(const SweepPlan& plan, const SweepRun& r) {
+  return check_run(r.dir, r.config, plan.mode == SweepMode::Probe, r.run_info);
 }
 
 }  // namespace sl

@@ -1,7 +1,8 @@
-// What the sweep executors share (cli/cmd_sweep.cpp: local; cli/sweep_status.cpp: --status;
-// cli/sweep_slurm.cpp: Slurm): the runs of every plan with their states, the command each run
+// Running sweeps: the entry `stacklab sweep` calls (run_sweeps, sweep/local.cpp, with the local
+// executor), `--status` (sweep/status.cpp), the Slurm executor (sweep/slurm.cpp), and what they
+// share (sweep/common.cpp): the runs of every plan with their states, the command each run
 // executes, the manifest, the progress line with its ETA, and running an external command
-// (sbatch, squeue).
+// (sbatch, squeue). Flag parsing is the CLI's (cli/cmd_sweep.cpp).
 #pragma once
 #include <chrono>
 #include <optional>
@@ -10,27 +11,43 @@
 
 #include <nlohmann/json.hpp>
 
-#include "train/slurm_script.h"
-#include "train/sweep.h"
-#include "train/sweep_state.h"
+#include "sweep/plan.h"
+#include "sweep/slurm_script.h"
+#include "sweep/state.h"
 
 namespace sl {
 
-// One run of one plan, with its state (train/sweep_state.h) as this invocation sees it.
+// What a `stacklab sweep` invocation asks for (cli/cmd_sweep.cpp parses the flags into it).
+struct SweepOptions {
+  Executor executor = Executor::Local;
+  int jobs = 1;                // local: runs at once
+  bool rerun_changed = false;  // --on-change rerun: move a changed run aside and run it anew
+  bool dry_run = false;        // print what would run, change nothing
+  bool wait = false;           // slurm: follow the job until its tasks have left the queue
+  SlurmOptions slurm;          // slurm: sbatch's options
+};
+
+// Expands the sweep files, locks each out_dir (unless dry_run), compares every run with the
+// sweep (a changed one is refused, or moved aside with rerun_changed) and runs the pending ones
+// with the executor; returns the exit code. Several files run in one pool (local) or as one
+// job array each (slurm); two that write to the same out_dir are refused.
+int run_sweeps(const std::vector<std::string>& files, const SweepOptions& opt);
+
+// One run of one plan, with its state (sweep/state.h) as this invocation sees it.
 struct SweepItem {
   const SweepPlan* plan;
   const SweepRun* run;
   std::string label;  // the run id, prefixed with the sweep's name when there are several
-  std::string state;
+  RunState state = RunState::New;
   std::string job;  // Slurm: "<job>_<task>" of the task that runs it
   std::vector<std::string>
-      changes;         // state "changed" (or a failed run's): what differs, "key: stored -> now"
+      changes;         // state Changed (or a failed run's): what differs, "key: stored -> now"
   bool fresh = false;  // a changed run rerun: its old directory is moved aside, it starts anew
 };
 
 // Every run of every plan, in order, each with run_state(); with `compare` (the plans' configs
 // are those the sweep gives now), a run whose directory holds the result of another config or
-// data (sweep_run_state: changed) gets its changes and is "changed" (a failed one stays "failed").
+// data (sweep_run_state: changed) gets its changes and is Changed (a failed one stays Failed).
 // The one decision the real run, --dry-run and --status share.
 std::vector<SweepItem> collect_items(const std::vector<SweepPlan>& plans, bool compare = true);
 
@@ -64,8 +81,8 @@ class SweepProgress {
  public:
   SweepProgress(size_t todo, int slots)
       : todo_(todo), slots_(slots), t0_(std::chrono::steady_clock::now()) {}
-  // `item` finished in `seconds`; `items` gives the work left (states
-  // new/queued/running/interrupted).
+  // `item` finished in `seconds`; `items` gives the work left (states New, Queued, Running and
+  // Resumable).
   void finished(const SweepItem& item, double seconds, const std::vector<SweepItem>& items);
 
  private:
@@ -85,11 +102,11 @@ struct CommandResult {
 };
 CommandResult run_command(const std::vector<std::string>& argv);
 
-// `--status` (cli/sweep_status.cpp): one line of counts per sweep directory (or sweep file), each
+// `--status` (sweep/status.cpp): one line of counts per sweep directory (or sweep file), each
 // failed and changed run, a note when the runs cannot be compared; 1 while any failed or changed.
 int sweep_status(const std::vector<std::string>& dirs);
 
-// ---- Slurm (cli/sweep_slurm.cpp) ---------------------------------------------------------------
+// ---- Slurm (sweep/slurm.cpp) ---------------------------------------------------------------
 
 // Whether Slurm job `job` still has tasks queued or running; nullopt when squeue cannot answer.
 std::optional<bool> slurm_job_alive(const std::string& job);
@@ -101,8 +118,8 @@ std::optional<bool> slurm_job_alive(const std::string& job);
 int submit_slurm(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& items,
                  const SlurmOptions& opt, bool dry_run, bool wait, std::vector<SweepLock>& locks);
 
-// Refines the states of the items of one plan with squeue: pending tasks are "queued", running
-// ones "running", tasks recorded as running that Slurm no longer knows "interrupted". Returns how
+// Refines the states of the items of one plan with squeue: pending tasks are Queued, running
+// ones Running, tasks recorded as running that Slurm no longer knows Interrupted. Returns how
 // many tasks of the job the queue still holds; nullopt when squeue cannot answer (states stay as
 // the run directories say).
 std::optional<size_t> refine_with_squeue(const std::string& job, std::vector<SweepItem*>& items);

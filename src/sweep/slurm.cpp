@@ -1,4 +1,4 @@
-// `stacklab sweep ... --executor slurm`: one job array per sweep (train/slurm_script.h) over its
+// `stacklab sweep ... --executor slurm`: one job array per sweep (sweep/slurm_script.h) over its
 // pending runs, each run's resolved config written into its directory first (the tasks resume
 // from it), submitted with `sbatch --parsable`, the job id recorded in the manifest and the
 // out_dir's lock; `--wait` follows the job with the progress line until its tasks have left
@@ -13,11 +13,11 @@
 #include <filesystem>
 #include <map>
 
-#include "cli/commands.h"
-#include "cli/sweep_exec.h"
 #include "config/loader.h"
 #include "core/error.h"
+#include "core/exit_codes.h"
 #include "core/fsutil.h"
+#include "sweep/exec.h"
 #include "train/provenance.h"
 #include "train/trainer.h"
 
@@ -50,9 +50,9 @@ std::optional<std::map<int, std::string>> squeue_tasks(const std::string& job) {
 // Writes the run's config.json (as `stacklab train` would) unless the run already has one.
 void prepare_run(const SweepPlan& plan, const SweepRun& run, int threads) {
   make_dirs(run.dir);
-  if (plan.mode == "probe")
+  if (plan.mode == SweepMode::Probe)
     write_provenance(run.dir, run.config, run.run_info);  // train writes its own
-  if (plan.mode != "train" || fs::exists(run.dir + "/config.json")) return;
+  if (plan.mode != SweepMode::Train || fs::exists(run.dir + "/config.json")) return;
   const Config cfg = load_config(plan.base, run_overrides(run, threads));
   write_file_atomic(run.dir + "/config.json", run_config_json(cfg).dump(2) + "\n");
 }
@@ -69,8 +69,8 @@ std::string submit_one(const SweepPlan& plan, const std::vector<SweepItem*>& pen
     // config.json written here (so a requeued task and a fresh one run the same command).
     tasks.push_back(
         {run.id, run.dir,
-         plan.mode == "train"  // threads: this submission's --slurm-cpus-per-task, also on a
-                               // resubmission
+         plan.mode == SweepMode::Train  // threads: this submission's --slurm-cpus-per-task, also on
+                                        // a resubmission
              ? std::vector<std::string>{"train", "--resume", run.dir,
                                         "--train.threads=" + std::to_string(opt.cpus_per_task)}
              : child_args(plan, run, opt.cpus_per_task)});
@@ -103,7 +103,7 @@ nlohmann::json slurm_manifest(const Submitted& s, const SlurmOptions& opt) {
   char when[32];
   const std::time_t t = std::time(nullptr);
   std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return {{"executor", "slurm"},
+  return {{"executor", name_of(Executor::Slurm)},
           {"slurm",
            {{"job", s.job},
             {"script", "slurm/array.sbatch"},
@@ -114,8 +114,9 @@ nlohmann::json slurm_manifest(const Submitted& s, const SlurmOptions& opt) {
             {"extra", opt.extra}}}};
 }
 
-bool is_final(const std::string& state) {
-  return state == "completed" || state == "failed" || state == "diverged" || state == "interrupted";
+bool is_final(RunState state) {
+  return state == RunState::Completed || state == RunState::Failed || state == RunState::Diverged ||
+         state == RunState::Interrupted;
 }
 
 // Polls squeue and the run directories until every job has left the queue, printing the
@@ -133,7 +134,7 @@ int follow(std::vector<Submitted>& subs, std::vector<SweepItem>& items, size_t t
       usleep(100 * 1000);  // 2 s, a signal ends it sooner
     busy = false;
     for (auto& s : subs) {
-      std::vector<std::string> before;
+      std::vector<RunState> before;
       for (SweepItem* it : s.tasks) {
         before.push_back(it->state);
         it->state = run_state(*it->plan, *it->run);
@@ -145,7 +146,8 @@ int follow(std::vector<Submitted>& subs, std::vector<SweepItem>& items, size_t t
       warned = warned || !answered;
       for (size_t k = 0; k < s.tasks.size(); ++k) {
         SweepItem* it = s.tasks[k];
-        if (it->state == "running" && before[k] != "running") started[it] = Clock::now();
+        if (it->state == RunState::Running && before[k] != RunState::Running)
+          started[it] = Clock::now();
         if (is_final(it->state) && !is_final(before[k]))
           progress.finished(*it, std::chrono::duration<double>(Clock::now() - started[it]).count(),
                             items);
@@ -163,7 +165,7 @@ int follow(std::vector<Submitted>& subs, std::vector<SweepItem>& items, size_t t
   }
   size_t failed = 0;
   for (const auto& s : subs)
-    for (const SweepItem* it : s.tasks) failed += it->state == "failed";
+    for (const SweepItem* it : s.tasks) failed += it->state == RunState::Failed;
   return failed ? kExitError : kExitOk;
 }
 
@@ -185,15 +187,15 @@ std::optional<size_t> refine_with_squeue(const std::string& job, std::vector<Swe
     const auto record = read_task_record(it->run->dir);
     const bool own_record = record && record->job == it->job;  // not one of an earlier submission
     if (found == tasks->end()) {
-      if (it->state == "running")
-        it->state = "interrupted";  // recorded as running, gone from the queue
+      if (it->state == RunState::Running)
+        it->state = RunState::Interrupted;  // recorded as running, gone from the queue
     } else if (found->second == "PENDING" || found->second == "REQUEUED" ||
                found->second == "REQUEUE_HOLD" || found->second == "SUSPENDED") {
-      it->state = "queued";
-    } else if (it->state != "completed" && it->state != "diverged" &&
-               (!own_record || record->state == "running")) {
-      it->state =
-          "running";  // else: the run has its result, or the task exited (its record says how)
+      it->state = RunState::Queued;
+    } else if (it->state != RunState::Completed && it->state != RunState::Diverged &&
+               (!own_record || record->state == TaskState::Running)) {
+      it->state = RunState::Running;  // else: the run has its result, or the task exited (its
+                                      // record says how)
     }
   }
   return tasks->size();
@@ -208,7 +210,8 @@ int submit_slurm(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& it
   // in (new, ...), without a job: a submission that fails leaves a state --status reads
   // ("not submitted", with sbatch's error), and the lock keeps no job, so it holds nothing.
   if (!dry_run)
-    for (const auto& plan : plans) write_manifest(plan, items, {{"executor", "slurm"}});
+    for (const auto& plan : plans)
+      write_manifest(plan, items, {{"executor", name_of(Executor::Slurm)}});
   std::vector<Submitted> subs;
   for (size_t p = 0; p < plans.size(); ++p) {
     Submitted s{&plans[p], "", {}, {}};
@@ -227,15 +230,16 @@ int submit_slurm(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& it
         const bool space = c == '\n' || c == '\r' || c == ' ';
         if (!space || (!why.empty() && why.back() != ' ')) why += space ? ' ' : c;
       }
-      write_manifest(plans[p], items,
-                     {{"executor", "slurm"}, {"slurm", {{"job", ""}, {"error", why}}}});
+      write_manifest(
+          plans[p], items,
+          {{"executor", name_of(Executor::Slurm)}, {"slurm", {{"job", ""}, {"error", why}}}});
       throw;
     }
     if (dry_run) continue;
     locks[p].set_job(s.job);
     for (size_t k = 0; k < s.tasks.size(); ++k) {
       s.tasks[k]->job = s.job + "_" + std::to_string(k);
-      s.tasks[k]->state = "queued";
+      s.tasks[k]->state = RunState::Queued;
     }
     s.manifest = slurm_manifest(s, opt);
     write_manifest(plans[p], items, s.manifest);

@@ -1,5 +1,6 @@
-// Run states read from run directories, the pending decision, task records and the out_dir lock.
-#include "train/sweep_state.h"
+// Sweep run states read from run directories, the pending decision, task records and the out_dir
+// lock.
+#include "sweep/state.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,7 +23,7 @@ struct RunDir {
     std::string pattern = ::testing::TempDir() + "/sweep_state_XXXXXX";
     if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp");
     out = pattern;
-    plan.mode = "train";
+    plan.mode = SweepMode::Train;
     plan.out_dir = out;
     run.id = "L1-s0";
     run.dir = out + "/L1-s0";
@@ -32,7 +33,7 @@ struct RunDir {
   void put(const std::string& name, const std::string& text) const {
     write_file_atomic(run.dir + "/" + name, text);
   }
-  std::string state() const { return run_state(plan, run); }
+  RunState state() const { return run_state(plan, run); }
   std::string out;
   SweepPlan plan;
   SweepRun run;
@@ -49,70 +50,72 @@ long long dead_pid() {
 
 TEST(RunState, AnEmptyDirectoryOrOnlyASubmittedConfigIsNew) {
   RunDir d;
-  EXPECT_EQ(d.state(), "new");
+  EXPECT_EQ(d.state(), RunState::New);
   d.put("config.json", "{}");
-  EXPECT_EQ(d.state(), "new");
+  EXPECT_EQ(d.state(), RunState::New);
 }
 
 TEST(RunState, TheSummaryDecidesCompletedAndDiverged) {
   RunDir d;
   d.put("summary.json", R"({"status": "completed"})");
-  EXPECT_EQ(d.state(), "completed");
+  EXPECT_EQ(d.state(), RunState::Completed);
   d.put("summary.json", R"({"status": "diverged"})");
-  EXPECT_EQ(d.state(), "diverged");
+  EXPECT_EQ(d.state(), RunState::Diverged);
 }
 
 TEST(RunState, MetricsWithoutAResultAreAnInterruptedRun) {
   RunDir d;
   d.put("metrics.jsonl", "");
   d.put("summary.json", R"({"status": "running"})");
-  EXPECT_EQ(d.state(), "interrupted");
+  EXPECT_EQ(d.state(), RunState::Interrupted);
 }
 
 TEST(RunState, TheTaskRecordsExitCodeNamesFailedAndInterrupted) {
   RunDir d;
-  write_task_record(d.run.dir, {"slurm", "exited", 1, "7_0", "h", 1});
-  EXPECT_EQ(d.state(), "failed");
-  write_task_record(d.run.dir, {"slurm", "exited", 143, "7_0", "h", 1});
-  EXPECT_EQ(d.state(), "interrupted");
-  write_task_record(d.run.dir, {"slurm", "exited", 0, "7_0", "h", 1});
-  EXPECT_EQ(d.state(), "failed") << "exit 0 without a completed summary is no result";
+  write_task_record(d.run.dir, {Executor::Slurm, TaskState::Exited, 1, "7_0", "h", 1});
+  EXPECT_EQ(d.state(), RunState::Failed);
+  write_task_record(d.run.dir, {Executor::Slurm, TaskState::Exited, 143, "7_0", "h", 1});
+  EXPECT_EQ(d.state(), RunState::Interrupted);
+  write_task_record(d.run.dir, {Executor::Slurm, TaskState::Exited, 0, "7_0", "h", 1});
+  EXPECT_EQ(d.state(), RunState::Failed) << "exit 0 without a completed summary is no result";
 }
 
 TEST(RunState, ALocalRunWhoseProcessIsGoneIsInterruptedAndASlurmOneRunning) {
   RunDir d;
+  write_task_record(d.run.dir, {Executor::Local, TaskState::Running, -1, "", host_name(),
+                                static_cast<long long>(getpid())});
+  EXPECT_EQ(d.state(), RunState::Running);
   write_task_record(d.run.dir,
-                    {"local", "running", -1, "", host_name(), static_cast<long long>(getpid())});
-  EXPECT_EQ(d.state(), "running");
-  write_task_record(d.run.dir, {"local", "running", -1, "", host_name(), dead_pid()});
-  EXPECT_EQ(d.state(), "interrupted");
-  write_task_record(d.run.dir, {"slurm", "running", -1, "7_0", "elsewhere", dead_pid()});
-  EXPECT_EQ(d.state(), "running")
+                    {Executor::Local, TaskState::Running, -1, "", host_name(), dead_pid()});
+  EXPECT_EQ(d.state(), RunState::Interrupted);
+  write_task_record(d.run.dir,
+                    {Executor::Slurm, TaskState::Running, -1, "7_0", "elsewhere", dead_pid()});
+  EXPECT_EQ(d.state(), RunState::Running)
       << "the scheduler, not a pid, says whether a Slurm task still runs";
 }
 
 TEST(RunState, AProbeIsCompletedByItsProbeJson) {
   RunDir d;
-  d.plan.mode = "probe";
-  EXPECT_EQ(d.state(), "new");
+  d.plan.mode = SweepMode::Probe;
+  EXPECT_EQ(d.state(), RunState::New);
   d.put("probe.json", "{}");
-  EXPECT_EQ(d.state(), "completed");
+  EXPECT_EQ(d.state(), RunState::Completed);
 }
 
 TEST(RunState, ATornTaskRecordIsIgnored) {
   RunDir d;
   d.put("task.json", R"({"executor": "slurm", "state": "exi)");
-  EXPECT_EQ(d.state(), "new");
+  EXPECT_EQ(d.state(), RunState::New);
   EXPECT_FALSE(read_task_record(d.run.dir).has_value());
 }
 
 TEST(TaskRecord, RoundTripsThroughTheRunDirectory) {
   RunDir d;
-  write_task_record(d.run.dir, {"slurm", "exited", 143, "12_3", "node7", 4242});
+  write_task_record(d.run.dir, {Executor::Slurm, TaskState::Exited, 143, "12_3", "node7", 4242});
   const auto t = read_task_record(d.run.dir);
   ASSERT_TRUE(t.has_value());
-  EXPECT_EQ(t->executor, "slurm");
-  EXPECT_EQ(t->state, "exited");
+  EXPECT_EQ(t->executor, Executor::Slurm);
+  EXPECT_EQ(t->state, TaskState::Exited);
   EXPECT_EQ(t->exit_code, 143);
   EXPECT_EQ(t->job, "12_3");
   EXPECT_EQ(t->host, "node7");
@@ -120,19 +123,20 @@ TEST(TaskRecord, RoundTripsThroughTheRunDirectory) {
 }
 
 TEST(RunPending, OnlyRunsWithAResultAreSkipped) {
-  EXPECT_FALSE(run_pending("completed"));
-  EXPECT_FALSE(run_pending("diverged"));
-  for (const char* s : {"new", "queued", "running", "failed", "interrupted"})
+  EXPECT_FALSE(run_pending(RunState::Completed));
+  EXPECT_FALSE(run_pending(RunState::Diverged));
+  for (const RunState s : {RunState::New, RunState::Queued, RunState::Running, RunState::Failed,
+                           RunState::Interrupted})
     EXPECT_TRUE(run_pending(s)) << s;
 }
 
 TEST(StateOfExit, MapsTheExitCodesOfStacklab) {
-  EXPECT_EQ(state_of_exit(0), "completed");
-  EXPECT_EQ(state_of_exit(3), "diverged");
-  EXPECT_EQ(state_of_exit(130), "interrupted");
-  EXPECT_EQ(state_of_exit(143), "interrupted");
-  EXPECT_EQ(state_of_exit(1), "failed");
-  EXPECT_EQ(state_of_exit(137), "failed");
+  EXPECT_EQ(state_of_exit(0), RunState::Completed);
+  EXPECT_EQ(state_of_exit(3), RunState::Diverged);
+  EXPECT_EQ(state_of_exit(130), RunState::Interrupted);
+  EXPECT_EQ(state_of_exit(143), RunState::Interrupted);
+  EXPECT_EQ(state_of_exit(1), RunState::Failed);
+  EXPECT_EQ(state_of_exit(137), RunState::Failed);
 }
 
 auto never_asked = [](const std::string&) -> std::optional<bool> {
@@ -142,9 +146,9 @@ auto never_asked = [](const std::string&) -> std::optional<bool> {
 
 TEST(SweepLock, ASecondHolderIsRefusedNamingTheOutDirAndTheHolder) {
   RunDir d;
-  SweepLock first = SweepLock::acquire(d.out, "local", never_asked);
+  SweepLock first = SweepLock::acquire(d.out, Executor::Local, never_asked);
   try {
-    SweepLock::acquire(d.out, "local", never_asked);
+    SweepLock::acquire(d.out, Executor::Local, never_asked);
     FAIL() << "a second lock was granted";
   } catch (const Error& e) {
     const std::string m = e.what();
@@ -156,20 +160,20 @@ TEST(SweepLock, ASecondHolderIsRefusedNamingTheOutDirAndTheHolder) {
 
 TEST(SweepLock, IsFreeAgainOnceItsHolderLetGo) {
   RunDir d;
-  { SweepLock first = SweepLock::acquire(d.out, "local", never_asked); }
-  EXPECT_NO_THROW(SweepLock::acquire(d.out, "local", never_asked));
+  { SweepLock first = SweepLock::acquire(d.out, Executor::Local, never_asked); }
+  EXPECT_NO_THROW(SweepLock::acquire(d.out, Executor::Local, never_asked));
 }
 
 TEST(SweepLock, ARecordedSlurmJobHoldsItUntilItLeavesTheQueue) {
   RunDir d;
-  { SweepLock::acquire(d.out, "slurm", never_asked).set_job("77"); }
+  { SweepLock::acquire(d.out, Executor::Slurm, never_asked).set_job("77"); }
   std::string asked;
   auto alive = [&](const std::string& job) -> std::optional<bool> {
     asked = job;
     return true;
   };
   try {
-    SweepLock::acquire(d.out, "local", alive);
+    SweepLock::acquire(d.out, Executor::Local, alive);
     FAIL() << "granted while job 77 is queued";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("Slurm job 77"), std::string::npos) << e.what();
@@ -177,10 +181,10 @@ TEST(SweepLock, ARecordedSlurmJobHoldsItUntilItLeavesTheQueue) {
   }
   EXPECT_EQ(asked, "77");
   auto unknown = [](const std::string&) -> std::optional<bool> { return std::nullopt; };
-  EXPECT_THROW(SweepLock::acquire(d.out, "slurm", unknown), Error);
+  EXPECT_THROW(SweepLock::acquire(d.out, Executor::Slurm, unknown), Error);
   auto gone = [](const std::string&) -> std::optional<bool> { return false; };
-  EXPECT_NO_THROW(SweepLock::acquire(d.out, "slurm", gone));
-  EXPECT_NO_THROW(SweepLock::acquire(d.out, "slurm", never_asked))
+  EXPECT_NO_THROW(SweepLock::acquire(d.out, Executor::Slurm, gone));
+  EXPECT_NO_THROW(SweepLock::acquire(d.out, Executor::Slurm, never_asked))
       << "the finished job's record was replaced";
 }
 

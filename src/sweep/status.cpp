@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <map>
 
-#include "cli/commands.h"
-#include "cli/sweep_exec.h"
 #include "config/loader.h"
 #include "core/error.h"
+#include "core/exit_codes.h"
+#include "sweep/exec.h"
 
 namespace sl {
 namespace {
@@ -88,7 +88,7 @@ StatusPlan status_plan(const std::string& path) {
   s.plan = SweepPlan{};
   try {
     s.plan.name = s.manifest.at("name").get<std::string>();
-    s.plan.mode = s.manifest.at("mode").get<std::string>();
+    s.plan.mode = parse_named<SweepMode>(s.manifest.at("mode").get<std::string>(), m + ": mode");
   } catch (const nlohmann::json::exception& e) {
     throw Error(m + ": not a stacklab sweep manifest: " + e.what());
   }
@@ -102,7 +102,7 @@ StatusPlan status_plan(const std::string& path) {
 std::string status_where(const std::string& dir, const nlohmann::json& manifest,
                          std::vector<SweepItem>& items) {
   std::map<std::string, std::string> jobs;  // run id -> "<job>_<task>" from the manifest
-  std::string job, executor = "local", error;
+  std::string job, executor = name_of(Executor::Local), error;
   try {  // a manifest edited by hand or by another version: a field of the wrong type names the
          // file
     if (manifest.contains("runs"))
@@ -113,7 +113,7 @@ std::string status_where(const std::string& dir, const nlohmann::json& manifest,
       job = manifest["slurm"].value("job", "");
       error = manifest["slurm"].value("error", "");
     }
-    if (manifest.is_object()) executor = manifest.value("executor", "local");
+    if (manifest.is_object()) executor = manifest.value("executor", executor);
   } catch (const nlohmann::json::exception& e) {
     throw Error(dir + "/manifest.json: not a stacklab sweep manifest: " + e.what());
   }
@@ -125,9 +125,10 @@ std::string status_where(const std::string& dir, const nlohmann::json& manifest,
   if (!job.empty())
     return refine_with_squeue(job, refs) ? "Slurm job " + job
                                          : "Slurm job " + job + ", squeue did not answer";
-  if (executor == "slurm")
-    return "slurm executor, not submitted" + (error.empty() ? "" : ": " + error);
-  return executor + " executor";
+  const Executor ex = parse_named<Executor>(executor, dir + "/manifest.json: executor");
+  if (ex == Executor::Slurm)
+    return name_of(ex) + " executor, not submitted" + (error.empty() ? "" : ": " + error);
+  return name_of(ex) + " executor";
 }
 
 }  // namespace
@@ -141,17 +142,18 @@ int sweep_status(const std::vector<std::string>& dirs) {
     std::vector<SweepPlan> plans = {std::move(s.plan)};
     std::vector<SweepItem> items = collect_items(plans, s.compare);
     const std::string where = status_where(dir, s.manifest, items);
-    std::map<std::string, int> count;
+    std::map<RunState, int> count;
     for (const auto& it : items) ++count[it.state];
     std::printf("sweep %s: %zu run%s in %s (%s):", plans[0].name.c_str(), items.size(),
                 items.size() == 1 ? "" : "s", plans[0].out_dir.c_str(), where.c_str());
-    const std::string last = std::end(kRunStates)[-1];
-    for (const char* st : kRunStates) std::printf(" %s %d%s", st, count[st], st == last ? "" : ",");
+    for (const RunState st : kSweepRunStates)
+      std::printf(" %s %d%s", spell(st).c_str(), count[st],
+                  st == std::end(kSweepRunStates)[-1] ? "" : ",");
     std::printf("\n");
     if (!s.note.empty()) std::printf("  note: %s\n", s.note.c_str());
     size_t changed = 0;
     for (const auto& it : items) {
-      if (it.state == "failed")
+      if (it.state == RunState::Failed)
         std::printf("  failed %s: %s (log: %s/log.txt)\n", it.label.c_str(),
                     last_line(it.run->dir + "/log.txt").c_str(), it.run->dir.c_str());
       if (it.changes.empty()) continue;  // also a failed one, or one squeue shows queued or running
@@ -169,7 +171,7 @@ int sweep_status(const std::vector<std::string>& dirs) {
           "runs %s again\n",
           changed, changed == 1 ? "" : "s", changed == 1 ? "s" : "", changed == 1 ? "it" : "them",
           changed == 1 ? "it" : "them");
-    any_bad = any_bad || count["failed"] > 0 || changed > 0 || s.refused;
+    any_bad = any_bad || count[RunState::Failed] > 0 || changed > 0 || s.refused;
   }
   return any_bad ? kExitError : kExitOk;
 }

@@ -2,7 +2,7 @@
 // named variants (override sets crossed with the grid), seeds, and whether each point trains
 // or probes. expand_sweep() turns it into runs with readable ids (L32-pre-layernorm-res-s0),
 // each validated as a full config before anything runs; sweep_run_state() says whether a run's
-// directory already holds that run's result. Running them is the CLI's job.
+// directory already holds that run's result. Running them: sweep/exec.h.
 // The file format (every key, what paths are relative to) is in the README, "Sweep files".
 #pragma once
 #include <string>
@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
+#include "sweep/choices.h"
 #include "train/provenance.h"
 
 namespace sl {
@@ -26,7 +27,9 @@ struct SweepRun {
 };
 
 struct SweepPlan {
-  std::string name, mode, base, out_dir, source;  // mode: "train" | "probe"; base: absolute path
+  std::string name;
+  SweepMode mode = SweepMode::Train;
+  std::string base, out_dir, source;  // base: absolute path
   std::vector<SweepRun> runs;
 };
 
@@ -39,9 +42,9 @@ SweepPlan expand_sweep(const std::string& path);
 // "--model.n_layer=32" from a key and a JSON value.
 std::string override_arg(const std::string& key, const nlohmann::json& value);
 
-// Where run `r` stands: new, resumable, completed, diverged, or changed (its directory holds a
+// Where run `r` stands: New, Resumable, Completed, Diverged, or Changed (its directory holds a
 // result of a different config or data: never counted as done). The one place a sweep decides
 // this, for every executor.
-RunState sweep_run_state(const SweepPlan& plan, const SweepRun& r);
+RunCheck sweep_run_state(const SweepPlan& plan, const SweepRun& r);
 
 }  // namespace sl

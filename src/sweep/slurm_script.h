@@ -2,7 +2,7 @@
 // sbatch and squeue print. One array task per pending run; each task runs one stacklab command
 // in its run directory (log appended to <run>/log.txt, <run>/task.json recorded at start and
 // exit), and on the time-limit warning (USR1) requeues itself: Slurm then sends SIGTERM, stacklab
-// checkpoints, and the requeued task resumes. Submitting and polling: cli/sweep_slurm.cpp.
+// checkpoints, and the requeued task resumes. Submitting and polling: sweep/slurm.cpp.
 #pragma once
 #include <map>
 #include <string>

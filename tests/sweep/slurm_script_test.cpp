@@ -1,5 +1,5 @@
 // The job-array script's text, its task body run by bash without Slurm, and sbatch/squeue parsing.
-#include "train/slurm_script.h"
+#include "sweep/slurm_script.h"
 
 #include <unistd.h>
 

@@ -3,29 +3,40 @@
 // "does this run still need running?", and the out_dir's lock file.
 //   <run>/task.json     {"executor", "state": "running"|"exited", "exit", "job", "host", "pid"}
 //   <out_dir>/sweep.lock  the invocation (or Slurm job) that holds the out_dir, as JSON
-// Running runs, talking to Slurm: the CLI (cli/cmd_sweep.cpp, cli/sweep_slurm.cpp).
+// Running runs, talking to Slurm: sweep/local.cpp, sweep/slurm.cpp.
 #pragma once
 #include <functional>
 #include <optional>
 #include <string>
 
 #include "core/fsutil.h"
-#include "train/sweep.h"
+#include "sweep/choices.h"
+#include "sweep/plan.h"
+#include "train/run_state.h"
 
 namespace sl {
 
-// The states a run can be in, as `--status` counts them ("queued" only comes from Slurm;
-// "changed", a directory holding another config's or data's result, from comparing it with the
-// sweep: cli/sweep_exec.h collect_items).
-inline constexpr const char* kRunStates[] = {"new",    "queued",   "running",     "completed",
-                                             "failed", "diverged", "interrupted", "changed"};
+// The states a sweep's run can be in, in the order `--status` counts them (train/run_state.h
+// spells them; Queued only comes from Slurm; Changed, a directory holding another config's or
+// data's result, from comparing it with the sweep: sweep/exec.h collect_items).
+inline constexpr RunState kSweepRunStates[] = {
+    RunState::New,    RunState::Queued,   RunState::Running,     RunState::Completed,
+    RunState::Failed, RunState::Diverged, RunState::Interrupted, RunState::Changed};
+
+// A task record's "state": the run's process has started, or has exited (with its exit code).
+enum class TaskState { Running, Exited };
+template <>
+struct ChoiceNames<TaskState> {
+  static constexpr std::pair<TaskState, std::string_view> table[] = {
+      {TaskState::Running, "running"}, {TaskState::Exited, "exited"}};
+};
 
 // What an executor records in <run>/task.json when it starts a run and when the run exits.
 struct TaskRecord {
-  std::string executor;  // "local" | "slurm"
-  std::string state;     // "running" | "exited"
-  int exit_code = -1;    // when exited: the process's exit code (128 + signal if killed)
-  std::string job;       // Slurm: "<array job>_<task>"; local: empty
+  std::optional<Executor> executor;  // none: a record naming no executor this version knows
+  TaskState state = TaskState::Running;
+  int exit_code = -1;  // when exited: the process's exit code (128 + signal if killed)
+  std::string job;     // Slurm: "<array job>_<task>"; local: empty
   std::string host;
   long long pid = 0;
 };
@@ -33,18 +44,18 @@ void write_task_record(const std::string& run_dir, const TaskRecord& t);
 std::optional<TaskRecord> read_task_record(
     const std::string& run_dir);  // none if absent or unreadable
 
-// "completed", "diverged", "interrupted" or "failed" for a `stacklab train`/`probe` exit code.
-std::string state_of_exit(int exit_code);
+// Completed, Diverged, Interrupted or Failed for a `stacklab train`/`probe` exit code.
+RunState state_of_exit(int exit_code);
 
-// The run's state from its directory: new, running, completed, failed, diverged or interrupted.
-// A local run recorded as running whose process is gone (same host) is interrupted; a Slurm one
-// stays "running" here and the caller asks the scheduler.
-std::string run_state(const SweepPlan& plan, const SweepRun& run);
+// The run's state from its directory: New, Running, Completed, Failed, Diverged or Interrupted.
+// A local run recorded as running whose process is gone (same host) is Interrupted; a Slurm one
+// stays Running here and the caller asks the scheduler.
+RunState run_state(const SweepPlan& plan, const SweepRun& run);
 
 // Whether a run in `state` is (re)started by the next `stacklab sweep`: everything that has no
 // result yet (new, failed, interrupted; queued or running only if its job is gone, which the
 // lock guarantees). The one place both executors decide which runs are pending.
-bool run_pending(const std::string& state);
+bool run_pending(RunState state);
 
 // The out_dir's lock: <out_dir>/sweep.lock, held with flock(2) (core/fsutil.h FileLock) by a
 // running invocation and the runs it forks (released by the kernel when they die, so a crash
@@ -55,7 +66,7 @@ class SweepLock {
   // Takes the lock for `executor` or throws sl::Error naming out_dir and the holder (pid, host,
   // executor, job). `job_alive(job)` says whether a recorded Slurm job is still queued or running;
   // it returns nullopt when the scheduler cannot be asked (then the lock is refused, with a hint).
-  static SweepLock acquire(const std::string& out_dir, const std::string& executor,
+  static SweepLock acquire(const std::string& out_dir, Executor executor,
                            const std::function<std::optional<bool>(const std::string&)>& job_alive);
   SweepLock(SweepLock&& other) noexcept;
   SweepLock& operator=(SweepLock&&) = delete;
@@ -66,10 +77,10 @@ class SweepLock {
   const std::string& path() const { return file_.path(); }
 
  private:
-  SweepLock(FileLock file, std::string executor);
+  SweepLock(FileLock file, Executor executor);
   void write_record(const std::string& job);
   FileLock file_;
-  std::string executor_;
+  Executor executor_;
 };
 
 }  // namespace sl

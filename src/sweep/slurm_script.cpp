@@ -1,5 +1,5 @@
 // The array script, written to be read: every #SBATCH line says why it is there.
-#include "train/slurm_script.h"
+#include "sweep/slurm_script.h"
 
 #include <cctype>
 #include <sstream>

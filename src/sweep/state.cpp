@@ -1,5 +1,5 @@
 // Run states from run directories, task records, the pending decision and the out_dir lock.
-#include "train/sweep_state.h"
+#include "sweep/state.h"
 
 #include <unistd.h>
 
@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/exit_codes.h"
 #include "core/fsutil.h"
 
 namespace sl {
@@ -59,12 +60,12 @@ std::optional<nlohmann::json> parse_json_or_none(const std::string& text) {
 }  // namespace
 
 void write_task_record(const std::string& run_dir, const TaskRecord& t) {
-  nlohmann::json j = {{"executor", t.executor},
-                      {"state", t.state},
+  nlohmann::json j = {{"executor", t.executor ? name_of(*t.executor) : ""},
+                      {"state", name_of(t.state)},
                       {"job", t.job},
                       {"host", t.host},
                       {"pid", t.pid}};
-  j["exit"] = t.state == "exited" ? nlohmann::json(t.exit_code) : nlohmann::json(nullptr);
+  j["exit"] = t.state == TaskState::Exited ? nlohmann::json(t.exit_code) : nlohmann::json(nullptr);
   write_file_atomic(run_dir + "/task.json", j.dump() + "\n");
 }
 
@@ -72,51 +73,61 @@ std::optional<TaskRecord> read_task_record(const std::string& run_dir) {
   auto j = read_json_or_none(run_dir + "/task.json");
   if (!j || !j->is_object()) return std::nullopt;
   TaskRecord t;
-  t.executor = string_or(*j, "executor", "");
-  t.state = string_or(*j, "state", "");
+  t.executor = parse_choice<Executor>(string_or(*j, "executor", ""));
+  const std::optional<TaskState> state = parse_choice<TaskState>(string_or(*j, "state", ""));
+  if (!state) return std::nullopt;
+  t.state = *state;
   t.job = string_or(*j, "job", "");
   t.host = string_or(*j, "host", "");
   if (j->contains("pid") && (*j)["pid"].is_number_integer()) t.pid = (*j)["pid"].get<long long>();
   if (j->contains("exit") && (*j)["exit"].is_number_integer())
     t.exit_code = (*j)["exit"].get<int>();
-  if (t.state != "running" && t.state != "exited") return std::nullopt;
   return t;
 }
 
-std::string state_of_exit(int exit_code) {
-  if (exit_code == 0) return "completed";
-  if (exit_code == 3) return "diverged";  // kExitDiverged (cli/commands.h)
-  if (exit_code == 130 || exit_code == 143) return "interrupted";
-  return "failed";
+RunState state_of_exit(int exit_code) {
+  if (exit_code == kExitOk) return RunState::Completed;
+  if (exit_code == kExitDiverged) return RunState::Diverged;
+  if (exit_code == 130 || exit_code == 143) return RunState::Interrupted;  // SIGINT, SIGTERM
+  return RunState::Failed;
 }
 
-std::string run_state(const SweepPlan& plan, const SweepRun& run) {
+RunState run_state(const SweepPlan& plan, const SweepRun& run) {
   std::error_code ec;
-  if (plan.mode == "probe" && fs::exists(run.dir + "/probe.json", ec)) return "completed";
+  if (plan.mode == SweepMode::Probe && fs::exists(run.dir + "/probe.json", ec))
+    return RunState::Completed;
   const auto summary = read_json_or_none(run.dir + "/summary.json");
-  const std::string summary_status =
-      summary && summary->is_object() ? string_or(*summary, "status", "") : "";
-  if (plan.mode == "train" && (summary_status == "completed" || summary_status == "diverged"))
+  // An unknown or absent status (a torn or foreign summary) counts as none: New, which a
+  // summary never says.
+  const RunState summary_status =
+      summary && summary->is_object()
+          ? parse_choice<RunState>(string_or(*summary, "status", "")).value_or(RunState::New)
+          : RunState::New;
+  if (plan.mode == SweepMode::Train &&
+      (summary_status == RunState::Completed || summary_status == RunState::Diverged))
     return summary_status;
   if (const auto task = read_task_record(run.dir)) {
-    if (task->state == "exited")
-      return state_of_exit(task->exit_code) == "completed" ? "failed"
-                                                           : state_of_exit(task->exit_code);
-    if (task->executor == "local" && task->host == host_name() && !process_alive(task->pid))
-      return "interrupted";
-    return "running";
+    if (task->state == TaskState::Exited) {
+      const RunState exited = state_of_exit(task->exit_code);
+      return exited == RunState::Completed ? RunState::Failed : exited;
+    }
+    if (task->executor == Executor::Local && task->host == host_name() && !process_alive(task->pid))
+      return RunState::Interrupted;
+    return RunState::Running;
   }
-  if (summary_status == "interrupted" || fs::exists(run.dir + "/metrics.jsonl", ec))
-    return "interrupted";
-  return "new";  // a config.json written at submission alone: nothing has run yet
+  if (summary_status == RunState::Interrupted || fs::exists(run.dir + "/metrics.jsonl", ec))
+    return RunState::Interrupted;
+  return RunState::New;  // a config.json written at submission alone: nothing has run yet
 }
 
-bool run_pending(const std::string& state) { return state != "completed" && state != "diverged"; }
+bool run_pending(RunState state) {
+  return state != RunState::Completed && state != RunState::Diverged;
+}
 
 // ---- the lock ---------------------------------------------------------------------------------
 
-SweepLock::SweepLock(FileLock file, std::string executor)
-    : file_(std::move(file)), executor_(std::move(executor)) {}
+SweepLock::SweepLock(FileLock file, Executor executor)
+    : file_(std::move(file)), executor_(executor) {}
 
 SweepLock::SweepLock(SweepLock&& other) noexcept = default;
 
@@ -124,7 +135,7 @@ SweepLock::~SweepLock() =
     default;  // releases the flock; a Slurm job recorded in the file keeps holding
 
 void SweepLock::write_record(const std::string& job) {
-  const nlohmann::json j = {{"executor", executor_},
+  const nlohmann::json j = {{"executor", name_of(executor_)},
                             {"pid", static_cast<long long>(getpid())},
                             {"host", host_name()},
                             {"since", utc_now()},
@@ -135,7 +146,7 @@ void SweepLock::write_record(const std::string& job) {
 void SweepLock::set_job(const std::string& job) { write_record(job); }
 
 SweepLock SweepLock::acquire(
-    const std::string& out_dir, const std::string& executor,
+    const std::string& out_dir, Executor executor,
     const std::function<std::optional<bool>(const std::string&)>& job_alive) {
   make_dirs(out_dir);
   const std::string path = out_dir + "/sweep.lock";
