@@ -5,6 +5,7 @@
 #
 #   scripts/setup.sh                         # from any directory
 #   STACKLAB_SKIP_INSTALL=1 scripts/setup.sh # build only, never touch apt
+#   STACKLAB_WERROR=1 scripts/setup.sh       # warnings are errors (scripts/test.sh sets it)
 #   scripts/setup.sh stacklab                # build only these targets (run.sh, reproduce.sh: the
 #                                            # binary, not the test executables), and install only
 #                                            # the packages to run it (not the test-only ones)
@@ -82,6 +83,9 @@ jobs="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)"
 # A full build (no targets: test.sh) also builds the kernel microbenchmarks (libbenchmark-dev is
 # one of TEST_PACKAGES), so tests/integration/check_microbench.sh never has to reconfigure build/.
 cmake_args=(-DCMAKE_BUILD_TYPE=Release)
+# Warnings fail the build only where STACKLAB_WERROR=1 asks (test.sh, CI): a user's newer compiler
+# may warn about code this one accepts, and that should not stop a user's build.
+if [[ "${STACKLAB_WERROR:-0}" == "1" ]]; then cmake_args+=(-DSTACKLAB_WERROR=ON); else cmake_args+=(-DSTACKLAB_WERROR=OFF); fi
 (($# == 0)) && cmake_args+=(-DSTACKLAB_BUILD_BENCH=ON)
 say "configuring Release build in $BUILD_DIR"
 cmake -S "$ROOT" -B "$BUILD_DIR" "${cmake_args[@]}" ||

@@ -27,6 +27,9 @@
 # runs STACKLAB_SKIP_SANITIZE=1, STACKLAB_SKIP_LIBXSMM=1 and STACKLAB_SKIP_FUZZ=1 skip (loudly)
 # the asan, xsmm and fuzz stages; CI sets none of them.
 set -euo pipefail
+# Every build this run makes (setup.sh's build/, build-asan, build-xsmm, build-fuzz) treats
+# compiler warnings as errors.
+export STACKLAB_WERROR=1
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -140,7 +143,7 @@ build_tree() {
   local label="$1" dir="$2"
   shift 2
   echo "==> $dir ($label)"
-  if cmake -S "$ROOT" -B "$dir" "$@" >/dev/null && cmake --build "$dir" -j"$(jobs_n)"; then
+  if cmake -S "$ROOT" -B "$dir" -DSTACKLAB_WERROR=ON "$@" >/dev/null && cmake --build "$dir" -j"$(jobs_n)"; then
     return 0
   fi
   failed=$((failed + 1))

@@ -33,7 +33,8 @@ say "seed $SEED (reproduce with STACKLAB_FUZZ_SEED=$SEED tests/fuzz/run.sh $SECO
 say "building ${TARGETS[*]} in $BUILD"
 mkdir -p "$BUILD"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DSTACKLAB_FUZZ=ON \
-  -DSTACKLAB_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$BUILD/configure.log" 2>&1 ||
+  -DSTACKLAB_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DSTACKLAB_WERROR="$([[ "${STACKLAB_WERROR:-0}" == "1" ]] && echo ON || echo OFF)" >"$BUILD/configure.log" 2>&1 ||
   { cat "$BUILD/configure.log"; say "cmake configure failed"; exit 1; }
 cmake --build "$BUILD" -j"$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)" --target "${TARGETS[@]}" ||
   { say "build failed"; exit 1; }
