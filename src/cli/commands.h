@@ -8,7 +8,7 @@
 
 namespace sl {
 
-// Exit codes, documented in the README.
+// Exit codes, documented in docs/usage.md.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;  // bad config, file, flag or data: the message says which
 inline constexpr int kExitDiverged =
