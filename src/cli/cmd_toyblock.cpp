@@ -1,4 +1,4 @@
-// `stacklab toyblock`: the toy block y = x + F(Norm(x)) of the source texts, printed as a table
+// `stacklab toyblock`: a worked 4-number example of y = x + F(Norm(x)), printed as a table
 // for pre-norm and post-norm, with the Jacobian d(output)/dx and its identity part.
 #include <cstdio>
 

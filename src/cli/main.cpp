@@ -121,8 +121,8 @@ const Command kCommands[] = {
      "off)\n"
      "  --section.key=value    config overrides (none)\n"},
     {"toyblock", sl::cmd_toyblock,
-     "toyblock [--x 1,-1,2,0] [--strength 0.8] [--norm pre|post|both] [--eps 1e-5]   the source "
-     "texts' toy block",
+     "toyblock [--x 1,-1,2,0] [--strength 0.8] [--norm pre|post|both] [--eps 1e-5]   a worked "
+     "4-number example of x + F(norm(x))",
      "  --x LIST               the input vector, at least 2 numbers (default: 1,-1,2,0)\n"
      "  --strength S           the branch's scale (default: 0.8)\n"
      "  --norm WHICH           pre, post or both (default: both)\n"

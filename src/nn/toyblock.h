@@ -1,4 +1,4 @@
-// The four-dimensional toy block of the project's source texts, y = x + F(Norm(x)) with
+// A worked 4-number example of one residual block, y = x + F(Norm(x)) with
 // F(v)_i = s * tanh(0.6 v_i + 0.3 v_((i+1) mod 4)), computed through the engine's own
 // LayerNorm and autograd, for pre-norm and post-norm wiring. Used by `stacklab toyblock`.
 #pragma once

@@ -1,4 +1,4 @@
-// `stacklab toyblock`: prints the seed numbers of the toy pre-norm block (README, "The seed facts")
+// `stacklab toyblock`: prints the worked 4-number example of x + F(norm(x)) (docs/study.md)
 // and the post-norm block, each checked against values worked out by hand.
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
-// What a user trusts (issue 15), end to end through the `stacklab` binary: a run directory holds
+// What a user trusts, end to end through the `stacklab` binary: a run directory holds
 // the numbers of its own config (fingerprints checked by sweeps and resume), a run's config.json
 // re-runs bit for bit, run names cannot escape, resume extends, best checkpoints and sampling,
-// gradient accumulation, and the messages of every case the issue lists.
+// gradient accumulation, and the message of each case a user can get wrong.
 #include <signal.h>
 
 #include <cmath>
@@ -484,7 +484,7 @@ TEST(Messages, TheDataReadmeCommandRuns) {
   EXPECT_EQ(r.exit_code, 0) << r;
 }
 
-// ---- the numeric path and the bench ceiling (issue 12) ------------------------------------
+// ---- the numeric path and the bench ceiling ----------------------------------------------
 
 TEST(NumericPath, TheStartRecordNamesTheMatrixPathTheOpenBlasKernelsTheVectorLoopsAndTheThreads) {
   const std::string dir = make_temp_dir("numeric");

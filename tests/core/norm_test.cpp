@@ -1,4 +1,4 @@
-// LayerNorm and RMSNorm: the source texts' reference values and gradient checks.
+// LayerNorm and RMSNorm: hand-checkable reference values and gradient checks.
 #include <gtest/gtest.h>
 
 #include <cmath>
