@@ -26,7 +26,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # scripts/stacklab/.. /..
 QUICK_DIR = os.path.join(ROOT, "configs", "experiments")
 FULL_DIR = os.path.join(QUICK_DIR, "full")
-# The full tier (issue 14): >= 5 training seeds, these rates at every wiring and depth, twice the
+# The full tier: >= 5 training seeds, these rates at every wiring and depth, twice the
 # quick tier's horizon. Sweeps of the quick tier that the full tier widens, and lr_grid, which the
 # full tier's train_grid contains (every depth at every rate).
 FULL_SEEDS = [0, 1, 2, 3, 4]

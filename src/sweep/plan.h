@@ -3,7 +3,7 @@
 // or probes. expand_sweep() turns it into runs with readable ids (L32-pre-layernorm-res-s0),
 // each validated as a full config before anything runs; sweep_run_state() says whether a run's
 // directory already holds that run's result. Running them: sweep/exec.h.
-// The file format (every key, what paths are relative to) is in the README, "Sweep files".
+// The file format (every key, what paths are relative to) is in docs/usage.md, "Sweep files".
 #pragma once
 #include <string>
 #include <vector>

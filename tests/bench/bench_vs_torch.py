@@ -26,7 +26,7 @@ import subprocess
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/bench/../..
-TARGETS = {"b1": 0.3, "b2": 0.3, "b3": 0.3, "b4": 0.7, "b5": 0.7}  # stacklab / torch-best, at most (issue 12)
+TARGETS = {"b1": 0.3, "b2": 0.3, "b3": 0.3, "b4": 0.7, "b5": 0.7}  # stacklab / torch-best, at most
 
 
 # ---- the torch side (runs in its own process) --------------------------------------------------
