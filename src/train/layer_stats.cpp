@@ -280,7 +280,7 @@ AttentionStats attention_stats(const Tensor& qkv, int64_t n_head) {
         const double* k = kt.data() + i * T;
         for (size_t j = 0; j < n; ++j) s[j] += qi * k[j];
       }
-      double m = -INFINITY;
+      double m = -std::numeric_limits<double>::infinity();
       for (size_t j = 0; j < n; ++j) {
         s[j] *= inv_sqrt_hs;
         finite = finite && std::isfinite(s[j]);
