@@ -9,6 +9,7 @@
 
 #include "core/autograd.h"
 #include "core/error.h"
+#include "core/markdown.h"
 #include "core/parallel.h"
 
 namespace sl {
@@ -198,6 +199,15 @@ nlohmann::json layer_metrics_json() {
                    {"description", m.description},
                    {"label", m.label}});
   return out;
+}
+
+std::string layer_metrics_markdown() {
+  std::string md = "| key | axis | length | what it measures |\n|---|---|---|---|\n";
+  for (const LayerMetric& m : layer_metrics())
+    md += std::string("| `") + m.name + "` | " + axis_name(m.axis) + " | " +
+          (m.axis == MetricAxis::kBlock ? "`n_layer`" : "`n_layer + 1`") + " | " +
+          markdown_cell(m.description) + " |\n";
+  return md;
 }
 
 const std::vector<double>& LayerStats::at(const std::string& name) const {

@@ -30,6 +30,7 @@
 #include "train/layer_stats.h"
 #include "train/optimizer.h"
 #include "train/provenance.h"
+#include "train/records.h"
 #include "train/schedule.h"
 #include "train/setup.h"
 
@@ -380,16 +381,16 @@ class Run {
                     ? "unknown"
                     : std::to_string(refs_json_["optimal"].get<double>()).c_str());
     std::fflush(stdout);
-    metrics_->write_line(nlohmann::json{{"step", start_step_},
-                                        {"kind", resumed_ ? "resume" : "start"},
-                                        {"n_layer", cfg_.model.n_layer},
-                                        {"n_params", model_->num_parameters()},
-                                        {"wiring", wiring_id(cfg_.model)},
-                                        {"formula", describe_wiring(cfg_.model)},
-                                        {"reference_losses", refs_json_},
-                                        {"tokens_per_step", B_ * T_ * accum_},
-                                        {"numeric_path", numeric_path_json()},
-                                        {"layer_metrics", layer_metrics_json()}}
+    metrics_->write_line(checked_record(nlohmann::json{{"step", start_step_},
+                                                       {"kind", resumed_ ? "resume" : "start"},
+                                                       {"n_layer", cfg_.model.n_layer},
+                                                       {"n_params", model_->num_parameters()},
+                                                       {"wiring", wiring_id(cfg_.model)},
+                                                       {"formula", describe_wiring(cfg_.model)},
+                                                       {"reference_losses", refs_json_},
+                                                       {"tokens_per_step", B_ * T_ * accum_},
+                                                       {"numeric_path", numeric_path_json()},
+                                                       {"layer_metrics", layer_metrics_json()}})
                              .dump());
     t_start_ = window_start_ = Clock::now();
   }
@@ -401,11 +402,12 @@ class Run {
     last_eval_step_ = step;
     last_val_ = eval_loss(*model_, val_batches_);
     last_train_eval_ = eval_loss(*model_, train_eval_batches_);
-    metrics_->write_line(nlohmann::json{{"step", step},
-                                        {"kind", "eval"},
-                                        {"val_loss", finite_or_null(last_val_)},
-                                        {"train_loss", finite_or_null(last_train_eval_)}}
-                             .dump());
+    metrics_->write_line(
+        checked_record(nlohmann::json{{"step", step},
+                                      {"kind", "eval"},
+                                      {"val_loss", finite_or_null(last_val_)},
+                                      {"train_loss", finite_or_null(last_train_eval_)}})
+            .dump());
     std::printf("%sstep %lld/%lld | eval: val loss %.4f, train loss %.4f\n", line_start(),
                 static_cast<long long>(step), static_cast<long long>(max_iters_), last_val_,
                 last_train_eval_);
@@ -462,7 +464,7 @@ class Run {
       rec["step"] = step;
       rec["kind"] = "layers";
       rec["loss"] = finite_or_null(last_train_loss_);
-      metrics_->write_line(rec.dump());
+      metrics_->write_line(checked_record(rec).dump());
       if (!why.empty())
         return diverge(step, why, non_finite_blocks(stats), "loss", last_train_loss_);
     }
@@ -495,7 +497,7 @@ class Run {
                    {"limit", limit_}};
     nlohmann::json rec = divergence_;
     rec["kind"] = "diverged";
-    metrics_->write_line(rec.dump());
+    metrics_->write_line(checked_record(rec).dump());
     const std::string where = blocks.empty() ? ""
                                              : ", " + std::to_string(blocks.size()) + " block" +
                                                    (blocks.size() == 1 ? "" : "s") +
@@ -513,15 +515,14 @@ class Run {
     if (step % cfg_.log.log_interval == 0 || step == max_iters_ - 1) {
       const double tok_s =
           static_cast<double>(window_steps_) * B_ * T_ * accum_ / seconds_since(window_start_);
-      metrics_->write_line(nlohmann::json{
-          {"step", step},
-          {"kind", "train"},
-          {"loss", last_train_loss_},
-          {"lr", lr},
-          {"grad_norm", gnorm},
-          {"tokens_per_sec", tok_s},
-          {"ms_per_step",
-           ms_avg_}}.dump());
+      metrics_->write_line(checked_record(nlohmann::json{{"step", step},
+                                                         {"kind", "train"},
+                                                         {"loss", last_train_loss_},
+                                                         {"lr", lr},
+                                                         {"grad_norm", gnorm},
+                                                         {"tokens_per_sec", tok_s},
+                                                         {"ms_per_step", ms_avg_}})
+                               .dump());
       std::printf(
           "%sstep %lld/%lld | loss %.4f | lr %.2e | grad norm %.3g | %.1f ms/step | %.0f tok/s | "
           "ETA %s\n",
@@ -575,7 +576,8 @@ class Run {
         {"n_layer", cfg_.model.n_layer},
         {"version", STACKLAB_VERSION},
         {"command", opt_.command_line}};
-    write_file_atomic(dir_ + "/summary.json", s.dump(2) + "\n");
+    write_file_atomic(dir_ + "/summary.json",
+                      checked_fields(s, summary_fields(), "summary.json").dump(2) + "\n");
   }
 
   // The summary, and one line that states the step of every number it prints.
