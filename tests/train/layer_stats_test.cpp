@@ -1,7 +1,8 @@
 // Tests for train/layer_stats: rank_ratio, rms, mean_cosine and the attention statistics on hand
 // cases, the grouping of per-block gradient norms by sub-layer, update ratios, the
 // residual-stream gradient norms that the hooks record (checked against dL/dx computed by hand at
-// both ends of the stack), and the registry: lengths of every key, the README table, the fixture.
+// both ends of the stack), and the registry: lengths of every key, the fixture (the README table
+// is checked against `stacklab registry --markdown` in tests/cli/docs_tables_test.cpp).
 #include "train/layer_stats.h"
 
 #include <algorithm>
@@ -407,18 +408,6 @@ std::string read_source_file(const std::string& rel) {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
-}
-
-TEST(LayerMetrics, ReadmeTableListsEveryRegisteredMetricWithItsAxisAndLength) {
-  const std::string readme = read_source_file("README.md");
-  ASSERT_FALSE(readme.empty()) << "cannot read README.md";
-  for (const LayerMetric& m : layer_metrics()) {
-    const std::string length = axis_length(m.axis, 1) == 1 ? "`n_layer`" : "`n_layer + 1`";
-    const std::string row =
-        std::string("| `") + m.name + "` | " + axis_name(m.axis) + " | " + length + " |";
-    EXPECT_NE(readme.find(row), std::string::npos)
-        << "README.md has no metrics-table row starting " << row;
-  }
 }
 
 TEST(LayerMetrics, ThePlotFixtureDescribesItsKeysAsTheRegistryDoes) {
