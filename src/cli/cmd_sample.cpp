@@ -18,6 +18,7 @@
 #include "nn/model.h"
 #include "nn/weights.h"
 #include "train/checkpoint.h"
+#include "train/resume.h"
 #include "train/setup.h"
 
 namespace sl {
