@@ -58,7 +58,7 @@ nlohmann::json run_probe(Config cfg, const std::vector<uint64_t>& seeds) {
     model.init_weights(seed);
     ForwardTrace trace;
     std::vector<double> stream_grads;
-    Tensor loss = Model::loss(model.forward(batch.x, B, T, &trace), batch.y);
+    Tensor loss = Model::loss(model.forward(batch.x, B, T, ForwardMode::eval(), &trace), batch.y);
     hook_stream_grads(trace, stream_grads);
     loss.backward();
     nlohmann::json rec =

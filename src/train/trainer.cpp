@@ -75,7 +75,8 @@ double eval_loss(const Model& model, const std::vector<Batch>& batches) {
   NoGradGuard no_grad;
   double total = 0.0;
   for (const Batch& b : batches)
-    total += static_cast<double>(Model::loss(model.forward(b.x, b.B, b.T), b.y).item());
+    total += static_cast<double>(
+        Model::loss(model.forward(b.x, b.B, b.T, ForwardMode::eval()), b.y).item());
   return batches.empty() ? 0.0 : total / static_cast<double>(batches.size());
 }
 
@@ -273,13 +274,13 @@ class Run {
   // On layer steps the first micro-batch is traced for the residual-stream measurements.
   double accumulate(bool layer_step, ForwardTrace& trace, std::vector<double>& stream_grads) {
     double loss_sum = 0.0;
-    const DropoutScope dropout_on(static_cast<float>(cfg_.model.dropout),
-                                  dropout_rng_);  // off in evals
+    const ForwardMode mode = ForwardMode::train(static_cast<float>(cfg_.model.dropout),
+                                                dropout_rng_);  // evals run ForwardMode::eval()
     for (int m = 0; m < accum_; ++m) {
       Batch batch = data_->train_batch(B_, T_, rng_);
       const bool traced = layer_step && m == 0;
       Tensor loss =
-          Model::loss(model_->forward(batch.x, B_, T_, traced ? &trace : nullptr), batch.y);
+          Model::loss(model_->forward(batch.x, B_, T_, mode, traced ? &trace : nullptr), batch.y);
       if (traced) hook_stream_grads(trace, stream_grads);
       loss_sum += static_cast<double>(loss.item());
       if (accum_ > 1)

@@ -102,8 +102,9 @@ Measured measure_once(const ModelConfig& c, const std::vector<double>& update_no
   const int B = 2, T = 4;
   ForwardTrace trace;
   std::vector<double> stream;
-  Tensor loss = Model::loss(m.forward(tokens(B * T, 1, c.vocab_size), B, T, &trace),
-                            tokens(B * T, 2, c.vocab_size));
+  Tensor loss =
+      Model::loss(m.forward(tokens(B * T, 1, c.vocab_size), B, T, ForwardMode::eval(), &trace),
+                  tokens(B * T, 2, c.vocab_size));
   hook_stream_grads(trace, stream);
   loss.backward();
   Measured out;
@@ -213,7 +214,7 @@ TEST(HookStreamGrads, LastBoundaryMatchesTheGradientThroughAnUntiedHeadWithoutFi
   const std::vector<int32_t> x = tokens(B * T, 3, V), y = tokens(B * T, 4, V);
   ForwardTrace trace;
   std::vector<double> stream;
-  Tensor logits = m.forward(x, B, T, &trace);
+  Tensor logits = m.forward(x, B, T, ForwardMode::eval(), &trace);
   Tensor loss = Model::loss(logits, y);
   hook_stream_grads(trace, stream);
   loss.backward();
@@ -245,7 +246,8 @@ TEST(HookStreamGrads, FirstBoundaryMatchesTheEmbeddingGradientWhenEveryTokenIsDi
   const std::vector<int32_t> x = {3, 0, 6, 1, 7, 2, 5, 4};
   ForwardTrace trace;
   std::vector<double> stream;
-  Tensor loss = Model::loss(m.forward(x, B, T, &trace), tokens(B * T, 4, c.vocab_size));
+  Tensor loss =
+      Model::loss(m.forward(x, B, T, ForwardMode::eval(), &trace), tokens(B * T, 4, c.vocab_size));
   hook_stream_grads(trace, stream);
   loss.backward();
   const double want = norm_of(m.tok_emb.weight.grad());
@@ -325,7 +327,7 @@ TEST(MeasureLayers, StreamCosIsOneForBlocksWhoseOutputEqualsTheirInput) {
   m.init_weights(5);
   const int B = 2, T = 4;
   ForwardTrace trace;
-  m.forward(tokens(B * T, 1, c.vocab_size), B, T, &trace);
+  m.forward(tokens(B * T, 1, c.vocab_size), B, T, ForwardMode::eval(), &trace);
   const LayerStats s = measure_layers(m, trace, {}, {});
   ASSERT_EQ(s.at("stream_cos").size(), 2u);
   for (double v : s.at("stream_cos")) EXPECT_NEAR(v, 1.0, 1e-12);
@@ -340,7 +342,7 @@ TEST(MeasureLayers, AttentionMetricsAreMeasuredOnTheQkvFedToAttention) {
   m.init_weights(5);
   const int B = 2, T = 4;
   ForwardTrace trace;
-  m.forward(tokens(B * T, 1, c.vocab_size), B, T, &trace);
+  m.forward(tokens(B * T, 1, c.vocab_size), B, T, ForwardMode::eval(), &trace);
   ASSERT_EQ(trace.attn_qkv.size(), 2u);
   const LayerStats s = measure_layers(m, trace, {}, {});
   for (size_t l = 0; l < 2; ++l) {
