@@ -53,14 +53,12 @@ TrainState train_state_from_json(const nlohmann::json& st, const std::string& fi
   TrainState s;
   s.step = json_int(st, file, "step", 0, max_iters, "train_state");
   s.rng = rng_from_json(json_field(st, file, "rng", "train_state"), file, "train_state.rng");
-  s.dropout_rng_saved = st.contains("dropout_rng");  // absent before model.dropout
-  if (s.dropout_rng_saved)
-    s.dropout_rng = rng_from_json(st.at("dropout_rng"), file, "train_state.dropout_rng");
+  s.dropout_rng = rng_from_json(json_field(st, file, "dropout_rng", "train_state"), file,
+                                "train_state.dropout_rng");
   const nlohmann::json& best = json_field(st, file, "best_val_loss", "train_state");
   s.best_val_loss = best.is_null() ? std::numeric_limits<double>::infinity()
                                    : json_number(st, file, "best_val_loss", "train_state");
-  s.wall_seconds =
-      st.contains("wall_seconds") ? json_number(st, file, "wall_seconds", "train_state") : 0.0;
+  s.wall_seconds = json_number(st, file, "wall_seconds", "train_state");
   for (const auto& v : json_array(st, file, "last_update_norms", "train_state")) {
     if (!v.is_number())
       throw Error(file + ": field 'train_state.last_update_norms' must hold numbers");

@@ -15,11 +15,10 @@
 namespace sl {
 
 struct TrainState {
-  int64_t step = 0;               // the step the run resumes at
-  int64_t optimizer_steps = 0;    // written for readers; the optimizer restores its own count
-  Rng::State rng{};               // training batches
-  Rng::State dropout_rng{};       // dropout masks (a stream of its own: dropout 0 draws nothing)
-  bool dropout_rng_saved = true;  // false: read from a checkpoint from before model.dropout
+  int64_t step = 0;             // the step the run resumes at
+  int64_t optimizer_steps = 0;  // written for readers; the optimizer restores its own count
+  Rng::State rng{};             // training batches
+  Rng::State dropout_rng{};     // dropout masks (a stream of its own: dropout 0 draws nothing)
   double best_val_loss = std::numeric_limits<double>::infinity();  // null on disk when infinite
   double wall_seconds = 0.0;                                       // summed over resumes
   std::vector<double> last_update_norms;  // per parameter (model order), empty before any update

@@ -243,7 +243,7 @@ class Run {
     const TrainState st = train_state_from_json(c.train_state, latest_, max_iters_, refs_.size());
     start_step_ = st.step;
     rng_.set_state(st.rng);
-    if (st.dropout_rng_saved) dropout_rng_.set_state(st.dropout_rng);
+    dropout_rng_.set_state(st.dropout_rng);
     outcome_.best_val = st.best_val_loss;
     wall_before_ = st.wall_seconds;
     update_norms_ = st.last_update_norms;
