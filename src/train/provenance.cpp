@@ -173,7 +173,11 @@ RunState run_state(const std::string& run_dir, const Config& expected, bool prob
       stored = {{"config", identity_config(config_from_json(c, run_dir + "/config.json"))},
                 {"data", nullptr},
                 {"run", run}};
-    } catch (const std::exception& e) {
+    } catch (const Error& e) {  // unreadable, or not a config
+      s.kind = RunState::kChanged;
+      s.changes = {std::string("config.json is unreadable: ") + e.what()};
+      return s;
+    } catch (const json::exception& e) {  // not JSON
       s.kind = RunState::kChanged;
       s.changes = {std::string("config.json is unreadable: ") + e.what()};
       return s;
@@ -194,13 +198,17 @@ RunState run_state(const std::string& run_dir, const Config& expected, bool prob
     return s;
   }
   s.kind = RunState::kResumable;
-  try {
-    const json summary = json::parse(read_file(run_dir + "/summary.json"));
-    const json st = summary.is_object() ? summary.value("status", json()) : json();
-    if (st == "completed") s.kind = RunState::kCompleted;
-    if (st == "diverged") s.kind = RunState::kDiverged;
-  } catch (const std::exception&) {
-    // no summary yet, or a torn one: the run is resumed, which rewrites it
+  const std::string summary_path = run_dir + "/summary.json";
+  std::error_code ec;
+  if (std::filesystem::exists(summary_path, ec)) {  // none yet: the run is resumed
+    try {
+      const json summary = json::parse(read_file(summary_path));  // unreadable: an error
+      const json st = summary.is_object() ? summary.value("status", json()) : json();
+      if (st == "completed") s.kind = RunState::kCompleted;
+      if (st == "diverged") s.kind = RunState::kDiverged;
+    } catch (const json::parse_error&) {
+      // a torn summary: the run is resumed, which rewrites it
+    }
   }
   return s;
 }
