@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -15,6 +14,7 @@
 #include "config/loader.h"
 #include "core/error.h"
 #include "core/fsutil.h"
+#include "core/signals.h"
 #include "train/provenance.h"
 #include "train/resume.h"
 #include "train/run_lock.h"
@@ -25,11 +25,6 @@ namespace sl {
 namespace {
 
 std::atomic<int> g_stop{0};
-
-extern "C" void on_stop_signal(int sig) {
-  g_stop.store(sig);
-  std::signal(sig, SIG_DFL);  // a second signal ends the process at once
-}
 
 std::string joined(const std::string& cmd, const ArgList& args) {
   std::string s = "stacklab " + cmd;
@@ -92,11 +87,12 @@ int cmd_train(const ArgList& argv) {
   }
   opt.stop = &g_stop;
   opt.progress_tty = isatty(STDOUT_FILENO) != 0;
-  std::signal(SIGINT, on_stop_signal);
-  std::signal(SIGTERM, on_stop_signal);
-  const RunStatus status = train(cfg, opt);
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  RunStatus status = RunStatus::kCompleted;
+  {
+    // A second signal ends the process at once.
+    const StopSignals stop_signals(g_stop, {.second_signal_ends = true});
+    status = train(cfg, opt);
+  }
   if (status == RunStatus::kDiverged) return kExitDiverged;
   if (status == RunStatus::kInterrupted) return 128 + g_stop.load();
   return kExitOk;
