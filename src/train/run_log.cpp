@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/blas.h"
+#include "core/duration.h"
 #include "core/fpmode.h"
 #include "nn/wiring.h"
 #include "train/layer_stats.h"
@@ -23,14 +24,6 @@ double seconds_since(Clock::time_point t0) {
 
 nlohmann::json finite_or_null(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
-
-std::string format_eta(double s) {
-  if (!std::isfinite(s) || s < 0) return "?";
-  char buf[32];
-  const long t = std::lround(s);
-  std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
-  return buf;
 }
 
 // What fixes this run's arithmetic besides its config: the matrix-product path of the build, the
@@ -156,7 +149,7 @@ void RunLog::train_step(int64_t step, double loss, double lr, double gnorm, doub
         "ETA %s\n",
         line_start(), static_cast<long long>(step), static_cast<long long>(max_iters), loss, lr,
         gnorm, ms_avg_, tok_s,
-        format_eta(static_cast<double>(max_iters - step - 1) * ms_avg_ / 1000.0).c_str());
+        format_duration(static_cast<double>(max_iters - step - 1) * ms_avg_ / 1000.0).c_str());
     std::fflush(stdout);
     window_start_ = Clock::now();
     window_steps_ = 0;
