@@ -29,7 +29,7 @@ int cmd_gradients(const ArgList& argv) {
   Rng rng(cfg.train.seed);
   const int B = cfg.train.batch_size, T = cfg.model.block_size;
   Batch batch = data->train_batch(B, T, rng);
-  Tensor logits = model.forward(batch.x, B, T);
+  Tensor logits = model.forward(batch.x, B, T, ForwardMode::eval());
   Tensor loss = Model::loss(logits, batch.y);
   loss.backward();
 

@@ -18,6 +18,7 @@
 #include "nn/model.h"
 #include "nn/weights.h"
 #include "train/checkpoint.h"
+#include "train/resume.h"
 #include "train/setup.h"
 
 namespace sl {
@@ -46,7 +47,7 @@ int32_t draw_next(const Model& model, const std::vector<int32_t>& ids, const Sam
   const ModelConfig& m = model.config();
   const size_t T = std::min(ids.size(), static_cast<size_t>(m.block_size));
   const std::vector<int32_t> ctx(ids.end() - static_cast<std::ptrdiff_t>(T), ids.end());
-  Tensor logits = model.forward(ctx, 1, static_cast<int64_t>(T));  // (1, T, V)
+  Tensor logits = model.forward(ctx, 1, static_cast<int64_t>(T), ForwardMode::eval());  // (1, T, V)
   const int V = m.vocab_size;
   const float* last = logits.data() + (T - 1) * static_cast<size_t>(V);
   double mx = -INFINITY;

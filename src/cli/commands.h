@@ -11,9 +11,6 @@ namespace sl {
 
 using ArgList = std::vector<std::string>;
 
-// The resolved config a run directory was started with (RUN/config.json).
-Config load_run_config(const std::string& run_dir);
-
 int cmd_toyblock(const ArgList& args);
 int cmd_gradients(const ArgList& args);
 int cmd_validate(const ArgList& args);

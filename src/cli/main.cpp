@@ -128,8 +128,18 @@ const Command kCommands[] = {
      "  --norm WHICH           pre, post or both (default: both)\n"
      "  --eps E                LayerNorm epsilon (default: 1e-5)\n"},
     {"registry", sl::cmd_registry,
-     "registry [--json]   every wiring choice: its formula and the parameters it adds",
-     "  --json                 the registries as JSON (default: off, a table)\n"},
+     "registry [--json] [--records] [--markdown]   every wiring choice: its formula and the "
+     "parameters it adds; the record schema; the documentation tables",
+     "  --json                 as JSON: the wiring registries keyed by model axis, or with "
+     "--records the\n"
+     "                         record schema (default: off, a listing)\n"
+     "  --records              the keys of every metrics.jsonl record kind, summary.json and probe "
+     "output,\n"
+     "                         each with its type and meaning (default: off)\n"
+     "  --markdown             the wirings, layer_metrics and records tables as Markdown, each "
+     "between\n"
+     "                         <!-- registry:NAME --> and <!-- /registry:NAME --> lines (default: "
+     "off)\n"},
     {"gradients", sl::cmd_gradients,
      "gradients CONFIG --out DIR [--section.key=value ...]   weights, one batch, logits, loss, all "
      "gradients",

@@ -49,7 +49,7 @@ std::vector<int32_t> DataSource::encode(const std::string& text) const {
     long v = -1;
     try {
       v = std::stol(word, &used);
-    } catch (const std::exception&) {
+    } catch (const std::logic_error&) {  // not a number, or out of range: named below
       used = 0;
     }
     if (used != word.size() || v < 0 || v >= vocab_size())

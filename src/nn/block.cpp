@@ -47,15 +47,15 @@ Tensor Block::make_gate(const ModelConfig& cfg, const std::string& sub) {
   return gate;
 }
 
-Tensor Block::forward(const Tensor& x, Tensor* attn_qkv) const {
+Tensor Block::forward(const Tensor& x, const ForwardMode& mode, Tensor* attn_qkv) const {
   const PlacementSpec& place = placement_spec(position_);
   Tensor y = x;
   if (attn) {
-    auto f = [this, attn_qkv](const Tensor& h) { return attn->forward(h, attn_qkv); };
+    auto f = [this, &mode, attn_qkv](const Tensor& h) { return attn->forward(h, mode, attn_qkv); };
     y = place.apply({f, norm1.get(), norm1_out.get(), residual_, skip_, attn_gate}, y);
   }
   if (mlp) {
-    auto f = [this](const Tensor& h) { return mlp->forward(h); };
+    auto f = [this, &mode](const Tensor& h) { return mlp->forward(h, mode); };
     y = place.apply({f, norm2.get(), norm2_out.get(), residual_, skip_, mlp_gate}, y);
   }
   return y;

@@ -26,7 +26,7 @@ class Block : public Module {
   // index: 0-based position in the stack (model.norm_scaling reads it).
   explicit Block(const ModelConfig& cfg, int index = 0);
   // (B, T, C) -> (B, T, C); attn_qkv, when given, receives attention's (B, T, 3C) input.
-  Tensor forward(const Tensor& x, Tensor* attn_qkv = nullptr) const;
+  Tensor forward(const Tensor& x, const ForwardMode& mode, Tensor* attn_qkv = nullptr) const;
 
   std::unique_ptr<CausalSelfAttention> attn;
   std::unique_ptr<Mlp> mlp;

@@ -65,7 +65,8 @@ CausalSelfAttention::CausalSelfAttention(const ModelConfig& m)
   }
 }
 
-Tensor CausalSelfAttention::forward(const Tensor& x, Tensor* qkv_out) const {
+Tensor CausalSelfAttention::forward(const Tensor& x, const ForwardMode& mode,
+                                    Tensor* qkv_out) const {
   // One fused op (core/ops/attention.h) in place of the composition
   //   q, k, v = split_heads(slice_last(qkv(x), 0 | C | 2C, C))      (B, NH, T, HS) each
   //   y = merge_heads(softmax(q k^T / sqrt(HS), causal) v)           (B, T, C)
@@ -83,8 +84,8 @@ Tensor CausalSelfAttention::forward(const Tensor& x, Tensor* qkv_out) const {
   if (qkv_out) *qkv_out = a;
   // model.dropout (nn/dropout.h): on the probabilities inside the op, and on the output.
   const Tensor drop =
-      dropout_mask(Shape{x.size(0), n_head, x.size(1), x.size(1)});  // (B, NH, T, T) or none
-  return dropout(
+      mode.dropout_mask(Shape{x.size(0), n_head, x.size(1), x.size(1)});  // (B, NH, T, T) or none
+  return mode.dropout(
       proj.forward(causal_attention(a, n_head, drop)));  // (B, T, 3C) -> (B, T, C) -> (B, T, C)
 }
 
@@ -96,8 +97,8 @@ Mlp::Mlp(const ModelConfig& m)
   add_child("proj", &proj);
 }
 
-Tensor Mlp::forward(const Tensor& x) const {
-  return dropout(proj.forward(activation_spec(activation).forward(fc.forward(x))));
+Tensor Mlp::forward(const Tensor& x, const ForwardMode& mode) const {
+  return mode.dropout(proj.forward(activation_spec(activation).forward(fc.forward(x))));
 }
 
 }  // namespace sl

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "config/config.h"
+#include "nn/dropout.h"
 #include "nn/module.h"
 
 namespace sl {
@@ -35,7 +36,7 @@ class CausalSelfAttention : public Module {
   explicit CausalSelfAttention(const ModelConfig& m);
   // (B, T, C) -> (B, T, C); qkv_out, when given, receives the (B, T, 3C) tensor fed to the
   // attention op (after QK-norm when on).
-  Tensor forward(const Tensor& x, Tensor* qkv_out = nullptr) const;
+  Tensor forward(const Tensor& x, const ForwardMode& mode, Tensor* qkv_out = nullptr) const;
   int64_t n_head;
   Linear qkv, proj;                      // qkv: (3C, C), rows q | k | v; proj: (C, C)
   std::unique_ptr<Norm> q_norm, k_norm;  // model.qk_norm: over the head size HS, shared by heads
@@ -44,7 +45,7 @@ class CausalSelfAttention : public Module {
 class Mlp : public Module {
  public:
   explicit Mlp(const ModelConfig& m);
-  Tensor forward(const Tensor& x) const;  // (B, T, C) -> (B, T, C)
+  Tensor forward(const Tensor& x, const ForwardMode& mode) const;  // (B, T, C) -> (B, T, C)
   Activation activation;
   Linear fc, proj;  // fc: (ratio*C, C); proj: (C, ratio*C)
 };

@@ -82,7 +82,7 @@ void Model::init_weights(uint64_t seed) {
 }
 
 Tensor Model::forward(const std::vector<int32_t>& ids, int64_t B, int64_t T,
-                      ForwardTrace* trace) const {
+                      const ForwardMode& mode, ForwardTrace* trace) const {
   if (T > cfg_.block_size)
     throw ShapeError("[model] sequence length " + std::to_string(T) + " exceeds model.block_size " +
                      std::to_string(cfg_.block_size));
@@ -97,14 +97,14 @@ Tensor Model::forward(const std::vector<int32_t>& ids, int64_t B, int64_t T,
                      std::vector<float>(sinusoid_.data(), sinusoid_.data() + T * cfg_.n_embd));
     x = add(x, table);
   }
-  x = dropout(x);  // model.dropout on the embedding sum, as nanoGPT; off outside a DropoutScope
+  x = mode.dropout(x);  // model.dropout on the embedding sum, as nanoGPT; off in eval mode
   if (trace) {
     trace->stream = {x};
     trace->attn_qkv.clear();
   }
   for (const auto& block : blocks) {
     Tensor qkv;
-    x = block->forward(x, trace ? &qkv : nullptr);
+    x = block->forward(x, mode, trace ? &qkv : nullptr);
     if (trace) {
       trace->stream.push_back(x);
       trace->attn_qkv.push_back(qkv);

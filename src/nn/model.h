@@ -26,7 +26,8 @@ class Model : public Module {
   // Draws every parameter from model.init with this seed (deterministic, registration order).
   void init_weights(uint64_t seed);
   // ids (B, T) row-major -> logits (B, T, V).
-  Tensor forward(const std::vector<int32_t>& ids, int64_t B, int64_t T,
+  // `mode`: ForwardMode::eval(), or ForwardMode::train(p, rng) with model.dropout's masks.
+  Tensor forward(const std::vector<int32_t>& ids, int64_t B, int64_t T, const ForwardMode& mode,
                  ForwardTrace* trace = nullptr) const;
   // Mean cross-entropy of logits (B, T, V) against targets (B, T).
   static Tensor loss(const Tensor& logits, const std::vector<int32_t>& targets);

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/markdown.h"
 #include "core/ops.h"
 #include "nn/layers.h"
 
@@ -401,6 +402,23 @@ nlohmann::json registry_json() {
     return nlohmann::json{{"formula", pos_emb_spec(p).formula}};
   });
   return j;
+}
+
+std::string registry_markdown() {
+  std::string md =
+      "| key | value | formula | parameters it adds (per norm / per sub-layer) |\n"
+      "|---|---|---|---|\n";
+  const nlohmann::json registry = registry_json();  // a local: items() of a temporary would dangle
+  for (const auto& [axis, entries] : registry.items())
+    for (const auto& e : entries) {
+      std::string params;
+      if (e.contains("params"))
+        for (const auto& p : e["params"])
+          params += (params.empty() ? "" : ", ") + p["name"].get<std::string>();
+      md += "| `model." + axis + "` | `\"" + e["name"].get<std::string>() + "\"` | `" +
+            markdown_cell(e["formula"].get<std::string>()) + "` | " + params + " |\n";
+    }
+  return md;
 }
 
 }  // namespace sl

@@ -133,5 +133,7 @@ std::string wiring_id(const ModelConfig& m);
 nlohmann::json derived_json(const Config& cfg);
 // Every registry as JSON: {"norm": [{"name", "formula", "params": [...]}, ...], ...}.
 nlohmann::json registry_json();
+// The same as a Markdown table: key, value, formula, the parameters it adds (one row per entry).
+std::string registry_markdown();
 
 }  // namespace sl

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/duration.h"
 #include "core/error.h"
 #include "core/fsutil.h"
 #include "sweep/exec.h"
@@ -17,13 +18,6 @@ namespace sl {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string fmt_time(double s) {
-  char buf[32];
-  const long t = static_cast<long>(s + 0.5);
-  std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
-  return buf;
-}
 
 std::string read_fd(int fd) {
   std::string s;
@@ -164,8 +158,8 @@ void SweepProgress::finished(const SweepItem& item, double seconds,
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   std::printf("[%zu/%zu] %-40s %-12s %6.1f s | elapsed %s | ETA %s\n", done_, todo_,
-              item.label.c_str(), spell(item.state).c_str(), seconds, fmt_time(elapsed).c_str(),
-              fmt_time(per_cost * left / slots_).c_str());
+              item.label.c_str(), spell(item.state).c_str(), seconds,
+              format_duration(elapsed).c_str(), format_duration(per_cost * left / slots_).c_str());
   if (item.state == RunState::Failed)
     std::printf("    %s: %s (log: %s/log.txt)\n", item.label.c_str(),
                 last_line(item.run->dir + "/log.txt").c_str(), item.run->dir.c_str());

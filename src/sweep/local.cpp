@@ -23,6 +23,7 @@
 #include "core/error.h"
 #include "core/exit_codes.h"
 #include "core/fsutil.h"
+#include "core/signals.h"
 #include "sweep/exec.h"
 #include "train/provenance.h"
 
@@ -33,18 +34,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 std::atomic<int> g_sweep_stop{0};
-extern "C" void on_sweep_signal(int sig) { g_sweep_stop.store(sig); }
-
-// sigaction without SA_RESTART: std::signal on glibc restarts the blocking waitpid() after the
-// handler, so the stop would reach the children only when one of them happened to finish.
-void set_stop_handler(void (*handler)(int)) {
-  struct sigaction sa {};
-  sa.sa_handler = handler;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
 
 // Forks `stacklab ARGS` with its output appended to RUN/log.txt; the child records itself in
 // RUN/task.json before the exec (the parent cannot: the trainer, starting, removes temp files).
@@ -87,7 +76,9 @@ class LocalPool {
       : items_(items), jobs_(jobs), progress_(todo, jobs) {}
 
   int run() {
-    set_stop_handler(on_sweep_signal);
+    // Without restarting system calls: a restarted blocking waitpid() would let the stop reach
+    // the children only when one of them happened to finish.
+    const StopSignals stop_signals(g_sweep_stop, {.restart_system_calls = false});
     bool forwarded = false;
     while (true) {
       while (!g_sweep_stop.load() && static_cast<int>(running_.size()) < jobs_ &&
@@ -109,7 +100,6 @@ class LocalPool {
       }
       reap(pid, WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus));
     }
-    set_stop_handler(SIG_DFL);
     return g_sweep_stop.load() ? 128 + g_sweep_stop.load() : failed_ ? kExitError : kExitOk;
   }
 

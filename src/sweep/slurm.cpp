@@ -12,11 +12,13 @@
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "config/loader.h"
 #include "core/error.h"
 #include "core/exit_codes.h"
 #include "core/fsutil.h"
+#include "core/signals.h"
 #include "sweep/exec.h"
 #include "train/provenance.h"
 #include "train/trainer.h"
@@ -28,7 +30,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 std::atomic<int> g_wait_stop{0};
-extern "C" void on_wait_signal(int sig) { g_wait_stop.store(sig); }
 
 // One submitted sweep: its plan, job id and the items of its tasks, by task index.
 struct Submitted {
@@ -126,9 +127,9 @@ int follow(std::vector<Submitted>& subs, std::vector<SweepItem>& items, size_t t
   std::map<const SweepItem*, Clock::time_point> started;
   for (auto& s : subs)
     for (SweepItem* it : s.tasks) started[it] = Clock::now();
-  std::signal(SIGINT, on_wait_signal);
-  std::signal(SIGTERM, on_wait_signal);
   bool busy = true, warned = false;
+  std::optional<StopSignals> stop_signals;
+  stop_signals.emplace(g_wait_stop, StopSignalOptions{});
   while (busy && !g_wait_stop.load()) {
     for (int i = 0; i < 20 && !g_wait_stop.load(); ++i)
       usleep(100 * 1000);  // 2 s, a signal ends it sooner
@@ -156,8 +157,7 @@ int follow(std::vector<Submitted>& subs, std::vector<SweepItem>& items, size_t t
       write_manifest(*s.plan, items, s.manifest);
     }
   }
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  stop_signals.reset();  // SIGINT and SIGTERM end the process again
   if (g_wait_stop.load()) {
     std::printf(
         "\nsweep: stopped following; the Slurm job(s) go on (stacklab sweep --status OUT_DIR)\n");

@@ -21,9 +21,10 @@ namespace fs = std::filesystem;
 std::optional<nlohmann::json> read_json_or_none(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return std::nullopt;
+  const std::string text = read_file(path);  // an unreadable file is an error naming it
   try {
-    return nlohmann::json::parse(read_file(path));
-  } catch (const std::exception&) {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error&) {
     return std::nullopt;  // torn or foreign: treated as absent
   }
 }
@@ -52,7 +53,7 @@ long long int_or(const nlohmann::json& j, const char* key, long long fallback) {
 std::optional<nlohmann::json> parse_json_or_none(const std::string& text) {
   try {
     return nlohmann::json::parse(text);
-  } catch (const std::exception&) {
+  } catch (const nlohmann::json::parse_error&) {
     return std::nullopt;  // empty, torn or foreign: treated as absent
   }
 }

@@ -9,18 +9,14 @@
 
 #include "core/autograd.h"
 #include "core/error.h"
+#include "core/markdown.h"
 #include "core/parallel.h"
+#include "core/sums.h"
 
 namespace sl {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-double sq_norm(const float* p, int64_t n) {
-  double s = 0.0;
-  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(p[i]) * static_cast<double>(p[i]);
-  return s;
-}
 
 // Non-finite values are kept: they are what a diverging run needs to show.
 nlohmann::json numbers(const std::vector<double>& v) {
@@ -52,7 +48,7 @@ MetricValues update_ratio(const MeasureInput& in) {
     if (b < 0) continue;
     const Tensor& t = in.params[i].tensor;
     du[static_cast<size_t>(b)] += in.update_norms[i] * in.update_norms[i];
-    pw[static_cast<size_t>(b)] += sq_norm(t.data(), t.numel());
+    pw[static_cast<size_t>(b)] += squared_norm(t.data(), t.numel());
   }
   for (size_t k = 0; k < du.size(); ++k) du[k] = pw[k] > 0 ? std::sqrt(du[k] / pw[k]) : 0.0;
   return du;
@@ -92,7 +88,7 @@ MeasureInput::MeasureInput(const Model& model_, const ForwardTrace& trace_,
       update_norms(update_norms_),
       params(model_.parameters()) {
   for (const auto& [name, t, info] : params)
-    grad_sq.push_back(t.has_grad() ? sq_norm(t.grad().data(), t.numel()) : 0.0);
+    grad_sq.push_back(t.has_grad() ? squared_norm(t.grad().data(), t.numel()) : 0.0);
 }
 
 const std::vector<AttentionStats>& MeasureInput::attention() const {
@@ -200,6 +196,15 @@ nlohmann::json layer_metrics_json() {
   return out;
 }
 
+std::string layer_metrics_markdown() {
+  std::string md = "| key | axis | length | what it measures |\n|---|---|---|---|\n";
+  for (const LayerMetric& m : layer_metrics())
+    md += std::string("| `") + m.name + "` | " + axis_name(m.axis) + " | " +
+          (m.axis == MetricAxis::kBlock ? "`n_layer`" : "`n_layer + 1`") + " | " +
+          markdown_cell(m.description) + " |\n";
+  return md;
+}
+
 const std::vector<double>& LayerStats::at(const std::string& name) const {
   static const std::vector<double> kNone;
   const auto& reg = layer_metrics();
@@ -209,7 +214,8 @@ const std::vector<double>& LayerStats::at(const std::string& name) const {
 }
 
 double rms(const Tensor& x) {
-  return x.numel() ? std::sqrt(sq_norm(x.data(), x.numel()) / static_cast<double>(x.numel())) : 0.0;
+  return x.numel() ? std::sqrt(squared_norm(x.data(), x.numel()) / static_cast<double>(x.numel()))
+                   : 0.0;
 }
 
 double rank_ratio(const Tensor& x) {
@@ -229,7 +235,7 @@ double rank_ratio(const Tensor& x) {
         const double d = static_cast<double>(X[t * C + c]) - mean[static_cast<size_t>(c)];
         resid += d * d;
       }
-    const double norm = sq_norm(X, T * C);
+    const double norm = squared_norm(X, T * C);
     total += norm > 0 ? std::sqrt(resid / norm) : 0.0;
   }
   return B ? total / static_cast<double>(B) : 0.0;
@@ -245,7 +251,7 @@ double mean_cosine(const Tensor& x, const Tensor& y) {
     const float* b = y.data() + n * C;
     double ab = 0.0;
     for (int64_t c = 0; c < C; ++c) ab += static_cast<double>(a[c]) * static_cast<double>(b[c]);
-    const double na = sq_norm(a, C), nb = sq_norm(b, C);
+    const double na = squared_norm(a, C), nb = squared_norm(b, C);
     if (na == 0.0 || nb == 0.0) continue;
     total += ab / std::sqrt(na * nb);
     ++counted;
@@ -314,7 +320,8 @@ void hook_stream_grads(ForwardTrace& trace, std::vector<double>& out) {
     Tensor& t = trace.stream[i];
     if (!t.requires_grad()) continue;
     double* slot = &out[i];
-    t.register_hook([slot](const Tensor& g) { *slot = std::sqrt(sq_norm(g.data(), g.numel())); });
+    t.register_hook(
+        [slot](const Tensor& g) { *slot = std::sqrt(squared_norm(g.data(), g.numel())); });
   }
 }
 

@@ -77,6 +77,8 @@ int64_t axis_length(MetricAxis axis, int64_t n_layer);     // n_layer | n_layer 
 // [{name, axis, length, probe, description, label}]: what plot scripts read from a run's start
 // record and from probe output (`length` as text: "n_layer" or "n_layer + 1").
 nlohmann::json layer_metrics_json();
+// The registry as a Markdown table: key, axis, length, what it measures.
+std::string layer_metrics_markdown();
 
 struct LayerStats {
   std::vector<MetricValues> values;                    // layer_metrics() order

@@ -33,7 +33,7 @@ std::optional<double> read_cgroup_number(const std::string& path) {
   if (!(in >> s) || s == "max") return std::nullopt;
   try {
     return std::stod(s);
-  } catch (const std::exception&) {
+  } catch (const std::logic_error&) {  // not a number, or out of range
     return std::nullopt;
   }
 }

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/fastmath.h"
 #include "core/parallel.h"
+#include "core/sums.h"
 
 namespace sl {
 
@@ -49,12 +50,6 @@ SL_SIMD_CLONES double adamw_span(float* __restrict w, float* __restrict m, float
     }
   }
   return dsq;
-}
-
-double squared_sum(const float* x, int64_t n) {
-  double s = 0.0;
-  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * static_cast<double>(x[i]);
-  return s;
 }
 
 void copy_into(Tensor& dst, const Tensor& src) {
@@ -294,7 +289,7 @@ std::vector<double> grad_norms(const std::vector<ParamRef>& params) {
   out.reserve(params.size());
   for (const ParamRef& p : params)
     out.push_back(p.tensor.has_grad()
-                      ? std::sqrt(squared_sum(p.tensor.grad().data(), p.tensor.numel()))
+                      ? std::sqrt(squared_norm(p.tensor.grad().data(), p.tensor.numel()))
                       : 0.0);
   return out;
 }
@@ -303,14 +298,14 @@ std::vector<double> param_norms(const std::vector<ParamRef>& params) {
   std::vector<double> out;
   out.reserve(params.size());
   for (const ParamRef& p : params)
-    out.push_back(std::sqrt(squared_sum(p.tensor.data(), p.tensor.numel())));
+    out.push_back(std::sqrt(squared_norm(p.tensor.data(), p.tensor.numel())));
   return out;
 }
 
 double global_grad_norm(const std::vector<ParamRef>& params) {
   double s = 0.0;
   for (const ParamRef& p : params)
-    if (p.tensor.has_grad()) s += squared_sum(p.tensor.grad().data(), p.tensor.numel());
+    if (p.tensor.has_grad()) s += squared_norm(p.tensor.grad().data(), p.tensor.numel());
   return std::sqrt(s);
 }
 

@@ -8,6 +8,7 @@
 #include "core/ops.h"
 #include "nn/model.h"
 #include "train/layer_stats.h"
+#include "train/records.h"
 #include "train/setup.h"
 
 namespace sl {
@@ -57,7 +58,7 @@ nlohmann::json run_probe(Config cfg, const std::vector<uint64_t>& seeds) {
     model.init_weights(seed);
     ForwardTrace trace;
     std::vector<double> stream_grads;
-    Tensor loss = Model::loss(model.forward(batch.x, B, T, &trace), batch.y);
+    Tensor loss = Model::loss(model.forward(batch.x, B, T, ForwardMode::eval(), &trace), batch.y);
     hook_stream_grads(trace, stream_grads);
     loss.backward();
     nlohmann::json rec =
@@ -88,7 +89,7 @@ nlohmann::json run_probe(Config cfg, const std::vector<uint64_t>& seeds) {
                   g.back().get<double>() > 0;
   result["ratio_first_last"] = ok ? nlohmann::json(g.front().get<double>() / g.back().get<double>())
                                   : nlohmann::json(nullptr);
-  return result;
+  return checked_fields(result, probe_fields(), "probe output");
 }
 
 }  // namespace sl

@@ -157,7 +157,11 @@ RunCheck check_run(const std::string& run_dir, const Config& expected, bool prob
       stored = {{"config", identity_config(config_from_json(c, run_dir + "/config.json"))},
                 {"data", nullptr},
                 {"run", run}};
-    } catch (const std::exception& e) {
+    } catch (const Error& e) {  // unreadable, or not a config
+      s.state = RunState::Changed;
+      s.changes = {std::string("config.json is unreadable: ") + e.what()};
+      return s;
+    } catch (const json::exception& e) {  // not JSON
       s.state = RunState::Changed;
       s.changes = {std::string("config.json is unreadable: ") + e.what()};
       return s;
@@ -178,14 +182,18 @@ RunCheck check_run(const std::string& run_dir, const Config& expected, bool prob
     return s;
   }
   s.state = RunState::Resumable;
-  try {
-    const json summary = json::parse(read_file(run_dir + "/summary.json"));
-    const json st = summary.is_object() ? summary.value("status", json()) : json();
-    const std::optional<RunState> status =
-        st.is_string() ? parse_choice<RunState>(st.get<std::string>()) : std::nullopt;
-    if (status == RunState::Completed || status == RunState::Diverged) s.state = *status;
-  } catch (const std::exception&) {
-    // no summary yet, or a torn one: the run is resumed, which rewrites it
+  const std::string summary_path = run_dir + "/summary.json";
+  std::error_code ec;
+  if (std::filesystem::exists(summary_path, ec)) {  // none yet: the run is resumed
+    try {
+      const json summary = json::parse(read_file(summary_path));  // unreadable: an error
+      const json st = summary.is_object() ? summary.value("status", json()) : json();
+      const std::optional<RunState> status =
+          st.is_string() ? parse_choice<RunState>(st.get<std::string>()) : std::nullopt;
+      if (status == RunState::Completed || status == RunState::Diverged) s.state = *status;
+    } catch (const json::parse_error&) {
+      // a torn summary: the run is resumed, which rewrites it
+    }
   }
   return s;
 }

@@ -6,7 +6,8 @@
 // last step) record a "layers" record; clip; update with the scheduled learning rate; log;
 // checkpoint every ckpt_interval steps. At the end a final eval, a checkpoint and summary.json.
 // One class, one method per phase: open the run directory, restore or initialise, announce,
-// then per step evaluate / accumulate / check / update / log / checkpoint, then finish.
+// then per step evaluate / accumulate / check / update / log / checkpoint, then finish. What it
+// saves is train/train_state.h; what it writes to the log and console is train/run_log.h.
 #include "train/trainer.h"
 
 #include <chrono>
@@ -21,7 +22,6 @@
 #include "core/error.h"
 #include "core/fpmode.h"
 #include "core/fsutil.h"
-#include "core/json_read.h"
 #include "core/ops.h"
 #include "data/text.h"
 #include "nn/dropout.h"
@@ -30,72 +30,27 @@
 #include "train/layer_stats.h"
 #include "train/optimizer.h"
 #include "train/provenance.h"
+#include "train/run_log.h"
 #include "train/schedule.h"
 #include "train/setup.h"
+#include "train/train_state.h"
 
 namespace sl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-// What fixes this run's arithmetic besides its config: the matrix-product path of the build, the
-// kernels OpenBLAS picked for this CPU, the clone of the vector loops, the thread count, and
-// whether subnormals are flushed to zero (read back from this thread's control register).
-nlohmann::json numeric_path_json() {
-  return {{"matmul", matmul_path()},
-          {"openblas_core", openblas_core()},
-          {"vector_loops", simd_clone()},
-          {"threads", num_threads()},
-          {"flush_subnormals", flush_subnormals_on()}};
 }
 
 nlohmann::json finite_or_null(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
 }
 
-std::string format_eta(double s) {
-  if (!std::isfinite(s) || s < 0) return "?";
-  char buf[32];
-  const long t = std::lround(s);
-  std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
-  return buf;
-}
-
 // optim.decay_exempt: only Linear weights decay (not biases, norm parameters, embeddings, gates).
 bool decays(const ParamInfo& info, const OptimConfig& o) {
   return !o.decay_exempt || info.decays();
-}
-
-nlohmann::json rng_to_json(const Rng::State& s) {
-  nlohmann::json a = nlohmann::json::array();
-  for (uint64_t w : s)
-    a.push_back(std::to_string(w));  // strings: JSON numbers lose 64-bit precision
-  return a;
-}
-
-Rng::State rng_from_json(const nlohmann::json& a, const std::string& file,
-                         const std::string& field = "train_state.rng") {
-  Rng::State s{};
-  if (!a.is_array() || a.size() != 4)
-    throw Error(file + ": field '" + field + "' must be 4 strings");
-  for (size_t i = 0; i < 4; ++i) {
-    const std::string w = a[i].is_string() ? a[i].get<std::string>() : "";
-    if (w.empty() || w.size() > 20 || w.find_first_not_of("0123456789") != std::string::npos)
-      throw Error(file + ": field '" + field + "[" + std::to_string(i) +
-                  "]' must be a decimal string, got " + a[i].dump());
-    try {
-      s[i] = std::stoull(w);
-    } catch (const std::logic_error&) {
-      throw Error(file + ": field '" + field + "[" + std::to_string(i) +
-                  "]' is out of range: " + w);
-    }
-  }
-  return s;
 }
 
 // The divergence rule, in one place: a loss (train or val) ends the run when it is non-finite or
@@ -120,76 +75,9 @@ double eval_loss(const Model& model, const std::vector<Batch>& batches) {
   NoGradGuard no_grad;
   double total = 0.0;
   for (const Batch& b : batches)
-    total += static_cast<double>(Model::loss(model.forward(b.x, b.B, b.T), b.y).item());
+    total += static_cast<double>(
+        Model::loss(model.forward(b.x, b.B, b.T, ForwardMode::eval()), b.y).item());
   return batches.empty() ? 0.0 : total / static_cast<double>(batches.size());
-}
-
-// "3-5, 9": 1-based line numbers as ranges.
-std::string line_ranges(const std::vector<size_t>& lines) {
-  std::string s;
-  for (size_t i = 0; i < lines.size();) {
-    size_t j = i;
-    while (j + 1 < lines.size() && lines[j + 1] == lines[j] + 1) ++j;
-    s += (s.empty() ? "" : ", ") + std::to_string(lines[i]) +
-         (j > i ? "-" + std::to_string(lines[j]) : "");
-    i = j + 1;
-  }
-  return s;
-}
-
-// Rewinds metrics.jsonl to a checkpoint at `step`: keeps the records of the steps before it and
-// the history of earlier resumes (their "resume" records, up to `step`); the records from `step`
-// on are cut (the resumed run writes them again), with a note naming their lines. A line that
-// is not a JSON record (damaged on disk, or torn by a crash mid-write) is never lost silently:
-// a warning names the file and line, and the line is appended to metrics.jsonl.damaged.
-void rewind_metrics(const std::string& path, int64_t step) {
-  const std::string text = read_file(path);
-  std::string kept, damaged;
-  std::vector<size_t> cut;
-  size_t line_no = 0;
-  for (size_t start = 0; start < text.size();) {
-    const size_t nl = text.find('\n', start);
-    const bool torn = nl == std::string::npos;
-    const std::string line = text.substr(start, torn ? std::string::npos : nl - start);
-    start = torn ? text.size() : nl + 1;
-    ++line_no;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception&) {
-      j = nullptr;
-    }
-    if (torn || !j.is_object() || !j.value("step", nlohmann::json(0)).is_number_integer()) {
-      std::fprintf(
-          stderr,
-          "warning: %s line %zu is %s; it is dropped from the log and kept in %s.damaged: %.80s\n",
-          path.c_str(), line_no,
-          torn ? "torn (no newline: the process stopped while writing it)"
-               : "not a JSON record with an integer step",
-          path.c_str(), line.c_str());
-      damaged += path + " line " + std::to_string(line_no) + ": " + line + "\n";
-      continue;
-    }
-    const int64_t s = j.value("step", int64_t{0});
-    if (j.value("kind", "") == "resume" ? s <= step : s < step)
-      kept += line + "\n";
-    else
-      cut.push_back(line_no);
-  }
-  if (!damaged.empty()) {
-    const std::string keep = path + ".damaged";
-    std::error_code ec;
-    write_file_atomic(
-        keep, (std::filesystem::exists(keep, ec) ? read_file(keep) : std::string()) + damaged);
-  }
-  if (!cut.empty())
-    std::printf(
-        "note: %s: line%s %s (%zu record%s of step %lld or later) cut: the run resumes at step "
-        "%lld and "
-        "writes them again\n",
-        path.c_str(), cut.size() == 1 ? "" : "s", line_ranges(cut).c_str(), cut.size(),
-        cut.size() == 1 ? "" : "s", static_cast<long long>(step), static_cast<long long>(step));
-  write_file_atomic(path, kept);
 }
 
 // A process killed inside write_file_atomic leaves its "<file>.tmp.<pid>" behind; the file
@@ -236,12 +124,14 @@ class Run {
         accum_(cfg_.train.grad_accum_steps),
         max_iters_(cfg_.train.max_iters),
         rng_(cfg_.train.seed),
-        dropout_rng_(cfg_.train.seed ^ 0xd409c0ffee5eedULL) {}
+        dropout_rng_(cfg_.train.seed ^ 0xd409c0ffee5eedULL),
+        log_(cfg_, dir_, opt.command_line, opt.progress_tty) {}
 
   RunState run() {
     open_run_dir();
     restore_or_init();
-    announce();
+    log_.start(start_step_, resumed_, model_->num_parameters(), refs_json_);
+    t_start_ = Clock::now();
     write_summary(RunState::Running, start_step_);
     try {
       return train_and_finish();
@@ -271,7 +161,8 @@ class Run {
       step = max_iters_;
       if (evaluate(max_iters_)) checkpoint(latest_, max_iters_);
     }
-    finish(step);
+    write_summary(status_, step);  // Completed, Diverged or Interrupted
+    log_.finish(status_, step, outcome_);
     return status_;
   }
 
@@ -279,7 +170,7 @@ class Run {
   // "failed" with the message, if it can still be written; the error then goes on to the CLI.
   void record_failure(const std::string& what) noexcept {
     try {
-      error_ = what;
+      outcome_.error = what;
       write_summary(RunState::Failed, step_);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "warning: %s/summary.json could not be marked failed: %s\n",
@@ -334,7 +225,7 @@ class Run {
     // is.
     write_file_atomic(dir_ + "/config.json", config_json_.dump(2) + "\n");
     write_provenance(dir_, cfg_);
-    metrics_ = std::make_unique<LineLog>(dir_ + "/metrics.jsonl");
+    log_.open_metrics();
     refs_json_ = to_json(data_->reference_losses(T_));
     val_batches_ = data_->eval_batches(cfg_.train.eval_iters, B_, T_, false);
     train_eval_batches_ = data_->eval_batches(cfg_.train.eval_iters, B_, T_, true);
@@ -346,78 +237,30 @@ class Run {
         opt_.decay_changed ? std::vector<std::string>{"optim.lr_decay_iters"}
                            : std::vector<std::string>{};
     Checkpoint c = load_checkpoint(latest_, *model_, *optimizer_, config_json_, may_differ);
-    const nlohmann::json& st = c.train_state;
-    const std::string file = latest_;
-    start_step_ = json_int(st, file, "step", 0, max_iters_, "train_state");
-    rng_.set_state(rng_from_json(json_field(st, file, "rng", "train_state"), file));
-    if (st.contains("dropout_rng"))  // absent in checkpoints from before model.dropout
-      dropout_rng_.set_state(rng_from_json(st.at("dropout_rng"), file, "train_state.dropout_rng"));
-    const nlohmann::json& best = json_field(st, file, "best_val_loss", "train_state");
-    best_val_ = best.is_null() ? kInf : json_number(st, file, "best_val_loss", "train_state");
-    wall_before_ =
-        st.contains("wall_seconds") ? json_number(st, file, "wall_seconds", "train_state") : 0.0;
-    update_norms_.clear();
-    for (const auto& v : json_array(st, file, "last_update_norms", "train_state")) {
-      if (!v.is_number())
-        throw Error(file + ": field 'train_state.last_update_norms' must hold numbers");
-      update_norms_.push_back(v.get<double>());
-    }
-    if (!update_norms_.empty() &&
-        update_norms_.size() != refs_.size())  // read per parameter by update_ratio
-      throw Error(file + ": field 'train_state.last_update_norms' has " +
-                  std::to_string(update_norms_.size()) + " entries, the model has " +
-                  std::to_string(refs_.size()) + " parameters");
+    const TrainState st = train_state_from_json(c.train_state, latest_, max_iters_, refs_.size());
+    start_step_ = st.step;
+    rng_.set_state(st.rng);
+    dropout_rng_.set_state(st.dropout_rng);
+    outcome_.best_val = st.best_val_loss;
+    wall_before_ = st.wall_seconds;
+    update_norms_ = st.last_update_norms;
     rewind_metrics(dir_ + "/metrics.jsonl", start_step_);
   }
 
-  void announce() {
-    std::printf("%s\n%s%s -> %s\n", describe_model(cfg_, model_->num_parameters()).c_str(),
-                resumed_ ? "resuming at step " : "training",
-                resumed_ ? std::to_string(start_step_).c_str() : "", dir_.c_str());
-    std::printf("reference losses: uniform %.4f, unigram %.4f, optimal %s\n",
-                refs_json_["uniform"].get<double>(), refs_json_["unigram"].get<double>(),
-                refs_json_["optimal"].is_null()
-                    ? "unknown"
-                    : std::to_string(refs_json_["optimal"].get<double>()).c_str());
-    std::fflush(stdout);
-    metrics_->write_line(nlohmann::json{{"step", start_step_},
-                                        {"kind", resumed_ ? "resume" : "start"},
-                                        {"n_layer", cfg_.model.n_layer},
-                                        {"n_params", model_->num_parameters()},
-                                        {"wiring", wiring_id(cfg_.model)},
-                                        {"formula", describe_wiring(cfg_.model)},
-                                        {"reference_losses", refs_json_},
-                                        {"tokens_per_step", B_ * T_ * accum_},
-                                        {"numeric_path", numeric_path_json()},
-                                        {"layer_metrics", layer_metrics_json()}}
-                             .dump());
-    t_start_ = window_start_ = Clock::now();
-  }
-
-  const char* line_start() const { return opt_.progress_tty ? "\r\033[K" : ""; }
-
   // False when a loss is out of range (the divergence rule): the run ends here as diverged.
   bool evaluate(int64_t step) {
-    last_eval_step_ = step;
-    last_val_ = eval_loss(*model_, val_batches_);
-    last_train_eval_ = eval_loss(*model_, train_eval_batches_);
-    metrics_->write_line(nlohmann::json{{"step", step},
-                                        {"kind", "eval"},
-                                        {"val_loss", finite_or_null(last_val_)},
-                                        {"train_loss", finite_or_null(last_train_eval_)}}
-                             .dump());
-    std::printf("%sstep %lld/%lld | eval: val loss %.4f, train loss %.4f\n", line_start(),
-                static_cast<long long>(step), static_cast<long long>(max_iters_), last_val_,
-                last_train_eval_);
-    std::fflush(stdout);
+    outcome_.last_eval_step = step;
+    outcome_.last_val = eval_loss(*model_, val_batches_);
+    outcome_.last_train_eval = eval_loss(*model_, train_eval_batches_);
+    log_.eval(step, outcome_.last_val, outcome_.last_train_eval);
     for (const auto& [key, which, loss] :
-         {std::tuple{"val_loss", "val loss", last_val_},
-          std::tuple{"train_loss", "eval train loss", last_train_eval_}}) {
+         {std::tuple{"val_loss", "val loss", outcome_.last_val},
+          std::tuple{"train_loss", "eval train loss", outcome_.last_train_eval}}) {
       const std::string why = loss_out_of_range(which, loss, limit_);
       if (!why.empty()) return diverge(step, why, nlohmann::json::array(), key, loss);
     }
-    if (last_val_ < best_val_) {
-      best_val_ = last_val_;
+    if (outcome_.last_val < outcome_.best_val) {
+      outcome_.best_val = outcome_.last_val;
       if (cfg_.train.save_best)
         checkpoint(best_path_, step);  // the state just evaluated, resumable like latest
     }
@@ -428,13 +271,13 @@ class Run {
   // On layer steps the first micro-batch is traced for the residual-stream measurements.
   double accumulate(bool layer_step, ForwardTrace& trace, std::vector<double>& stream_grads) {
     double loss_sum = 0.0;
-    const DropoutScope dropout_on(static_cast<float>(cfg_.model.dropout),
-                                  dropout_rng_);  // off in evals
+    const ForwardMode mode = ForwardMode::train(static_cast<float>(cfg_.model.dropout),
+                                                dropout_rng_);  // evals run ForwardMode::eval()
     for (int m = 0; m < accum_; ++m) {
       Batch batch = data_->train_batch(B_, T_, rng_);
       const bool traced = layer_step && m == 0;
       Tensor loss =
-          Model::loss(model_->forward(batch.x, B_, T_, traced ? &trace : nullptr), batch.y);
+          Model::loss(model_->forward(batch.x, B_, T_, mode, traced ? &trace : nullptr), batch.y);
       if (traced) hook_stream_grads(trace, stream_grads);
       loss_sum += static_cast<double>(loss.item());
       if (accum_ > 1)
@@ -451,27 +294,22 @@ class Run {
     const bool layer_step = step % cfg_.log.layer_interval == 0 || step == max_iters_ - 1;
     ForwardTrace trace;
     std::vector<double> stream_grads;
-    last_train_loss_ = accumulate(layer_step, trace, stream_grads);
+    const double loss = outcome_.last_train_loss = accumulate(layer_step, trace, stream_grads);
     const double gnorm = global_grad_norm(refs_);
-    std::string why = loss_out_of_range("train loss", last_train_loss_, limit_);
+    std::string why = loss_out_of_range("train loss", loss, limit_);
     if (why.empty() && !std::isfinite(gnorm)) why = "non-finite gradient norm";
     if (layer_step || !why.empty()) {
       if (!layer_step) trace = ForwardTrace{};  // re-measure what we can for the divergence report
       const LayerStats stats = measure_layers(*model_, trace, stream_grads, update_norms_);
-      nlohmann::json rec = to_json(stats, cfg_.log.params);
-      rec["step"] = step;
-      rec["kind"] = "layers";
-      rec["loss"] = finite_or_null(last_train_loss_);
-      metrics_->write_line(rec.dump());
-      if (!why.empty())
-        return diverge(step, why, non_finite_blocks(stats), "loss", last_train_loss_);
+      log_.layers(step, to_json(stats, cfg_.log.params), loss);
+      if (!why.empty()) return diverge(step, why, non_finite_blocks(stats), "loss", loss);
     }
     if (cfg_.optim.grad_clip > 0) clip_grad_norm(refs_, cfg_.optim.grad_clip);
     const double lr = learning_rate_at(cfg_.optim, step, max_iters_);
     optimizer_->step(static_cast<float>(lr));
     update_norms_ = optimizer_->last_update_norms();
     optimizer_->zero_grad();
-    log_step(step, lr, gnorm, 1000.0 * seconds_since(t0));
+    log_.train_step(step, loss, lr, gnorm, 1000.0 * seconds_since(t0));
     return true;
   }
 
@@ -487,125 +325,33 @@ class Run {
   // value.
   bool diverge(int64_t step, const std::string& reason, const nlohmann::json& blocks,
                const char* loss_key, double loss) {
-    divergence_ = {{"step", step},
-                   {"reason", reason},
-                   {"blocks", blocks},
-                   {"loss", loss_key},
-                   {"value", finite_or_null(loss)},
-                   {"limit", limit_}};
-    nlohmann::json rec = divergence_;
-    rec["kind"] = "diverged";
-    metrics_->write_line(rec.dump());
-    const std::string where = blocks.empty() ? ""
-                                             : ", " + std::to_string(blocks.size()) + " block" +
-                                                   (blocks.size() == 1 ? "" : "s") +
-                                                   " with a non-finite gradient";
-    std::printf("%sstep %lld: diverged (%s%s); the run stops here without applying this step\n",
-                line_start(), static_cast<long long>(step), reason.c_str(), where.c_str());
+    outcome_.divergence = {{"step", step},
+                           {"reason", reason},
+                           {"blocks", blocks},
+                           {"loss", loss_key},
+                           {"value", finite_or_null(loss)},
+                           {"limit", limit_}};
+    log_.diverged(outcome_.divergence);
     status_ = RunState::Diverged;
     return false;
   }
 
-  void log_step(int64_t step, double lr, double gnorm, double ms) {
-    ms_avg_ =
-        window_steps_ == 0 ? ms : ms_avg_ + (ms - ms_avg_) / static_cast<double>(window_steps_ + 1);
-    ++window_steps_;
-    if (step % cfg_.log.log_interval == 0 || step == max_iters_ - 1) {
-      const double tok_s =
-          static_cast<double>(window_steps_) * B_ * T_ * accum_ / seconds_since(window_start_);
-      metrics_->write_line(nlohmann::json{
-          {"step", step},
-          {"kind", "train"},
-          {"loss", last_train_loss_},
-          {"lr", lr},
-          {"grad_norm", gnorm},
-          {"tokens_per_sec", tok_s},
-          {"ms_per_step",
-           ms_avg_}}.dump());
-      std::printf(
-          "%sstep %lld/%lld | loss %.4f | lr %.2e | grad norm %.3g | %.1f ms/step | %.0f tok/s | "
-          "ETA %s\n",
-          line_start(), static_cast<long long>(step), static_cast<long long>(max_iters_),
-          last_train_loss_, lr, gnorm, ms_avg_, tok_s,
-          format_eta(static_cast<double>(max_iters_ - step - 1) * ms_avg_ / 1000.0).c_str());
-      std::fflush(stdout);
-      window_start_ = Clock::now();
-      window_steps_ = 0;
-    } else if (opt_.progress_tty) {
-      std::printf("\r\033[Kstep %lld/%lld | loss %.4f | %.1f ms/step", static_cast<long long>(step),
-                  static_cast<long long>(max_iters_), last_train_loss_, ms_avg_);
-      std::fflush(stdout);
-    }
-  }
-
   // `next_step` is the step the state resumes at.
   void checkpoint(const std::string& path, int64_t next_step) {
-    nlohmann::json st = {{"step", next_step},
-                         {"optimizer_steps", optimizer_->steps()},
-                         {"rng", rng_to_json(rng_.state())},
-                         {"dropout_rng", rng_to_json(dropout_rng_.state())},
-                         {"best_val_loss", finite_or_null(best_val_)},
-                         {"wall_seconds", wall_before_ + seconds_since(t_start_)},
-                         {"last_update_norms", update_norms_}};
-    save_checkpoint(path, *model_, *optimizer_, config_json_, st);
+    TrainState st;
+    st.step = next_step;
+    st.optimizer_steps = optimizer_->steps();
+    st.rng = rng_.state();
+    st.dropout_rng = dropout_rng_.state();
+    st.best_val_loss = outcome_.best_val;
+    st.wall_seconds = wall_before_ + seconds_since(t_start_);
+    st.last_update_norms = update_norms_;
+    save_checkpoint(path, *model_, *optimizer_, config_json_, to_json(st));
   }
 
   void write_summary(RunState state, int64_t steps_done) {
-    const double wall = wall_before_ + seconds_since(t_start_);
-    const double run_secs = seconds_since(t_start_);
-    nlohmann::json s = {
-        {"status", spell(state)},
-        {"final_train_loss", finite_or_null(last_train_eval_)},
-        {"final_val_loss", finite_or_null(last_val_)},
-        {"final_eval_step",
-         last_eval_step_ < 0 ? nlohmann::json(nullptr) : nlohmann::json(last_eval_step_)},
-        {"best_val_loss", finite_or_null(best_val_)},
-        {"last_batch_loss", finite_or_null(last_train_loss_)},
-        {"reference_losses", refs_json_},
-        {"steps", steps_done},
-        {"max_iters", max_iters_},
-        {"wall_seconds", wall},
-        {"tokens_per_sec",
-         run_secs > 0 ? static_cast<double>(steps_done - start_step_) * B_ * T_ * accum_ / run_secs
-                      : 0.0},
-        {"diverged", !divergence_.is_null()},
-        {"divergence", divergence_},
-        {"error", error_.empty() ? nlohmann::json(nullptr) : nlohmann::json(error_)},
-        {"wiring", wiring_id(cfg_.model)},
-        {"n_layer", cfg_.model.n_layer},
-        {"version", STACKLAB_VERSION},
-        {"command", opt_.command_line}};
-    write_file_atomic(dir_ + "/summary.json", s.dump(2) + "\n");
-  }
-
-  // The summary, and one line that states the step of every number it prints.
-  void finish(int64_t steps) {
-    const bool done = status_ == RunState::Completed, diverged = status_ == RunState::Diverged;
-    write_summary(status_, steps);  // Completed, Diverged or Interrupted
-    std::string eval = last_eval_step_ < 0 ? std::string("no eval yet")
-                                           : "val loss " + fixed4(last_val_) + " at step " +
-                                                 std::to_string(last_eval_step_) + " (best " +
-                                                 fixed4(best_val_) + ")";
-    if (done) {
-      std::printf("done: completed after %lld step%s; %s; %s/summary.json\n",
-                  static_cast<long long>(steps), steps == 1 ? "" : "s", eval.c_str(), dir_.c_str());
-    } else if (diverged) {
-      std::printf("stopped: diverged at step %lld; last %s; %s/summary.json\n",
-                  static_cast<long long>(steps), eval.c_str(), dir_.c_str());
-    } else {
-      std::printf(
-          "\nstopped by signal after %lld step%s (last batch loss %.4f); checkpoint written; last "
-          "%s.\n"
-          "Continue with: stacklab train --resume %s\n",
-          static_cast<long long>(steps), steps == 1 ? "" : "s", last_train_loss_, eval.c_str(),
-          dir_.c_str());
-    }
-  }
-
-  static std::string fixed4(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.4f", v);
-    return buf;
+    log_.summary(state, steps_done, start_step_, wall_before_ + seconds_since(t_start_),
+                 seconds_since(t_start_), outcome_);
   }
 
   Config cfg_;
@@ -617,20 +363,17 @@ class Run {
   std::unique_ptr<Model> model_;
   std::vector<ParamRef> refs_;
   std::unique_ptr<Optimizer> optimizer_;
-  std::unique_ptr<LineLog> metrics_;
-  nlohmann::json config_json_, refs_json_,
-      divergence_ = nullptr;  // divergence: {step, reason, blocks}
+  nlohmann::json config_json_, refs_json_;
   std::vector<Batch> val_batches_, train_eval_batches_;
   Rng rng_, dropout_rng_;  // batches; dropout masks (a stream of its own: dropout 0 draws nothing)
+  RunLog log_;             // reads cfg_: declared after it
+  RunOutcome outcome_;     // losses, divergence and error, for the summary
   bool resumed_ = false;
-  int64_t start_step_ = 0, step_ = 0, last_eval_step_ = -1,
-          window_steps_ = 0;  // step_: the step being trained
-  std::string error_;         // why the run failed (summary.json "error")
-  double best_val_ = kInf, wall_before_ = 0.0, last_train_loss_ = NAN, last_val_ = NAN,
-         last_train_eval_ = NAN;
-  double ms_avg_ = 0.0, limit_ = kInf;  // limit_: the divergence rule's bound on a loss
+  int64_t start_step_ = 0, step_ = 0;  // step_: the step being trained
+  double wall_before_ = 0.0;           // wall seconds of the run before this process
+  double limit_ = std::numeric_limits<double>::infinity();  // the divergence rule's bound
   std::vector<double> update_norms_;
-  Clock::time_point t_start_ = Clock::now(), window_start_ = Clock::now();
+  Clock::time_point t_start_ = Clock::now();
   RunState status_ = RunState::Completed;
 };
 

@@ -1,6 +1,7 @@
 // Trainer: runs one training job from a resolved Config into a run directory:
 //   config.json     the resolved config (all defaults) plus derived values (wiring, final_norm)
-//   metrics.jsonl   one JSON record per line: start, train, eval, layers, diverged (README)
+//   metrics.jsonl   one JSON record per line: start, train, eval, layers, diverged (the keys:
+//                   train/records.h; written by train/run_log.h)
 //   summary.json    status (completed | diverged | interrupted | failed | running), losses,
 //   references checkpoints/latest.safetensors   weights + optimizer state + train state, atomic
 // Divergence ends the run cleanly as a result: a train or val loss that is non-finite or above

@@ -1,13 +1,15 @@
-// `stacklab train` end to end on tiny models: the files of a run directory and the documented
-// keys of every metrics.jsonl record; divergence (exit 3); refusing to overwrite a run; text data
-// (vocab.json, vocab_size from the corpus, and the errors for an empty or non-UTF-8 file).
-// Stopping and resuming are in train_resume_test.cpp.
+// `stacklab train` end to end on tiny models: the files of a run directory; every metrics.jsonl
+// record and summary.json holds exactly the keys, of the types, that the record schema
+// (`stacklab registry --records --json`) declares; divergence (exit 3); refusing to overwrite a
+// run; text data (vocab.json, vocab_size from the corpus, and the errors for an empty or non-UTF-8
+// file). Stopping and resuming are in train_resume_test.cpp.
 #include <signal.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <set>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -40,6 +42,62 @@ void expect_numbers(const json& array, size_t n, const std::string& what) {
   ASSERT_TRUE(array.is_array()) << what << ": " << array;
   EXPECT_EQ(array.size(), n) << what;
   for (const auto& v : array) EXPECT_TRUE(v.is_number()) << what << ": " << array;
+}
+
+// The record schema as the binary declares it (`stacklab registry --records --json`).
+const json& record_schema() {
+  static const json schema = [] {
+    const auto r = run_stacklab({"registry", "--records", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r;
+    return json::parse(r.out);
+  }();
+  return schema;
+}
+
+// Whether `v` has the declared type, spelled "int", "number|null", ...
+bool has_type(const json& v, const std::string& type) {
+  std::stringstream alternatives(type);
+  std::string t;
+  while (std::getline(alternatives, t, '|'))
+    if ((t == "int" && v.is_number_integer()) || (t == "number" && v.is_number()) ||
+        (t == "string" && v.is_string()) || (t == "bool" && v.is_boolean()) ||
+        (t == "object" && v.is_object()) || (t == "array" && v.is_array()) ||
+        (t == "null" && v.is_null()))
+      return true;
+  return false;
+}
+
+// `record` holds every required key of `fields`, no undeclared key, each of its declared type.
+void expect_declared_keys(const json& record, const json& fields, const std::string& what) {
+  std::set<std::string> declared;
+  for (const auto& f : fields) {
+    const std::string key = f.at("key");
+    declared.insert(key);
+    if (!record.contains(key)) {
+      EXPECT_TRUE(f.at("optional").get<bool>()) << what << " lacks the declared key " << key;
+      continue;
+    }
+    EXPECT_TRUE(has_type(record.at(key), f.at("type")))
+        << what << " key " << key << " is not " << f.at("type") << ": " << record.at(key);
+  }
+  for (const auto& [key, v] : record.items())
+    EXPECT_TRUE(declared.count(key)) << what << " has the undeclared key " << key;
+}
+
+// Every metrics.jsonl record of `dir` against its kind's declared fields, and summary.json.
+void expect_run_matches_the_record_schema(const std::string& dir) {
+  for (const auto& r : read_jsonl(dir + "/metrics.jsonl")) {
+    const json* fields = nullptr;
+    for (const auto& k : record_schema().at("metrics.jsonl"))
+      for (const auto& name : k.at("kinds"))
+        if (name == r.at("kind")) fields = &k.at("fields");
+    ASSERT_NE(fields, nullptr) << "undeclared record kind: " << r;
+    expect_declared_keys(r, *fields,
+                         r.at("kind").get<std::string>() + " record at step " +
+                             std::to_string(r.at("step").get<int64_t>()));
+  }
+  expect_declared_keys(read_json(dir + "/summary.json"),
+                       record_schema().at("summary.json").at("fields"), "summary.json");
 }
 
 class TrainedTinyRun : public ::testing::Test {
@@ -87,18 +145,37 @@ TEST_F(TrainedTinyRun, EveryMetricsLineEndsWithANewlineAndParses) {
   EXPECT_TRUE(records.front().at("reference_losses").at("uniform").is_number());
 }
 
-TEST_F(TrainedTinyRun, TrainAndEvalRecordsHaveTheDocumentedKeys) {
+TEST_F(TrainedTinyRun, EveryRecordAndTheSummaryHoldExactlyTheDeclaredKeys) {
+  expect_run_matches_the_record_schema(dir_);
   const auto records = read_jsonl(dir_ + "/metrics.jsonl");
-  const auto train = records_of(records, "train");
-  EXPECT_EQ(steps_of(train), (std::vector<int64_t>{0, 5, 10, 15, 20, 25, 30, 35, 39}));
-  for (const auto& r : train)
-    for (const char* key : {"loss", "lr", "grad_norm", "tokens_per_sec", "ms_per_step"})
-      EXPECT_TRUE(r.contains(key) && r.at(key).is_number()) << key << " in " << r;
+  EXPECT_EQ(steps_of(records_of(records, "train")),
+            (std::vector<int64_t>{0, 5, 10, 15, 20, 25, 30, 35, 39}));
   const auto eval = records_of(records, "eval");
   EXPECT_EQ(steps_of(eval), (std::vector<int64_t>{0, 10, 20, 30, 40}));
   for (const auto& r : eval)
     for (const char* key : {"val_loss", "train_loss"})
-      EXPECT_TRUE(r.contains(key) && r.at(key).is_number()) << key << " in " << r;
+      EXPECT_TRUE(r.at(key).is_number()) << key << " in " << r << ": a healthy run's losses";
+}
+
+TEST(RecordSchema, DeclaresEveryKindWithAMeaningForEveryKey) {
+  std::set<std::string> kinds;
+  for (const auto& k : record_schema().at("metrics.jsonl")) {
+    for (const auto& name : k.at("kinds")) kinds.insert(name.get<std::string>());
+    for (const auto& f : k.at("fields"))
+      EXPECT_FALSE(f.at("meaning").get<std::string>().empty()) << f;
+  }
+  EXPECT_EQ(kinds,
+            (std::set<std::string>{"start", "resume", "train", "eval", "layers", "diverged"}));
+  for (const LayerMetric& m : layer_metrics()) {
+    bool declared = false;
+    for (const auto& k : record_schema().at("metrics.jsonl"))
+      if (k.at("kinds").at(0) == "layers")
+        for (const auto& f : k.at("fields")) declared = declared || f.at("key") == m.name;
+    EXPECT_TRUE(declared) << "the layers record declares every per-layer metric: " << m.name;
+  }
+  EXPECT_EQ(run_stacklab({"registry", "--json"}).exit_code, 0)
+      << "the wiring registries keep their own output";
+  EXPECT_FALSE(json::parse(run_stacklab({"registry", "--json"}).out).contains("metrics.jsonl"));
 }
 
 TEST_F(TrainedTinyRun, LayersRecordsCoverEveryLayerBoundaryAndParameter) {
@@ -152,6 +229,7 @@ TEST(TrainCommand, AHugeLearningRateDivergesWithExitCode3) {
   ASSERT_EQ(diverged.size(), 1u);
   EXPECT_EQ(diverged[0].at("step"), summary.at("divergence").at("step"));
   EXPECT_EQ(diverged[0].at("reason"), summary.at("divergence").at("reason"));
+  expect_run_matches_the_record_schema(dir);
 }
 
 TEST(TrainCommand, AFiniteLossAboveTenTimesTheUniformLossEndsTheRunAsDiverged) {

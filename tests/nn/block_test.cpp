@@ -59,8 +59,9 @@ TEST(Block, EveryWiringBackwardMatchesFiniteDifferences) {
     testing::GradCheck opt;
     opt.max_elements = 48;
     opt.eps = 3e-3;
-    EXPECT_TRUE(grad_check([&](const std::vector<Tensor>& in) { return block.forward(in[0]); },
-                           inputs, opt))
+    EXPECT_TRUE(grad_check(
+        [&](const std::vector<Tensor>& in) { return block.forward(in[0], ForwardMode::eval()); },
+        inputs, opt))
         << label(c);
   }
 }
@@ -84,7 +85,7 @@ TEST(Block, ResidualBlockWithZeroedBranchOutputIsTheIdentity) {
         std::fill(p.tensor.data(), p.tensor.data() + p.tensor.numel(), 0.0f);
     }
     Tensor x = randn({2, 4, 8}, 6);
-    Tensor y = block.forward(x);
+    Tensor y = block.forward(x, ForwardMode::eval());
     EXPECT_EQ(y.to_vector(), x.to_vector()) << label(c);
     Tensor upstream = randn({2, 4, 8}, 7, 1.0f, false);
     sum(mul(y, upstream)).backward();
@@ -104,7 +105,7 @@ TEST(Block, PostNormNormalizesTheResidualSum) {
     if (p.info.is_norm())
       std::fill(p.tensor.data(), p.tensor.data() + p.tensor.numel(),
                 p.info.role == ParamRole::NormGain ? 1.0f : 0.0f);
-  Tensor y = block.forward(randn({1, 4, 8}, 9, 3.0f, false));
+  Tensor y = block.forward(randn({1, 4, 8}, 9, 3.0f, false), ForwardMode::eval());
   for (int t = 0; t < 4; ++t) {
     double m = 0;
     for (int i = 0; i < 8; ++i) m += y.data()[t * 8 + i];

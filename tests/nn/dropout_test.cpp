@@ -1,6 +1,6 @@
-// model.dropout: off outside a DropoutScope (evaluation, probes, sampling), on inside it, drawn
-// from the scope's Rng (deterministic), and gradient-checked through the whole model with the
-// masks held fixed (the same Rng state for every evaluation of the loss).
+// model.dropout: off in ForwardMode::eval() (evaluation, probes, sampling), on in
+// ForwardMode::train(p, rng), drawn from its Rng (deterministic), and gradient-checked through the
+// whole model with the masks held fixed (the same Rng state for every evaluation of the loss).
 #include <gtest/gtest.h>
 
 #include "core/ops.h"
@@ -24,43 +24,43 @@ ModelConfig tiny(double p) {
 
 const std::vector<int32_t> kIds = {1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 4, 5};  // (2, 6)
 
-std::vector<float> logits(const Model& model) { return model.forward(kIds, 2, 6).to_vector(); }
+std::vector<float> logits(const Model& model, const ForwardMode& mode = ForwardMode::eval()) {
+  return model.forward(kIds, 2, 6, mode).to_vector();
+}
 
-TEST(Dropout, IsOffOutsideAScopeSoEvalMatchesAModelWithoutDropout) {
+TEST(Dropout, IsOffInEvalModeSoEvalMatchesAModelWithoutDropout) {
   Model a(tiny(0.5)), b(tiny(0.0));
   a.init_weights(3);
   b.init_weights(3);
   EXPECT_EQ(logits(a), logits(b));
 }
 
-TEST(Dropout, InsideAScopeChangesTheOutputDeterministicallyForAnRngState) {
+TEST(Dropout, TrainModeChangesTheOutputDeterministicallyForAnRngState) {
   Model model(tiny(0.3));
   model.init_weights(3);
   const std::vector<float> eval = logits(model);
   Rng r1(9), r2(9), r3(10);
-  std::vector<float> a, b, c;
-  {
-    DropoutScope on(0.3f, r1);
-    a = logits(model);
-  }
-  {
-    DropoutScope on(0.3f, r2);
-    b = logits(model);
-  }
-  {
-    DropoutScope on(0.3f, r3);
-    c = logits(model);
-  }
+  const std::vector<float> a = logits(model, ForwardMode::train(0.3f, r1));
+  const std::vector<float> b = logits(model, ForwardMode::train(0.3f, r2));
+  const std::vector<float> c = logits(model, ForwardMode::train(0.3f, r3));
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
   EXPECT_NE(a, eval);
-  EXPECT_EQ(logits(model), eval) << "the scope ended: dropout is off again";
+  EXPECT_EQ(logits(model), eval) << "an eval pass after a training pass has no dropout";
+}
+
+TEST(Dropout, TrainModeWithPZeroDrawsNothingAndMatchesEval) {
+  Model model(tiny(0.0));
+  model.init_weights(3);
+  Rng rng(9);
+  const Rng::State before = rng.state();
+  EXPECT_EQ(logits(model, ForwardMode::train(0.0f, rng)), logits(model));
+  EXPECT_EQ(rng.state(), before);
 }
 
 TEST(Dropout, AMaskKeepsAboutOneMinusPOfTheEntriesScaledByItsInverse) {
   Rng rng(5);
-  DropoutScope on(0.25f, rng);
-  const Tensor m = dropout_mask(Shape{100, 100});
+  const Tensor m = ForwardMode::train(0.25f, rng).dropout_mask(Shape{100, 100});
   int64_t kept = 0;
   for (int64_t i = 0; i < m.numel(); ++i) {
     const float v = m.data()[i];
@@ -81,8 +81,7 @@ TEST(Dropout, TheModelsGradientMatchesFiniteDifferencesWithFixedMasks) {
   ASSERT_EQ(params.size(), 3u);
   auto f = [&model](const std::vector<Tensor>&) {
     Rng rng(17);  // the same masks at every evaluation: dropout as a fixed linear map
-    DropoutScope on(0.2f, rng);
-    return Model::loss(model.forward(kIds, 2, 6), kIds);
+    return Model::loss(model.forward(kIds, 2, 6, ForwardMode::train(0.2f, rng)), kIds);
   };
   testing::GradCheck opt;
   opt.max_elements = 24;

@@ -41,7 +41,8 @@ TEST(Model, FutureTokensDoNotChangePastLogits) {
     std::vector<int32_t> a = tokens(6, 2, 7), b = a;
     b[4] = (b[4] + 1) % 7;
     b[5] = (b[5] + 3) % 7;
-    Tensor la = m.forward(a, 1, 6), lb = m.forward(b, 1, 6);
+    Tensor la = m.forward(a, 1, 6, ForwardMode::eval()),
+           lb = m.forward(b, 1, 6, ForwardMode::eval());
     for (int i = 0; i < 4 * 7; ++i)
       EXPECT_EQ(la.data()[i], lb.data()[i]) << name_of(pos) << " logit " << i;
     bool later_changed = false;
@@ -59,7 +60,7 @@ TEST(Model, LossAtInitIsNearLnV) {
   m.init_weights(3);
   NoGradGuard ng;
   std::vector<int32_t> x = tokens(4 * 16, 4, 32), y = tokens(4 * 16, 5, 32);
-  const float loss = Model::loss(m.forward(x, 4, 16), y).item();
+  const float loss = Model::loss(m.forward(x, 4, 16, ForwardMode::eval()), y).item();
   EXPECT_NEAR(loss, std::log(32.0), 0.05);
 }
 
@@ -76,8 +77,10 @@ TEST(Model, GradientsOfASampleOfParametersMatchFiniteDifferences) {
     testing::GradCheck opt;
     opt.max_elements = 12;
     EXPECT_TRUE(testing::grad_check(
-        [&](const std::vector<Tensor>&) { return Model::loss(m.forward(x, 2, 5), y); }, params,
-        opt))
+        [&](const std::vector<Tensor>&) {
+          return Model::loss(m.forward(x, 2, 5, ForwardMode::eval()), y);
+        },
+        params, opt))
         << "tied=" << tied;
   }
 }

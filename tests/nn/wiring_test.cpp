@@ -4,8 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <iterator>
 #include <set>
 
 #include "support/wirings.h"
@@ -111,20 +109,6 @@ TEST(Wiring, EveryChoiceHasASpellingAndARegistryEntry) {
   listed("pos_emb", choice_names<PosEmb>());
   for (NormKind k : all_choices<NormKind>()) EXPECT_EQ(parse_choice<NormKind>(name_of(k)), k);
   EXPECT_EQ(parse_choice<NormKind>("batchnorm"), std::nullopt);
-}
-
-TEST(Wiring, TheReadmeListsEveryRegistryEntryWithItsFormula) {
-  std::ifstream in(std::string(STACKLAB_SOURCE_DIR) + "/README.md");
-  ASSERT_TRUE(in) << "README.md not found under " << STACKLAB_SOURCE_DIR;
-  const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const json registry = registry_json();  // a local: items() of a temporary would dangle
-  for (const auto& [axis, entries] : registry.items())
-    for (const auto& e : entries) {
-      const std::string row = "| `model." + axis + "` | `\"" + e["name"].get<std::string>() +
-                              "\"` | `" + e["formula"].get<std::string>() + "` |";
-      EXPECT_NE(readme.find(row), std::string::npos)
-          << "README's registry table lacks the row starting " << row;
-    }
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // Tests for train/layer_stats: rank_ratio, rms, mean_cosine and the attention statistics on hand
 // cases, the grouping of per-block gradient norms by sub-layer, update ratios, the
 // residual-stream gradient norms that the hooks record (checked against dL/dx computed by hand at
-// both ends of the stack), and the registry: lengths of every key, the table in docs/reference.md,
-// the fixture.
+// both ends of the stack), and the registry: lengths of every key, the fixture (the README table
+// is checked against `stacklab registry --markdown` in tests/cli/docs_tables_test.cpp).
 #include "train/layer_stats.h"
 
 #include <algorithm>
@@ -102,8 +102,9 @@ Measured measure_once(const ModelConfig& c, const std::vector<double>& update_no
   const int B = 2, T = 4;
   ForwardTrace trace;
   std::vector<double> stream;
-  Tensor loss = Model::loss(m.forward(tokens(B * T, 1, c.vocab_size), B, T, &trace),
-                            tokens(B * T, 2, c.vocab_size));
+  Tensor loss =
+      Model::loss(m.forward(tokens(B * T, 1, c.vocab_size), B, T, ForwardMode::eval(), &trace),
+                  tokens(B * T, 2, c.vocab_size));
   hook_stream_grads(trace, stream);
   loss.backward();
   Measured out;
@@ -213,7 +214,7 @@ TEST(HookStreamGrads, LastBoundaryMatchesTheGradientThroughAnUntiedHeadWithoutFi
   const std::vector<int32_t> x = tokens(B * T, 3, V), y = tokens(B * T, 4, V);
   ForwardTrace trace;
   std::vector<double> stream;
-  Tensor logits = m.forward(x, B, T, &trace);
+  Tensor logits = m.forward(x, B, T, ForwardMode::eval(), &trace);
   Tensor loss = Model::loss(logits, y);
   hook_stream_grads(trace, stream);
   loss.backward();
@@ -245,7 +246,8 @@ TEST(HookStreamGrads, FirstBoundaryMatchesTheEmbeddingGradientWhenEveryTokenIsDi
   const std::vector<int32_t> x = {3, 0, 6, 1, 7, 2, 5, 4};
   ForwardTrace trace;
   std::vector<double> stream;
-  Tensor loss = Model::loss(m.forward(x, B, T, &trace), tokens(B * T, 4, c.vocab_size));
+  Tensor loss =
+      Model::loss(m.forward(x, B, T, ForwardMode::eval(), &trace), tokens(B * T, 4, c.vocab_size));
   hook_stream_grads(trace, stream);
   loss.backward();
   const double want = norm_of(m.tok_emb.weight.grad());
@@ -325,7 +327,7 @@ TEST(MeasureLayers, StreamCosIsOneForBlocksWhoseOutputEqualsTheirInput) {
   m.init_weights(5);
   const int B = 2, T = 4;
   ForwardTrace trace;
-  m.forward(tokens(B * T, 1, c.vocab_size), B, T, &trace);
+  m.forward(tokens(B * T, 1, c.vocab_size), B, T, ForwardMode::eval(), &trace);
   const LayerStats s = measure_layers(m, trace, {}, {});
   ASSERT_EQ(s.at("stream_cos").size(), 2u);
   for (double v : s.at("stream_cos")) EXPECT_NEAR(v, 1.0, 1e-12);
@@ -340,7 +342,7 @@ TEST(MeasureLayers, AttentionMetricsAreMeasuredOnTheQkvFedToAttention) {
   m.init_weights(5);
   const int B = 2, T = 4;
   ForwardTrace trace;
-  m.forward(tokens(B * T, 1, c.vocab_size), B, T, &trace);
+  m.forward(tokens(B * T, 1, c.vocab_size), B, T, ForwardMode::eval(), &trace);
   ASSERT_EQ(trace.attn_qkv.size(), 2u);
   const LayerStats s = measure_layers(m, trace, {}, {});
   for (size_t l = 0; l < 2; ++l) {
@@ -408,18 +410,6 @@ std::string read_source_file(const std::string& rel) {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
-}
-
-TEST(LayerMetrics, ReadmeTableListsEveryRegisteredMetricWithItsAxisAndLength) {
-  const std::string readme = read_source_file("docs/reference.md");
-  ASSERT_FALSE(readme.empty()) << "cannot read docs/reference.md";
-  for (const LayerMetric& m : layer_metrics()) {
-    const std::string length = axis_length(m.axis, 1) == 1 ? "`n_layer`" : "`n_layer + 1`";
-    const std::string row =
-        std::string("| `") + m.name + "` | " + axis_name(m.axis) + " | " + length + " |";
-    EXPECT_NE(readme.find(row), std::string::npos)
-        << "docs/reference.md has no metrics-table row starting " << row;
-  }
 }
 
 TEST(LayerMetrics, ThePlotFixtureDescribesItsKeysAsTheRegistryDoes) {

@@ -1,0 +1,138 @@
+// The rules of `stacklab train --resume` (see resume.h).
+#include "train/resume.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "config/loader.h"
+#include "core/error.h"
+#include "core/json_read.h"
+#include "train/provenance.h"
+
+namespace sl {
+namespace {
+
+// Whether the learning rate of `kind` falls to optim.min_lr at optim.lr_decay_iters.
+bool schedule_decays(ScheduleKind kind) {
+  switch (kind) {
+    case ScheduleKind::Cosine:
+      return true;
+    case ScheduleKind::Constant:
+    case ScheduleKind::WarmupConstant:
+      return false;
+  }
+  return false;
+}
+
+// An extension past the decay horizon of a decaying schedule would run every new step at
+// optim.min_lr (0 by default: the new steps would change nothing). Refused unless the user says
+// where the decay ends now (--optim.lr_decay_iters, also to keep it where it was).
+void check_extended_decay(const Config& started, const Config& cfg, bool decay_set) {
+  const int horizon = resolved_lr_decay_iters(started);
+  if (decay_set || !schedule_decays(cfg.optim.schedule) || cfg.train.max_iters <= horizon) return;
+  char min_lr[32];
+  std::snprintf(min_lr, sizeof min_lr, "%g", cfg.optim.min_lr);
+  throw Error(
+      "--train.max_iters=" + std::to_string(cfg.train.max_iters) +
+      ": the run's learning rate (optim.schedule=" + name_of(cfg.optim.schedule) +
+      ") has decayed to optim.min_lr=" + min_lr + " at optim.lr_decay_iters=" +
+      std::to_string(horizon) + ", so every new step would run at lr " + min_lr +
+      "; extend the decay too with --optim.lr_decay_iters=" + std::to_string(cfg.train.max_iters) +
+      " (or pass --optim.lr_decay_iters=" + std::to_string(horizon) +
+      " to keep it and train the new steps at optim.min_lr)");
+}
+
+// "note: the learning-rate decay now ends at ... (was ...)".
+std::string decay_note(int now, int was) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "note: the learning-rate decay now ends at optim.lr_decay_iters=%d (was %d); the "
+                "steps from here on follow the new schedule",
+                now, was);
+  return buf;
+}
+
+// "note: train.threads ... -> ...".
+std::string threads_note(int was, int now) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "note: train.threads %d -> %d; losses are bit-identical to an uninterrupted run "
+                "only at the same thread count",
+                was, now);
+  return buf;
+}
+
+}  // namespace
+
+Config load_run_config(const std::string& run_dir) {
+  const std::string path = run_dir + "/config.json";
+  if (!std::filesystem::exists(path))
+    throw Error(run_dir + ": not a run directory (no config.json)");
+  nlohmann::json j = read_json_file(path);
+  if (j.is_object()) j.erase("derived");
+  Config cfg = config_from_json(j, path);
+  cfg.source_path = path;
+  return cfg;
+}
+
+void check_resume_provenance(const std::string& run_dir, const nlohmann::json& stored,
+                             const Config& started) {
+  if (stored.is_null()) return;
+  const std::vector<std::string> changes = provenance_changes(stored, make_provenance(started));
+  if (changes.empty()) return;
+  std::string list;
+  for (const auto& c : changes) list += "\n  " + c;
+  throw Error(run_dir +
+              ": cannot resume: what the run was made from has changed since it started (" +
+              run_dir + "/provenance.json):" + list +
+              "\nrestore the data file (or config.json), or start a new run");
+}
+
+ResumedConfig resumed_config(const Config& started, const std::vector<std::string>& overrides,
+                             const std::string& run_dir) {
+  nlohmann::json j = to_json(started);
+  std::string refused;
+  bool decay_set = false;
+  for (const auto& kv : overrides) {
+    const std::string key = apply_override(j, kv, run_dir + "/config.json");
+    decay_set = decay_set || key == "optim.lr_decay_iters";
+    if (key != "train.max_iters" && key != "train.threads" && key != "optim.lr_decay_iters")
+      refused += (refused.empty() ? "" : ", ") + kv;
+  }
+  if (!refused.empty())
+    throw Error("--resume: config overrides (" + refused +
+                ") are not accepted; a resumed run keeps the config it started with (only "
+                "--train.max_iters=N, "
+                "to extend it, with --optim.lr_decay_iters=D to move its decay, and "
+                "--train.threads=T may change)");
+  ResumedConfig r;
+  Config& cfg = r.cfg;
+  cfg = config_from_json(j, run_dir + "/config.json (with the --resume overrides)");
+  cfg.source_path = started.source_path;
+  if (cfg.train.max_iters < started.train.max_iters)
+    throw Error("--train.max_iters=" + std::to_string(cfg.train.max_iters) +
+                ": a resumed run can be extended, not "
+                "shortened (it was started with train.max_iters=" +
+                std::to_string(started.train.max_iters) + ")");
+  if (decay_set && cfg.train.max_iters == started.train.max_iters)
+    throw Error(
+        "--optim.lr_decay_iters: a resumed run keeps its schedule; its decay can move only with an "
+        "extension "
+        "(--train.max_iters=N above " +
+        std::to_string(started.train.max_iters) + ")");
+  if (cfg.train.max_iters > started.train.max_iters) {
+    check_extended_decay(started, cfg, decay_set);
+    if (!decay_set && started.optim.lr_decay_iters == 0)
+      cfg.optim.lr_decay_iters = started.train.max_iters;  // the horizon it was trained under
+    r.decay_changed = resolved_lr_decay_iters(cfg) != resolved_lr_decay_iters(started);
+    if (r.decay_changed)
+      r.notes.push_back(decay_note(resolved_lr_decay_iters(cfg), resolved_lr_decay_iters(started)));
+    r.notes.push_back("extending " + run_dir + " from " + std::to_string(started.train.max_iters) +
+                      " to " + std::to_string(cfg.train.max_iters) + " steps");
+  }
+  if (cfg.train.threads != started.train.threads)
+    r.notes.push_back(threads_note(started.train.threads, cfg.train.threads));
+  return r;
+}
+
+}  // namespace sl

@@ -1,0 +1,76 @@
+// The run log of a training run: the metrics.jsonl records (each checked against the schema of
+// train/records.h), summary.json and the console lines, with the step-time window behind the
+// train records' throughput. rewind_metrics cuts metrics.jsonl back to a checkpoint on resume.
+// Not here: what is measured or when (train/trainer.cpp), the saved state (train/train_state.h).
+#pragma once
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "config/config.h"
+#include "core/fsutil.h"
+#include "train/run_state.h"
+
+namespace sl {
+
+// What summary.json and the last console line report; the trainer keeps it current.
+struct RunOutcome {
+  double last_train_loss = NAN;  // the last training batch's loss
+  double last_val = NAN, last_train_eval = NAN;
+  int64_t last_eval_step = -1;  // -1: no eval yet
+  double best_val = std::numeric_limits<double>::infinity();
+  nlohmann::json divergence = nullptr;  // the diverged record's fields but kind, or null
+  std::string error;                    // why the run failed, or ""
+};
+
+class RunLog {
+ public:
+  // `cfg` is read when each line is written (the data source may set vocab_size first): it must
+  // outlive the log.
+  RunLog(const Config& cfg, std::string dir, std::string command_line, bool progress_tty);
+
+  // Appends to dir/metrics.jsonl from here on (after the file was prepared or rewound).
+  void open_metrics();
+  // The console header (model, reference losses) and the start (or resume) record.
+  void start(int64_t step, bool resumed, int64_t n_params, const nlohmann::json& reference_losses);
+  void eval(int64_t step, double val_loss, double train_loss);
+  // A layers record: `metrics` from to_json(LayerStats, ...), plus step, kind and loss.
+  void layers(int64_t step, nlohmann::json metrics, double loss);
+  // The diverged record (`divergence`: step, reason, blocks, loss, value, limit) and its line.
+  void diverged(const nlohmann::json& divergence);
+  // One applied step: the train record every log.log_interval steps (and at the last step),
+  // else the live progress line on a terminal. `ms`: the step's wall time.
+  void train_step(int64_t step, double loss, double lr, double grad_norm, double ms);
+  // summary.json; `state` is Running, Completed, Diverged, Interrupted or Failed.
+  void summary(RunState state, int64_t steps, int64_t start_step, double wall_seconds,
+               double run_seconds, const RunOutcome& o) const;
+  // The last console line: how the run ended (`state` as above), the step of every number.
+  void finish(RunState state, int64_t steps, const RunOutcome& o) const;
+
+ private:
+  const char* line_start() const { return progress_tty_ ? "\r\033[K" : ""; }
+
+  int64_t tokens_per_step() const;
+
+  const Config& cfg_;
+  std::string dir_, command_line_;
+  bool progress_tty_;
+  std::unique_ptr<LineLog> metrics_;
+  nlohmann::json refs_ = nullptr;  // the reference losses, from start()
+  std::chrono::steady_clock::time_point window_start_ = std::chrono::steady_clock::now();
+  int64_t window_steps_ = 0;
+  double ms_avg_ = 0.0;
+};
+
+// Rewinds metrics.jsonl to a checkpoint at `step`: keeps the records of the steps before it and
+// the history of earlier resumes (their "resume" records, up to `step`); the records from `step`
+// on are cut (the resumed run writes them again), with a note naming their lines. A line that
+// is not a JSON record (damaged on disk, or torn by a crash mid-write) is never lost silently:
+// a warning names the file and line, and the line is appended to metrics.jsonl.damaged.
+void rewind_metrics(const std::string& path, int64_t step);
+
+}  // namespace sl
