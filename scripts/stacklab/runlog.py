@@ -14,7 +14,9 @@ import sys
 from dataclasses import dataclass, field
 
 RUN_FILES = ("metrics.jsonl", "config.json", "summary.json")
-KINDS = ("start", "train", "eval", "layers", "diverged")
+# The record kinds of metrics.jsonl, as `stacklab registry --records --json` declares them
+# (tests/python/test_record_schema.py checks the two agree).
+KINDS = ("start", "resume", "train", "eval", "layers", "diverged")
 
 
 def warn(msg):
