@@ -1,5 +1,5 @@
-// The exit codes of `stacklab`, documented in docs/usage.md ("Exit codes"): returned by the CLI's subcommands and
-// by the sweep executors (src/sweep), and read back from a sweep's child runs.
+// The exit codes of `stacklab`, documented in docs/usage.md ("Exit codes"): returned by the CLI's
+// subcommands and by the sweep executors (src/sweep), and read back from a sweep's child runs.
 #pragma once
 
 namespace sl {

@@ -21,8 +21,8 @@ std::vector<RecordField> with_step_and_kind(std::vector<RecordField> fields) {
 std::vector<RecordField> layers_fields() {
   std::vector<RecordField> f = with_step_and_kind(
       {{"loss", T::kNumberOrNull, "the step's training loss (mean over its micro-batches)"},
-       {"params", T::kObject,
-        "gradient norm of every parameter by name, when log.params is true", true}});
+       {"params", T::kObject, "gradient norm of every parameter by name, when log.params is true",
+        true}});
   for (const LayerMetric& m : layer_metrics())
     f.push_back(
         {m.name, T::kArrayOrNull, std::string("per ") + axis_name(m.axis) + ": " + m.description});
