@@ -172,7 +172,7 @@ std::string last_line(const std::string& path) {
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
     const size_t nl = text.rfind('\n');
     return nl == std::string::npos ? text : text.substr(nl + 1);
-  } catch (const std::exception&) {
+  } catch (const Error&) {  // no log.txt (the child failed before writing one): no last line
     return "";
   }
 }

@@ -45,7 +45,7 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& run_dir) {
     try {
       write_task_record(run_dir, {Executor::Local, TaskState::Running, -1, "", host_name(),
                                   static_cast<long long>(getpid())});
-    } catch (const std::exception& e) {
+    } catch (const std::exception& e) {  // a forked child must not unwind into the parent's main
       std::fprintf(stderr, "stacklab sweep: %s\n", e.what());
       _exit(kExitError);
     }
