@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <numeric>
 
 #include "cli/args.h"
@@ -50,7 +51,7 @@ int32_t draw_next(const Model& model, const std::vector<int32_t>& ids, const Sam
   Tensor logits = model.forward(ctx, 1, static_cast<int64_t>(T), ForwardMode::eval());  // (1, T, V)
   const int V = m.vocab_size;
   const float* last = logits.data() + (T - 1) * static_cast<size_t>(V);
-  double mx = -INFINITY;
+  double mx = -std::numeric_limits<double>::infinity();
   for (int v = 0; v < V; ++v) mx = std::max(mx, static_cast<double>(last[v]) / o.temperature);
   for (int v = 0; v < V; ++v)
     p[static_cast<size_t>(v)] = std::exp(static_cast<double>(last[v]) / o.temperature - mx);

@@ -19,8 +19,9 @@ namespace sl {
 
 // What summary.json and the last console line report; the trainer keeps it current.
 struct RunOutcome {
-  double last_train_loss = NAN;  // the last training batch's loss
-  double last_val = NAN, last_train_eval = NAN;
+  static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();  // not measured yet
+  double last_train_loss = kNone;  // the last training batch's loss
+  double last_val = kNone, last_train_eval = kNone;
   int64_t last_eval_step = -1;  // -1: no eval yet
   double best_val = std::numeric_limits<double>::infinity();
   nlohmann::json divergence = nullptr;  // the diverged record's fields but kind, or null
