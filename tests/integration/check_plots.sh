@@ -26,7 +26,7 @@ import sys
 from stacklab import runlog
 run = runlog.load_run(sys.argv[1])
 counts = {k: len(v) for k, v in run.records.items()}
-want = {"start": 1, "train": 13, "eval": 4, "layers": 4, "diverged": 0}
+want = {"start": 1, "resume": 0, "train": 13, "eval": 4, "layers": 4, "diverged": 0}
 assert counts == want, f"record counts {counts}, expected {want} (torn last line must be dropped)"
 assert run.n_layer == 4 and run.wiring == "pre-layernorm-res", (run.n_layer, run.wiring)
 assert runlog.label(run) == "L=4 pre-norm residual: x + f(layernorm(x))", runlog.label(run)
