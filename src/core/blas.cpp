@@ -141,6 +141,40 @@ void gemm_ld(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float 
   gemm_split(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, false);
 }
 
+void gemm_rows(bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B,
+               float beta, float* C, int64_t block_rows, RowBlockFn before, RowBlockFn after,
+               void* ctx) {
+  SL_CHECK(M >= 0 && N >= 0 && K >= 0, "negative gemm size");
+  if (M == 0 || N == 0) return;
+  const int64_t lda = K, ldb = trans_b ? K : N;
+  // Rows lo..hi: prologue, product, epilogue, in sub-blocks of block_rows.
+  auto rows = [&](int64_t lo, int64_t hi) {
+    const int64_t step = block_rows > 0 ? block_rows : hi - lo;
+    for (int64_t r = lo; r < hi; r += step) {
+      const int64_t e = r + step < hi ? r + step : hi;
+      if (before) before(ctx, r, e);
+      gemm_split(false, trans_b, e - r, N, K, 1.0f, A + r * lda, lda, B, ldb, beta, C + r * N, N,
+                 false);
+      if (after) after(ctx, r, e);
+    }
+  };
+#ifdef _OPENMP
+  const int nt = omp_get_max_threads();
+  if (nt > 1 && !omp_in_parallel() && M >= 2 * 16 &&
+      static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) >= kSplitWork) {
+    const int64_t block = ((M + nt - 1) / nt + 15) / 16 * 16;  // multiples of 16 rows
+#pragma omp parallel num_threads(nt)
+    {
+      const int64_t lo = omp_get_thread_num() * block;
+      const int64_t hi = lo + block < M ? lo + block : M;
+      if (lo < hi) rows(lo, hi);  // inside the region: each product runs whole on this thread
+    }
+    return;
+  }
+#endif
+  rows(0, M);
+}
+
 void gemm_openblas(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                    const float* A, const float* B, float beta, float* C) {
   gemm_split(trans_a, trans_b, M, N, K, alpha, A, trans_a ? M : K, B, trans_b ? K : N, beta, C, N,

@@ -98,7 +98,10 @@ Mlp::Mlp(const ModelConfig& m)
 }
 
 Tensor Mlp::forward(const Tensor& x, const ForwardMode& mode) const {
-  return mode.dropout(proj.forward(activation_spec(activation).forward(fc.forward(x))));
+  const ActivationSpec& act = activation_spec(activation);
+  const Tensor h = act.linear_forward ? act.linear_forward(x, fc.weight, fc.bias)
+                                      : act.forward(fc.forward(x));  // (B, T, C) -> (B, T, 4C)
+  return mode.dropout(proj.forward(h));                              // (B, T, 4C) -> (B, T, C)
 }
 
 }  // namespace sl

@@ -163,13 +163,17 @@ const NormScalingSpec kDepthScaling{
 
 // ---- activations -----------------------------------------------------------------------------
 
-const ActivationSpec kGelu{Activation::Gelu, "x Phi(x) (exact, erf)",
-                           [](const Tensor& x) { return gelu(x, false); }};
-const ActivationSpec kGeluTanh{Activation::GeluTanh,
-                               "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
-                               [](const Tensor& x) { return gelu(x, true); }};
-const ActivationSpec kRelu{Activation::Relu, "max(x, 0)", [](const Tensor& x) { return relu(x); }};
-const ActivationSpec kTanh{Activation::Tanh, "tanh(x)", [](const Tensor& x) { return tanh(x); }};
+const ActivationSpec kGelu{
+    Activation::Gelu, "x Phi(x) (exact, erf)", [](const Tensor& x) { return gelu(x, false); },
+    [](const Tensor& x, const Tensor& w, const Tensor& b) { return linear_gelu(x, w, b, false); }};
+const ActivationSpec kGeluTanh{
+    Activation::GeluTanh, "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
+    [](const Tensor& x) { return gelu(x, true); },
+    [](const Tensor& x, const Tensor& w, const Tensor& b) { return linear_gelu(x, w, b, true); }};
+const ActivationSpec kRelu{Activation::Relu, "max(x, 0)", [](const Tensor& x) { return relu(x); },
+                           nullptr};
+const ActivationSpec kTanh{Activation::Tanh, "tanh(x)", [](const Tensor& x) { return tanh(x); },
+                           nullptr};
 
 // ---- position embeddings ---------------------------------------------------------------------
 

@@ -95,6 +95,9 @@ struct ActivationSpec {
   Activation kind;
   const char* formula;
   Tensor (*forward)(const Tensor& x);
+  // forward(linear(x, w, b)) as one fused op (core/ops/matmul.h), or null: the MLP's fc then
+  // runs linear and forward one after the other. Same values either way.
+  Tensor (*linear_forward)(const Tensor& x, const Tensor& w, const Tensor& b) = nullptr;
 };
 const ActivationSpec& activation_spec(Activation kind);
 

@@ -1,6 +1,9 @@
 // matmul, bmm and linear: values against a naive loop, gradients against finite differences.
 #include <gtest/gtest.h>
 
+#include "core/autograd.h"
+#include "core/blas.h"
+#include "core/error.h"
 #include "core/ops.h"
 #include "support/gradcheck.h"
 
@@ -84,6 +87,73 @@ TEST(Linear, BackwardMatchesFiniteDifferencesWithAndWithoutBias) {
                          {x, w, b}));
   EXPECT_TRUE(grad_check(
       [](const std::vector<Tensor>& in) { return linear(in[0], in[1], Tensor()); }, {x, w}));
+}
+
+// The fused Linear + GELU against the two ops it replaces. Rows 3 * 64 + 7: several row blocks of
+// the epilogue and a short last one, shared over one thread and over two.
+struct Gradients {
+  std::vector<float> y, dx, dw, db;
+};
+Gradients run_mlp_fc(bool fused, bool tanh_approx, int threads) {
+  const int before = num_threads();
+  set_num_threads(threads);
+  Tensor x = randn({199, 48}, 21), w = randn({96, 48}, 22, 0.2f), b = randn({96}, 23);
+  Tensor dy = randn({199, 96}, 24, 1.0f, false);
+  Tensor y = fused ? linear_gelu(x, w, b, tanh_approx) : gelu(linear(x, w, b), tanh_approx);
+  sum(mul(y, dy)).backward();
+  set_num_threads(before);
+  auto grad = [](Tensor& t) {
+    return std::vector<float>(t.grad_data(), t.grad_data() + t.numel());
+  };
+  return {y.to_vector(), grad(x), grad(w), grad(b)};
+}
+
+TEST(LinearGelu, EqualsLinearThenGeluBitForBitInValuesAndGradientsOnOneAndTwoThreads) {
+  for (bool tanh_approx : {false, true})
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(std::string(tanh_approx ? "tanh" : "erf") + ", threads " +
+                   std::to_string(threads));
+      const Gradients fused = run_mlp_fc(true, tanh_approx, threads);
+      const Gradients composed = run_mlp_fc(false, tanh_approx, threads);
+      EXPECT_EQ(fused.y, composed.y);
+      EXPECT_EQ(fused.dx, composed.dx);
+      EXPECT_EQ(fused.dw, composed.dw);
+      EXPECT_EQ(fused.db, composed.db);
+    }
+}
+
+TEST(LinearGelu, BackwardMatchesFiniteDifferencesWithAndWithoutBiasInBothForms) {
+  Tensor x = randn({2, 3, 5}, 31), w = randn({4, 5}, 32), b = randn({4}, 33);
+  for (bool tanh_approx : {false, true}) {
+    EXPECT_TRUE(grad_check(
+        [=](const std::vector<Tensor>& in) {
+          return linear_gelu(in[0], in[1], in[2], tanh_approx);
+        },
+        {x, w, b}));
+    EXPECT_TRUE(grad_check(
+        [=](const std::vector<Tensor>& in) {
+          return linear_gelu(in[0], in[1], Tensor(), tanh_approx);
+        },
+        {x, w}));
+  }
+}
+
+TEST(LinearGelu, WithoutTheTapeGivesTheSameValuesAndRecordsNothing) {
+  Tensor x = randn({70, 16}, 41), w = randn({32, 16}, 42), b = randn({32}, 43);
+  const std::vector<float> taped = linear_gelu(x, w, b).to_vector();
+  NoGradGuard no_grad;
+  Tensor y = linear_gelu(x, w, b);
+  EXPECT_FALSE(y.requires_grad());
+  EXPECT_EQ(y.to_vector(), taped);
+}
+
+TEST(LinearGelu, RejectsAWeightThatDoesNotMatchTheInputNamingTheOp) {
+  try {
+    linear_gelu(randn({2, 5}, 1), randn({4, 6}, 2), Tensor());
+    FAIL() << "expected a ShapeError";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("[linear_gelu] input"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

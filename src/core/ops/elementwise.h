@@ -21,6 +21,11 @@ void relu_backward(float* dx, const float* dy, const float* x, int64_t n);
 void gelu_forward(float* y, const float* x, int64_t n, bool tanh_approx);
 void gelu_backward(float* dx, const float* dy, const float* x, int64_t n, bool tanh_approx,
                    bool overwrite = false);
+// The same on the calling thread only, for kernels that run them inside their own parallel
+// blocks (the Linear + GELU epilogue of core/ops/matmul.h). y may be x (in place).
+void gelu_forward_serial(float* y, const float* x, int64_t n, bool tanh_approx);
+void gelu_backward_serial(float* dx, const float* dy, const float* x, int64_t n, bool tanh_approx,
+                          bool overwrite);
 
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);

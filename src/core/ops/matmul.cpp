@@ -12,9 +12,14 @@
 #include "core/blas.h"
 #include "core/error.h"
 #include "core/fastmath.h"
+#include "core/ops/elementwise.h"
 #include "core/parallel.h"
 
 namespace sl {
+
+// Rows per block of linear_gelu's fused product: a block of (rows, out) floats stays in L2 between
+// its product and its epilogue (64 rows x 1024 floats is 256 KiB).
+constexpr int64_t kEpilogueRows = 0;
 
 void matmul_forward(float* C, const float* A, const float* B, int64_t M, int64_t N, int64_t K,
                     bool trans_a, bool trans_b) {
@@ -108,17 +113,46 @@ Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   return batched_product("bmm", a, b, trans_a, trans_b, true);
 }
 
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+namespace {
+
+// (rows, in, out) of linear(x, w, b), or a ShapeError naming `op`.
+struct LinearDims {
+  int64_t rows, in, out;
+};
+LinearDims check_linear(const char* op, const Tensor& x, const Tensor& w, const Tensor& b) {
   if (w.ndim() != 2 || x.ndim() < 1 || x.size(-1) != w.size(1))
-    throw ShapeError("[linear] input " + x.shape().str() + " does not match weight (out,in) " +
-                     w.shape().str());
+    throw ShapeError(std::string("[") + op + "] input " + x.shape().str() +
+                     " does not match weight (out,in) " + w.shape().str());
   if (b.defined() && (b.ndim() != 1 || b.size(0) != w.size(0)))
-    throw ShapeError("[linear] bias " + b.shape().str() + " does not match weight " +
-                     w.shape().str());
-  const int64_t in = w.size(1), outf = w.size(0), rows = x.numel() / in;
+    throw ShapeError(std::string("[") + op + "] bias " + b.shape().str() +
+                     " does not match weight " + w.shape().str());
+  return {x.numel() / w.size(1), w.size(1), w.size(0)};
+}
+
+Shape linear_out_shape(const Tensor& x, int64_t out) {
   std::vector<int64_t> dims = x.shape().to_vector();
-  dims.back() = outf;
-  Tensor y = Tensor::empty(Shape(dims));
+  dims.back() = out;
+  return Shape(dims);
+}
+
+// dw (out, in) = or += dy^T x;  db (out) = or += dy^T 1 (a gemm against a ones vector).
+void linear_param_grads(const Tensor& x, const Tensor& w, const Tensor& b, const float* dy,
+                        LinearDims d) {
+  if (const GradSlot dw = grad_slot(w); dw.data)
+    gemm(true, false, d.out, d.in, d.rows, 1.0f, dy, x.data(), dw.beta(), dw.data);
+  if (const GradSlot db = grad_slot(b); db.data) {
+    auto ones = make_buffer(static_cast<size_t>(d.rows));
+    std::fill(ones->data(), ones->data() + d.rows, 1.0f);
+    gemm(true, false, d.out, 1, d.rows, 1.0f, dy, ones->data(), db.beta(), db.data);
+  }
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  const LinearDims d = check_linear("linear", x, w, b);
+  const int64_t rows = d.rows, in = d.in, outf = d.out;
+  Tensor y = Tensor::empty(linear_out_shape(x, outf));
   float* yp = y.data();
   if (b.defined()) {
     const float* bp = b.data();
@@ -128,21 +162,79 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   // y (rows, out) = x (rows, in) w^T (in, out) [+ y]
   gemm(false, true, rows, outf, in, 1.0f, x.data(), w.data(), b.defined() ? 1.0f : 0.0f, yp);
   if (needs_grad(x, w, b)) {
-    attach(y, "linear", {x, w, b}, [x, w, b, rows, in, outf](TensorImpl& o) {
+    attach(y, "linear", {x, w, b}, [x, w, b, d](TensorImpl& o) {
       const float* dy = o.grad->data();
       if (const GradSlot dx = grad_slot(x); dx.data)
-        gemm(false, false, rows, in, outf, 1.0f, dy, w.data(), dx.beta(), dx.data);
-      if (const GradSlot dw = grad_slot(w); dw.data)
-        gemm(true, false, outf, in, rows, 1.0f, dy, x.data(), dw.beta(), dw.data);
-      if (const GradSlot db = grad_slot(b);
-          db.data) {  // db (out) += dy^T (out, rows) 1 (rows): a gemm
-        auto ones = make_buffer(static_cast<size_t>(rows));
-        std::fill(ones->data(), ones->data() + rows, 1.0f);
-        gemm(true, false, outf, 1, rows, 1.0f, dy, ones->data(), db.beta(), db.data);
-      }
+        gemm(false, false, d.rows, d.in, d.out, 1.0f, dy, w.data(), dx.beta(), dx.data);
+      linear_param_grads(x, w, b, dy, d);
     });
   }
   return y;
+}
+
+namespace {
+
+// The row-block callbacks of linear_gelu (core/blas.h gemm_rows): the bias rows before a block's
+// product, GELU right after it; in backward, the GELU gradient of a block's rows right before
+// the product dx = dpre w reads them.
+struct LinearGeluRows {
+  float* pre;         // (rows, out): x w^T + b
+  float* h;           // (rows, out): gelu(pre); the same buffer when pre is not kept
+  const float* bias;  // (out) or null
+  float* dpre;        // backward: (rows, out) dh * gelu'(pre)
+  const float* dh;    // backward: (rows, out)
+  int64_t out;
+  bool tanh_approx;
+};
+
+void bias_rows(void* ctx, int64_t lo, int64_t hi) {
+  const auto& k = *static_cast<const LinearGeluRows*>(ctx);
+  broadcast_rows(k.pre, k.bias, lo, hi, k.out);
+}
+void gelu_rows(void* ctx, int64_t lo, int64_t hi) {
+  const auto& k = *static_cast<const LinearGeluRows*>(ctx);
+  gelu_forward_serial(k.h + lo * k.out, k.pre + lo * k.out, (hi - lo) * k.out, k.tanh_approx);
+}
+void gelu_grad_rows(void* ctx, int64_t lo, int64_t hi) {
+  const auto& k = *static_cast<const LinearGeluRows*>(ctx);
+  gelu_backward_serial(k.dpre + lo * k.out, k.dh + lo * k.out, k.pre + lo * k.out,
+                       (hi - lo) * k.out, k.tanh_approx, /*overwrite=*/true);
+}
+
+}  // namespace
+
+Tensor linear_gelu(const Tensor& x, const Tensor& w, const Tensor& b, bool tanh_approx) {
+  const char* op = tanh_approx ? "linear_gelu_tanh" : "linear_gelu";
+  const LinearDims d = check_linear(op, x, w, b);
+  const bool grad = needs_grad(x, w, b);
+  Tensor h = Tensor::empty(linear_out_shape(x, d.out));
+  // pre is kept for backward only; without a tape GELU runs in place over the product.
+  std::shared_ptr<Buffer> pre = grad ? make_buffer(static_cast<size_t>(d.rows * d.out)) : nullptr;
+  LinearGeluRows k{pre ? pre->data() : h.data(),
+                   h.data(),
+                   b.defined() ? b.data() : nullptr,
+                   nullptr,
+                   nullptr,
+                   d.out,
+                   tanh_approx};
+  // pre (rows, out) = x (rows, in) w^T (in, out) [+ b];  h = gelu(pre), block by block
+  gemm_rows(true, d.rows, d.out, d.in, x.data(), w.data(), k.bias ? 1.0f : 0.0f, k.pre,
+            kEpilogueRows, k.bias ? bias_rows : nullptr, gelu_rows, &k);
+  if (grad) {
+    attach(h, op, {x, w, b}, [x, w, b, d, pre, tanh_approx](TensorImpl& o) {
+      auto dpre = make_buffer(static_cast<size_t>(d.rows * d.out));  // (rows, out)
+      LinearGeluRows g{pre->data(),    nullptr, nullptr,    dpre->data(),
+                       o.grad->data(), d.out,   tanh_approx};
+      if (const GradSlot dx = grad_slot(x);
+          dx.data)  // dx (rows, in) = dpre (rows, out) w (out, in)
+        gemm_rows(false, d.rows, d.in, d.out, dpre->data(), w.data(), dx.beta(), dx.data,
+                  kEpilogueRows, gelu_grad_rows, nullptr, &g);
+      else
+        gelu_backward(g.dpre, g.dh, g.pre, d.rows * d.out, tanh_approx, /*overwrite=*/true);
+      linear_param_grads(x, w, b, dpre->data(), d);
+    });
+  }
+  return h;
 }
 
 }  // namespace sl

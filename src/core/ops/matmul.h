@@ -18,5 +18,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans
 Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 // torch.nn.functional.linear: x (..., in), w (out, in), b (out) or undefined -> (..., out).
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
+// gelu(linear(x, w, b), tanh_approx) in one op: the bias and GELU run on each block of rows right
+// after its product, while it is in cache, and backward applies GELU's gradient to a block of
+// rows right before the product that reads it. The values are those of the two composed ops.
+Tensor linear_gelu(const Tensor& x, const Tensor& w, const Tensor& b, bool tanh_approx = false);
 
 }  // namespace sl

@@ -67,12 +67,15 @@ SL_SIMD_CLONES void layer_norm_rows(float* y, float* mean, float* rstd, const fl
     const float rs =
         static_cast<float>(1.0 / std::sqrt(v / static_cast<double>(C) + static_cast<double>(eps)));
     const float m = static_cast<float>(mu);
-    float* yr = y + r * C;
-    for (int64_t i = 0; i < C; ++i) yr[i] = (xr[i] - m) * rs;
-    if (gamma)
-      for (int64_t i = 0; i < C; ++i) yr[i] = gamma[i] * yr[i];
-    if (beta)
-      for (int64_t i = 0; i < C; ++i) yr[i] = yr[i] + beta[i];
+    float* yr = y + r * C;  // one write of the row: the same operations in the same order
+    if (gamma && beta)
+      for (int64_t i = 0; i < C; ++i) yr[i] = gamma[i] * ((xr[i] - m) * rs) + beta[i];
+    else if (gamma)
+      for (int64_t i = 0; i < C; ++i) yr[i] = gamma[i] * ((xr[i] - m) * rs);
+    else if (beta)
+      for (int64_t i = 0; i < C; ++i) yr[i] = (xr[i] - m) * rs + beta[i];
+    else
+      for (int64_t i = 0; i < C; ++i) yr[i] = (xr[i] - m) * rs;
     mean[r] = m;
     rstd[r] = rs;
   }
