@@ -83,7 +83,8 @@ def finding_1(probe):
     rows.append(f"fit over L={', '.join(str(p[0]) for p in pts)}: b = {fmt(b)} per layer, "
                 f"factor exp(b) = {fmt(factor)}, R^2 = {fmt(r2)}")
     if zero:
-        rows.append(f"first-block gradient exactly 0 (underflow) at L={zero}: left out of the fit")
+        rows.append(f"first-block gradient exactly 0 (below float32's range: under 1.2e-38 with subnormals "
+                    f"flushed, the default; under 1.4e-45 without) at L={zero}: left out of the fit")
     # Inside the deepest stack: log g_l vs l, over the blocks whose gradient did not underflow to 0.
     deep = max(probe.by("none-nores"), key=lambda r: r.n_layer, default=None)
     f2 = None

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "core/autograd.h"
+#include "core/blas.h"
 #include "core/ops.h"
 #include "core/ops/attention.h"
 #include "support/gradcheck.h"
@@ -101,6 +103,21 @@ TEST(CausalAttention, FutureTokensDoNotChangeThePast) {
 
 TEST(CausalAttention, RejectsAWidthThatDoesNotSplitIntoHeads) {
   EXPECT_THROW(causal_attention(randn({1, 2, 10}, 1, 1.0f, false), 2), ShapeError);
+}
+
+// An evaluation keeps no probabilities: they live in per-thread scratch, with the same values.
+TEST(CausalAttention, WithoutTheTapeGivesBitIdenticalOutputsOnOneAndTwoThreads) {
+  const int before = num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    Tensor a = randn({3, 16, 48}, 51);  // B 3, T 16, C 16, NH 4: more (batch, head)s than threads
+    const std::vector<float> taped = causal_attention(a, 4).to_vector();
+    NoGradGuard no_grad;
+    Tensor y = causal_attention(a, 4);
+    EXPECT_FALSE(y.requires_grad());
+    EXPECT_EQ(y.to_vector(), taped) << threads << " thread(s)";
+  }
+  set_num_threads(before);
 }
 
 }  // namespace

@@ -67,7 +67,7 @@ void masked_copy(float* out, const float* p, const float* m, int64_t n) {
 }  // namespace
 
 void attention_forward(float* y, float* att, const float* qkv, int64_t B, int64_t T, int64_t C,
-                       int64_t NH, const float* drop) {
+                       int64_t NH, const float* drop, bool keep_att) {
   const int64_t HS = C / NH, C3 = 3 * C;
   const float s = 1.0f / std::sqrt(static_cast<float>(HS));
   auto scratch =
@@ -77,7 +77,7 @@ void attention_forward(float* y, float* att, const float* qkv, int64_t B, int64_
     const float* q = qkv + b * T * C3 + h * HS;  // (T, HS), row stride 3C
     const float* k = q + C;
     const float* v = q + 2 * C;
-    float* p = att + bh * T * T;  // (T, T)
+    float* p = att + (keep_att ? bh : thread_index()) * T * T;  // (T, T)
     gemm_ld(false, true, T, T, HS, s, q, C3, k, C3, 0.0f, p, T);
     causal_softmax_rows(p, T);
     const float* pv = p;
@@ -136,9 +136,11 @@ Tensor causal_attention(const Tensor& qkv, int64_t n_head, const Tensor& drop_ma
                      Shape{B, n_head, T, T}.str() + ", got " + drop_mask.shape().str());
   const float* drop = drop_mask.defined() ? drop_mask.data() : nullptr;
   Tensor y = Tensor::empty(Shape{B, T, C});
-  auto att = make_buffer(static_cast<size_t>(B * n_head * T * T));  // (B, NH, T, T)
-  attention_forward(y.data(), att->data(), qkv.data(), B, T, C, n_head, drop);
-  if (needs_grad(qkv))
+  const bool grad = needs_grad(qkv);
+  auto att = make_buffer(static_cast<size_t>((grad ? B * n_head : num_threads()) * T *
+                                             T));  // (B, NH, T, T), or (threads, T, T)
+  attention_forward(y.data(), att->data(), qkv.data(), B, T, C, n_head, drop, grad);
+  if (grad)
     attach(y, "causal_attention", {qkv}, [qkv, att, drop_mask, B, T, C, n_head](TensorImpl& o) {
       const GradSlot dqkv = grad_slot(qkv);
       attention_backward(dqkv.data, o.grad->data(), att->data(), qkv.data(), B, T, C, n_head,

@@ -12,15 +12,18 @@ namespace sl {
 // y (B, T, C) (heads merged), att (B, NH, T, T) the attention probabilities (0 above the
 // diagonal), kept for backward.
 // drop (B, NH, T, T) or nullptr: the dropout mask multiplied into the probabilities before V.
+// With keep_att false, att is only num_threads() (T, T) blocks of scratch, one per thread, and the
+// probabilities are not kept (a forward pass without the tape: an evaluation).
 void attention_forward(float* y, float* att, const float* qkv, int64_t B, int64_t T, int64_t C,
-                       int64_t NH, const float* drop = nullptr);
+                       int64_t NH, const float* drop = nullptr, bool keep_att = true);
 // dqkv (B, T, 3C) += the gradient through attention_forward, given dy (B, T, C); with overwrite,
 // dqkv = it (dqkv's old contents are ignored).
 void attention_backward(float* dqkv, const float* dy, const float* att, const float* qkv, int64_t B,
                         int64_t T, int64_t C, int64_t NH, bool overwrite = false,
                         const float* drop = nullptr);
 
-// drop_mask: undefined (no dropout) or a constant (B, NH, T, T) mask.
+// drop_mask: undefined (no dropout) or a constant (B, NH, T, T) mask. When no gradient is recorded
+// the probabilities live in per-thread scratch instead of a (B, NH, T, T) buffer.
 Tensor causal_attention(const Tensor& qkv, int64_t n_head, const Tensor& drop_mask = Tensor());
 
 }  // namespace sl
