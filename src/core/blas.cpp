@@ -94,6 +94,9 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
 
 namespace {
 
+// Each thread's share of `extent` rows or columns of C: an equal part, rounded up to 16.
+int64_t thread_block(int64_t extent, int nt) { return ((extent + nt - 1) / nt + 15) / 16 * 16; }
+
 void gemm_split(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                 const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
                 int64_t ldc, bool openblas_only) {
@@ -112,8 +115,7 @@ void gemm_split(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, flo
       static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) >= kSplitWork) {
     const bool by_rows = M >= N;
     const int64_t extent = by_rows ? M : N;
-    const int64_t block =
-        ((extent + nt - 1) / nt + 15) / 16 * 16;  // multiples of 16 rows / columns
+    const int64_t block = thread_block(extent, nt);
 #pragma omp parallel num_threads(nt)
     {
       const int64_t lo = omp_get_thread_num() * block;
@@ -142,32 +144,26 @@ void gemm_ld(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float 
 }
 
 void gemm_rows(bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B,
-               float beta, float* C, int64_t block_rows, RowBlockFn before, RowBlockFn after,
-               void* ctx) {
+               float beta, float* C, RowBlockFn before, RowBlockFn after, void* ctx) {
   SL_CHECK(M >= 0 && N >= 0 && K >= 0, "negative gemm size");
   if (M == 0 || N == 0) return;
   const int64_t lda = K, ldb = trans_b ? K : N;
-  // Rows lo..hi: prologue, product, epilogue, in sub-blocks of block_rows.
-  auto rows = [&](int64_t lo, int64_t hi) {
-    const int64_t step = block_rows > 0 ? block_rows : hi - lo;
-    for (int64_t r = lo; r < hi; r += step) {
-      const int64_t e = r + step < hi ? r + step : hi;
-      if (before) before(ctx, r, e);
-      gemm_split(false, trans_b, e - r, N, K, 1.0f, A + r * lda, lda, B, ldb, beta, C + r * N, N,
-                 false);
-      if (after) after(ctx, r, e);
-    }
+  auto rows = [&](int64_t lo, int64_t hi) {  // prologue, product, epilogue of rows lo..hi
+    if (before) before(ctx, lo, hi);
+    gemm_split(false, trans_b, hi - lo, N, K, 1.0f, A + lo * lda, lda, B, ldb, beta, C + lo * N, N,
+               false);  // whole on this thread inside the region below, else split as gemm_ld
+    if (after) after(ctx, lo, hi);
   };
 #ifdef _OPENMP
   const int nt = omp_get_max_threads();
   if (nt > 1 && !omp_in_parallel() && M >= 2 * 16 &&
       static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) >= kSplitWork) {
-    const int64_t block = ((M + nt - 1) / nt + 15) / 16 * 16;  // multiples of 16 rows
+    const int64_t block = thread_block(M, nt);  // the rows gemm_ld would give each thread
 #pragma omp parallel num_threads(nt)
     {
       const int64_t lo = omp_get_thread_num() * block;
       const int64_t hi = lo + block < M ? lo + block : M;
-      if (lo < hi) rows(lo, hi);  // inside the region: each product runs whole on this thread
+      if (lo < hi) rows(lo, hi);
     }
     return;
   }

@@ -15,16 +15,14 @@ void gemm_ld(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float 
              const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
              int64_t ldc);
 
-// C (M, N) = A (M, K) op(B) + beta C cut into blocks of rows, each block with a prologue and an
-// epilogue that run on the same thread right before and after that block's product, while its
-// rows of C are still in cache: before(lo, hi) may fill rows lo..hi of C (a bias the product
-// adds to with beta 1), after(lo, hi) reads or rewrites them (an activation). The rows are shared
-// over the threads as gemm_ld shares them; each thread's rows run in blocks of about
-// `block_rows` (0: one block per thread). A is not transposed; both callbacks may be empty.
+// C (M, N) = A (M, K) op(B) + beta C, with a prologue and an epilogue on each thread's block of
+// rows that run on that thread right before and after its product, while its rows of C are in
+// cache: before(ctx, lo, hi) may fill rows lo..hi of C (a bias the product adds to with beta 1),
+// after(ctx, lo, hi) reads or rewrites them (an activation). The threads get the rows gemm_ld
+// would give them; either callback may be null. A is not transposed.
 using RowBlockFn = void (*)(void* ctx, int64_t lo, int64_t hi);
 void gemm_rows(bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B,
-               float beta, float* C, int64_t block_rows, RowBlockFn before, RowBlockFn after,
-               void* ctx);
+               float beta, float* C, RowBlockFn before, RowBlockFn after, void* ctx);
 
 // Which library runs the products in this build ("OpenBLAS", or the libxsmm path), and the
 // kernel family OpenBLAS picked for this CPU at load time (e.g. "Haswell", "Cooperlake"; set by

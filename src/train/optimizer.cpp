@@ -95,7 +95,7 @@ class AdamW final : public Optimizer {
     const auto eps = static_cast<float>(eps_);
     constexpr int64_t kChunk = 1 << 13;
     coeffs_.assign(params_.size(), AdamWCoeffs{});
-    items_.clear();
+    chunks_.clear();
     int64_t total = 0;
     for (size_t k = 0; k < params_.size(); ++k) {
       Tensor& p = params_[k].tensor;
@@ -111,19 +111,19 @@ class AdamW final : public Optimizer {
       coeffs_[k] = {b1, b2, one_minus_b1, one_minus_b2, eps, decay, neg_step, bias2_sqrt};
       const int64_t n = p.numel();
       for (int64_t lo = 0; lo < n; lo += kChunk)
-        items_.push_back({k, lo, std::min(lo + kChunk, n)});
+        chunks_.push_back({k, lo, std::min(lo + kChunk, n)});
       total += n;
     }
-    parts_.assign(items_.size(), 0.0);
-    parallel_for(static_cast<int64_t>(items_.size()), total, [&](int64_t i) {
-      const AdamWChunk& it = items_[static_cast<size_t>(i)];
-      const size_t k = it.param;
+    parts_.assign(chunks_.size(), 0.0);
+    parallel_for(static_cast<int64_t>(chunks_.size()), total, [&](int64_t i) {
+      const AdamWChunk& c = chunks_[static_cast<size_t>(i)];
+      const size_t k = c.param;
       parts_[static_cast<size_t>(i)] =
           adamw_span(params_[k].tensor.data(), m_[k].data(), v_[k].data(),
-                     params_[k].tensor.grad_data(), it.lo, it.hi, coeffs_[k]);
+                     params_[k].tensor.grad_data(), c.lo, c.hi, coeffs_[k]);
     });
-    for (size_t i = 0; i < items_.size(); ++i)  // in parameter order, chunks in order
-      last_update_norms_[items_[i].param] += parts_[i];
+    for (size_t i = 0; i < chunks_.size(); ++i)  // in parameter order, chunks in order
+      last_update_norms_[chunks_[i].param] += parts_[i];
     for (size_t k = 0; k < params_.size(); ++k)
       last_update_norms_[k] = std::sqrt(last_update_norms_[k]);
     ++steps_;
@@ -172,7 +172,7 @@ class AdamW final : public Optimizer {
   // Per-step scratch of the one pass, kept to avoid reallocating: each parameter's coefficients,
   // the chunks of all parameters, each chunk's sum of squared changes.
   std::vector<AdamWCoeffs> coeffs_;
-  std::vector<AdamWChunk> items_;
+  std::vector<AdamWChunk> chunks_;
   std::vector<double> parts_;
 };
 

@@ -89,16 +89,20 @@ TEST(Linear, BackwardMatchesFiniteDifferencesWithAndWithoutBias) {
       [](const std::vector<Tensor>& in) { return linear(in[0], in[1], Tensor()); }, {x, w}));
 }
 
-// The fused Linear + GELU against the two ops it replaces. Rows 3 * 64 + 7: several row blocks of
-// the epilogue and a short last one, shared over one thread and over two.
+// The fused Linear + GELU against the two ops it replaces, shared over one thread and over two: a
+// tall product (199 rows, which gemm_ld splits by rows) and a wide one (64 rows of 512 outputs,
+// which it splits by columns).
 struct Gradients {
   std::vector<float> y, dx, dw, db;
 };
-Gradients run_mlp_fc(bool fused, bool tanh_approx, int threads) {
+struct FcShape {
+  int64_t rows, in, out;
+};
+Gradients run_mlp_fc(bool fused, bool tanh_approx, int threads, FcShape s) {
   const int before = num_threads();
   set_num_threads(threads);
-  Tensor x = randn({199, 48}, 21), w = randn({96, 48}, 22, 0.2f), b = randn({96}, 23);
-  Tensor dy = randn({199, 96}, 24, 1.0f, false);
+  Tensor x = randn({s.rows, s.in}, 21), w = randn({s.out, s.in}, 22, 0.2f), b = randn({s.out}, 23);
+  Tensor dy = randn({s.rows, s.out}, 24, 1.0f, false);
   Tensor y = fused ? linear_gelu(x, w, b, tanh_approx) : gelu(linear(x, w, b), tanh_approx);
   sum(mul(y, dy)).backward();
   set_num_threads(before);
@@ -109,17 +113,18 @@ Gradients run_mlp_fc(bool fused, bool tanh_approx, int threads) {
 }
 
 TEST(LinearGelu, EqualsLinearThenGeluBitForBitInValuesAndGradientsOnOneAndTwoThreads) {
-  for (bool tanh_approx : {false, true})
-    for (int threads : {1, 2}) {
-      SCOPED_TRACE(std::string(tanh_approx ? "tanh" : "erf") + ", threads " +
-                   std::to_string(threads));
-      const Gradients fused = run_mlp_fc(true, tanh_approx, threads);
-      const Gradients composed = run_mlp_fc(false, tanh_approx, threads);
-      EXPECT_EQ(fused.y, composed.y);
-      EXPECT_EQ(fused.dx, composed.dx);
-      EXPECT_EQ(fused.dw, composed.dw);
-      EXPECT_EQ(fused.db, composed.db);
-    }
+  for (FcShape shape : {FcShape{199, 48, 96}, FcShape{64, 64, 512}})
+    for (bool tanh_approx : {false, true})
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(std::to_string(shape.rows) + " x " + std::to_string(shape.out) + ", " +
+                     (tanh_approx ? "tanh" : "erf") + ", threads " + std::to_string(threads));
+        const Gradients fused = run_mlp_fc(true, tanh_approx, threads, shape);
+        const Gradients composed = run_mlp_fc(false, tanh_approx, threads, shape);
+        EXPECT_EQ(fused.y, composed.y);
+        EXPECT_EQ(fused.dx, composed.dx);
+        EXPECT_EQ(fused.dw, composed.dw);
+        EXPECT_EQ(fused.db, composed.db);
+      }
 }
 
 TEST(LinearGelu, BackwardMatchesFiniteDifferencesWithAndWithoutBiasInBothForms) {

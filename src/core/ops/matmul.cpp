@@ -17,10 +17,6 @@
 
 namespace sl {
 
-// Rows per block of linear_gelu's fused product: a block of (rows, out) floats stays in L2 between
-// its product and its epilogue (64 rows x 1024 floats is 256 KiB).
-constexpr int64_t kEpilogueRows = 0;
-
 void matmul_forward(float* C, const float* A, const float* B, int64_t M, int64_t N, int64_t K,
                     bool trans_a, bool trans_b) {
   gemm(trans_a, trans_b, M, N, K, 1.0f, A, B, 0.0f, C);
@@ -219,7 +215,7 @@ Tensor linear_gelu(const Tensor& x, const Tensor& w, const Tensor& b, bool tanh_
                    tanh_approx};
   // pre (rows, out) = x (rows, in) w^T (in, out) [+ b];  h = gelu(pre), block by block
   gemm_rows(true, d.rows, d.out, d.in, x.data(), w.data(), k.bias ? 1.0f : 0.0f, k.pre,
-            kEpilogueRows, k.bias ? bias_rows : nullptr, gelu_rows, &k);
+            k.bias ? bias_rows : nullptr, gelu_rows, &k);
   if (grad) {
     attach(h, op, {x, w, b}, [x, w, b, d, pre, tanh_approx](TensorImpl& o) {
       auto dpre = make_buffer(static_cast<size_t>(d.rows * d.out));  // (rows, out)
@@ -228,7 +224,7 @@ Tensor linear_gelu(const Tensor& x, const Tensor& w, const Tensor& b, bool tanh_
       if (const GradSlot dx = grad_slot(x);
           dx.data)  // dx (rows, in) = dpre (rows, out) w (out, in)
         gemm_rows(false, d.rows, d.in, d.out, dpre->data(), w.data(), dx.beta(), dx.data,
-                  kEpilogueRows, gelu_grad_rows, nullptr, &g);
+                  gelu_grad_rows, nullptr, &g);
       else
         gelu_backward(g.dpre, g.dh, g.pre, d.rows * d.out, tanh_approx, /*overwrite=*/true);
       linear_param_grads(x, w, b, dpre->data(), d);
