@@ -47,16 +47,23 @@ Tensor Block::make_gate(const ModelConfig& cfg, const std::string& sub) {
   return gate;
 }
 
-Tensor Block::forward(const Tensor& x, const ForwardMode& mode, Tensor* attn_qkv) const {
+Tensor Block::forward(const Tensor& x, const ForwardMode& mode, BlockTrace* trace) const {
   const PlacementSpec& place = placement_spec(position_);
   Tensor y = x;
   if (attn) {
-    auto f = [this, &mode, attn_qkv](const Tensor& h) { return attn->forward(h, mode, attn_qkv); };
-    y = place.apply({f, norm1.get(), norm1_out.get(), residual_, skip_, attn_gate}, y);
+    Tensor* qkv = trace ? &trace->attn_qkv : nullptr;
+    auto f = [this, &mode, qkv](const Tensor& h) { return attn->forward(h, mode, qkv); };
+    if (trace) trace->sub_input[0] = y;
+    y = place.apply({f, norm1.get(), norm1_out.get(), residual_, skip_, attn_gate,
+                     trace ? &trace->branch[0] : nullptr},
+                    y);
   }
   if (mlp) {
     auto f = [this, &mode](const Tensor& h) { return mlp->forward(h, mode); };
-    y = place.apply({f, norm2.get(), norm2_out.get(), residual_, skip_, mlp_gate}, y);
+    if (trace) trace->sub_input[1] = y;
+    y = place.apply({f, norm2.get(), norm2_out.get(), residual_, skip_, mlp_gate,
+                     trace ? &trace->branch[1] : nullptr},
+                    y);
   }
   return y;
 }

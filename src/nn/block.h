@@ -21,12 +21,20 @@
 
 namespace sl {
 
+// What a traced forward pass records of one block (train/layer_stats reads it).
+struct BlockTrace {
+  Tensor attn_qkv;      // (B, T, 3C): attention's input after QK-norm; undefined without attention
+  Tensor branch[2];     // (B, T, C) per sub-layer (attention, MLP): the branch as it enters the sum
+  Tensor sub_input[2];  // (B, T, C) per sub-layer: the stream that sub-layer reads (its x)
+};
+
 class Block : public Module {
  public:
   // index: 0-based position in the stack (model.norm_scaling reads it).
   explicit Block(const ModelConfig& cfg, int index = 0);
-  // (B, T, C) -> (B, T, C); attn_qkv, when given, receives attention's (B, T, 3C) input.
-  Tensor forward(const Tensor& x, const ForwardMode& mode, Tensor* attn_qkv = nullptr) const;
+  // (B, T, C) -> (B, T, C); `trace`, when given, receives what BlockTrace lists (sub-layers
+  // that are switched off leave their slots undefined).
+  Tensor forward(const Tensor& x, const ForwardMode& mode, BlockTrace* trace = nullptr) const;
 
   std::unique_ptr<CausalSelfAttention> attn;
   std::unique_ptr<Mlp> mlp;

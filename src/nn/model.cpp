@@ -101,13 +101,15 @@ Tensor Model::forward(const std::vector<int32_t>& ids, int64_t B, int64_t T,
   if (trace) {
     trace->stream = {x};
     trace->attn_qkv.clear();
+    trace->blocks.clear();
   }
   for (const auto& block : blocks) {
-    Tensor qkv;
-    x = block->forward(x, mode, trace ? &qkv : nullptr);
+    BlockTrace bt;
+    x = block->forward(x, mode, trace ? &bt : nullptr);
     if (trace) {
       trace->stream.push_back(x);
-      trace->attn_qkv.push_back(qkv);
+      trace->attn_qkv.push_back(bt.attn_qkv);
+      trace->blocks.push_back(std::move(bt));
     }
   }
   if (norm_f) x = norm_f->forward(x);

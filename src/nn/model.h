@@ -17,6 +17,7 @@ struct ForwardTrace {
   std::vector<Tensor> stream;  // n_layer + 1 tensors (B, T, C); [0] is the embedding output
   std::vector<Tensor>
       attn_qkv;  // n_layer tensors (B, T, 3C) after QK-norm; undefined without attention
+  std::vector<BlockTrace> blocks;  // n_layer: each block's branches and sub-layer inputs
 };
 
 class Model : public Module {

@@ -73,24 +73,32 @@ Tensor scaled_branch(const Sublayer& s, const Tensor& branch) {
   return s.gate.defined() ? mul(branch, s.gate) : branch;  // (B, T, C) * (1) or (C)
 }
 
+// The branch as it enters the sum (g f, or f without residual), handed to the trace if any.
+Tensor traced(const Sublayer& s, Tensor branch) {
+  if (s.trace_branch) *s.trace_branch = branch;
+  return branch;
+}
+
 Tensor apply_pre(const Sublayer& s, const Tensor& x) {
   Tensor h = s.norm_in ? s.norm_in->forward(x) : x;
   Tensor branch = s.f(h);
-  return s.residual ? add(x, scaled_branch(s, branch)) : branch;  // x + g f(norm(x)) | f(norm(x))
+  if (!s.residual) return traced(s, branch);           // f(norm(x))
+  return add(x, traced(s, scaled_branch(s, branch)));  // x + g f(norm(x))
 }
 
 Tensor apply_post(const Sublayer& s, const Tensor& x) {
   if (!s.norm_in) return apply_pre(s, x);  // norm "none": x + g f(x) | f(x)
   Tensor branch = s.f(x);
-  if (!s.residual) return s.norm_in->forward(branch);  // norm(f(x))
+  if (!s.residual) return s.norm_in->forward(traced(s, branch));  // norm(f(x))
   Tensor skip = s.skip != 1.0f ? scale(x, s.skip) : x;
-  return s.norm_in->forward(add(skip, scaled_branch(s, branch)));  // norm(a x + g f(x))
+  return s.norm_in->forward(add(skip, traced(s, scaled_branch(s, branch))));  // norm(a x + g f(x))
 }
 
 Tensor apply_sandwich(const Sublayer& s, const Tensor& x) {
   if (!s.norm_in) return apply_pre(s, x);
   Tensor branch = s.norm_out->forward(s.f(s.norm_in->forward(x)));
-  return s.residual ? add(x, scaled_branch(s, branch)) : branch;  // x + g norm_out(f(norm(x)))
+  if (!s.residual) return traced(s, branch);           // norm_out(f(norm(x)))
+  return add(x, traced(s, scaled_branch(s, branch)));  // x + g norm_out(f(norm(x)))
 }
 
 const PlacementSpec kPre{NormPosition::Pre, "pre-norm", "x + {g}f({N}(x))", "f({N}(x))", 1, true,

@@ -52,6 +52,9 @@ struct Sublayer {
   bool residual = true;
   float skip = 1.0f;  // DeepNorm's alpha on x (post only)
   Tensor gate;        // the residual scaling's parameter, undefined for none
+  // When given, receives the branch as it enters the sum (g f(...), or with residual off the
+  // sub-layer's output before a post-norm); a measurement reads it (train/layer_stats).
+  Tensor* trace_branch = nullptr;  // (B, T, C)
 };
 
 struct PlacementSpec {

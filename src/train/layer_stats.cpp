@@ -77,6 +77,26 @@ MetricValues stream_cos(const MeasureInput& in) {
   return v;
 }
 
+// Per block: the mean over its sub-layers of ms(branch) / ms(the stream the sub-layer reads), ms
+// the mean square over (B, T, C): how large each branch is next to the stream it is added to.
+// [] when the step was not traced.
+MetricValues branch_ratio(const MeasureInput& in) {
+  std::vector<double> v;
+  for (const BlockTrace& b : in.trace.blocks) {
+    double sum = 0.0;
+    int n = 0;
+    for (int s = 0; s < 2; ++s) {
+      if (!b.branch[s].defined()) continue;
+      const double in_sq = squared_norm(b.sub_input[s].data(), b.sub_input[s].numel());
+      const double br_sq = squared_norm(b.branch[s].data(), b.branch[s].numel());
+      sum += in_sq > 0 ? br_sq / in_sq : kNaN;  // same numel: the ratio of mean squares
+      ++n;
+    }
+    v.push_back(n > 0 ? sum / n : kNaN);
+  }
+  return v;
+}
+
 }  // namespace
 
 MeasureInput::MeasureInput(const Model& model_, const ForwardTrace& trace_,
@@ -154,6 +174,10 @@ const std::vector<LayerMetric>& layer_metrics() {
        "cosine similarity of the block's input and output stream, mean over tokens (1 = the block "
        "changes nothing)",
        "cos(block input, block output)", stream_cos},
+      {"branch_ratio", A::kBlock, P::kMean,
+       "mean square of each sub-layer's branch as it enters the sum (g f(...); f(...) without "
+       "residual) over that of the stream the sub-layer reads, mean over the block's sub-layers",
+       "branch / stream (mean squares)", branch_ratio},
   };
   return registry;
 }
