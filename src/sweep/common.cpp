@@ -155,8 +155,7 @@ void SweepProgress::finished(const SweepItem& item, double seconds,
     if (q.state == RunState::New || q.state == RunState::Queued || q.state == RunState::Running ||
         q.state == RunState::Resumable)
       left += q.run->cost;
-  const double elapsed =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  const double elapsed = seconds_since(t0_);
   std::printf("[%zu/%zu] %-40s %-12s %6.1f s | elapsed %s | ETA %s\n", done_, todo_,
               item.label.c_str(), spell(item.state).c_str(), seconds,
               format_duration(elapsed).c_str(), format_duration(per_cost * left / slots_).c_str());

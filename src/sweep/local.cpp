@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "config/loader.h"
+#include "core/duration.h"
 #include "core/error.h"
 #include "core/exit_codes.h"
 #include "core/fsutil.h"
@@ -125,8 +126,7 @@ class LocalPool {
                       {Executor::Local, TaskState::Exited, code, "", host_name(), pid});
     it.state = state_of_exit(code);
     failed_ += it.state == RunState::Failed;
-    progress_.finished(it, std::chrono::duration<double>(Clock::now() - started_[pid]).count(),
-                       items_);
+    progress_.finished(it, seconds_since(started_[pid]), items_);
     write_manifest(*it.plan, items_, {{"executor", name_of(Executor::Local)}});
   }
 

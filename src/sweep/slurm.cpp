@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "config/loader.h"
+#include "core/duration.h"
 #include "core/error.h"
 #include "core/exit_codes.h"
 #include "core/fsutil.h"
@@ -150,8 +151,7 @@ int follow(std::vector<Submitted>& subs, std::vector<SweepItem>& items, size_t t
         if (it->state == RunState::Running && before[k] != RunState::Running)
           started[it] = Clock::now();
         if (is_final(it->state) && !is_final(before[k]))
-          progress.finished(*it, std::chrono::duration<double>(Clock::now() - started[it]).count(),
-                            items);
+          progress.finished(*it, seconds_since(started[it]), items);
       }
       busy = busy || !answered || *in_queue > 0;
       write_manifest(*s.plan, items, s.manifest);

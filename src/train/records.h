@@ -5,6 +5,7 @@
 // --records --json` prints the schema, `--markdown` its table, and the CLI tests check a real
 // run against it. Not here: the values (trainer.cpp, probe.cpp) or reading runs back.
 #pragma once
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,11 @@ enum class FieldType {
   kStringOrNull,
   kIntOrNull,
 };
+
+// A number as the records write it: null when non-finite (kNumberOrNull).
+inline nlohmann::json finite_or_null(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
 
 struct RecordField {
   std::string key;

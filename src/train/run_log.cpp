@@ -18,14 +18,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-nlohmann::json finite_or_null(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
-
 // What fixes this run's arithmetic besides its config: the matrix-product path of the build, the
 // kernels OpenBLAS picked for this CPU, the clone of the vector loops, the thread count, and
 // whether subnormals are flushed to zero (read back from this thread's control register).

@@ -19,6 +19,7 @@
 #include <tuple>
 
 #include "core/blas.h"
+#include "core/duration.h"
 #include "core/error.h"
 #include "core/fpmode.h"
 #include "core/fsutil.h"
@@ -30,6 +31,7 @@
 #include "train/layer_stats.h"
 #include "train/optimizer.h"
 #include "train/provenance.h"
+#include "train/records.h"
 #include "train/run_log.h"
 #include "train/schedule.h"
 #include "train/setup.h"
@@ -39,14 +41,6 @@ namespace sl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-nlohmann::json finite_or_null(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
 
 // optim.decay_exempt: only Linear weights decay (not biases, norm parameters, embeddings, gates).
 bool decays(const ParamInfo& info, const OptimConfig& o) {
