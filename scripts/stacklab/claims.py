@@ -68,8 +68,9 @@ def outcome(run, definitions: dict | None = None) -> str:
 
 
 def source_text(src: dict) -> str:
-    names = src.get("authors", "").split(",")
-    who = names[0].split()[-1] + (" et al." if len(names) > 1 or "et al" in src.get("authors", "") else "")
+    authors = src.get("authors", "")
+    first = authors.split(",")[0].replace("et al.", "").split()
+    who = (first[-1] if first else "?") + (" et al." if "," in authors or "et al" in authors else "")
     return f"{who} {src.get('year')}, arXiv {src.get('arxiv')}" + (f", {src['where']}" if src.get("where") else "")
 
 
@@ -405,7 +406,8 @@ def evaluate(claim: dict, rs: RunSet) -> ClaimVerdict:
         return v
     if missing:
         more = "; ..." if len(missing) > 4 else ""
-        v.value = f"runs missing ({len(missing)} configs): " + "; ".join(missing[:4]) + more
+        v.value = (f"runs missing ({len(missing)} config{'s' if len(missing) > 1 else ''}): "
+                   + "; ".join(missing[:4]) + more)
         v.details = (f"Missing at the {rs.tier} tier's seeds and horizon:\n\n"
                      + "\n".join(f"- {m}" for m in missing))
         return v
