@@ -275,11 +275,12 @@ class C6ReZeroTrainsDeep(unittest.TestCase):
         self.assertIn("seed 0 (status interrupted)", v.value)
 
 
-def c7_layers(pre_last=25.0, qk_last=4.0):
-    """attn_logit_max per block: max 2 at step 0, then the given max at steps 25 and 149."""
+def c7_layers(pre_last=25.0, qk_last=4.0, qk_first=2.0):
+    """attn_logit_max per block: max 2 at step 0 (QK-norm: qk_first), then the given max at steps 25 and 149."""
     def layers(name, s):
         top = qk_last if name == "pre-qknorm" else pre_last
-        return [(0, {"attn_logit_max": [1.0, 2.0]}), (25, {"attn_logit_max": [top / 2, 3.0]}),
+        first = qk_first if name == "pre-qknorm" else 2.0
+        return [(0, {"attn_logit_max": [1.0, first]}), (25, {"attn_logit_max": [top / 2, 3.0]}),
                 (149, {"attn_logit_max": [3.0, top]})]
     return layers
 
@@ -305,6 +306,12 @@ class C7AttentionLogitGrowth(unittest.TestCase):
                          "not seen")
         self.assertEqual(judge("C7", trainings("C7", lambda n, p, s: 3.0, layers=c7_layers(25.0, 6.2))).verdict,
                          "not seen")
+
+    def test_not_seen_when_qk_norm_grows_little_but_ends_above_the_run_without(self):
+        # QK-norm 10 -> 28: growth 2.8 <= 3, but its last m 28 is not below 25
+        v = judge("C7", trainings("C7", lambda n, p, s: 3.0, layers=c7_layers(25.0, 28.0, qk_first=10.0)))
+        self.assertEqual(v.verdict, "not seen")
+        self.assertIn("growth(pre-qknorm) = 2.8", v.value)
 
 
 class FromAnOutputDirectory(unittest.TestCase):
