@@ -6,9 +6,9 @@ runs missing) where its configs did not all run at the tier's seeds and horizon.
     outcome(run)    # "trained" | "diverged" | "plateau" as claims.json defines them ("incomplete" else)
 
 Runs are found in OUT/<sweep> for the claims sweeps (tier.CLAIMS_SWEEPS) and matched to a claim's
-configs by their config values, not by run ids: a key a claim does not name must hold its value in
-configs/base.json, else stacklab's default (DEFAULTS). Not here: the sweeps (configs/experiments/),
-the report's page (report.py).
+configs by their config values, not by run ids: a key a claim does not name must hold its value
+in configs/base.json (model, data, optimiser, batch), else stacklab's default (DEFAULTS).
+Not here: the sweeps (configs/experiments/), the report's page (report.py).
 """
 import argparse
 import json
@@ -111,8 +111,11 @@ class RunSet:
         self.seeds = list(self.defs["seeds"][tier_name])
         self.horizon = self.defs["horizon"][tier_name]
         self.base = base if base is not None else tier.read_json(BASE_PATH)
-        self.keys = sorted({k for c in self.claims["claims"] for _, p in points(c, "full") for k in p}
-                           | {"model.norm"})
+        # What a run must share with its claim's config: the keys the claims name, and base.json's
+        # model, data and optimiser and its batch (definitions.common); not seeds, names, logging.
+        named = {k for c in self.claims["claims"] for _, p in points(c, "full") for k in p}
+        common = {f"{sec}.{k}" for sec in ("model", "data", "optim") for k in (self.base.get(sec) or {})}
+        self.keys = sorted(named | common | {"train.batch_size"})
 
     def expected(self, point, key):
         if key in point:
@@ -387,8 +390,8 @@ def c7(claim, rs):
     def col(name, i):
         return [g[name][s][i] for s in rs.seeds]
     value = (f"growth({without}) = {fmt(mean(col(without, 2)))} ({spread(col(without, 2))}); growth({with_}) = "
-             f"{fmt(mean(col(with_, 2)))} ({spread(col(with_, 2))}); last m {fmt(mean(col(with_, 1)))} vs "
-             f"{fmt(mean(col(without, 1)))}")
+             f"{fmt(mean(col(with_, 2)))} ({spread(col(with_, 2))}); last m: {with_} {fmt(mean(col(with_, 1)))}, "
+             f"{without} {fmt(mean(col(without, 1)))}")
     head = (f"| seed | m {without} (step 0 -> last) | growth | m {with_} | growth | rule holds |\n"
             "|---|---|---|---|---|---|\n")
     return value, ok, head + "\n".join(rows)
