@@ -30,8 +30,9 @@ usage: bash scripts/reproduce.sh [--full] [--claims] [--out DIR] [--jobs N] [--e
                     train_grid, lr_grid of configs/experiments/; the extras are in the full tier only)
   --claims          add the sweeps of configs/experiments/claims.json's configs to the quick tier
                     (claims_probe, claims_probe_rank, claims_probe_l32, claims_train, stability_map: the
-                    list is scripts/stacklab/tier.py's CLAIMS_SWEEPS); judge them with scripts/claims.py OUT.
-                    The full tier always holds them
+                    list is scripts/stacklab/tier.py's CLAIMS_SWEEPS) and, after the report, print the
+                    claims' verdicts (scripts/claims.py; OUT/claims_verdicts.json). The full tier always
+                    holds them
   --out DIR         where the runs, figures and report go (default runs/deep_stacking, with --full
                     runs/deep_stacking_full); a second numeric path needs its own DIR
   --jobs N          local runs at once, each single-threaded (default: STACKLAB_JOBS or 2)
