@@ -11,6 +11,7 @@ in configs/base.json (model, data, optimiser, batch), else stacklab's default (D
 Not here: the sweeps (configs/experiments/), the report's page (report.py).
 """
 import argparse
+import functools
 import json
 import math
 import os
@@ -64,7 +65,14 @@ def outcome(run, definitions: dict | None = None) -> str:
     uni, final = run.reference_losses.get("unigram"), run.final_val_loss
     if not runlog.is_completed(run) or uni is None or final is None:
         return "incomplete"
-    return "trained" if final < uni - margin(definitions or load_claims()["definitions"]) else "plateau"
+    m = margin(definitions) if definitions is not None else default_margin()
+    return "trained" if final < uni - m else "plateau"
+
+
+@functools.cache
+def default_margin() -> float:
+    """The margin of the claims.json in the repository, read once (outcome() is called per run)."""
+    return margin(load_claims()["definitions"])
 
 
 def source_text(src: dict) -> str:
