@@ -5,6 +5,7 @@
 # interrupted ones continue.
 #
 #   bash scripts/reproduce.sh                    # quick tier -> runs/deep_stacking (2 runs at once)
+#   bash scripts/reproduce.sh --claims           # quick tier plus the sweeps of claims.json's configs
 #   bash scripts/reproduce.sh --full --jobs 2    # full tier (configs/experiments/full/) -> runs/deep_stacking_full
 #   bash scripts/reproduce.sh --full --executor slurm --slurm-partition cpu --slurm-time 04:00:00
 #   bash scripts/reproduce.sh --full --report-only          # after the Slurm jobs: figures and report
@@ -17,17 +18,21 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CALLER_DIR="$PWD"  # a relative --out or STACKLAB_BIN is the caller's, not the repo's
 cd "$ROOT"
-QUICK_SWEEPS=(probe_grid train_grid lr_grid)
 
 usage() {
   cat <<'EOF'
-usage: bash scripts/reproduce.sh [--full] [--out DIR] [--jobs N] [--executor local|slurm]
+usage: bash scripts/reproduce.sh [--full] [--claims] [--out DIR] [--jobs N] [--executor local|slurm]
                                  [--slurm-* VALUE ...] [--max-parallel K] [--wait] [--report-only] [--tiny]
 
   --full            the full tier: configs/experiments/full/*.json (5 seeds, 4 learning rates at every
                     wiring and depth, twice the quick horizon); prints its size (runs, how many are done,
                     estimated core-hours) before it starts. Default: the quick tier (probe_grid,
                     train_grid, lr_grid of configs/experiments/; the extras are in the full tier only)
+  --claims          add the sweeps of configs/experiments/claims.json's configs to the quick tier
+                    (claims_probe, claims_probe_rank, claims_probe_l32, claims_train, stability_map: the
+                    list is scripts/stacklab/tier.py's CLAIMS_SWEEPS) and, after the report, print the
+                    claims' verdicts (scripts/claims.py; OUT/claims_verdicts.json). The full tier always
+                    holds them
   --out DIR         where the runs, figures and report go (default runs/deep_stacking, with --full
                     runs/deep_stacking_full); a second numeric path needs its own DIR
   --jobs N          local runs at once, each single-threaded (default: STACKLAB_JOBS or 2)
@@ -49,12 +54,13 @@ bad() { printf 'reproduce: %s (see --help)\n' "$*" >&2; exit 2; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
-TIER=quick OUT="" JOBS="${STACKLAB_JOBS:-2}" EXECUTOR=local REPORT_ONLY=0 TINY=0 WAIT=0
+TIER=quick OUT="" JOBS="${STACKLAB_JOBS:-2}" EXECUTOR=local REPORT_ONLY=0 TINY=0 WAIT=0 CLAIMS=0
 SLURM_ARGS=()
 while (($#)); do
   case "$1" in
     -h | --help) usage; exit 0 ;;
     --full) TIER=full ;;
+    --claims) CLAIMS=1 ;;
     --report-only) REPORT_ONLY=1 ;;
     --tiny) TINY=1 ;;
     --wait) WAIT=1; SLURM_ARGS+=(--wait) ;;
@@ -79,16 +85,6 @@ fi
 if [[ -z "$OUT" ]]; then  # (an `x && echo` substitution would fail the assignment under set -e)
   if [[ "$TIER" == full ]]; then OUT="runs/deep_stacking_full"; else OUT="runs/deep_stacking"; fi
 fi
-if [[ "$TIER" == full ]]; then
-  shopt -s nullglob
-  SRC_FILES=(configs/experiments/full/*.json)
-  shopt -u nullglob
-  ((${#SRC_FILES[@]})) || die "configs/experiments/full/ holds no sweep files (python3 scripts/tier.py full-configs)"
-else
-  SRC_FILES=("${QUICK_SWEEPS[@]/#/configs/experiments/}")
-  SRC_FILES=("${SRC_FILES[@]/%/.json}")
-fi
-
 # Each sweep child is single-threaded (--train.threads=1) and --jobs children share the cores:
 # OpenMP worker threads on top would oversubscribe them, and their barrier spin-waits cost more
 # than the work (measured: 10 training steps of an 8-layer model, 10.5 s of CPU with the default
@@ -106,6 +102,9 @@ fi
 T_SETUP="$(now)"
 [[ -x "$BIN" ]] || die "$BIN not found after setup"
 PY="$(bash scripts/find_python.sh --plot)" || die "no Python with numpy and matplotlib (see above)"
+# The tier's sweep files (scripts/stacklab/tier.py: QUICK_SWEEPS, CLAIMS_SWEEPS, FULL_SWEEPS).
+mapfile -t SRC_FILES < <("$PY" scripts/tier.py files "$TIER" $([[ $CLAIMS == 1 ]] && echo --claims))
+((${#SRC_FILES[@]})) || die "scripts/tier.py files $TIER failed (see above)"
 mkdir -p "$OUT/figures"
 OUT="$(cd "$OUT" && pwd)"
 
@@ -181,7 +180,7 @@ else
   if [[ "$EXECUTOR" == slurm && $WAIT == 0 ]]; then
     printf '{"stage": "submitted", "time": %s}\n' "$(now)" >>"$TIMING"
     say "submitted. Follow: $BIN sweep --status ${SWEEPS[*]/#/$OUT/}"
-    say "when the jobs are done: bash scripts/reproduce.sh $([[ $TIER == full ]] && echo '--full ')--out $OUT --report-only"
+    say "when the jobs are done: bash scripts/reproduce.sh $([[ $TIER == full ]] && echo '--full ')$([[ $CLAIMS == 1 ]] && echo '--claims ')--out $OUT --report-only"
     exit "$status"
   fi
 fi
@@ -215,5 +214,9 @@ printf '{"stage": "plots", "seconds": %s}\n' "$(since "$t")" >>"$TIMING"
 printf '{"stage": "end", "time": %s}\n' "$(now)" >>"$TIMING"
 
 "$PY" scripts/report.py "$OUT" || die "scripts/report.py failed"
+# The claims of configs/experiments/claims.json, judged by their fixed rules where their sweeps ran.
+if [[ $CLAIMS == 1 || "$TIER" == full ]]; then
+  "$PY" scripts/claims.py "$OUT" --tier "$TIER" --json "$OUT/claims_verdicts.json" || die "scripts/claims.py failed"
+fi
 say "done in $(since "$T0") s: $OUT/report.md, $OUT/report.html"
 exit "$status"

@@ -34,6 +34,7 @@ class Run:
     has_metrics: bool = False      # metrics.jsonl existed and was readable
     probe_seeds: int = 0
     probe_layer_metrics: list | None = None  # a probe file's metric descriptors
+    probe_per_seed: list = field(default_factory=list)  # a probe file's seeds: [{seed, loss, <metric>: [...]}]
 
     @property
     def name(self):
@@ -184,6 +185,8 @@ def load_probe(path):
     seeds = j.get("seeds") or []
     run.probe_seeds = len(seeds)
     run.probe_layer_metrics = j.get("layer_metrics")
+    run.probe_per_seed = [dict(s.get("layers") or {}, seed=s.get("seed"), loss=s.get("loss"))
+                          for s in seeds if isinstance(s, dict)]
     if mean.get("loss") is None and seeds:
         losses = [s.get("loss") for s in seeds if s.get("loss") is not None]
         mean["loss"] = sum(losses) / len(losses) if losses else None

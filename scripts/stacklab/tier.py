@@ -2,6 +2,7 @@
 invocation, and the size and estimated cost of a tier before it runs.
 
     python3 scripts/tier.py full-configs [--check]   # configs/experiments/full/*.json from the quick tier
+    python3 scripts/tier.py files quick|full [--claims]   # a tier's sweep files (reproduce.sh runs these)
     python3 scripts/tier.py prepare OUT FILE... [--tiny]   # OUT/sweeps/<name>.json, out_dir OUT/<name>
     python3 scripts/tier.py size BIN FILE... [--timing OUT/timing.jsonl]   # runs, done, core-hours
     python3 scripts/tier.py deepest OUT                # the deepest pre-norm res/no-res runs, seed 0
@@ -26,13 +27,22 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # scripts/stacklab/.. /..
 QUICK_DIR = os.path.join(ROOT, "configs", "experiments")
 FULL_DIR = os.path.join(QUICK_DIR, "full")
+# The quick tier's sweeps, and the sweeps of claims.json's configs (`reproduce.sh --claims` adds
+# them to the quick tier; claims.py reads their output).
+QUICK_SWEEPS = ("probe_grid", "train_grid", "lr_grid")
+CLAIMS_SWEEPS = ("claims_probe", "claims_probe_rank", "claims_probe_l32", "claims_train", "stability_map")
 # The full tier: >= 5 training seeds, these rates at every wiring and depth, twice the
 # quick tier's horizon. Sweeps of the quick tier that the full tier widens, and lr_grid, which the
 # full tier's train_grid contains (every depth at every rate).
 FULL_SEEDS = [0, 1, 2, 3, 4]
 FULL_RATES = [0.0003, 0.001, 0.003, 0.01]
-FULL_SWEEPS = ("probe_grid", "train_grid", "extras", "extras_init", "extras_lr")
+FULL_SWEEPS = ("probe_grid", "train_grid", "extras", "extras_init", "extras_lr") + CLAIMS_SWEEPS
 HORIZON_FACTOR = 2
+# Sweeps whose learning rates are claims.json's (the map's grid, C6's and C7's rates): the full tier
+# keeps them as written instead of FULL_RATES. Sweeps whose depth grid gains L = 96 in the full tier
+# (claims.json: C1's and C5's probe depths {2, 8, 32, 96}; the stability map).
+OWN_RATES = ("stability_map", "claims_train")
+FULL_ADD_DEPTHS = {"claims_probe": [96], "claims_probe_rank": [96], "stability_map": [96]}
 TINY = {"model.n_embd": 16, "model.n_head": 2, "model.block_size": 16, "train.batch_size": 2,
         "train.max_iters": 6, "train.eval_interval": 2, "train.eval_iters": 1, "train.ckpt_interval": 0,
         "log.layer_interval": 2, "log.log_interval": 2}
@@ -99,7 +109,15 @@ def full_sweep(name):
                         f"and rerun): " + q.get("description", ""))
     if q.get("mode", "train") == "train":
         f["overrides"] = dict(q.get("overrides") or {}, **{"train.max_iters": HORIZON_FACTOR * quick_iters})
-        f["grid"] = dict(q.get("grid") or {}, **{"optim.learning_rate": FULL_RATES})
+        if name not in OWN_RATES:
+            f["grid"] = dict(q.get("grid") or {}, **{"optim.learning_rate": FULL_RATES})
+    if name in FULL_ADD_DEPTHS:
+        grid = dict(f.get("grid") or {})
+        if "model.n_layer" not in grid:
+            raise TierError(f"{src}: no model.n_layer grid to add the full tier's depths to")
+        grid["model.n_layer"] = grid["model.n_layer"] + [d for d in FULL_ADD_DEPTHS[name]
+                                                         if d not in grid["model.n_layer"]]
+        f["grid"] = grid
     return f
 
 
@@ -123,12 +141,36 @@ def cmd_full_configs(args):
     return 0
 
 
+def cmd_files(args):
+    """The source sweep files of a tier, one per line, relative to the repository (reproduce.sh's
+    working directory): the quick tier's (with --claims also the claims sweeps) or the full tier's."""
+    if args.tier == "full":
+        paths = [os.path.join(FULL_DIR, n + ".json") for n in FULL_SWEEPS]
+    else:
+        paths = [os.path.join(QUICK_DIR, n + ".json") for n in QUICK_SWEEPS + (CLAIMS_SWEEPS if args.claims else ())]
+    missing = [p for p in paths if not os.path.isfile(p)]
+    if missing:
+        hint = " (python3 scripts/tier.py full-configs)" if args.tier == "full" else ""
+        raise TierError("no such sweep file: " + ", ".join(os.path.relpath(p, ROOT) for p in missing) + hint)
+    for p in paths:
+        print(os.path.relpath(p, ROOT))
+    return 0
+
+
 # ---- prepare ---------------------------------------------------------------------------------
 
 def tiny(sweep):
     grid = dict(sweep.get("grid") or {})
     if "model.n_layer" in grid:
         grid["model.n_layer"] = sorted({min(d, 2) for d in grid["model.n_layer"]})
+    # A depth set in the overrides or a variant (claims_probe_l32, claims_train) is capped too.
+    over = sweep.get("overrides") or {}
+    if isinstance(over.get("model.n_layer"), int):
+        sweep = dict(sweep, overrides=dict(over, **{"model.n_layer": min(over["model.n_layer"], 2)}))
+    if isinstance(sweep.get("variants"), list):
+        sweep = dict(sweep, variants=[dict(v, **{"model.n_layer": min(v["model.n_layer"], 2)})
+                                      if isinstance(v, dict) and isinstance(v.get("model.n_layer"), int) else v
+                                      for v in sweep["variants"]])
     if "optim.learning_rate" in grid and len(grid["optim.learning_rate"]) > 2:
         r = sorted(grid["optim.learning_rate"])
         grid["optim.learning_rate"] = [r[0], r[-1]]
@@ -309,6 +351,9 @@ def main(argv=None):
     sub = p.add_subparsers(dest="cmd", required=True)
     a = sub.add_parser("full-configs", help="write configs/experiments/full/*.json from the quick tier")
     a.add_argument("--check", action="store_true", help="only check that they are up to date (exit 1 if not)")
+    a = sub.add_parser("files", help="print a tier's sweep files (reproduce.sh runs these)")
+    a.add_argument("tier", choices=("quick", "full"))
+    a.add_argument("--claims", action="store_true", help="quick tier: add the claims sweeps (the full tier has them)")
     a = sub.add_parser("prepare", help="write OUT/sweeps/<name>.json with out_dir OUT/<name>")
     a.add_argument("out")
     a.add_argument("files", nargs="+")
@@ -321,7 +366,7 @@ def main(argv=None):
     a.add_argument("out")
     args = p.parse_args(argv)
     try:
-        return {"full-configs": cmd_full_configs, "prepare": cmd_prepare, "size": cmd_size,
+        return {"full-configs": cmd_full_configs, "files": cmd_files, "prepare": cmd_prepare, "size": cmd_size,
                 "deepest": cmd_deepest}[args.cmd](args)
     except TierError as e:
         print(f"tier.py: {e}", file=sys.stderr)

@@ -2,7 +2,7 @@
 # Checks the study's full tier: configs/experiments/full/ is what `scripts/tier.py full-configs`
 # derives from the quick tier; `stacklab sweep configs/experiments/full/*.json --dry-run` lists the
 # expected number of runs, every wiring x depth of train_grid at the 4 rates with >= 5 seeds and
-# twice the quick horizon; then a real full tier scaled down (`reproduce.sh --full --tiny`, the
+# twice the quick horizon (the claims' sweeps keep their own rates, the map and C1/C5 gain L=96); then a real full tier scaled down (`reproduce.sh --full --tiny`, the
 # same code path: depths capped at 2, 2 seeds, 2 rates, 6 steps) prints its size, writes
 # report.md, report.html and findings.json with the seed and rate structure, and a second
 # invocation resumes: it runs nothing new. Bad flags exit 2. Last, the quick tier as a user starts it
@@ -38,10 +38,16 @@ for path in sorted(glob.glob("configs/experiments/full/*.json")):
     m = re.search(rf"^sweep {s['name']}: (\d+) (train|probe) runs", log, re.M)
     assert m and int(m.group(1)) == n, f"{path}: expected {n} runs, dry-run says {m.group(0) if m else 'nothing'}"
     total += n
+    if s["name"] in tier.FULL_ADD_DEPTHS:
+        assert set(tier.FULL_ADD_DEPTHS[s["name"]]) <= set(s["grid"]["model.n_layer"]), f"{path}: no L=96"
     if s.get("mode", "train") == "train":
         assert len(s["seeds"]) >= 5, f"{path}: {len(s['seeds'])} seeds"
-        assert sorted(s["grid"]["optim.learning_rate"]) == [0.0003, 0.001, 0.003, 0.01], path
         q = json.load(open(path.replace("/full/", "/")))
+        if s["name"] in tier.OWN_RATES:  # claims.json's rates (stability map, C6, C7), kept as written
+            assert s.get("grid", {}).get("optim.learning_rate") == q.get("grid", {}).get("optim.learning_rate"), path
+            assert s.get("variants") == q.get("variants"), f"{path}: variants differ from the quick file's"
+        else:
+            assert sorted(s["grid"]["optim.learning_rate"]) == [0.0003, 0.001, 0.003, 0.01], path
         assert s["overrides"]["train.max_iters"] == 2 * tier.base_value(path.replace("/full/", "/"), q, "train.max_iters"), \
             f"{path}: train.max_iters is not twice the quick tier's"
 assert re.search(rf"in one pool: {total} runs to do", log), f"the pool does not list {total} runs"

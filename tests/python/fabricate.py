@@ -4,6 +4,7 @@ PYTHONPATH=scripts, as scripts/test.sh's python stage runs these tests:
     PYTHONPATH=scripts MPLBACKEND=Agg /usr/bin/python3 -m unittest discover -s tests/python
 Not here: any test.
 """
+import json
 import math
 import os
 
@@ -65,3 +66,43 @@ class FakeSweep:
     def by(self, wiring, depth=None):
         """As report.Sweep.by: the usable runs of one wiring (and depth)."""
         return [r for r in self.runs if r.wiring == wiring and (depth is None or r.n_layer == depth)]
+
+
+# ---- runs of the claims (configs/experiments/claims.json, scripts/stacklab/claims.py) -------------
+
+def claim_config(overrides, seed=None, steps=150):
+    """A full config as a run's config.json holds it: configs/base.json, stacklab's defaults of the
+    keys claims.json names (claims.DEFAULTS), then the dotted overrides."""
+    from stacklab import claims, tier
+    cfg = json.loads(json.dumps(tier.read_json(claims.BASE_PATH)))
+    values = dict(claims.DEFAULTS)
+    values["train.max_iters"] = steps
+    values.update(overrides)
+    for key, v in values.items():
+        node = cfg
+        *head, leaf = key.split(".")
+        for part in head:
+            node = node.setdefault(part, {})
+        node[leaf] = v
+    if seed is not None:
+        cfg["train"]["seed"] = seed
+    return cfg
+
+
+def claim_probe(overrides, per_seed):
+    """A probe file of a claims sweep: per_seed {seed: {metric: [values]}}."""
+    r = runlog.Run(path="/fabricated/" + "-".join(f"{k}{v}" for k, v in overrides.items()) + "/probe.json",
+                   is_probe=True, has_metrics=True, probe_seeds=len(per_seed))
+    r.config = claim_config(overrides)
+    r.probe_per_seed = [dict(layers, seed=s) for s, layers in per_seed.items()]
+    return r
+
+
+def claim_run(overrides, seed, final, status="completed", steps=150, layers=(), diverged_step=None):
+    """A training run of a claims sweep; layers: [(step, {metric: [values]})]."""
+    depth = overrides.get("model.n_layer", 4)
+    r = run("claim", depth, overrides.get("optim.learning_rate", 1e-3), seed, final, status, diverged_step)
+    r.path += "-" + "-".join(f"{k}{v}" for k, v in overrides.items())
+    r.config = claim_config(overrides, seed, steps)
+    r.records["layers"] = [dict(rec, step=s, kind="layers") for s, rec in layers]
+    return r

@@ -1,0 +1,13 @@
+#!/usr/bin/env python3
+"""Judges the claims of configs/experiments/claims.json (C1-C7) on a study's runs, by their fixed rules.
+
+    /usr/bin/python3 scripts/claims.py runs/deep_stacking [--tier quick|full] [--json FILE]
+
+The code is in the package: stacklab/claims.py.
+"""
+import sys
+
+from stacklab.claims import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,458 @@
+"""The published claims of configs/experiments/claims.json (C1-C7), each judged seen or not seen on
+a study's runs by the rule and thresholds that file fixed before the runs; "not run" (naming the
+runs missing) where its configs did not all run at the tier's seeds and horizon.
+
+    verdicts = evaluate_all("runs/deep_stacking", tier="quick")   # [ClaimVerdict]
+    outcome(run)    # "trained" | "diverged" | "plateau" as claims.json defines them ("incomplete" else)
+
+Runs are found in OUT/<sweep> for the claims sweeps (tier.CLAIMS_SWEEPS) and matched to a claim's
+configs by their config values, not by run ids: a key a claim does not name must hold its value
+in configs/base.json (model, data, optimiser, batch), else stacklab's default (DEFAULTS).
+Not here: the sweeps (configs/experiments/), the report's page (report.py).
+"""
+import argparse
+import functools
+import json
+import math
+import os
+import re
+import sys
+from dataclasses import asdict, dataclass
+
+from . import runlog, tier
+from .study_findings import fit_line, fmt
+
+CLAIMS_PATH = os.path.join(tier.QUICK_DIR, "claims.json")
+BASE_PATH = os.path.join(tier.ROOT, "configs", "base.json")
+# stacklab's defaults (`stacklab validate --defaults`) of the keys claims.json names that base.json
+# leaves out; tests/python/test_claims.py checks them against the binary when one is built.
+DEFAULTS = {"model.residual_scale": "none", "model.mlp": True, "model.qk_norm": False, "optim.warmup_iters": 0}
+AXES = ("model.n_layer", "model.init", "optim.learning_rate")  # a claim's configs: lists crossed with variants
+
+
+@dataclass
+class ClaimVerdict:
+    id: str        # "C1"
+    claim: str     # the claim text
+    source: str    # "Xiong et al. 2020, arXiv 2002.04745, Theorem 1"
+    rule: str      # rule.text
+    value: str     # one short line of the deciding numbers with their seed spread
+    verdict: str   # "seen" | "not seen" | "not run"
+    details: str   # Markdown: per-seed numbers, per-rate counts
+
+
+def load_claims(path: str | None = None) -> dict:
+    with open(path or CLAIMS_PATH, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def margin(definitions: dict) -> float:
+    """The trained / plateau margin in nats, read from the definitions' text (one number in both)."""
+    m = re.search(r"more than ([0-9.]+) nats below the unigram", definitions.get("trained", ""))
+    p = re.search(r"unigram - ([0-9.]+)", definitions.get("plateau", ""))
+    if not (m and p) or float(m.group(1)) != float(p.group(1)):
+        raise ValueError("claims.json: definitions.trained and .plateau do not state one margin below the unigram loss")
+    return float(m.group(1))
+
+
+def outcome(run, definitions: dict | None = None) -> str:
+    """claims.json's classification of a training run: "diverged" (its summary says so:
+    runlog.is_diverged), "trained" (completed, final val loss more than the margin below its own
+    unigram loss), "plateau" (completed, at or above unigram - margin); "incomplete" for anything
+    else (interrupted, failed, no final loss or unigram): not a result."""
+    if runlog.is_diverged(run):
+        return "diverged"
+    uni, final = run.reference_losses.get("unigram"), run.final_val_loss
+    if not runlog.is_completed(run) or uni is None or final is None:
+        return "incomplete"
+    m = margin(definitions) if definitions is not None else default_margin()
+    return "trained" if final < uni - m else "plateau"
+
+
+@functools.cache
+def default_margin() -> float:
+    """The margin of the claims.json in the repository, read once (outcome() is called per run)."""
+    return margin(load_claims()["definitions"])
+
+
+def source_text(src: dict) -> str:
+    authors = src.get("authors", "")
+    first = authors.split(",")[0].replace("et al.", "").split()
+    who = (first[-1] if first else "?") + (" et al." if "," in authors or "et al" in authors else "")
+    return f"{who} {src.get('year')}, arXiv {src.get('arxiv')}" + (f", {src['where']}" if src.get("where") else "")
+
+
+# ---- the runs of a claim -----------------------------------------------------------------------
+
+def depths(claim: dict, tier_name: str) -> list:
+    """The claim's depths at this tier: the quick tier's from its metric's "(quick: {...})", if any."""
+    ds = claim["configs"].get("model.n_layer", [])
+    m = re.search(r"\(quick: \{([0-9, ]+)\}\)", claim.get("metric", ""))
+    if tier_name == "quick" and m:
+        return [int(x) for x in m.group(1).split(",")]
+    return list(ds)
+
+
+def points(claim: dict, tier_name: str) -> list:
+    """[(variant name, {dotted key: value})]: every config the claim names, axes x variants."""
+    cfg = claim["configs"]
+    axes = {k: (depths(claim, tier_name) if k == "model.n_layer" else cfg[k]) for k in AXES if k in cfg}
+    combos = [{}]
+    for k, vs in axes.items():
+        combos = [dict(c, **{k: v}) for c in combos for v in vs]
+    return [(name, dict(c, **var)) for name, var in cfg["variants"].items() for c in combos]
+
+
+def same(a, b):
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=1e-9)
+    return a == b
+
+
+class RunSet:
+    """The runs of the claims sweeps, matched to a claim's configs."""
+
+    def __init__(self, runs, tier_name="quick", claims=None, base=None):
+        self.runs, self.tier = list(runs), tier_name
+        self.claims = claims or load_claims()
+        self.defs = self.claims["definitions"]
+        self.seeds = list(self.defs["seeds"][tier_name])
+        self.horizon = self.defs["horizon"][tier_name]
+        self.base = base if base is not None else tier.read_json(BASE_PATH)
+        # What a run must share with its claim's config: the keys the claims name, and base.json's
+        # model, data and optimiser and its batch (definitions.common); not seeds, names, logging.
+        named = {k for c in self.claims["claims"] for _, p in points(c, "full") for k in p}
+        common = {f"{sec}.{k}" for sec in ("model", "data", "optim") for k in (self.base.get(sec) or {})}
+        self.keys = sorted(named | common | {"train.batch_size"})
+
+    def expected(self, point, key):
+        if key in point:
+            return point[key]
+        v = tier.get_key(self.base, key)
+        return DEFAULTS.get(key) if v is None else v
+
+    def matches(self, run, point, probe):
+        keys = [k for k in self.keys if not (probe and k.startswith("optim."))]  # a probe has no optimiser
+        return all(same(tier.get_key(run.config, k), self.expected(point, k)) for k in keys)
+
+    def probe(self, point):
+        """{seed: that seed's layers} of the first probe matching the point (tier seeds only)."""
+        for r in self.runs:
+            if r.is_probe and self.matches(r, point, True):
+                return {s["seed"]: s for s in r.probe_per_seed if s.get("seed") in self.seeds}
+        return {}
+
+    def train(self, point):
+        """({seed: run} of finished runs at the tier's horizon, [why a seed is missing])."""
+        got, why = {}, {}
+        for r in self.runs:
+            seed = (r.config.get("train") or {}).get("seed")
+            if r.is_probe or seed not in self.seeds or seed in got or not self.matches(r, point, False):
+                continue
+            steps = (r.config.get("train") or {}).get("max_iters")
+            if steps != self.horizon:
+                why[seed] = f"ran {steps} steps, the {self.tier} tier's horizon is {self.horizon}"
+            elif outcome(r, self.defs) == "incomplete":
+                why[seed] = f"status {r.status}"
+            else:
+                got[seed] = r
+        return got, [f"seed {s}" + (f" ({why[s]})" if s in why else "") for s in self.seeds if s not in got]
+
+    def missing(self, claim):
+        """Human-readable list of the claim's configs and seeds with no usable run."""
+        out = []
+        for name, p in points(claim, self.tier):
+            where = f"{name} " + " ".join(f"{k.split('.')[-1]}={v}" for k, v in p.items() if k in AXES)
+            if claim["configs"]["mode"] == "probe":
+                have = self.probe(p)
+                lost = [s for s in self.seeds if s not in have]
+                if lost:
+                    out.append(f"{where}: probe seed(s) {', '.join(map(str, lost))}")
+            else:
+                lost = self.train(p)[1]
+                if lost:
+                    out.append(f"{where}: {', '.join(lost)}")
+        return out
+
+
+def load_runset(out_dir: str, tier_name: str = "quick", claims: dict | None = None) -> RunSet:
+    dirs = [os.path.join(out_dir, s) for s in tier.CLAIMS_SWEEPS if os.path.isdir(os.path.join(out_dir, s))]
+    return RunSet(runlog.find_runs(dirs, depth=2) if dirs else [], tier_name, claims)
+
+
+# ---- numbers ---------------------------------------------------------------------------------
+
+def spread(vals):
+    v = [x for x in vals if x is not None]
+    return f"seeds {fmt(min(v))}..{fmt(max(v))}" if v else "no seeds"
+
+
+def mean(vals):
+    v = [x for x in vals if x is not None]
+    return sum(v) / len(v) if v else None
+
+
+def loglog_slope(pts):
+    """Slope of ln g = a + s ln L over [(L, g)] with g > 0; None with fewer than 2 points."""
+    pts = [(d, g) for d, g in pts if g is not None and g > 0]
+    fit = fit_line([math.log(d) for d, _ in pts], [math.log(g) for _, g in pts]) if len(pts) >= 2 else None
+    return fit[0] if fit else None
+
+
+def last(seq):
+    return seq[-1] if seq else None
+
+
+def inside(x, lo_hi):
+    return x is not None and lo_hi[0] <= x <= lo_hi[1]
+
+
+def logit_growth(run):
+    """(m at step 0, m at the last layers record, growth) with m = max over blocks of attn_logit_max;
+    a diverged run's last record is its last one before the divergence step."""
+    stop = run.diverged_step if runlog.is_diverged(run) else None
+    ms = []
+    for rec in sorted(run.records["layers"], key=lambda r: r.get("step", 0)):
+        vals = [v for v in rec.get("attn_logit_max") or [] if isinstance(v, (int, float)) and math.isfinite(v)]
+        if vals and (stop is None or rec.get("step", 0) < stop):
+            ms.append((rec.get("step", 0), max(vals)))
+    if not ms or ms[0][0] != 0:
+        return None, None, None
+    m0, m1 = ms[0][1], ms[-1][1]
+    return m0, m1, (m1 / m0 if m0 > 0 else None)
+
+
+# ---- the claims ------------------------------------------------------------------------------
+# Each takes (claim, RunSet) with every run present and returns (value, seen, details).
+
+def variant(claim, name, **axes):
+    """The point of a claim's variant with its axes set (n_layer, init, learning rate)."""
+    keys = {"n_layer": "model.n_layer", "init": "model.init", "lr": "optim.learning_rate"}
+    return dict({keys[k]: v for k, v in axes.items()}, **claim["configs"]["variants"][name])
+
+
+def c1(claim, rs):
+    rule, ds = claim["rule"], depths(claim, rs.tier)
+    slopes, rows = {}, []
+    for init in claim["configs"]["model.init"]:
+        for name in claim["configs"]["variants"]:
+            per = {d: rs.probe(variant(claim, name, n_layer=d, init=init)) for d in ds}
+            g = {d: {s: last(v.get("grad_norm")) for s, v in per[d].items()} for d in ds}
+            s_mean = loglog_slope([(d, mean(g[d].values())) for d in ds])
+            s_seed = [loglog_slope([(d, g[d].get(s)) for d in ds]) for s in rs.seeds]
+            slopes[(name, init)] = (s_mean, s_seed)
+            rows.append(f"| {name} | {init} | " + " | ".join(fmt(mean(g[d].values())) for d in ds)
+                        + f" | {fmt(s_mean)} | {', '.join(fmt(x) for x in s_seed)} |")
+    pre_x, post_x, pre_s = (slopes[("pre", "xavier")][0], slopes[("post", "xavier")][0], slopes[("pre", "scaled")][0])
+    seen = (inside(pre_x, rule["xavier_pre_slope"]) and inside(post_x, rule["xavier_post_slope"])
+            and pre_s is not None and pre_x is not None and pre_s - pre_x >= rule["scaled_minus_xavier_pre_slope_min"])
+
+    def sl(name, init):
+        s_mean, s_seed = slopes[(name, init)]
+        return f"s({name}, {init}) = {fmt(s_mean)} ({spread(s_seed)})"
+    diff = fmt(pre_s - pre_x) if pre_s is not None and pre_x is not None else "n/a"
+    normal = ", ".join(f"s({n}) = {fmt(slopes[(n, 'normal')][0])}" for n in claim["configs"]["variants"]
+                       if (n, "normal") in slopes)
+    value = (f"{sl('pre', 'xavier')}; {sl('post', 'xavier')}; {sl('pre', 'scaled')} (minus xavier's: {diff}); "
+             f"normal init: {normal}")
+    head = ("| wiring | init | " + " | ".join(f"g_last L={d}" for d in ds) + " | slope s (seed means) | s per seed |\n"
+            "|---|---|" + "---|" * len(ds) + "---|---|\n")
+    return value, seen, head + "\n".join(rows)
+
+
+def c2(claim, rs):
+    rule = claim["rule"]
+    L = claim["configs"]["model.n_layer"][0]
+    init = claim["configs"]["model.init"][0]
+    data = {n: rs.probe(variant(claim, n, n_layer=L, init=init)) for n in claim["configs"]["variants"]}
+    rows, ok, fits, post_rng, last_sq = [], True, [], [], {}
+    for s in rs.seeds:
+        rms = {n: (data[n][s].get("act_rms") or [])[1:L + 1] for n in data}  # boundaries 1..L
+        fit = fit_line(list(range(1, len(rms["pre"]) + 1)), [x * x for x in rms["pre"]])
+        fits.append(fit)
+        post_ok = len(rms["post"]) == L and all(inside(x, rule["post_rms_range"]) for x in rms["post"])
+        post_rng += rms["post"]
+        sq = {n: (rms[n][-1] ** 2 if rms[n] else None) for n in rms}
+        last_sq[s] = sq
+        sand_ok = None not in sq.values() and sq["post"] < sq["sandwich"] < sq["pre"]
+        pre_ok = fit is not None and fit[0] > 0 and fit[2] > rule["pre_r2_min"]
+        ok &= pre_ok and post_ok and sand_ok
+        rows.append(f"| {s} | {fmt(fit[0]) if fit else 'n/a'} | {fmt(fit[2]) if fit else 'n/a'} | "
+                    f"{fmt(min(rms['post'], default=None))}..{fmt(max(rms['post'], default=None))} | "
+                    f"{fmt(sq['post'])} < {fmt(sq['sandwich'])} < {fmt(sq['pre'])}: {'yes' if sand_ok else 'no'} |")
+    sl = [f[0] if f else None for f in fits]
+    r2 = [f[2] if f else None for f in fits]
+    r2_min = min((x for x in r2 if x is not None), default=None)
+    value = (f"pre: slope of act_rms^2 vs l = {fmt(mean(sl))} ({spread(sl)}), R^2 min {fmt(r2_min)}; "
+             f"post: act_rms {fmt(min(post_rng, default=None))}..{fmt(max(post_rng, default=None))} over boundaries "
+             f"and seeds; last act_rms^2 post/sandwich/pre = " + ", ".join(
+                 "/".join(fmt(last_sq[s][n]) for n in ("post", "sandwich", "pre")) for s in rs.seeds))
+    head = ("| seed | pre slope | pre R^2 | post act_rms range | last act_rms^2 post < sandwich < pre |\n"
+            "|---|---|---|---|---|\n")
+    return value, ok, head + "\n".join(rows)
+
+
+def c3(claim, rs):
+    rule = claim["rule"]
+    L = claim["configs"]["model.n_layer"][0]
+    tests = {"post-xavier": lambda x: x is not None and x < rule["post_xavier_max"],
+             "deepnorm-xavier": lambda x: x is not None and x > rule["deepnorm_xavier_min"],
+             "post-scaled": lambda x: inside(x, rule["post_scaled_range"])}
+    ok, parts, rows = True, [], []
+    for name in claim["configs"]["variants"]:
+        per = rs.probe(variant(claim, name, n_layer=L))
+        ratios = [(lambda g: g[0] / g[-1] if g and g[-1] else None)(per[s].get("grad_norm")) for s in rs.seeds]
+        good = [tests[name](x) for x in ratios]
+        ok &= all(good)
+        parts.append(f"{name} {fmt(mean(ratios))} ({spread(ratios)})")
+        rows.append(f"| {name} | " + ", ".join(fmt(x) for x in ratios) + f" | {sum(good)} of {len(good)} |")
+    head = "| wiring | g_block[0] / g_block[L-1] per seed | seeds within the rule |\n|---|---|---|\n"
+    return "; ".join(parts), ok, head + "\n".join(rows)
+
+
+def c4(claim, rs):
+    need = claim["rule"]["post_fails_min"][rs.tier]
+    L, init = claim["configs"]["model.n_layer"][0], claim["configs"]["model.init"][0]
+    names = list(claim["configs"]["variants"])
+    held, rows, counts = [], [], []
+    for lr in claim["configs"]["optim.learning_rate"]:
+        out = {}
+        for n in names:
+            runs = rs.train(variant(claim, n, n_layer=L, init=init, lr=lr))[0]
+            out[n] = [outcome(r, rs.defs) for _, r in sorted(runs.items())]
+        fails = sum(o != "trained" for o in out["post"])
+        others = all(o == "trained" for n in names if n != "post" for o in out[n])
+        if fails >= need and others:
+            held.append(lr)
+        counts.append(f"lr {lr:g}: post fails {fails}/{len(out['post'])}, "
+                      + ", ".join(f"{n} trains {out[n].count('trained')}/{len(out[n])}" for n in names if n != "post"))
+        rows.append(f"| {lr:g} | " + " | ".join(", ".join(out[n]) for n in names)
+                    + f" | {'yes' if lr in held else 'no'} |")
+    where = f"holds at lr {', '.join(f'{x:g}' for x in held)}" if held else "holds at no rate"
+    value = where + "; " + "; ".join(counts)
+    head = ("| lr | " + " | ".join(f"{n} (per seed)" for n in names) + f" | post fails in >= {need}, others train |\n"
+            "|---|" + "---|" * len(names) + "---|\n")
+    return value, bool(held), head + "\n".join(rows)
+
+
+def c5(claim, rs):
+    rule, ds = claim["rule"], depths(claim, rs.tier)
+    init = claim["configs"]["model.init"][0]
+    rank = {(n, d): {s: last(v.get("rank_ratio")) for s, v in rs.probe(variant(claim, n, n_layer=d, init=init)).items()}
+            for n in claim["configs"]["variants"] for d in ds}
+    k = rule["compare_depth"]
+    a, m = rank[("nores-attn", k)], rank[("nores-mlp", k)]
+    ok1 = (mean(a.values()) is not None and mean(m.values()) is not None and mean(a.values()) < mean(m.values())
+           and all(a[s] is not None and m[s] is not None and a[s] < m[s] for s in rs.seeds))
+    res = [(n, d, s, rank[(n, d)][s]) for n in ("res-attn", "res-mlp") for d in ds for s in rs.seeds]
+    low = [f"{n} L={d} seed {s}: {fmt(x)}" for n, d, s, x in res if x is None or x <= rule["residual_rank_min"]]
+    res_min = min((x for *_, x in res if x is not None), default=None)
+    value = (f"L={k}: nores-attn {fmt(mean(a.values()))} ({spread(a.values())}) vs nores-mlp {fmt(mean(m.values()))} "
+             f"({spread(m.values())}); residual wirings min {fmt(res_min)} "
+             f"over depths and seeds (need > {rule['residual_rank_min']:g})")
+
+    def cell(n, d):
+        return f"{fmt(mean(rank[(n, d)].values()))} ({', '.join(fmt(rank[(n, d)][s]) for s in rs.seeds)})"
+    rows = [f"| {n} | " + " | ".join(cell(n, d) for d in ds) + " |" for n in claim["configs"]["variants"]]
+    head = ("| wiring | " + " | ".join(f"rank ratio L={d} (per seed)" for d in ds) + " |\n|---|"
+            + "---|" * len(ds) + "\n")
+    tail = ("\n\n(i) nores-attn below nores-mlp at L=" + str(k) + f": {'yes' if ok1 else 'no'}; (ii) "
+            + ("residual wirings above the floor everywhere" if not low
+               else "at or below the floor: " + "; ".join(low)))
+    return value, ok1 and not low, head + "\n".join(rows) + tail
+
+
+def c6(claim, rs):
+    name = next(iter(claim["configs"]["variants"]))
+    cfg = claim["configs"]
+    runs = rs.train(variant(claim, name, n_layer=cfg["model.n_layer"][0], init=cfg["model.init"][0],
+                            lr=cfg["optim.learning_rate"][0]))[0]
+    outs = {s: outcome(r, rs.defs) for s, r in sorted(runs.items())}
+    finals = [r.final_val_loss for _, r in sorted(runs.items())]
+    uni = next((r.reference_losses.get("unigram") for r in runs.values()), None)
+    value = (f"trained in {list(outs.values()).count('trained')} of {len(outs)} seeds; final val loss "
+             f"{fmt(mean(finals), 4)} ({spread(finals)}), unigram {fmt(uni, 4)}")
+    rows = [f"| {s} | {outs[s]} | {fmt(runs[s].final_val_loss, 4)} |" for s in outs]
+    head = "| seed | outcome | final val loss |\n|---|---|---|\n"
+    return value, all(o == "trained" for o in outs.values()), head + "\n".join(rows)
+
+
+def c7(claim, rs):
+    rule, cfg = claim["rule"], claim["configs"]
+    g = {}
+    for name in cfg["variants"]:
+        runs = rs.train(variant(claim, name, n_layer=cfg["model.n_layer"][0], init=cfg["model.init"][0],
+                                lr=cfg["optim.learning_rate"][0]))[0]
+        g[name] = {s: logit_growth(r) + (outcome(r, rs.defs),) for s, r in runs.items()}
+    without = next(n for n, v in cfg["variants"].items() if not v.get("model.qk_norm"))
+    with_ = next(n for n in cfg["variants"] if n != without)
+    ok, rows = True, []
+    for s in rs.seeds:
+        (a0, a1, ga, oa), (b0, b1, gb, ob) = g[without][s], g[with_][s]
+        good = (ga is not None and gb is not None and ga >= rule["growth_without_min"] and gb <= rule["growth_with_max"]
+                and b1 < a1)
+        ok &= good
+        rows.append(f"| {s} | {fmt(a0)} -> {fmt(a1)} ({oa}) | {fmt(ga)} | {fmt(b0)} -> {fmt(b1)} ({ob}) | {fmt(gb)} | "
+                    f"{'yes' if good else 'no'} |")
+
+    def col(name, i):
+        return [g[name][s][i] for s in rs.seeds]
+    value = (f"growth({without}) = {fmt(mean(col(without, 2)))} ({spread(col(without, 2))}); growth({with_}) = "
+             f"{fmt(mean(col(with_, 2)))} ({spread(col(with_, 2))}); last m: {with_} {fmt(mean(col(with_, 1)))}, "
+             f"{without} {fmt(mean(col(without, 1)))}")
+    head = (f"| seed | m {without} (step 0 -> last) | growth | m {with_} | growth | rule holds |\n"
+            "|---|---|---|---|---|---|\n")
+    return value, ok, head + "\n".join(rows)
+
+
+EVALUATORS = {"C1": c1, "C2": c2, "C3": c3, "C4": c4, "C5": c5, "C6": c6, "C7": c7}
+
+
+def evaluate(claim: dict, rs: RunSet) -> ClaimVerdict:
+    v = ClaimVerdict(id=claim["id"], claim=claim["claim"], source=source_text(claim["source"]),
+                     rule=claim["rule"]["text"], value="", verdict="not run", details="")
+    missing = rs.missing(claim)
+    if claim["id"] not in EVALUATORS:
+        v.value = f"no evaluator for {claim['id']} in stacklab/claims.py"
+        return v
+    if missing:
+        more = "; ..." if len(missing) > 4 else ""
+        v.value = (f"runs missing ({len(missing)} config{'s' if len(missing) > 1 else ''}): "
+                   + "; ".join(missing[:4]) + more)
+        v.details = (f"Missing at the {rs.tier} tier's seeds and horizon:\n\n"
+                     + "\n".join(f"- {m}" for m in missing))
+        return v
+    v.value, seen, v.details = EVALUATORS[claim["id"]](claim, rs)
+    v.verdict = "seen" if seen else "not seen"
+    return v
+
+
+def evaluate_all(out_dir: str, claims_path: str | None = None, tier: str = "quick") -> list[ClaimVerdict]:
+    """Every claim of claims.json judged on the claims sweeps under out_dir (OUT/<sweep>/...)."""
+    claims = load_claims(claims_path)
+    rs = load_runset(out_dir, tier, claims)
+    return [evaluate(c, rs) for c in claims["claims"]]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="Judge the claims of configs/experiments/claims.json on a study's runs.")
+    p.add_argument("out_dir", help="the study dir, e.g. runs/deep_stacking (its claims sweeps: OUT/<sweep>/)")
+    p.add_argument("--tier", choices=("quick", "full"), default="quick", help="the tier's seeds and horizon")
+    p.add_argument("--claims", help="the claims file (default configs/experiments/claims.json)")
+    p.add_argument("--json", help="also write the verdicts as JSON to this file")
+    args = p.parse_args(argv)
+    if not os.path.isdir(args.out_dir):
+        print(f"claims.py: {args.out_dir}: no such directory", file=sys.stderr)
+        return 1
+    try:
+        verdicts = evaluate_all(args.out_dir, args.claims, args.tier)
+    except (OSError, ValueError, KeyError, tier.TierError) as e:
+        print(f"claims.py: {args.claims or CLAIMS_PATH}: {e}", file=sys.stderr)
+        return 1
+    print("| claim | source | verdict | deciding numbers |\n|---|---|---|---|")
+    for v in verdicts:
+        print(f"| {v.id} | {v.source} | **{v.verdict}** | {v.value} |")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump({"tier": args.tier, "claims": [asdict(v) for v in verdicts]}, fh, indent=1)
+    return 0
