@@ -22,6 +22,7 @@ vertical-align:top;text-align:left}th{background:#eee}code{background:#f3f3f3;pa
 figure{margin:1.5em 0}figure img{max-width:100%;border:1px solid #ddd}figcaption{font-size:13px;color:#444;
 margin-top:.3em}h2{border-bottom:1px solid #ccc;margin-top:2em}.seen td:last-child{color:#070}
 .notseen td:last-child{color:#a00}.notrun td:last-child{color:#777}
+.seen td:last-child,.notseen td:last-child,.notrun td:last-child{white-space:nowrap}
 .beside{display:flex;gap:1.5em;align-items:flex-start;flex-wrap:wrap}.beside>div{flex:1 1 320px}
 .beside>figure{flex:1 1 480px;margin:0}details{margin:.8em 0}summary{cursor:pointer;color:#245}
 footer{margin-top:3em;font-size:12px;color:#666}"""
