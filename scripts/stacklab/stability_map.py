@@ -233,7 +233,8 @@ def _where(pairs):
 def map_text(data: MapData) -> list[str]:
     """Sentences generated from the counts: the runs and their outcomes; where post-norm fails and
     pre-norm trains (and the reverse); where warm-up or DeepNorm rescues post-norm and where not;
-    where the init decides a wiring's outcome. A cell "fails" or "trains" by its majority."""
+    where the init decides a wiring's outcome. A cell "fails" or "trains" by its majority; a fix
+    that does not rescue post-norm is named only where pre-norm trains."""
     if data.empty:
         return [f"The stability map was not run (no training runs under {SWEEP}/): `{RUN_COMMAND}` runs it."]
     tot = Counter()
@@ -272,14 +273,13 @@ def map_text(data: MapData) -> list[str]:
                 continue
             failing = cells_where(lambda i, d, lr: maj("post", i, d, lr) in FAILS)
             saved = [c for c in failing if maj(fix, *c) == "trained"]
-            not_saved = [c for c in failing if maj(fix, *c) in FAILS]
+            # not rescued: said where pre-norm trains (elsewhere every wiring may fail, e.g. too few steps)
+            not_saved = [c for c in post_fails if maj(fix, *c) in FAILS]
             if saved:
                 out.append(f"{name} rescues post-norm at " + _where(at(*c, "post", fix) for c in saved) + ".")
             if not_saved:
                 out.append(f"{name} does not rescue post-norm at " + _where(at(*c, "post", fix) for c in not_saved)
                            + ".")
-            if failing and not saved and not not_saved:
-                out.append(f"{name}: no majority where post-norm fails.")
     if len(data.inits) > 1:
         for w in data.wirings:
             split = [(d, lr) for d in data.depths for lr in data.rates
