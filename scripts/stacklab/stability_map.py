@@ -280,18 +280,21 @@ def map_text(data: MapData) -> list[str]:
             if not_saved:
                 out.append(f"{name} does not rescue post-norm at " + _where(at(*c, "post", fix) for c in not_saved)
                            + ".")
+
+    def decides(w, d, lr):  # one init trains where another fails
+        m = {maj(w, i, d, lr) for i in data.inits}
+        return "trained" in m and bool(m & set(FAILS))
+
     if len(data.inits) > 1:
         for w in data.wirings:
-            split = [(d, lr) for d in data.depths for lr in data.rates
-                     if len({maj(w, i, d, lr) for i in data.inits} - {"empty", "tie"}) > 1]
+            split = [(d, lr) for d in data.depths for lr in data.rates if decides(w, d, lr)]
             for d, lr in split:
                 out.append(f"The init decides for {w} at L={d}, lr {lr:g}: "
-                           + ", ".join(f"{data.cell(w, i, d, lr).majority} under {i} ({data.cell(w, i, d, lr).counts})"
+                           + ", ".join(f"{maj(w, i, d, lr)} under {i} ({data.cell(w, i, d, lr).counts})"
                                        for i in data.inits) + ".")
-        if not any(len({maj(w, i, d, lr) for i in data.inits} - {"empty", "tie"}) > 1
-                   for w in data.wirings for d in data.depths for lr in data.rates):
-            out.append("The init decides no cell: every wiring has the same majority outcome under "
-                       + " and ".join(data.inits) + " wherever both were run.")
+        if not any(decides(w, d, lr) for w in data.wirings for d in data.depths for lr in data.rates):
+            out.append("The init decides no cell: nowhere does a wiring train under one of "
+                       + " and ".join(data.inits) + " and fail under the other.")
     return out
 
 
