@@ -5,8 +5,11 @@ the numbers folded under it, claims from any object with a claim verdict's field
 import importlib.util
 import json
 import re
+import sys
+import types
 import unittest
 from dataclasses import dataclass
+from unittest import mock
 
 import fabricate
 from stacklab import report, report_doc, stability_map
@@ -158,6 +161,19 @@ class Summary(unittest.TestCase):
         self.assertIn("no claims.py", where)
         _, _, page_ids, hrefs = page(rows)
         self.assertEqual(hrefs[5:], [f"claim-{i.lower()}" for i in ids])
+
+    def test_with_claims_py_its_verdicts_and_outcomes_are_used(self):
+        fake = types.ModuleType("stacklab.claims")
+        calls = []
+        fake.evaluate_all = lambda out_dir, claims_path=None, tier="quick": calls.append((out_dir, tier)) or self.claims
+        fake.outcome = lambda run: "trained"
+        with mock.patch.dict(sys.modules, {"stacklab.claims": fake}):
+            rows, where = sections.claim_verdicts("/study", tier="full")
+            outcome, source = stability_map.classifier()
+        self.assertEqual((rows, calls), (self.claims, [("/study", "full")]))
+        self.assertIn("claims.py", where)
+        self.assertEqual(source, "claims.outcome")
+        self.assertEqual(outcome(fabricate.map_run("post", "xavier", 32, 1e-2, 0, "diverged")), "trained")
 
     def test_without_map_runs_the_map_section_says_how_to_run_it(self):
         md, _, ids, _ = page(self.claims)
