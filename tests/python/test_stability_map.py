@@ -143,6 +143,13 @@ class Text(unittest.TestCase):
         self.assertNotIn("rescues", text)
         self.assertIn("The init decides no cell", text)
 
+    def test_the_init_decides_only_where_it_turns_training_into_failure(self):
+        data = sm.build(cells({("post", "scaled", 32, 1e-2): ["plateau"] * 3,
+                               ("post", "xavier", 32, 1e-2): ["diverged"] * 3}), local)
+        text = " ".join(sm.map_text(data))
+        self.assertNotIn("The init decides for", text)  # plateau vs diverged: both fail
+        self.assertIn("The init decides no cell", text)
+
     def test_pre_norm_failing_where_post_norm_trains_is_said_too(self):
         text = " ".join(sm.map_text(grid(post_xavier_32=("trained",) * 3, pre_xavier_32=("diverged",) * 3)))
         self.assertIn("Pre-norm fails where post-norm trains at init xavier, L=32, lr 0.01 (pre 0/3/0, post 3/0/0)",
