@@ -210,6 +210,12 @@ while read -r run; do
   MPLBACKEND=Agg "$PY" scripts/plot_run.py "$run" --out "$OUT/figures/runs/$(basename "$run")" >/dev/null ||
     say "plot_run.py $run: no figures"
 done < <("$PY" scripts/tier.py deepest "$OUT")
+# The stability map (its sweep comes with --claims): one figure of wiring x init x rate x depth,
+# read by the report's "Where pre-norm and post-norm train".
+if [[ -f "$OUT/stability_map/manifest.json" ]]; then
+  MPLBACKEND=Agg "$PY" scripts/plot_stability_map.py "$OUT/stability_map" --out "$OUT/figures/stability_map" \
+    >/dev/null || say "plot_stability_map.py: no figure"
+fi
 printf '{"stage": "plots", "seconds": %s}\n' "$(since "$t")" >>"$TIMING"
 printf '{"stage": "end", "time": %s}\n' "$(now)" >>"$TIMING"
 

@@ -22,6 +22,26 @@ def arr(values):
     return np.array([np.nan if v is None else float(v) for v in (values or [])], dtype=float)
 
 
+def column_summary(a, geometric=False):
+    """(mean, min, max) per column of `a` (seeds x points) over the column's usable entries:
+    finite ones, and for `geometric` (a log axis) positive ones, whose mean is taken of the logs.
+    A column with none (every seed's gradient underflowed to 0, no seed evaluated at that step)
+    is NaN in all three, a gap in the line, rather than numpy's warning on an empty slice."""
+    a = np.asarray(a, float)
+    ok = np.isfinite(a) & (a > 0) if geometric else np.isfinite(a)
+    n = ok.sum(axis=0)
+    some = n > 0
+    v = np.log(np.where(ok, a, 1.0)) if geometric else np.where(ok, a, 0.0)
+    mean = np.full(a.shape[1:], np.nan)
+    mean[some] = v.sum(axis=0)[some] / n[some]
+    if geometric:
+        mean = np.exp(mean)
+    lo, hi = np.full_like(mean, np.nan), np.full_like(mean, np.nan)
+    lo[some] = np.where(ok, a, np.inf).min(axis=0)[some]
+    hi[some] = np.where(ok, a, -np.inf).max(axis=0)[some]
+    return mean, lo, hi
+
+
 def wiring_label(runs):
     """The wiring's formula without the depth-specific constant (deepnorm's alpha for N=...)."""
     f = runs[0].formula

@@ -30,7 +30,7 @@ import numpy as np
 
 from . import runlog
 from . import study_stats as stats
-from .plot_common import (REF_STYLE, arr, depth_axis, legend_below, save, separate_labels,
+from .plot_common import (REF_STYLE, arr, column_summary, depth_axis, legend_below, save, separate_labels,
                           wiring_colors, wiring_label, wiring_styles)
 from .plot_study import plot_deepest_curves, plot_escape, plot_loss_vs_lr
 
@@ -77,13 +77,11 @@ def plot_grad_by_block(runs, step, out_dir, written, note):
             if not series:
                 continue
             g = np.vstack(series)
-            g[~(g > 0)] = np.nan
-            if not np.isfinite(g).any():
+            if not (np.isfinite(g) & (g > 0)).any():
                 note.add(f"{w} L={d}: no positive grad_norm at step {step}; left out of grad_norm_by_block")
                 continue
-            with np.errstate(all="ignore"):
-                mean = np.exp(np.nanmean(np.log(g), axis=0))
-                lo, hi = np.nanmin(g, axis=0), np.nanmax(g, axis=0)
+            # a block whose gradient is 0 in every seed (float32 underflow) is a gap in the line
+            mean, lo, hi = column_summary(g, geometric=True)
             x = (np.arange(d) + 0.5) / d
             ax.plot(x, mean, "-", marker="o" if d <= 8 else None, ms=3, lw=1.5, color=color[d],
                     label=f"L={d} ({len(series)} seed{'s' if len(series) != 1 else ''})")

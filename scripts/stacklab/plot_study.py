@@ -13,7 +13,7 @@ from matplotlib.transforms import offset_copy
 
 from . import runlog
 from . import study_stats as stats
-from .plot_common import (REF_STYLE, depth_axis, dodge, save, separate_labels, wiring_colors,
+from .plot_common import (REF_STYLE, column_summary, depth_axis, dodge, save, separate_labels, wiring_colors,
                           wiring_label, wiring_styles)
 
 
@@ -191,12 +191,11 @@ def plot_deepest_curves(runs, out_dir, written):
             curves = np.array([[next((e["val_loss"] for e in r.records["eval"] if e["step"] == s
                                       and e.get("val_loss") is not None), np.nan) for s in steps] for r in wr], float)
             color = "tab:blue" if w.endswith("-res") else "tab:red"
-            with np.errstate(all="ignore"):
-                ax.plot(steps, np.nanmean(curves, axis=0), "-", color=color, lw=1.6,
-                        label=f"{wiring_label(wr).split(': ', 1)[-1]} (n={len(wr)})")
-                if len(wr) > 1:
-                    ax.fill_between(steps, np.nanmin(curves, axis=0), np.nanmax(curves, axis=0), color=color,
-                                    alpha=0.2, lw=0)
+            # a step no seed evaluated at (seeds with other eval steps, a null loss) is a gap
+            mean, lo, hi = column_summary(curves)
+            ax.plot(steps, mean, "-", color=color, lw=1.6, label=f"{wiring_label(wr).split(': ', 1)[-1]} (n={len(wr)})")
+            if len(wr) > 1:
+                ax.fill_between(steps, lo, hi, color=color, alpha=0.2, lw=0)
         if uni is not None:
             ax.axhline(uni, color=REF_STYLE["unigram"][0], ls="--", lw=1, label=f"unigram {uni:.3f}")
         ax.set_title(f"L={deep}, {base}", fontsize=9)

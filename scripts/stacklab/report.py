@@ -1,14 +1,17 @@
 """Writes the deep-stacking report: findings computed from the sweeps' data, each marked seen or
-not seen against a criterion stated in the report, the tables (final loss, learning rates, escape
-time, extras), the numeric path, and every figure with a caption.
+not seen against a criterion stated in the report, the claims of configs/experiments/claims.json
+with their verdicts and the stability map (report_sections.py: the summary that opens the report,
+a section per finding with its figure, every number folded), the tables (final loss, learning
+rates, escape time, extras), the numeric path, and every figure with a caption.
 
     /usr/bin/python3 scripts/report.py runs/deep_stacking [--out report.md]
 
 Reads <dir>/<sweep>/manifest.json (probe_grid, the training sweeps train_grid and lr_grid, extras*),
-the runs they list (via runlog.py), <dir>/figures/**.png and <dir>/timing.jsonl (written by
-reproduce.sh). Training points are (wiring, depth, learning rate), pooled over the training sweeps,
-seeds aggregated within a point (study_stats.py: mean, min-max, 95% t-interval; a finding is seen
-when it holds for every seed or the interval clears it). Writes <dir>/report.md, <dir>/report.html
+the runs they list (via runlog.py), <dir>/stability_map/ when present (stability_map.py),
+<dir>/figures/**.png and <dir>/timing.jsonl (written by reproduce.sh). Training points are
+(wiring, depth, learning rate), pooled over the training sweeps, seeds aggregated within a point
+(study_stats.py: mean, min-max, 95% t-interval; a finding is seen when it holds for every seed or
+the interval clears it). Writes <dir>/report.md, <dir>/report.html
 (self-contained: report_doc.py) and <dir>/findings.json. Runs that diverged, failed or are
 incomplete are left out of every number and listed. No number in the report is typed in: each
 comes from the data of this run. Not here: running anything (reproduce.sh), plotting
@@ -21,7 +24,9 @@ import os
 import sys
 from collections import defaultdict
 
-from . import report_doc, runlog
+from . import report_doc, runlog, stability_map
+from . import report_sections as sections
+from .report_runinfo import numeric_path_lines, read_timing, timing_lines
 from . import study_stats as stats
 from .study_findings import (GRID_WIRINGS, Training, escape_table, finding_1, finding_2, finding_3,
                              finding_4, finding_5, fmt, fmt_escape, seed_list)
@@ -29,6 +34,7 @@ from .study_findings import (GRID_WIRINGS, Training, escape_table, finding_1, fi
 # The figures whose per-block values are read at one step (their captions say which).
 PER_BLOCK_FIGURES = ("grad_norm_by_block.png", "grad_ratio_vs_depth.png", "rank_vs_layer.png",
                      "last_grad_vs_depth.png", "layer_metrics_vs_depth.png")
+CLAIM_FIELDS = ("id", "claim", "source", "rule", "value", "verdict", "details")  # claims.ClaimVerdict's
 TRAINING_SWEEPS = ("train_grid", "lr_grid")  # pooled: each (wiring, depth, rate) lives in one
 
 
@@ -145,100 +151,6 @@ def extras_table(sweeps):
     return ["sweep", "point", "formula", "seeds", "final val loss", "minus unigram"], rows
 
 
-# ---- timing and the numeric path -------------------------------------------------------------
-
-def read_timing(root):
-    stages = []
-    path = os.path.join(root, "timing.jsonl")
-    if os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    stages.append(json.loads(line))
-                except ValueError:
-                    pass
-    return stages
-
-
-def timing_lines(stages, sweeps):
-    """One block per reproduce.sh invocation (a resumed study has several)."""
-    start = next((s for s in stages if s.get("stage") == "start"), None)
-    lines = []
-    if not start:
-        lines.append("no timing.jsonl (not run by scripts/reproduce.sh): version and wall time unknown")
-    n = 0
-    t_start = None
-    for s in stages:
-        st = s.get("stage")
-        if st == "start":
-            n += 1
-            lines.append(f"invocation {n} of reproduce.sh ({s.get('tier', 'quick')} tier): stacklab version "
-                         f"{s.get('version', '?')}, commit `{s.get('commit', '?')}`"
-                         + (" with uncommitted changes in src/ or CMakeLists.txt" if s.get("dirty") else "")
-                         + f", binary {s.get('binary', '?')}; {s.get('nproc', '?')} cores, "
-                         + ("runs on Slurm" if s.get("executor") == "slurm" else f"{s.get('jobs', '?')} runs at once")
-                         + f", load average at start {s.get('loadavg', '?')}")
-            t_start = float(s["time"]) if s.get("time") else None
-        elif st == "setup":
-            took = "skipped (STACKLAB_BIN)" if s.get("skipped") else f"{fmt(s['seconds'], 4)} s"
-            lines.append("  setup (build): " + took)
-        elif st == "size":
-            lines.append(f"  size: {s.get('runs')} runs ({s.get('done')} done), "
-                         f"estimated {fmt(s.get('core_hours'), 3)} "
-                         f"core-hours ({s.get('model', '')})")
-        elif st == "sweep":
-            stop = " (stopped by a signal: incomplete)" if (s.get("exit") or 0) >= 128 else ""
-            lines.append(f"  sweep {s['sweep']}: {fmt(s['seconds'], 4)} s{stop}")
-        elif st == "submitted":
-            lines.append("  submitted to Slurm and returned (the runs' own wall times are in their summaries)")
-        elif st == "plots":
-            lines.append(f"  plots: {fmt(s['seconds'], 3)} s")
-        elif st == "end" and t_start is not None and s.get("time"):
-            lines.append(f"  **whole invocation (setup, sweeps, plots): {(float(s['time']) - t_start) / 60:.1f} min**")
-    sweep_s = [s for s in stages if s.get("stage") == "sweep"]
-    if sweep_s:
-        minutes = sum(s['seconds'] for s in sweep_s) / 60
-        lines.append(f"**suite wall time (all sweeps, all invocations): {minutes:.1f} min**")
-    run_secs = [r.summary.get("wall_seconds") for s in sweeps for r in s.runs
-                if r.summary and r.summary.get("wall_seconds")]
-    if run_secs:
-        lines.append(f"summed training wall time of the completed runs: {sum(run_secs) / 60:.1f} min "
-                     f"(longest run {max(run_secs) / 60:.1f} min)")
-    return lines
-
-
-def numeric_path_lines(stages, runs):
-    """What decides the arithmetic: OpenBLAS's kernel choice, the build's matrix-product path and
-    vector-loop clone, threads per run, the CPU. From each run's start record (`numeric_path`,
-    binaries that write it) and reproduce.sh's timing.jsonl (OPENBLAS_CORETYPE, CPU model)."""
-    starts = [s for s in stages if s.get("stage") == "start"]
-    lines = []
-    for i, s in enumerate(starts, 1):
-        ct = s.get("openblas_coretype")
-        lines.append(f"invocation {i}: OPENBLAS_CORETYPE "
-                     + (f"= `{ct}`" if ct else "unset (OpenBLAS picks its kernels)")
-                     + f"; OpenBLAS core: {s.get('openblas_core') or 'not recorded'}"
-                     + (f"; matrix products: {s['matmul']}" if s.get("matmul") else "")
-                     + (f"; vector loops: {s['vector_loops']}" if s.get("vector_loops") else "")
-                     + f"; CPU: {s.get('cpu_model') or 'not recorded'}"
-                     + f"; OMP_NUM_THREADS={s.get('omp_num_threads', '?')}")
-    if not starts:
-        lines.append("no timing.jsonl: OPENBLAS_CORETYPE and the CPU model not recorded")
-    paths = defaultdict(int)
-    for r in runs:
-        npth = r.start.get("numeric_path")
-        if isinstance(npth, dict):
-            paths[json.dumps(npth, sort_keys=True)] += 1
-    for k, n in sorted(paths.items(), key=lambda kv: -kv[1]):
-        d = json.loads(k)
-        lines.append(f"{n} of {len(runs)} training runs' start records: " + ", ".join(f"{a} {b}" for a, b in d.items()))
-    if not paths:
-        lines.append("the runs' start records name no numeric path (binary older than that record)")
-    threads = sorted({(r.config.get("train") or {}).get("threads") for r in runs} - {None})
-    lines.append("threads per run (train.threads of the runs): " + (", ".join(map(str, threads)) or "unknown"))
-    return lines
-
-
 # ---- figures and their captions --------------------------------------------------------------
 
 FIGURES = {  # file name -> (what it shows, which finding it supports)
@@ -262,6 +174,9 @@ FIGURES = {  # file name -> (what it shows, which finding it supports)
     "escape_step_vs_depth.png": (f"Escape step (first eval step with val loss <= unigram - {stats.ESCAPE_MARGIN}) "
                                  "against depth, one panel per wiring: seed points, median line; a run that never "
                                  "escaped is an open marker at its horizon", "finding 3 and the choice of horizon"),
+    stability_map.FIGURE: ("Per wiring and init a panel, learning rate (x) by depth (y); each cell: seeds "
+                           "trained/diverged/plateau (claims.json's definitions), coloured by the majority, and the "
+                           "mean final val loss of the completed seeds", "the stability map and claim C4"),
     "loss_curves_deepest.png": ("Validation loss curves of the deepest stack, each wiring with and without a residual "
                                 "(seed mean, min-max band), against the unigram line", "finding 3"),
 }
@@ -303,8 +218,101 @@ def figure_caption(rel, probe, tr, sweeps):
         seeds = sorted({stats.seed_of(r) for r in s.runs} - {None}) if s else []
         data = (f"sweep {group}, depths {', '.join(str(d) for d in sorted({r.n_layer for r in s.runs}))}, "
                 f"seeds {'/'.join(map(str, seeds))} (n={len(seeds)})" if s else f"from {group}")
-        supports = "the extras (not used by a finding)" if s else supports
+        supports = "the extras (not used by a finding)" if s and group != stability_map.SWEEP else supports
     return f"**{rel}**: {what}. Data: {data}. Supports: {supports}."
+
+
+# ---- the document ----------------------------------------------------------------------------
+
+def opening(doc, root, probe, tr, sweeps, findings, claims, claims_where, map_data, map_lines, tier):
+    """Title, one line of what was run, the summary, a section per finding, the claims, the map.
+    Returns the figures shown beside their text (the Figures section lists the others)."""
+    doc.h(1, "Why deep stacks need residuals and norms: measured")
+    ns = sorted({len(v) for v in tr.pts.values()})
+    doc.p(f"{tier[0].upper() + tier[1:]} tier: {len(tr.runs)} completed training runs "
+          f"({'/'.join(map(str, ns)) or '0'} seeds per point), {len(probe.runs)} probe points"
+          + (f"; data: order-2 Markov, unigram loss {fmt(tr.unigram, 4)} nats/token" if tr.unigram is not None else "")
+          + ". Every number is computed from this run's data ([how](#method)); each row links to its section, "
+          "whose full numbers are folded under it.")
+    sections.summary(doc, findings, claims, map_lines)
+    shown = []
+    for f in findings:
+        rel = sections.finding_figure(root, f["id"], probe.name)
+        sections.finding_section(doc, f, rel, figure_caption(rel, probe, tr, sweeps) if rel else "")
+        shown += [rel] if rel else []
+    sections.claims_section(doc, claims, claims_where)
+    rel = sections.map_figure_rel()
+    sections.map_section(doc, root, map_data, map_lines, figure_caption(rel, probe, tr, sweeps))
+    if not map_data.empty and os.path.isfile(os.path.join(root, rel)):
+        shown.append(rel)
+    return shown
+
+
+def tables(doc, tr, esc, extras, sweeps):
+    """The tables of numbers behind findings 3 and 5, the extras, the excluded runs."""
+    steps = sorted({r.summary.get("steps") for r in tr.runs if r.summary})
+    seeds = sorted({stats.seed_of(r) for r in tr.runs} - {None})
+    doc.h(2, f"Final validation loss of the training grid (lr {tr.ref_lr:g}, {'/'.join(map(str, steps)) or '?'} "
+             f"steps, seeds {'/'.join(map(str, seeds)) or '?'}; mean (min-max, 95% CI, n))" if tr.ref_lr is not None
+          else "Final validation loss of the training grid (no completed run)", anchor="final-loss")
+    doc.table(*loss_table(tr))
+    doc.h(2, "Learning rates: final validation loss per wiring, depth and rate", anchor="learning-rates")
+    doc.p("Mean (min-max, 95% CI clipped at 0, n) over the completed seeds, with the excluded ones counted; "
+          "**best** marks the rate finding 3 uses at that depth (lowest "
+          "mean); at a depth with one rate, that rate.")
+    doc.fold("The table: every wiring, depth and rate")
+    doc.table(*lr_table(tr))
+    doc.unfold()
+    doc.h(2, "Escape time", anchor="escape")
+    doc.p(f"Per run, the first eval step whose val loss is <= unigram - {stats.ESCAPE_MARGIN} "
+          f"({fmt(tr.unigram - stats.ESCAPE_MARGIN if tr.unigram is not None else None, 4)}); \"> S\": never, up to "
+          f"its last eval step S. Per wiring and depth at lr {tr.ref_lr if tr.ref_lr is not None else '?'}: "
+          "the median over seeds and every seed's step (findings.json has every rate).")
+    doc.fold("The table: every wiring and depth")
+    doc.table(*escape_md_table(tr, esc))
+    doc.unfold()
+    if extras:
+        doc.h(2, "Extras", anchor="extras")
+        doc.p("Not used by a finding; every seed that exists is shown (n stated).")
+        doc.fold("The table: every point of the extra sweeps")
+        doc.table(*extras_table(extras))
+        doc.unfold()
+    excluded = [(s.name, rid, why) for s in sweeps.values() for rid, why in s.excluded]
+    doc.h(2, "Excluded runs", anchor="excluded")
+    doc.ul([f"{n}/{rid}: {why}" for n, rid, why in excluded] or ["none: every run completed"])
+
+
+def closing(doc, root, probe, tr, sweeps, stages, shown):
+    """How the numbers are made, the figures not shown beside a section, how the study was run."""
+    ns = sorted({len(v) for v in tr.pts.values()})
+    training = tr.sweeps
+    doc.h(2, "How the numbers are made", anchor="method")
+    doc.p("Every number in this report is computed by `scripts/report.py` from this run's data. A number over seeds "
+          "is the mean (min-max, 95% t-interval of the mean, n seeds); a loss is >= 0, so an interval that would "
+          "reach below 0 (few seeds, one far off) is clipped at 0 and the cell says \"clipped at 0\". A finding is "
+          "seen when its criterion holds for every "
+          "seed (\"k of n seeds\") or the interval clears it (said so). Training points are (wiring, depth, learning "
+          f"rate) pooled over {', '.join(s.name for s in training)}, {'/'.join(map(str, ns)) or '0'} seeds each; "
+          f"probes are seed means over {max((r.probe_seeds for r in probe.runs), default=0)} probe seeds. Excluded "
+          "runs (diverged, failed, incomplete) are in no number; they are listed under Excluded runs, and a table "
+          "cell that lost seeds says how many of how many it holds. A run is diverged when its summary.json says "
+          "status \"diverged\" (the trainer's rule: a non-finite loss, or one above 10 x ln(vocab size)); nothing "
+          "here judges a loss by its size.")
+    figs = sorted(glob.glob(os.path.join(root, "figures", "**", "*.png"), recursive=True))
+    doc.h(2, "Figures", anchor="figures")
+    rest = [f for f in figs if os.path.relpath(f, root) not in shown]
+    doc.p(f"{len(figs)} figures; {len(figs) - len(rest)} are shown beside their section above, the others here."
+          if figs else "(no figures under figures/)")
+    for fpath in rest:
+        rel = os.path.relpath(fpath, root)
+        doc.figure(rel, figure_caption(rel, probe, tr, sweeps))
+    doc.h(2, "How this was run", anchor="run")
+    doc.ul(timing_lines(stages, list(sweeps.values())))
+    if tr.refs:
+        doc.p(f"Data: order-2 Markov, reference losses (nats/token): uniform {fmt(tr.refs.get('uniform'), 4)}, "
+              f"unigram {fmt(tr.unigram, 4)}, optimal {fmt(tr.refs.get('optimal'), 4)}.")
+    doc.h(2, "Numeric path", anchor="numeric-path")
+    doc.ul(numeric_path_lines(stages, [r for s in sweeps.values() for r in s.runs if not r.is_probe]))
 
 
 # ---- main ------------------------------------------------------------------------------------
@@ -329,65 +337,21 @@ def main(argv=None):
     tr = Training(training)
     findings = [finding_1(probe), finding_2(probe, tr), finding_3(tr), finding_4(probe), finding_5(tr)]
     esc = escape_table(tr)
-    extras = [s for s in sweeps.values() if s is not probe and s not in training]
+    map_data = stability_map.load(os.path.join(root, stability_map.SWEEP))
+    extras = [s for s in sweeps.values() if s is not probe and s not in training and s.name != stability_map.SWEEP]
     stages = read_timing(root)
+    start = next((s for s in reversed(stages) if s.get("stage") == "start"), {})
+    tier = start.get("tier") or "quick"
+    claims, claims_where = sections.claim_verdicts(root, tier=tier)
+    map_lines = stability_map.map_text(map_data)
 
     doc = report_doc.Doc()
-    doc.h(1, "Why deep stacks need residuals and norms: measured")
-    doc.ul(timing_lines(stages, list(sweeps.values())))
-    if tr.refs:
-        doc.p(f"Data: order-2 Markov, reference losses (nats/token): uniform {fmt(tr.refs.get('uniform'), 4)}, "
-              f"unigram {fmt(tr.unigram, 4)}, optimal {fmt(tr.refs.get('optimal'), 4)}.")
-    doc.h(2, "Numeric path")
-    doc.ul(numeric_path_lines(stages, [r for s in sweeps.values() for r in s.runs if not r.is_probe]))
-    doc.h(2, "Findings")
-    ns = sorted({len(v) for v in tr.pts.values()})
-    doc.p("Every number below is computed by `scripts/report.py` from this run's data. A number over seeds is the "
-          "mean (min-max, 95% t-interval of the mean, n seeds); a loss is >= 0, so an interval that would reach "
-          "below 0 (few seeds, one far off) is clipped at 0 and the cell says \"clipped at 0\". A finding is seen "
-          "when its criterion holds for every "
-          "seed (\"k of n seeds\") or the interval clears it (said so). Training points are (wiring, depth, learning "
-          f"rate) pooled over {', '.join(s.name for s in training)}, {'/'.join(map(str, ns)) or '0'} seeds each; "
-          f"probes are seed means over {max((r.probe_seeds for r in probe.runs), default=0)} probe seeds. Excluded "
-          "runs (diverged, failed, incomplete) are in no number; they are listed further down, and a table cell "
-          "that lost seeds says how many of how many it holds. A run is diverged when its summary.json says "
-          "status \"diverged\" (the trainer's rule: a non-finite loss, or one above 10 x ln(vocab size)); nothing "
-          "here judges a loss by its size.")
-    doc.table(["", "finding", "criterion", "measured", "seen?"],
-              [[str(f["id"]), f["claim"], f["criterion"], f["measured"], f"**{'seen' if f['seen'] else 'not seen'}**"]
-               for f in findings])
-    steps = sorted({r.summary.get("steps") for r in tr.runs if r.summary})
-    seeds = sorted({stats.seed_of(r) for r in tr.runs} - {None})
-    doc.h(2, f"Final validation loss of the training grid (lr {tr.ref_lr:g}, {'/'.join(map(str, steps)) or '?'} "
-             f"steps, seeds {'/'.join(map(str, seeds)) or '?'}; mean (min-max, 95% CI, n))" if tr.ref_lr is not None
-          else "Final validation loss of the training grid (no completed run)")
-    doc.table(*loss_table(tr))
-    doc.h(2, "Learning rates: final validation loss per wiring, depth and rate")
-    doc.p("Mean (min-max, 95% CI clipped at 0, n) over the completed seeds, with the excluded ones counted; "
-          "**best** marks the rate finding 3 uses at that depth (lowest "
-          "mean); at a depth with one rate, that rate.")
-    doc.table(*lr_table(tr))
-    doc.h(2, "Escape time")
-    doc.p(f"Per run, the first eval step whose val loss is <= unigram - {stats.ESCAPE_MARGIN} "
-          f"({fmt(tr.unigram - stats.ESCAPE_MARGIN if tr.unigram is not None else None, 4)}); \"> S\": never, up to "
-          f"its last eval step S. Per wiring and depth at lr {tr.ref_lr if tr.ref_lr is not None else '?'}: "
-          "the median over seeds and every seed's step (findings.json has every rate).")
-    doc.table(*escape_md_table(tr, esc))
-    if extras:
-        doc.h(2, "Extras")
-        doc.p("Not used by a finding; every seed that exists is shown (n stated).")
-        doc.table(*extras_table(extras))
-    excluded = [(s.name, rid, why) for s in sweeps.values() for rid, why in s.excluded]
-    doc.h(2, "Excluded runs")
-    doc.ul([f"{n}/{rid}: {why}" for n, rid, why in excluded] or ["none: every run completed"])
-    figs = sorted(glob.glob(os.path.join(root, "figures", "**", "*.png"), recursive=True))
-    doc.h(2, "Figures")
-    for fpath in figs:
-        rel = os.path.relpath(fpath, root)
-        doc.figure(rel, figure_caption(rel, probe, tr, sweeps))
-    if not figs:
-        doc.p("(no figures under figures/)")
+    shown = opening(doc, root, probe, tr, sweeps, findings, claims, claims_where, map_data, map_lines,
+                    tier + (" (--tiny)" if start.get("tiny") else ""))
+    tables(doc, tr, esc, extras, sweeps)
+    closing(doc, root, probe, tr, sweeps, stages, shown)
 
+    excluded = [(s.name, rid, why) for s in sweeps.values() for rid, why in s.excluded]
     out = args.out or os.path.join(root, "report.md")
     out_dir = os.path.dirname(os.path.abspath(out))
     with open(out, "w", encoding="utf-8") as fh:
@@ -406,9 +370,14 @@ def main(argv=None):
                                "final_val_loss": stats.summarize_loss([r.final_val_loss for r in runs])}
                               for (w, d, lr), runs in sorted(tr.pts.items(),
                                                              key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0))],
-                   "excluded": [{"sweep": n, "id": rid, "reason": why} for n, rid, why in excluded]}, fh, indent=1)
+                   "excluded": [{"sweep": n, "id": rid, "reason": why} for n, rid, why in excluded],
+                   "claims": [{k: getattr(c, k) for k in CLAIM_FIELDS} for c in claims],
+                   "stability_map": {"source": map_data.source, "cells": stability_map.cells_json(map_data)}},
+                  fh, indent=1)
     for f in findings:
         print(f"finding {f['id']}: {'seen' if f['seen'] else 'NOT seen'}")
+    for c in claims:
+        print(f"claim {c.id}: {c.verdict}")
     print(out)
     print(html_path)
     return 0

@@ -54,8 +54,20 @@ def probe_mean(run, key):
 
 # ---- findings --------------------------------------------------------------------------------
 
-def finding(fid, claim, criterion, rows, seen, note=""):
-    return {"id": fid, "claim": claim, "criterion": criterion, "measured": rows, "seen": bool(seen), "note": note}
+# Each finding's one-line title, for the report's summary (the claim itself is the full sentence).
+TITLES = {1: "No residual, no norm: gradients vanish toward the first block, exponentially in depth",
+          2: "No residual, with a norm: moderate gradients at init, but the tokens collapse and the early "
+             "blocks' gradients vanish in training",
+          3: "Residual stacks train at every depth; stacks without residual stay on the plateau, worse with depth",
+          4: "The last block's gradient: L^-1/2 in pre-norm, flat in post-norm (Xiong et al. 2020)",
+          5: "Without a residual, no learning rate tried leaves the unigram plateau (L >= 2)"}
+
+
+def finding(fid, claim, criterion, rows, seen, note="", deciding=""):
+    """A finding's record (findings.json). `deciding`: one short line of the numbers its verdict
+    turns on, for the report's summary; every number in it is also in `rows`."""
+    return {"id": fid, "claim": claim, "criterion": criterion, "measured": rows, "seen": bool(seen), "note": note,
+            "title": TITLES[fid], "deciding": deciding or (rows[-1] if rows else "")}
 
 
 def finding_1(probe):
@@ -77,7 +89,8 @@ def finding_1(probe):
                 zero.append(r.n_layer)
     fit = fit_line(*zip(*pts)) if len(pts) >= 2 else None
     if fit is None:
-        return finding(1, claim, crit, rows + ["fewer than 2 depths >= 2 with a finite ratio"], False)
+        return finding(1, claim, crit, rows + ["fewer than 2 depths >= 2 with a finite ratio"], False,
+                       deciding="fewer than 2 depths >= 2 with a finite ratio: no fit")
     b, _, r2 = fit
     factor = math.exp(b)
     rows.append(f"fit over L={', '.join(str(p[0]) for p in pts)}: b = {fmt(b)} per layer, "
@@ -98,9 +111,13 @@ def finding_1(probe):
                         f"(R^2 = {fmt(f2[2])})")
     if f2 is None:
         rows.append("no deep enough `f(x)` probe (L >= 3 with 3 non-zero block gradients) for the within-stack fit")
-        return finding(1, claim, crit, rows, False)
+        return finding(1, claim, crit, rows, False,
+                       deciding=f"factor over depth exp(b) = {fmt(factor)}; no within-stack fit")
     return finding(1, claim, crit, rows,
-                   factor <= F1_MAX_FACTOR and math.exp(-f2[0]) <= F1_MAX_FACTOR and f2[2] >= F1_MIN_R2)
+                   factor <= F1_MAX_FACTOR and math.exp(-f2[0]) <= F1_MAX_FACTOR and f2[2] >= F1_MIN_R2,
+                   deciding=f"per-layer factor over depth exp(b) = {fmt(factor)}, within the deepest stack "
+                            f"exp(-k) = {fmt(math.exp(-f2[0]))} (both <= {F1_MAX_FACTOR}), R^2 = {fmt(f2[2])} "
+                            f"(>= {F1_MIN_R2})")
 
 
 def train_ratios(run):
@@ -183,11 +200,12 @@ def finding_2(probe, tr):
             f"{F2_MAX_RANK} at the last boundary, and in training every seed's run at the deepest depth (every rate "
             f"run there) has median g_first/g_last over its layers records after step 0 < {F2_TRAIN_RATIO:g} "
             f"(k of n seeds; all n needed)")
-    rows, ok = [], True
+    rows, ok, dec = [], True, []
     for w in NORES_NORM:
         runs = sorted(probe.by(w), key=lambda r: r.n_layer)
         if not runs:
             rows.append(f"{w}: no probe data")
+            dec.append(f"{w}: no probe data")
             ok = False
             continue
         ratios, rks = [], []
@@ -204,8 +222,12 @@ def finding_2(probe, tr):
         ok &= all(x is not None and F2_RATIO_BAND[0] <= x <= F2_RATIO_BAND[1] for x in ratios)
         ok &= rks[-1] is not None and rks[-1] < F2_MAX_RANK
         depths = sorted({d for (ww, d, _) in tr.pts if ww == w})
+        in_band = sum(x is not None and F2_RATIO_BAND[0] <= x <= F2_RATIO_BAND[1] for x in ratios)
+        dec.append(f"{w}: init ratio in band at {in_band} of {len(ratios)} depths, rank {fmt(rks[-1])} at "
+                   f"L={runs[-1].n_layer}")
         if not depths:
             rows.append(f"{w}: no completed training run")
+            dec[-1] += ", no training run"
             ok = False
             continue
         parts = []
@@ -223,7 +245,8 @@ def finding_2(probe, tr):
                                 for r, m in zip(deep, meds))
                     + f"; below {F2_TRAIN_RATIO:g} in {k} of {len(meds)} runs")
         ok &= bool(meds) and k == len(meds)
-    return finding(2, claim, crit, rows, ok)
+        dec[-1] += f", training ratio < {F2_TRAIN_RATIO:g} in {k} of {len(meds)} runs at L={depths[-1]}"
+    return finding(2, claim, crit, rows, ok, deciding="; ".join(dec))
 
 
 def finding_3(tr):
@@ -237,10 +260,11 @@ def finding_3(tr):
             f"the mean, and (iii) for each no-residual wiring the mean final loss rises with depth (Spearman rho > 0, "
             f"losses rounded to 1e-3, ties averaged)")
     if not tr.runs or tr.unigram is None:
-        return finding(3, claim, crit, ["no completed training run"], False)
+        return finding(3, claim, crit, ["no completed training run"], False, deciding="no completed training run")
     uni = tr.unigram
     rows = [f"references: unigram {fmt(uni, 4)}, optimal {fmt(tr.refs.get('optimal'), 4)} nats"]
     ok1 = ok2 = ok3 = True
+    worst_res, best_nores = None, None  # (mean, where): the residual point nearest failing, and the no-residual one
     for w in GRID_WIRINGS:
         depths = sorted({d for (ww, d, _) in tr.pts if ww == w})
         if not depths:
@@ -262,6 +286,10 @@ def finding_3(tr):
                 if d >= F3_DEEP:
                     ok2 &= good
             means.append((d, s["mean"]))
+            if w in RES and (worst_res is None or s["mean"] > worst_res[0]):
+                worst_res = (s["mean"], f"{w} L={d}")
+            if w in NORES and d >= F3_DEEP and (best_nores is None or s["mean"] < best_nores[0]):
+                best_nores = (s["mean"], f"{w} L={d}")
             parts.append(f"L={d}: {stats.fmt_summary(s, 4)} at lr {lr:g} (best of {n_rates}), "
                          f"{'trains' if w in RES else 'stuck'} in {stats.rule_text(k, n, rule)}")
         rows.append(f"{w}: " + "; ".join(parts))
@@ -278,8 +306,14 @@ def finding_3(tr):
                if not any((w, d, lr) in tr.pts for lr in tr.rates)]
     if missing:
         rows.append(f"(iv) grid incomplete, so not testable at every depth: no completed run for {', '.join(missing)}")
+    dec = [f"highest residual mean {fmt(worst_res[0], 4)} ({worst_res[1]}) vs < {fmt(uni - F3_TRAIN_MARGIN, 4)}"
+           if worst_res else "no residual point",
+           f"lowest deep no-residual mean {fmt(best_nores[0], 4)} ({best_nores[1]}) vs > "
+           f"{fmt(uni - F3_STUCK_MARGIN, 4)}" if best_nores else f"no no-residual point at L >= {F3_DEEP}",
+           f"(i) {'yes' if ok1 else 'no'}, (ii) {'yes' if ok2 else 'no'}, (iii) {'yes' if ok3 else 'no'}"
+           + (", (iv) grid incomplete" if missing else "")]
     return finding(3, claim, crit + "; (iv) every wiring has a completed run at every depth of the grid",
-                   rows, ok1 and ok2 and ok3 and not missing)
+                   rows, ok1 and ok2 and ok3 and not missing, deciding="; ".join(dec))
 
 
 def finding_5(tr):
@@ -288,7 +322,7 @@ def finding_5(tr):
             f"unigram - {F3_STUCK_MARGIN} for every seed or by the 95% interval of the mean; where it does not, the "
             f"(wiring, depth, rate, seeds) are listed")
     if not tr.runs or tr.unigram is None:
-        return finding(5, claim, crit, ["no completed training run"], False)
+        return finding(5, claim, crit, ["no completed training run"], False, deciding="no completed training run")
     thr = tr.unigram - F3_STUCK_MARGIN
     rows, fails, n_pts = [], [], 0
     for w in NORES:
@@ -310,7 +344,8 @@ def finding_5(tr):
     if left:
         rows.append("left out (no final loss to judge; listed under Excluded runs): " + "; ".join(left))
     rows += ["not on the plateau: " + f for f in fails] or ["every point stays on the plateau"]
-    return finding(5, claim, crit, rows, n_pts > 0 and not fails)
+    return finding(5, claim, crit, rows, n_pts > 0 and not fails,
+                   deciding=f"{n_pts - len(fails)} of {n_pts} no-residual points (L >= 2) stay above {fmt(thr, 4)}")
 
 
 def escape_table(tr):
@@ -378,4 +413,6 @@ def finding_4(probe):
     sp, so = slopes["pre-layernorm-res"], slopes["post-layernorm-res"]
     seen = sp is not None and so is not None and F4_PRE[0] <= sp <= F4_PRE[1] and F4_POST[0] <= so <= F4_POST[1]
     rows.append(f"expected -0.5 (pre) and 0 (post); measured {fmt(sp)} and {fmt(so)}")
-    return finding(4, claim, crit, rows, seen)
+    return finding(4, claim, crit, rows, seen,
+                   deciding=f"slope s(pre) = {fmt(sp)} (needs [{F4_PRE[0]}, {F4_PRE[1]}]), s(post) = {fmt(so)} "
+                            f"(needs [{F4_POST[0]}, {F4_POST[1]}])")

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Checks scripts/report.py end to end on a tiny real study written by `build/stacklab sweep` into
 # a temp dir (a 3-depth probe sweep and an 8-run train sweep of a 16-wide model, 4 steps, 2 seeds):
-# the report has the findings table with computed numbers and a seen/not-seen mark per finding; a
-# run made diverged as the trainer records it (summary.json status "diverged", its last loss 8324.9)
+# the report opens with the summary, a row per finding (the numbers that decide it, computed, and a
+# seen/not-seen mark) and per claim, each linked to its section, under which every number of the
+# finding is folded; a run made diverged as the trainer records it (summary.json status "diverged", its last loss 8324.9)
 # and one made incomplete are left out of every number, listed, and counted in their table cells;
 # a completed point whose 2 seeds are far apart has its interval clipped at 0, not below. The seed
 # statistics against hand values are unit tests: tests/python/test_study_stats.py.
@@ -79,13 +80,25 @@ R="$tmp/study/report.md"
 import json, re, sys
 md = open(sys.argv[1]).read()
 fj = json.load(open(sys.argv[2]))
-rows = [l for l in md.splitlines() if re.match(r"\| [1-9] \|", l)]
-assert [int(r[2]) for r in rows] == [1, 2, 3, 4, 5], f"findings rows, numbered as in README.md: {[r[:8] for r in rows]}"
+# The summary: one row per finding, linked to its section, with the numbers that decide it and a
+# mark; every measured number folded in <details> under the finding's section.
+rows = [l for l in md.splitlines() if re.match(r"\| \[[1-9]\]\(#finding-[1-9]\) \|", l)]
+assert [int(r[3]) for r in rows] == [1, 2, 3, 4, 5], f"findings rows, numbered as in README.md: {[r[:20] for r in rows]}"
 for r in rows:
     cells = r.split(" | ")
     assert cells[-1].strip(" |") in ("**seen**", "**not seen**"), f"no seen/not-seen mark: {r[:60]}"
-    assert re.search(r"\d\.\d", cells[3]), f"no computed number in the measured cell: {r[:60]}"
-assert "| | finding | criterion | measured | seen? |" in md, "findings table header missing"
+    assert re.search(r"\d\.\d", cells[2]), f"no computed number in the deciding cell: {r[:60]}"
+assert "| | what it says | the numbers that decide it | verdict |" in md, "summary table header missing"
+for fid, f in enumerate(fj["findings"], 1):
+    assert f'<a id="finding-{fid}"></a>' in md, f"no anchor for finding {fid}"
+    sec = md.split(f'<a id="finding-{fid}"></a>')[1].split("<a id=")[0]
+    folded = sec.split(f"<summary>Every number of finding {fid}")[1].split("</details>")[0]
+    assert all(m in folded for m in f["measured"]), f"finding {fid}: its numbers are not all folded under it"
+    assert f["deciding"] and f["title"], f"finding {fid}: findings.json without title or deciding"
+claims = [l for l in md.splitlines() if re.match(r"\| \[C[0-9]+\]\(#claim-c[0-9]+\) \|", l)]
+assert len(claims) >= 7, f"the summary lists {len(claims)} claims"
+for r in claims:
+    assert r.split(" | ")[-1].strip(" |") in ("**seen**", "**not seen**", "**not run**"), f"claim verdict: {r[:60]}"
 assert [f["id"] for f in fj["findings"]] == [1, 2, 3, 4, 5] and all(isinstance(f["seen"], bool) for f in fj["findings"])
 ex = {e["id"]: e["reason"] for e in fj["excluded"]}
 assert "L2-pre-layernorm-res-s0" in ex and "diverged" in ex["L2-pre-layernorm-res-s0"], ex

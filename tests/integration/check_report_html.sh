@@ -3,9 +3,11 @@
 # and a 2-seed train sweep of a 16-wide model, 6 steps), its figures (plot_compare.py) and its
 # report (report.py), then renders report.html in headless Chromium (Debian's `chromium`): the
 # page loads, its inline script counts every <img> that decoded (complete, naturalWidth > 0), and
-# that count must equal the number of figures in report.md. The page must be self-contained (no
-# http(s) URL in a src or href, no <link>), hold every findings row and every table of the
-# Markdown. Then one figure is broken on purpose and the same check must fail.
+# that count must equal the number of figures in report.md (the count is written at the page's foot).
+# The page must be self-contained (no http(s) URL in a src or href, no <link>), hold every table of
+# the Markdown, and open with the summary: a row per finding (1-5) and per claim of claims.json,
+# each linking to its section; in the rendered page every in-page link must resolve to an element.
+# Then one figure is broken on purpose, and one link's target renamed, and each check must fail.
 # Run by scripts/test.sh from the repo root. Exit 0 pass, 77 skip (no binary, numpy or chromium), 1 fail.
 # Not here: the report's numbers (check_report.sh), the tiers (check_full_tier.sh).
 set -uo pipefail
@@ -60,20 +62,22 @@ assert page.count("<figcaption>") == len(imgs), "a figure without a caption"
 tables_md = len(re.findall(r"^\|---", md, re.M))
 assert page.count("<table>") == tables_md, f"{page.count('<table>')} tables in html, {tables_md} in md"
 for fid in range(1, 6):  # numbered as in README.md; a findings row is marked seen or notseen
-    assert re.search(f'<tr class="(not)?seen"><td>{fid}</td>', page), f"finding {fid} missing from report.html"
+    assert re.search(f'<tr class="(not)?seen"><td><a href="#finding-{fid}">{fid}</a></td>', page), \
+        f"finding {fid} missing from report.html's summary"
+assert page.index('id="summary"') < page.index('id="finding-1"'), "the summary does not open the report"
 print(f"check_report_html: static ok: {len(imgs)} embedded figures, {tables_md} tables")
 EOF
 
-# render FILE: prints "loaded total" as the page's script wrote them after the load event.
+# render FILE: the page's DOM after the load event (its script has written the counts) into FILE.dom.
 render() {
   timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --virtual-time-budget=10000 \
-    --user-data-dir="$tmp/chrome-profile" --dump-dom "file://$1" 2>"$tmp/chromium.err" |
-    sed -n 's/.*id="figure-check" data-loaded="\([-0-9]*\)" data-total="\([0-9]*\)".*/\1 \2/p' | head -n 1
+    --user-data-dir="$tmp/chrome-profile" --dump-dom "file://$1" 2>"$tmp/chromium.err" >"$1.dom"
 }
 # figures_ok FILE N: the page rendered and all N figures decoded.
 figures_ok() {
   local got loaded total
-  got="$(render "$1")"
+  render "$1"
+  got="$(sed -n 's/.*id="figure-check" data-loaded="\([-0-9]*\)" data-total="\([0-9]*\)".*/\1 \2/p' "$1.dom" | head -n 1)"
   read -r loaded total <<<"$got"
   echo "check_report_html: $(basename "$1"): ${loaded:-?} of ${total:-?} figures loaded (expected $2)"
   [[ -n "$got" && "$loaded" == "$2" && "$total" == "$2" ]]
@@ -90,6 +94,37 @@ open(sys.argv[2], "w").write(page)
 EOF
 if figures_ok "$tmp/broken.html" "$N"; then
   fail "a report.html with a broken figure passed the chromium check"
+fi
+
+# links_ok FILE: in the rendered page (FILE.dom), the summary holds a row per finding 1-5 and per
+# claim of claims.json, in that order, each row's link names its section, and every in-page link
+# resolves (the page's script counted them with getElementById).
+links_ok() {
+  "$PY" - "$1.dom" configs/experiments/claims.json <<'EOF'
+import json, re, sys
+dom = open(sys.argv[1]).read()
+m = re.search(r'id="link-check" data-resolved="(-?\d+)" data-links="(\d+)" data-broken="([^"]*)"', dom)
+assert m, "no link-check counts in the rendered page (its script did not run?)"
+ok, total, broken = int(m.group(1)), int(m.group(2)), m.group(3)
+assert total > 0 and ok == total, f"{ok} of {total} in-page links resolve; broken: {broken}"
+summary = dom.split('id="summary"', 1)[1].split("</table>", 1)[0]
+rows = re.findall(r'<tr class="(seen|notseen|notrun)"><td><a href="#([-\w]+)">([^<]+)</a></td>', summary)
+claims = json.load(open(sys.argv[2]))["claims"]
+want = [f"finding-{i}" for i in range(1, 6)] + [f"claim-{c['id'].lower()}" for c in claims]
+got = [target for _, target, _ in rows]
+assert got == want, f"summary rows link to {got}, expected {want}"
+for target in got:
+    assert re.search(f'id="{target}"', dom), f"the summary links to #{target}, which no element has"
+print(f"check_report_html: {ok} of {total} links resolve; summary rows: {', '.join(t for _, _, t in rows)}")
+EOF
+}
+render "$S/report.html"
+links_ok "$S/report.html" || fail "report.html: the summary or its links (see above)"
+# The check must catch a link whose target is gone: finding 3's section renamed.
+sed 's/id="finding-3"/id="finding-3-renamed"/' "$S/report.html" >"$tmp/badlink.html"
+render "$tmp/badlink.html"
+if links_ok "$tmp/badlink.html" 2>/dev/null; then
+  fail "a report.html with a link to a missing section passed the link check"
 fi
 
 if ((fails)); then

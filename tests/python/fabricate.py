@@ -106,3 +106,27 @@ def claim_run(overrides, seed, final, status="completed", steps=150, layers=(), 
     r.config = claim_config(overrides, seed, steps)
     r.records["layers"] = [dict(rec, step=s, kind="layers") for s, rec in layers]
     return r
+
+
+MAP_VARIANTS = {  # the stability map's wirings as their configs set them (claims.json, C4)
+    "pre": ({"norm_position": "pre", "residual_scale": "none"}, {}),
+    "post": ({"norm_position": "post", "residual_scale": "none"}, {}),
+    "post-warmup": ({"norm_position": "post", "residual_scale": "none"},
+                    {"schedule": "warmup_constant", "warmup_iters": 50}),
+    "deepnorm": ({"norm_position": "post", "residual_scale": "deepnorm"}, {}),
+}
+FINALS = {"trained": 3.2, "plateau": 3.42, "diverged": None}  # unigram 3.412: 3.2 trained, 3.42 plateau
+
+
+def map_run(variant, init, depth, lr, seed, outcome, final=None):
+    """A stability-map training run whose outcome (claims.json's definitions) is `outcome`; its
+    wiring is in its config only (the path says nothing of it, as a report must not read it)."""
+    model, optim = MAP_VARIANTS[variant]
+    status = "diverged" if outcome == "diverged" else "completed"
+    r = run(f"{model['norm_position']}-layernorm-res", depth, lr, seed,
+            final if final is not None else FINALS[outcome], status=status,
+            diverged_step=7 if outcome == "diverged" else None)
+    r.path = f"/fabricated/stability_map/run{abs(hash((variant, init, depth, lr, seed))) % 10 ** 8}"
+    r.config["model"].update(model, init=init, residual=True)
+    r.config["optim"].update({"schedule": "constant", "warmup_iters": 0}, **optim)
+    return r

@@ -1,11 +1,14 @@
 """The figures built from fabricated data (scripts/stacklab/plot_run.py, plot_study.py): one colour per
 series key in every panel, no text label over another, no series hidden under another."""
 import os
+import tempfile
 import unittest
+import warnings
 
 import fabricate
 import matplotlib.pyplot as plt
-from stacklab import plot_common, plot_compare, plot_run, plot_study, runlog
+import numpy as np
+from stacklab import plot_common, plot_compare, plot_run, plot_study, runlog, stability_map
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "run_small")
 
@@ -119,6 +122,62 @@ class DepthFigures(unittest.TestCase):
         note = set()
         self.assertEqual(plot_compare.layer_figure_runs([ok, huge, div], note), [ok, huge])
         self.assertEqual(len(note), 1)
+
+
+def runs_with_empty_cells():
+    """Training runs whose seed summaries have empty columns: block 0's gradient 0 in every seed
+    (float32 underflow) and the first stream boundary's RMS 0; the deepest stack's seeds evaluated
+    at different steps, one eval's loss null."""
+    runs = []
+    for d in (2, 8):
+        for s in range(2):
+            evals = [(0, 3.47), (25 + 5 * s, 3.3 if s else None), (50, 3.2)]
+            r = fabricate.run("pre-layernorm-res", d, 1e-3, s, 3.2, evals=evals)
+            r.records["layers"] = [{"step": 0, "kind": "layers", "grad_norm": [0.0] + [1e-3] * (d - 1),
+                                    "rank_ratio": [1.0] * (d + 1), "act_rms": [0.0] + [1.0] * d}]
+            runs.append(r)
+    return runs
+
+
+class NoWarnings(unittest.TestCase):
+    """A figure built from a run set with empty cells draws gaps and says nothing to the user:
+    no numpy RuntimeWarning ("Mean of empty slice", "All-NaN slice encountered", log of 0)."""
+
+    def test_the_study_figures_raise_no_runtime_warning(self):
+        runs = runs_with_empty_cells()
+        with tempfile.TemporaryDirectory() as out, warnings.catch_warnings():
+            warnings.simplefilter("error")
+            written, note = [], set()
+            plot_compare.plot_grad_by_block(runs, 0, out, written, note)
+            plot_compare.plot_ratio(runs, 0, out, written, note)
+            plot_compare.plot_rank(runs, 0, out, written, note)
+            plot_compare.plot_last_grad(runs, 0, out, written, note)
+            plot_compare.plot_layer_metrics(runs, 0, out, written, note)
+            plot_study.plot_deepest_curves(runs, out, written)
+            plot_study.plot_escape(runs, out, written)
+            self.assertIn("loss_curves_deepest.png", [os.path.basename(p) for p in written])
+            self.assertIn("grad_norm_by_block.png", [os.path.basename(p) for p in written])
+
+    def test_the_stability_map_with_empty_cells_raises_no_runtime_warning(self):
+        runs = [fabricate.map_run("pre", "xavier", 8, 1e-3, 0, "diverged"),
+                fabricate.map_run("post", "scaled", 32, 1e-2, 0, "trained")]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            fig = stability_map.map_figure(stability_map.build(runs, lambda r: stability_map.outcome_local(r, 0.05)))
+            fig.canvas.draw()
+        plt.close(fig)
+
+    def test_column_summary_leaves_an_empty_column_a_gap(self):
+        a = np.array([[0.0, 1.0, np.nan], [0.0, 4.0, np.nan]])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            mean, lo, hi = plot_common.column_summary(a, geometric=True)
+            plain = plot_common.column_summary(a)
+        self.assertTrue(np.isnan(mean[0]) and np.isnan(mean[2]))
+        self.assertAlmostEqual(mean[1], 2.0)  # geometric mean of 1 and 4
+        self.assertEqual((lo[1], hi[1]), (1.0, 4.0))
+        self.assertEqual(list(plain[0][:2]), [0.0, 2.5])
+        self.assertTrue(np.isnan(plain[0][2]))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,19 @@
 """The report's tables and findings on fabricated runs (scripts/stacklab/report.py, study_findings.py): a
-diverged run (summary.json status) is in no number, and a cell that lost seeds says how many."""
+diverged run (summary.json status) is in no number, and a cell that lost seeds says how many. Its
+summary (report_sections.py): a row per finding and per claim, each linked to a section that exists,
+the numbers folded under it, claims from any object with a claim verdict's fields."""
+import importlib.util
+import json
+import re
+import sys
+import types
 import unittest
+from dataclasses import dataclass
+from unittest import mock
 
 import fabricate
-from stacklab import report
+from stacklab import report, report_doc, stability_map
+from stacklab import report_sections as sections
 from stacklab import study_findings as sf
 
 
@@ -70,6 +80,116 @@ class Findings(unittest.TestCase):
         self.assertIn("left out", text)
         self.assertIn("none-nores L=8 lr 0.01", text)
         self.assertIn("diverged at step 133", text)
+
+
+# ---- the summary, the sections and their links -------------------------------------------------
+
+@dataclass
+class Verdict:
+    """A stand-in for claims.ClaimVerdict: the fields the report reads."""
+    id: str
+    claim: str
+    source: str
+    rule: str
+    value: str
+    verdict: str
+    details: str
+
+
+def fabricated_findings():
+    return [sf.finding(i, f"claim {i}.", f"criterion {i}", [f"line {i}.{k}: {k}.5" for k in range(3)], i % 2,
+                       deciding=f"number {i}.25") for i in range(1, 6)]
+
+
+def page(claims, map_data=None):
+    """The report's opening on fabricated findings and claims: (markdown, html, ids, summary hrefs)."""
+    doc = report_doc.Doc()
+    findings = fabricated_findings()
+    map_data = map_data or stability_map.build([], lambda r: None)
+    lines = stability_map.map_text(map_data)
+    sections.summary(doc, findings, claims, lines)
+    for f in findings:
+        sections.finding_section(doc, f, None, "")
+    sections.claims_section(doc, claims, "test")
+    sections.map_section(doc, "/nonexistent", map_data, lines, "")
+    html = doc.html("/nonexistent", "t")
+    summary = html.split('id="summary"', 1)[1].split("</table>", 1)[0]
+    return doc.markdown(), html, set(re.findall(r'id="([^"]+)"', html)), re.findall(r'<a href="#([^"]+)">', summary)
+
+
+class Summary(unittest.TestCase):
+    def setUp(self):
+        self.claims = [Verdict(f"C{i}", f"Claim {i} holds; more words.", "Someone et al. 2020", "seen if x",
+                               f"x = {i}.5 (0.1-0.9 over 3 seeds)", v, "| a | b |\n|---|---|\n| 1 | 2 |")
+                       for i, v in zip(range(1, 4), ("seen", "not seen", "not run"))]
+
+    def test_the_summary_lists_every_finding_and_claim_with_a_link_whose_target_exists(self):
+        _, html, ids, hrefs = page(self.claims)
+        self.assertEqual(hrefs, [f"finding-{i}" for i in range(1, 6)] + ["claim-c1", "claim-c2", "claim-c3"])
+        for h in hrefs:
+            self.assertIn(h, ids)
+        for h in re.findall(r'<a href="#([^"]+)">', html):  # every in-page link of the page
+            self.assertIn(h, ids)
+
+    def test_a_row_gives_what_it_says_its_deciding_numbers_and_its_verdict(self):
+        md, html, _, _ = page(self.claims)
+        self.assertIn("| [3](#finding-3) | " + sf.TITLES[3] + " | number 3.25 | **seen** |", md)
+        self.assertIn("| [C2](#claim-c2) | Claim 2 holds | x = 2.5 (0.1-0.9 over 3 seeds) | **not seen** |", md)
+        self.assertIn('<tr class="notrun"><td><a href="#claim-c3">C3</a></td>', html)
+
+    def test_every_number_of_a_finding_is_folded_under_its_section(self):
+        md, html, _, _ = page(self.claims)
+        sec = md.split('<a id="finding-2"></a>')[1].split("<a id=")[0]
+        folded = sec.split("<details>")[1].split("</details>")[0]
+        for k in range(3):
+            self.assertIn(f"- line 2.{k}: {k}.5", folded)
+        self.assertEqual(html.count("<details>"), 5 + 3)  # each finding, each claim with details
+
+    def test_a_claims_markdown_details_become_a_table_in_both_outputs(self):
+        md, html, _, _ = page(self.claims)
+        self.assertEqual(md.splitlines().count("|---|---|"), 3)
+        self.assertEqual(html.count("<table>"), 1 + 3)  # the summary and each claim's table
+
+    def test_without_claims_py_every_claim_of_claims_json_is_listed_as_not_run(self):
+        if importlib.util.find_spec("stacklab.claims") is not None:
+            self.skipTest("claims.py is present: its verdicts are used")
+        rows, where = sections.claim_verdicts("/nonexistent")
+        with open(sections.CLAIMS_PATH, encoding="utf-8") as f:
+            ids = [c["id"] for c in json.load(f)["claims"]]
+        self.assertEqual([r.id for r in rows], ids)
+        self.assertEqual({r.verdict for r in rows}, {"not run"})
+        self.assertIn("no claims.py", where)
+        _, _, page_ids, hrefs = page(rows)
+        self.assertEqual(hrefs[5:], [f"claim-{i.lower()}" for i in ids])
+
+    def test_with_claims_py_its_verdicts_and_outcomes_are_used(self):
+        fake = types.ModuleType("stacklab.claims")
+        calls = []
+        fake.evaluate_all = lambda out_dir, claims_path=None, tier="quick": calls.append((out_dir, tier)) or self.claims
+        fake.outcome = lambda run: "trained"
+        with mock.patch.dict(sys.modules, {"stacklab.claims": fake}):
+            rows, where = sections.claim_verdicts("/study", tier="full")
+            outcome, source = stability_map.classifier()
+        self.assertEqual((rows, calls), (self.claims, [("/study", "full")]))
+        self.assertIn("claims.py", where)
+        self.assertEqual(source, "claims.outcome")
+        self.assertEqual(outcome(fabricate.map_run("post", "xavier", 32, 1e-2, 0, "diverged")), "trained")
+
+    def test_without_map_runs_the_map_section_says_how_to_run_it(self):
+        md, _, ids, _ = page(self.claims)
+        self.assertIn(sections.MAP_ANCHOR, ids)
+        sec = md.split(f'<a id="{sections.MAP_ANCHOR}"></a>')[1]
+        self.assertIn("was not run", sec)
+        self.assertIn("`bash scripts/reproduce.sh --claims`", sec)
+
+    def test_with_map_runs_the_section_has_the_generated_text_and_every_cell(self):
+        runs = [fabricate.map_run(v, "xavier", 32, 1e-2, s, "diverged" if v == "post" else "trained")
+                for v in ("pre", "post") for s in range(3)]
+        md, _, _, _ = page(self.claims, stability_map.build(runs, lambda r: stability_map.outcome_local(r, 0.05)))
+        sec = md.split(f'<a id="{sections.MAP_ANCHOR}"></a>')[1]
+        self.assertIn("Post-norm fails where pre-norm trains at init xavier, L=32, lr 0.01 (post 0/3/0, pre 3/0/0)",
+                      sec)
+        self.assertIn("| `post` | xavier | 32 | 0/3/0 (diverged) |", sec)
 
 
 if __name__ == "__main__":

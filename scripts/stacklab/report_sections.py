@@ -1,0 +1,169 @@
+"""The parts of the report read at a glance: the summary (one row per finding and per claim: what it
+says, the numbers that decide it, its verdict, a link to its section), a section per finding (its
+text beside the figure that shows it, every number folded below), the claims of claims.json with
+their verdicts (claims.evaluate_all when claims.py is there, else "not run"), and the stability map
+("Where pre-norm and post-norm train"). Rows are built from any objects with a claim verdict's fields
+(id, claim, source, rule, value, verdict, details). Used by report.py. Not here: the findings' rules
+(study_findings.py), the map's counts (stability_map.py), loading runs, tables of numbers (report.py).
+"""
+import importlib
+import json
+import os
+import re
+from dataclasses import dataclass
+
+from . import stability_map
+
+CLAIMS_PATH = stability_map.CLAIMS_PATH
+CLAIMS_COMMAND = stability_map.RUN_COMMAND
+MAP_ANCHOR = "stability-map"
+MAP_TITLE = "Where pre-norm and post-norm train"
+# The figure that shows each finding: (figures/<dir>, file); "probe" is the probe sweep's dir.
+FINDING_FIGURES = {1: ("probe", "grad_ratio_vs_depth.png"), 2: ("probe", "rank_vs_layer.png"),
+                   3: ("training", "final_loss_vs_depth.png"), 4: ("probe", "last_grad_vs_depth.png"),
+                   5: ("training", "final_loss_vs_lr.png")}
+
+
+def finding_anchor(fid):
+    return f"finding-{fid}"
+
+
+def claim_anchor(cid):
+    return f"claim-{str(cid).lower()}"
+
+
+def one_line(text, limit=120):
+    """The first clause of a sentence (up to "; " or ". "), cut at a word near `limit`."""
+    first = re.split(r"(?<=[a-z0-9)])(?:; |\. )", text.strip(), maxsplit=1)[0].rstrip(".")
+    if len(first) <= limit:
+        return first
+    return first[:limit].rsplit(" ", 1)[0] + " ..."
+
+
+# ---- claims ----------------------------------------------------------------------------------
+
+@dataclass
+class ClaimRow:
+    """A claim's row when claims.py is absent: the fields of claims.ClaimVerdict."""
+    id: str
+    claim: str
+    source: str
+    rule: str
+    value: str
+    verdict: str   # "seen" | "not seen" | "not run"
+    details: str   # Markdown
+
+
+def source_text(src):
+    """"Xiong et al. 2020, arXiv 2002.04745, Theorem 1" from a claims.json source."""
+    authors = str(src.get("authors", ""))
+    first = authors.split(",")[0].split()[0] if authors.strip() else "?"
+    out = f"{first} et al. {src.get('year', '?')}, arXiv {src.get('arxiv', '?')}"
+    return out + (f", {src['where']}" if src.get("where") else "")
+
+
+def claims_not_run(claims_path=None):
+    """Every claim of claims.json with verdict "not run" (no claims.py, or no runs of it)."""
+    with open(claims_path or CLAIMS_PATH, encoding="utf-8") as f:
+        doc = json.load(f)
+    return [ClaimRow(c["id"], c["claim"], source_text(c.get("source") or {}), c["rule"]["text"], "", "not run", "")
+            for c in doc["claims"]]
+
+
+def claim_verdicts(root, claims_path=None, tier="quick"):
+    """(rows, where they come from): claims.evaluate_all(root, ...) when claims.py can be imported,
+    else claims.json's claims, each "not run"."""
+    try:
+        claims = importlib.import_module(".claims", __package__)
+    except ModuleNotFoundError as e:
+        if e.name != f"{__package__}.claims":
+            raise
+        return claims_not_run(claims_path), "no claims.py in this checkout: every claim is listed as not run"
+    return list(claims.evaluate_all(root, claims_path, tier)), "verdicts by scripts/stacklab/claims.py"
+
+
+# ---- the summary -----------------------------------------------------------------------------
+
+def verdict_mark(verdict):
+    return f"**{verdict}**"
+
+
+def summary_rows(findings, claims):
+    """[[link, what it says, deciding numbers, verdict]]: findings 1-5, then the claims."""
+    rows = [[f"[{f['id']}](#{finding_anchor(f['id'])})", f["title"], f["deciding"],
+             verdict_mark("seen" if f["seen"] else "not seen")] for f in findings]
+    rows += [[f"[{c.id}](#{claim_anchor(c.id)})", one_line(c.claim), c.value or "-", verdict_mark(c.verdict)]
+             for c in claims]
+    return rows
+
+
+SUMMARY_HEADER = ["", "what it says", "the numbers that decide it", "verdict"]
+
+
+def summary(doc, findings, claims, map_lines):
+    doc.h(2, "Summary", anchor="summary")
+    doc.table(SUMMARY_HEADER, summary_rows(findings, claims))
+    doc.p(f"[{MAP_TITLE}](#{MAP_ANCHOR}): " + " ".join(map_lines[:2]))
+
+
+# ---- sections --------------------------------------------------------------------------------
+
+def finding_figure(root, fid, probe_name):
+    d, name = FINDING_FIGURES[fid]
+    rel = os.path.join("figures", probe_name if d == "probe" else d, name)
+    return rel if os.path.isfile(os.path.join(root, rel)) else None
+
+
+def finding_section(doc, f, rel, caption):
+    """A finding: claim, rule, deciding numbers and verdict beside its figure; every number folded."""
+    fid = f["id"]
+    doc.h(2, f"Finding {fid}: {f['title']}", anchor=finding_anchor(fid))
+    text = [f["claim"], f"Rule: {f['criterion']}.", f"Deciding numbers: {f['deciding']}.",
+            f"Verdict: {verdict_mark('seen' if f['seen'] else 'not seen')}."]
+    if rel:
+        doc.beside(rel, caption, text)
+    else:
+        for t in text:
+            doc.p(t)
+        doc.p(f"(its figure, {FINDING_FIGURES[fid][1]}, was not drawn)")
+    doc.fold(f"Every number of finding {fid} ({len(f['measured'])} lines)")
+    doc.ul(f["measured"])
+    doc.unfold()
+
+
+def claims_section(doc, claims, where):
+    doc.h(2, "Claims from the literature", anchor="claims")
+    doc.p(f"Fixed in `configs/experiments/claims.json` before their runs; {where}. A claim without its runs is "
+          f"\"not run\": `{CLAIMS_COMMAND}` runs them.")
+    for c in claims:
+        doc.h(3, f"{c.id}: {one_line(c.claim)}", anchor=claim_anchor(c.id))
+        doc.p(c.claim)
+        doc.p(f"Source: {c.source}. Rule: {c.rule}.")
+        doc.p(f"Deciding numbers: {c.value or '-'}. Verdict: {verdict_mark(c.verdict)}.")
+        if (c.details or "").strip():
+            doc.fold(f"Every number of {c.id}")
+            doc.markdown_text(c.details)
+            doc.unfold()
+
+
+def map_figure_rel():
+    return os.path.join("figures", stability_map.SWEEP, stability_map.FIGURE)
+
+
+def map_section(doc, root, data, lines, caption):
+    """The stability map: generated text beside the figure, every cell's counts folded below; with no
+    map runs, the sentence saying it was not run and the command that runs it."""
+    doc.h(2, MAP_TITLE, anchor=MAP_ANCHOR)
+    rel = map_figure_rel()
+    if not data.empty and os.path.isfile(os.path.join(root, rel)):
+        doc.beside(rel, caption, lines)
+    else:
+        for t in lines:
+            doc.p(t)
+        if not data.empty:
+            doc.p(f"(the figure was not drawn: `python3 scripts/plot_stability_map.py OUT/{stability_map.SWEEP} "
+                  f"--out OUT/figures/{stability_map.SWEEP}`)")
+    if not data.empty:
+        doc.fold("Every cell: seeds trained/diverged/plateau (majority), mean final val loss of the completed seeds")
+        doc.table(*stability_map.counts_table(data))
+        doc.unfold()

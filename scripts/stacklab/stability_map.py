@@ -1,0 +1,342 @@
+"""The stability map: where pre-norm, post-norm, post-norm with warm-up and DeepNorm train, per
+init, learning rate and depth (the training runs under OUT/stability_map/). Each run's outcome is
+trained, diverged or plateau as claims.json defines them (claims.outcome when claims.py is there,
+else outcome_local, the same definitions read from claims.json); a cell counts its seeds' outcomes.
+The figure is one panel per wiring and init, a grid of learning rate (x) by depth (y), each cell
+"trained/diverged/plateau" coloured by the majority, with the mean final val loss; the text is
+generated from the counts. Not here: running the sweep (reproduce.sh --claims), the report's layout.
+
+    /usr/bin/python3 scripts/plot_stability_map.py OUT/stability_map --out OUT/figures/stability_map
+"""
+import argparse
+import importlib
+import json
+import os
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+
+import matplotlib.pyplot as plt
+from matplotlib.patches import Patch, Rectangle
+
+from . import runlog
+from .plot_common import save
+
+SWEEP = "stability_map"
+FIGURE = "stability_map.png"
+RUN_COMMAND = "bash scripts/reproduce.sh --claims"
+CLAIMS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs", "experiments",
+                           "claims.json")
+# The wirings of the map, in panel order, each named by its formula (STYLE.md: a variant by its formula).
+WIRINGS = {"pre": "pre-norm: x + f(norm(x))", "post": "post-norm: norm(x + f(x))",
+           "post-warmup": "post-norm with warm-up: norm(x + f(x)), lr warmed up",
+           "deepnorm": "DeepNorm: norm(alpha x + f(x))"}
+OUTCOMES = ("trained", "diverged", "plateau")
+COLOURS = {"trained": "#9fd89a", "diverged": "#f08a80", "plateau": "#f7d379", "tie": "#d0d0d0", "empty": "#ffffff"}
+
+
+# ---- what a run is ---------------------------------------------------------------------------
+
+def wiring_of(run) -> str | None:
+    """The map's wiring of a run, from its config (not its directory name); None for any other."""
+    m, o = run.config.get("model") or {}, run.config.get("optim") or {}
+    if not m.get("residual", True):
+        return None
+    pos, scale = m.get("norm_position"), m.get("residual_scale") or "none"
+    warm = (o.get("warmup_iters") or 0) > 0 and (o.get("schedule") or "constant") != "constant"
+    if pos == "pre" and scale == "none" and not warm:
+        return "pre"
+    if pos == "post" and scale == "none":
+        return "post-warmup" if warm else "post"
+    if pos == "post" and scale == "deepnorm" and not warm:
+        return "deepnorm"
+    return None
+
+
+def point_of(run):
+    """(wiring, init, depth, learning rate) of a map run, or None for a run outside the map."""
+    w = wiring_of(run)
+    init = (run.config.get("model") or {}).get("init")
+    lr = (run.config.get("optim") or {}).get("learning_rate")
+    if w is None or init is None or lr is None or not run.n_layer:
+        return None
+    return w, init, run.n_layer, float(lr)
+
+
+def claims_margin(path=CLAIMS_PATH) -> float:
+    """The margin of claims.json's definitions: "trained" is more than it below the unigram loss,
+    "plateau" at or above unigram minus it. Read from the definitions' text, which must agree."""
+    with open(path, encoding="utf-8") as f:
+        d = json.load(f)["definitions"]
+    t = re.search(r"more than ([0-9.]+) nats below the unigram loss", d["trained"])
+    p = re.search(r"at or above unigram - ([0-9.]+)", d["plateau"])
+    if not t or not p or float(t.group(1)) != float(p.group(1)):
+        raise ValueError(f"{path}: definitions.trained / .plateau: expected one margin in both, "
+                         f"got {d['trained']!r} and {d['plateau']!r}")
+    return float(t.group(1))
+
+
+def outcome_local(run, margin: float) -> str | None:
+    """claims.json's definitions verbatim: diverged (summary.json status), trained (completed, final
+    val loss more than `margin` below the unigram loss), plateau (completed, at or above it). None for
+    a run that did neither (incomplete, failed): it is counted as unfinished, not judged."""
+    if runlog.is_diverged(run):
+        return "diverged"
+    uni = run.reference_losses.get("unigram")
+    if not runlog.is_completed(run) or run.final_val_loss is None or uni is None:
+        return None
+    return "trained" if run.final_val_loss < uni - margin else "plateau"
+
+
+def classifier():
+    """(function run -> outcome, where it comes from): claims.outcome when claims.py can be
+    imported, else outcome_local with claims.json's margin. Only finished runs are passed to it."""
+    try:
+        claims = importlib.import_module(".claims", __package__)
+    except ModuleNotFoundError as e:
+        if e.name != f"{__package__}.claims":
+            raise
+        margin = claims_margin()
+        return (lambda r: outcome_local(r, margin)), f"claims.json's definitions (margin {margin:g} nats)"
+    return claims.outcome, "claims.outcome"
+
+
+# ---- the cells -------------------------------------------------------------------------------
+
+@dataclass
+class Cell:
+    trained: int = 0
+    diverged: int = 0
+    plateau: int = 0
+    unfinished: int = 0
+    finals: list = field(default_factory=list)  # final val losses of the completed seeds
+
+    @property
+    def n(self):
+        return self.trained + self.diverged + self.plateau
+
+    @property
+    def counts(self):
+        return f"{self.trained}/{self.diverged}/{self.plateau}"
+
+    @property
+    def majority(self):
+        """The outcome of most seeds; "tie" when two share the most, "empty" without a judged seed."""
+        if not self.n:
+            return "empty"
+        c = Counter({k: getattr(self, k) for k in OUTCOMES}).most_common()
+        return "tie" if len(c) > 1 and c[0][1] == c[1][1] else c[0][0]
+
+    @property
+    def mean_final(self):
+        return sum(self.finals) / len(self.finals) if self.finals else None
+
+
+@dataclass
+class MapData:
+    cells: dict          # (wiring, init, depth, lr) -> Cell
+    wirings: list
+    inits: list
+    depths: list
+    rates: list
+    source: str = ""     # what classified the runs
+
+    def cell(self, w, init, d, lr):
+        return self.cells.get((w, init, d, lr), Cell())
+
+    @property
+    def empty(self):
+        return not self.cells
+
+
+def build(runs, outcome=None) -> MapData:
+    """The map's cells from training runs; runs outside the map (other wirings) are ignored."""
+    source = "the given outcome function"
+    if outcome is None:
+        outcome, source = classifier()
+    cells = {}
+    for r in runs:
+        if r.is_probe:
+            continue
+        pt = point_of(r)
+        if pt is None:
+            continue
+        c = cells.setdefault(pt, Cell())
+        finished = runlog.is_diverged(r) or (runlog.is_completed(r) and r.final_val_loss is not None)
+        o = outcome(r) if finished else None
+        if o in OUTCOMES:
+            setattr(c, o, getattr(c, o) + 1)
+            if o != "diverged":
+                c.finals.append(r.final_val_loss)
+        else:
+            c.unfinished += 1
+    keys = list(cells)
+    return MapData(cells, [w for w in WIRINGS if any(k[0] == w for k in keys)],
+                   sorted({k[1] for k in keys}), sorted({k[2] for k in keys}), sorted({k[3] for k in keys}), source)
+
+
+def load(sweep_dir) -> MapData:
+    """The map of OUT/stability_map (an empty map when the directory does not exist)."""
+    return build(runlog.find_runs([sweep_dir]) if os.path.isdir(sweep_dir) else [])
+
+
+# ---- the figure ------------------------------------------------------------------------------
+
+def map_figure(data: MapData):
+    """One panel per (wiring, init): rows = wirings, columns = inits; learning rate on x, depth on y.
+    Each cell is a Rectangle whose gid is "wiring|init|depth|lr", coloured by the majority outcome."""
+    nr, nc = len(data.wirings), len(data.inits)
+    nx, ny = len(data.rates), len(data.depths)
+    fig, axes = plt.subplots(nr, nc, figsize=(1.25 * nx * nc + 1.5, 0.75 * ny * nr + 1.6), squeeze=False)
+    for i, w in enumerate(data.wirings):
+        for j, init in enumerate(data.inits):
+            ax = axes[i][j]
+            for x, lr in enumerate(data.rates):
+                for y, d in enumerate(data.depths):
+                    c = data.cell(w, init, d, lr)
+                    ax.add_patch(Rectangle((x, y), 1, 1, facecolor=COLOURS[c.majority], edgecolor="0.4", lw=0.8,
+                                           gid=f"{w}|{init}|{d}|{lr:g}"))
+                    if c.n or c.unfinished:
+                        m = c.mean_final
+                        text = c.counts + (f"\n{m:.3f}" if m is not None else "\n-")
+                        text += f"\n+{c.unfinished} unfinished" if c.unfinished else ""
+                    else:
+                        text = "not run"
+                    ax.text(x + 0.5, y + 0.5, text, ha="center", va="center", fontsize=7, gid=f"{w}|{init}|{d}|{lr:g}")
+            ax.set_xlim(0, nx)
+            ax.set_ylim(0, ny)
+            ax.set_xticks([x + 0.5 for x in range(nx)], [f"{lr:g}" for lr in data.rates], fontsize=7)
+            ax.set_yticks([y + 0.5 for y in range(ny)], [f"L={d}" for d in data.depths], fontsize=7)
+            ax.tick_params(length=0)
+            ax.set_title(f"{WIRINGS[w]}\ninit {init}", fontsize=8)
+            if i == nr - 1:
+                ax.set_xlabel("learning rate", fontsize=8)
+    handles = [Patch(facecolor=COLOURS[k], edgecolor="0.4", label=f"most seeds {k}") for k in OUTCOMES]
+    handles.append(Patch(facecolor=COLOURS["tie"], edgecolor="0.4", label="tie"))
+    fig.suptitle("Stability map: seeds trained/diverged/plateau per cell (claims.json's definitions), "
+                 "mean final val loss of the completed seeds below", fontsize=9)
+    fig.tight_layout()
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, fontsize=8, frameon=False)
+    return fig
+
+
+# ---- the text --------------------------------------------------------------------------------
+
+FAILS = ("diverged", "plateau")
+
+
+def _where(pairs):
+    return "; ".join(pairs)
+
+
+def map_text(data: MapData) -> list[str]:
+    """Sentences generated from the counts: the runs and their outcomes; where post-norm fails and
+    pre-norm trains (and the reverse); where warm-up or DeepNorm rescues post-norm and where not;
+    where the init decides a wiring's outcome. A cell "fails" or "trains" by its majority; a fix
+    that does not rescue post-norm is named only where pre-norm trains."""
+    if data.empty:
+        return [f"The stability map was not run (no training runs under {SWEEP}/): `{RUN_COMMAND}` runs it."]
+    tot = Counter()
+    for c in data.cells.values():
+        for k in OUTCOMES + ("unfinished",):
+            tot[k] += getattr(c, k)
+    out = [f"{sum(tot.values())} runs in {len(data.cells)} cells ({', '.join(data.wirings)} x init "
+           f"{', '.join(data.inits)} x lr {', '.join(f'{x:g}' for x in data.rates)} x L "
+           f"{', '.join(map(str, data.depths))}): {tot['trained']} trained, {tot['diverged']} diverged, "
+           f"{tot['plateau']} on the plateau" + (f", {tot['unfinished']} unfinished" if tot["unfinished"] else "")
+           + f"; outcomes by {data.source}."]
+
+    def cells_where(pred):
+        return [(init, d, lr) for init in data.inits for d in data.depths for lr in data.rates if pred(init, d, lr)]
+
+    def maj(w, init, d, lr):
+        return data.cell(w, init, d, lr).majority
+
+    def at(init, d, lr, *ws):
+        return (f"init {init}, L={d}, lr {lr:g} ("
+                + ", ".join(f"{w} {data.cell(w, init, d, lr).counts}" for w in ws) + ")")
+
+    if {"pre", "post"} <= set(data.wirings):
+        post_fails = cells_where(lambda i, d, lr: maj("post", i, d, lr) in FAILS and maj("pre", i, d, lr) == "trained")
+        pre_fails = cells_where(lambda i, d, lr: maj("pre", i, d, lr) in FAILS and maj("post", i, d, lr) == "trained")
+        if post_fails:
+            out.append("Post-norm fails where pre-norm trains at " + _where(at(*c, "post", "pre") for c in post_fails)
+                       + ".")
+        else:
+            out.append("Nowhere in the map does post-norm fail where pre-norm trains.")
+        if pre_fails:
+            out.append("Pre-norm fails where post-norm trains at " + _where(at(*c, "pre", "post") for c in pre_fails)
+                       + ".")
+        for fix, name in (("post-warmup", "Warm-up"), ("deepnorm", "DeepNorm")):
+            if fix not in data.wirings:
+                continue
+            failing = cells_where(lambda i, d, lr: maj("post", i, d, lr) in FAILS)
+            saved = [c for c in failing if maj(fix, *c) == "trained"]
+            # not rescued: said where pre-norm trains (elsewhere every wiring may fail, e.g. too few steps)
+            not_saved = [c for c in post_fails if maj(fix, *c) in FAILS]
+            if saved:
+                out.append(f"{name} rescues post-norm at " + _where(at(*c, "post", fix) for c in saved) + ".")
+            if not_saved:
+                out.append(f"{name} does not rescue post-norm at " + _where(at(*c, "post", fix) for c in not_saved)
+                           + ".")
+
+    def decides(w, d, lr):  # one init trains where another fails
+        m = {maj(w, i, d, lr) for i in data.inits}
+        return "trained" in m and bool(m & set(FAILS))
+
+    if len(data.inits) > 1:
+        for w in data.wirings:
+            split = [(d, lr) for d in data.depths for lr in data.rates if decides(w, d, lr)]
+            for d, lr in split:
+                out.append(f"The init decides for {w} at L={d}, lr {lr:g}: "
+                           + ", ".join(f"{maj(w, i, d, lr)} under {i} ({data.cell(w, i, d, lr).counts})"
+                                       for i in data.inits) + ".")
+        if not any(decides(w, d, lr) for w in data.wirings for d in data.depths for lr in data.rates):
+            out.append("The init decides no cell: nowhere does a wiring train under one of "
+                       + " and ".join(data.inits) + " and fail under the other.")
+    return out
+
+
+def counts_table(data: MapData):
+    """(header, rows) of every cell: wiring, init, depth, then per rate "t/d/p, mean loss"."""
+    rows = []
+    for w in data.wirings:
+        for init in data.inits:
+            for d in data.depths:
+                cells = []
+                for lr in data.rates:
+                    c = data.cell(w, init, d, lr)
+                    m = c.mean_final
+                    cells.append("-" if not (c.n or c.unfinished) else
+                                 f"{c.counts} ({c.majority}), mean {m:.4f}" if m is not None else
+                                 f"{c.counts} ({c.majority})")
+                    if c.unfinished:
+                        cells[-1] += f", {c.unfinished} unfinished"
+                rows.append([f"`{w}`", init, str(d)] + cells)
+    return ["wiring", "init", "L"] + [f"lr {lr:g}" for lr in data.rates], rows
+
+
+def cells_json(data: MapData):
+    return [{"wiring": w, "init": i, "depth": d, "learning_rate": lr, "trained": c.trained, "diverged": c.diverged,
+             "plateau": c.plateau, "unfinished": c.unfinished, "majority": c.majority,
+             "mean_final_val_loss": c.mean_final}
+            for (w, i, d, lr), c in sorted(data.cells.items())]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="Draw the stability map of OUT/stability_map.")
+    p.add_argument("sweep_dir", help="the stability map's sweep dir, e.g. runs/deep_stacking/stability_map")
+    p.add_argument("--out", help="output directory (default SWEEP_DIR/plots)")
+    args = p.parse_args(argv)
+    data = load(args.sweep_dir)
+    if data.empty:
+        print(f"plot_stability_map: no map runs under {args.sweep_dir}", file=sys.stderr)
+        return 1
+    out_dir = args.out or os.path.join(args.sweep_dir, "plots")
+    os.makedirs(out_dir, exist_ok=True)
+    written = []
+    save(map_figure(data), out_dir, FIGURE, written)
+    for path in written:
+        print(path)
+    return 0

@@ -1,0 +1,166 @@
+"""The stability map (scripts/stacklab/stability_map.py) on fabricated runs: each run's wiring read
+from its config, its outcome by claims.json's definitions, a cell's counts and colour, and the text
+generated from the counts where post-norm fails and pre-norm trains, and where it does not."""
+import json
+import os
+import tempfile
+import unittest
+
+import fabricate
+import matplotlib.pyplot as plt
+from stacklab import stability_map as sm
+
+UNI = fabricate.REFS["unigram"]
+
+
+def local(run):
+    return sm.outcome_local(run, 0.05)
+
+
+def cells(spec):
+    """Runs from {(variant, init, depth, lr): [outcome per seed]}."""
+    return [fabricate.map_run(v, init, d, lr, s, o) for (v, init, d, lr), outs in spec.items()
+            for s, o in enumerate(outs)]
+
+
+def grid(post_xavier_32, pre_xavier_32=("trained",) * 3, warm=("trained",) * 3, deep=("trained",) * 3):
+    """Every wiring at init scaled and xavier, L=8 and 32, lr 1e-3 and 1e-2, 3 seeds, all trained
+    except the cells at xavier, L=32, lr 1e-2, which are given."""
+    spec = {}
+    for v in sm.WIRINGS:
+        for init in ("scaled", "xavier"):
+            for d in (8, 32):
+                for lr in (1e-3, 1e-2):
+                    spec[(v, init, d, lr)] = ["trained"] * 3
+    spec[("post", "xavier", 32, 1e-2)] = list(post_xavier_32)
+    spec[("pre", "xavier", 32, 1e-2)] = list(pre_xavier_32)
+    spec[("post-warmup", "xavier", 32, 1e-2)] = list(warm)
+    spec[("deepnorm", "xavier", 32, 1e-2)] = list(deep)
+    return sm.build(cells(spec), local)
+
+
+class Outcome(unittest.TestCase):
+    def test_the_margin_is_read_from_claims_json(self):
+        self.assertEqual(sm.claims_margin(), 0.05)
+        with open(sm.CLAIMS_PATH, encoding="utf-8") as f:
+            doc = json.load(f)
+        for k in ("trained", "plateau"):
+            doc["definitions"][k] = doc["definitions"][k].replace("0.05", "0.2")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "claims.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(doc, f)
+            self.assertEqual(sm.claims_margin(path), 0.2)
+
+    def test_trained_is_more_than_the_margin_below_the_unigram_loss(self):
+        self.assertEqual(local(fabricate.map_run("pre", "scaled", 8, 1e-3, 0, "trained", final=UNI - 0.0501)),
+                         "trained")
+        self.assertEqual(local(fabricate.map_run("pre", "scaled", 8, 1e-3, 0, "plateau", final=UNI - 0.05)), "plateau")
+        self.assertEqual(local(fabricate.map_run("pre", "scaled", 8, 1e-3, 0, "diverged")), "diverged")
+
+    def test_a_run_that_neither_completed_nor_diverged_is_not_judged(self):
+        r = fabricate.map_run("pre", "scaled", 8, 1e-3, 0, "trained")
+        r.summary["status"] = "interrupted"
+        self.assertIsNone(local(r))
+        c = sm.build([r], local).cell("pre", "scaled", 8, 1e-3)
+        self.assertEqual((c.n, c.unfinished), (0, 1))
+
+
+class Wiring(unittest.TestCase):
+    def test_the_wiring_comes_from_the_config_not_the_path(self):
+        for v in sm.WIRINGS:
+            r = fabricate.map_run(v, "xavier", 32, 1e-2, 0, "trained")
+            r.path = "/fabricated/stability_map/L32-post-s0"  # a misleading name
+            self.assertEqual(sm.wiring_of(r), v)
+
+    def test_a_run_outside_the_map_is_left_out(self):
+        r = fabricate.map_run("pre", "xavier", 8, 1e-3, 0, "trained")
+        r.config["model"]["residual"] = False
+        self.assertIsNone(sm.point_of(r))
+        self.assertTrue(sm.build([r], local).empty)
+
+
+class Cells(unittest.TestCase):
+    def setUp(self):
+        # lr 1e-3: all 3 trained; lr 1e-2: 2 trained, 1 diverged; lr 3e-2: all 3 diverged; L=32 not run.
+        self.data = sm.build(cells({("post", "xavier", 8, 1e-3): ["trained"] * 3,
+                                    ("post", "xavier", 8, 1e-2): ["trained", "diverged", "trained"],
+                                    ("post", "xavier", 8, 3e-2): ["diverged"] * 3,
+                                    ("pre", "xavier", 32, 1e-3): ["plateau"] * 3}), local)
+        self.fig = sm.map_figure(self.data)
+
+    def tearDown(self):
+        plt.close(self.fig)
+
+    def drawn(self, gid):
+        """(facecolour, text) of the cell drawn with this gid."""
+        rect = [p for ax in self.fig.axes for p in ax.patches if p.get_gid() == gid]
+        text = [t.get_text() for ax in self.fig.axes for t in ax.texts if t.get_gid() == gid]
+        self.assertEqual((len(rect), len(text)), (1, 1), gid)
+        return plt.matplotlib.colors.to_hex(rect[0].get_facecolor()), text[0]
+
+    def test_each_cell_counts_its_seeds_and_is_coloured_by_the_majority(self):
+        for lr, counts, colour in ((1e-3, "3/0/0", "trained"), (1e-2, "2/1/0", "trained"),
+                                   (3e-2, "0/3/0", "diverged")):
+            face, text = self.drawn(f"post|xavier|8|{lr:g}")
+            self.assertEqual(face, sm.COLOURS[colour], lr)
+            self.assertEqual(text.splitlines()[0], counts)
+        self.assertEqual(self.drawn("pre|xavier|32|0.001")[0], sm.COLOURS["plateau"])
+
+    def test_the_mean_final_loss_is_that_of_the_completed_seeds(self):
+        self.assertEqual(self.drawn("post|xavier|8|0.001")[1].splitlines()[1], "3.200")
+        self.assertEqual(self.drawn("post|xavier|8|0.03")[1].splitlines()[1], "-")  # no completed seed
+        self.assertAlmostEqual(self.data.cell("post", "xavier", 8, 1e-2).mean_final, 3.2)
+
+    def test_a_cell_without_runs_says_so(self):
+        face, text = self.drawn("post|xavier|32|0.001")
+        self.assertEqual((face, text), (sm.COLOURS["empty"], "not run"))
+
+    def test_two_outcomes_with_equal_counts_are_a_tie(self):
+        c = sm.Cell(trained=1, diverged=1)
+        self.assertEqual(c.majority, "tie")
+
+
+class Text(unittest.TestCase):
+    def test_post_norm_failing_where_pre_norm_trains_is_said_with_its_cell(self):
+        text = " ".join(sm.map_text(grid(post_xavier_32=("diverged", "diverged", "trained"))))
+        self.assertIn("Post-norm fails where pre-norm trains at init xavier, L=32, lr 0.01 (post 1/2/0, pre 3/0/0)",
+                      text)
+        self.assertIn("Warm-up rescues post-norm at init xavier, L=32, lr 0.01", text)
+        self.assertIn("DeepNorm rescues post-norm at init xavier, L=32, lr 0.01", text)
+        self.assertIn("The init decides for post at L=32, lr 0.01: trained under scaled (3/0/0), diverged under "
+                      "xavier (1/2/0)", text)
+        self.assertNotIn("Nowhere", text)
+
+    def test_a_rescue_that_fails_is_said(self):
+        text = " ".join(sm.map_text(grid(post_xavier_32=("plateau",) * 3, deep=("diverged",) * 3)))
+        self.assertIn("DeepNorm does not rescue post-norm at init xavier, L=32, lr 0.01 (post 0/0/3, deepnorm 0/3/0)",
+                      text)
+
+    def test_when_post_norm_trains_wherever_pre_norm_does_the_text_says_so(self):
+        text = " ".join(sm.map_text(grid(post_xavier_32=("trained",) * 3)))
+        self.assertIn("Nowhere in the map does post-norm fail where pre-norm trains.", text)
+        self.assertNotIn("rescues", text)
+        self.assertIn("The init decides no cell", text)
+
+    def test_the_init_decides_only_where_it_turns_training_into_failure(self):
+        data = sm.build(cells({("post", "scaled", 32, 1e-2): ["plateau"] * 3,
+                               ("post", "xavier", 32, 1e-2): ["diverged"] * 3}), local)
+        text = " ".join(sm.map_text(data))
+        self.assertNotIn("The init decides for", text)  # plateau vs diverged: both fail
+        self.assertIn("The init decides no cell", text)
+
+    def test_pre_norm_failing_where_post_norm_trains_is_said_too(self):
+        text = " ".join(sm.map_text(grid(post_xavier_32=("trained",) * 3, pre_xavier_32=("diverged",) * 3)))
+        self.assertIn("Pre-norm fails where post-norm trains at init xavier, L=32, lr 0.01 (pre 0/3/0, post 3/0/0)",
+                      text)
+
+    def test_without_map_runs_the_text_says_it_was_not_run_and_how_to_run_it(self):
+        lines = sm.map_text(sm.build([], local))
+        self.assertEqual(len(lines), 1)
+        self.assertIn("not run", lines[0])
+        self.assertIn("bash scripts/reproduce.sh --claims", lines[0])
+
+
+if __name__ == "__main__":
+    unittest.main()
