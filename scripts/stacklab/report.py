@@ -27,6 +27,7 @@ from collections import defaultdict
 from . import report_doc, runlog, stability_map
 from . import report_sections as sections
 from .report_runinfo import numeric_path_lines, read_timing, timing_lines
+from .tier import CLAIMS_SWEEPS
 from . import study_stats as stats
 from .study_findings import (GRID_WIRINGS, Training, escape_table, finding_1, finding_2, finding_3,
                              finding_4, finding_5, fmt, fmt_escape, seed_list)
@@ -187,6 +188,9 @@ RUN_FIGURES = {  # plot_run.py's figures of one run
     "stream.png": ("Activation RMS and rank ratio of one run's residual stream per boundary", "finding 2"),
     "stream_grad.png": ("Gradient norm of one run's residual stream per boundary", "findings 1 and 2"),
     "layer_metrics.png": ("Every per-layer metric of one run", "context for findings 1-4"),
+    "stability_map.png": ("Per wiring and init, learning rate against depth: how many seeds trained / diverged / "
+                          "stayed on the plateau, coloured by the majority, with the mean final val loss",
+                          "claim C4 and where pre-norm and post-norm train"),
 }
 
 
@@ -218,7 +222,9 @@ def figure_caption(rel, probe, tr, sweeps):
         seeds = sorted({stats.seed_of(r) for r in s.runs} - {None}) if s else []
         data = (f"sweep {group}, depths {', '.join(str(d) for d in sorted({r.n_layer for r in s.runs}))}, "
                 f"seeds {'/'.join(map(str, seeds))} (n={len(seeds)})" if s else f"from {group}")
-        supports = "the extras (not used by a finding)" if s and group != stability_map.SWEEP else supports
+        if s and group != stability_map.SWEEP:
+            supports = ("the published claims (C1-C7)" if group in CLAIMS_SWEEPS
+                        else "the extras (not used by a finding)")
     return f"**{rel}**: {what}. Data: {data}. Supports: {supports}."
 
 
@@ -338,7 +344,8 @@ def main(argv=None):
     findings = [finding_1(probe), finding_2(probe, tr), finding_3(tr), finding_4(probe), finding_5(tr)]
     esc = escape_table(tr)
     map_data = stability_map.load(os.path.join(root, stability_map.SWEEP))
-    extras = [s for s in sweeps.values() if s is not probe and s not in training and s.name != stability_map.SWEEP]
+    # The claims' sweeps have their own sections (the claims, the stability map), not extras rows.
+    extras = [s for s in sweeps.values() if s is not probe and s not in training and s.name not in CLAIMS_SWEEPS]
     stages = read_timing(root)
     start = next((s for s in reversed(stages) if s.get("stage") == "start"), {})
     tier = start.get("tier") or "quick"

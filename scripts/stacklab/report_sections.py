@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from . import stability_map
+from . import runlog, stability_map
 
 CLAIMS_PATH = stability_map.CLAIMS_PATH
 CLAIMS_COMMAND = stability_map.RUN_COMMAND
@@ -163,6 +163,13 @@ def map_section(doc, root, data, lines, caption):
         if not data.empty:
             doc.p(f"(the figure was not drawn: `python3 scripts/plot_stability_map.py OUT/{stability_map.SWEEP} "
                   f"--out OUT/figures/{stability_map.SWEEP}`)")
+    sweep_dir = os.path.join(root, stability_map.BRANCH_SWEEP)
+    branch = stability_map.branch_sizes(runlog.find_runs([sweep_dir])) if os.path.isdir(sweep_dir) else []
+    if branch:
+        doc.p("Why the init can decide it: how large each branch starts next to the stream it is added to, "
+              f"measured by the probe (`branch_ratio`, sweep {stability_map.BRANCH_SWEEP}):")
+        for t in stability_map.branch_text(branch):
+            doc.p(t)
     if not data.empty:
         doc.fold("Every cell: seeds trained/diverged/plateau (majority), mean final val loss of the completed seeds")
         doc.table(*stability_map.counts_table(data))

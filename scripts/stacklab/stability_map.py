@@ -324,6 +324,47 @@ def cells_json(data: MapData):
             for (w, i, d, lr), c in sorted(data.cells.items())]
 
 
+# ---- the branch size at initialisation ------------------------------------------------------
+
+BRANCH_SWEEP = "claims_probe"  # its L = 32 points: pre and post under each init
+BRANCH_DEPTH = 32
+
+
+def branch_sizes(probe_runs, depth: int = BRANCH_DEPTH) -> list[dict]:
+    """Per (placement, init) at `depth`: the probe's branch_ratio (each sub-layer's branch over the
+    stream it is added to, in mean squares) averaged over the blocks, per seed; rows sorted by
+    placement then init, each {position, init, seeds: [values], mean, min, max}. Probes from a
+    binary without the metric give no row."""
+    rows = []
+    for r in probe_runs:
+        model = (r.config or {}).get("model", {})
+        if not r.is_probe or model.get("n_layer") != depth:
+            continue
+        per_seed = []
+        for s in r.probe_per_seed:
+            v = [x for x in (s.get("branch_ratio") or []) if x is not None]
+            if v:
+                per_seed.append(sum(v) / len(v))
+        if per_seed:
+            rows.append({"position": model.get("norm_position"), "init": model.get("init"), "seeds": per_seed,
+                         "mean": sum(per_seed) / len(per_seed), "min": min(per_seed), "max": max(per_seed)})
+    return sorted(rows, key=lambda row: (str(row["position"]), str(row["init"])))
+
+
+def branch_text(rows: list[dict], depth: int = BRANCH_DEPTH) -> list[str]:
+    """One sentence per placement: how large a branch starts next to the stream under each init,
+    and the factor between the largest and smallest init; [] without rows."""
+    out = []
+    for pos in sorted({row["position"] for row in rows}):
+        mine = [row for row in rows if row["position"] == pos]
+        parts = [f"{row['init']} {row['mean']:.2g} (seeds {row['min']:.2g}-{row['max']:.2g})" for row in mine]
+        lo, hi = min(mine, key=lambda row: row["mean"]), max(mine, key=lambda row: row["mean"])
+        ratio = f"; {hi['init']} over {lo['init']}: {hi['mean'] / lo['mean']:.3g}x" if lo["mean"] > 0 else ""
+        out.append(f"{pos}-norm at L = {depth}, branch / stream at initialisation (mean squares, mean over the "
+                   f"blocks): {', '.join(parts)}{ratio}.")
+    return out
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description="Draw the stability map of OUT/stability_map.")
     p.add_argument("sweep_dir", help="the stability map's sweep dir, e.g. runs/deep_stacking/stability_map")

@@ -8,6 +8,7 @@ import unittest
 
 import fabricate
 import matplotlib.pyplot as plt
+from stacklab import runlog
 from stacklab import stability_map as sm
 
 UNI = fabricate.REFS["unigram"]
@@ -164,3 +165,35 @@ class Text(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class BranchSizes(unittest.TestCase):
+    """The branch size at init: per (placement, init) at L = 32 the seeds' block means of
+    branch_ratio, and the sentence that compares the inits."""
+
+    def probe(self, position, init, per_seed, depth=32):
+        r = runlog.Run(path=f"/fabricated/claims_probe/L{depth}-{position}-{init}.json", is_probe=True,
+                       has_metrics=True, probe_seeds=len(per_seed))
+        r.config = {"model": {"n_layer": depth, "norm_position": position, "init": init}}
+        r.probe_per_seed = [{"seed": i, "branch_ratio": v} for i, v in enumerate(per_seed)]
+        return r
+
+    def test_each_seed_is_the_mean_over_blocks_and_rows_give_mean_and_range(self):
+        runs = [self.probe("post", "xavier", [[0.2, 0.4], [0.3, 0.3]]),
+                self.probe("post", "scaled", [[1e-6, 3e-6], [2e-6, None]]),
+                self.probe("post", "xavier", [[9.0, 9.0]], depth=8)]  # another depth: left out
+        rows = sm.branch_sizes(runs)
+        self.assertEqual([(r["position"], r["init"]) for r in rows], [("post", "scaled"), ("post", "xavier")])
+        scaled, xavier = rows
+        self.assertEqual(scaled["seeds"], [2e-6, 2e-6])  # (1e-6 + 3e-6) / 2; the null entry skipped
+        self.assertAlmostEqual(xavier["mean"], 0.3)
+        self.assertAlmostEqual(xavier["min"], 0.3)
+        self.assertAlmostEqual(xavier["max"], 0.3)
+        text = sm.branch_text(rows)
+        self.assertEqual(len(text), 1)
+        self.assertIn("scaled 2e-06", text[0])
+        self.assertIn("xavier over scaled: 1.5e+05x", text[0])  # 0.3 / 2e-6
+
+    def test_probes_without_the_metric_give_no_row(self):
+        self.assertEqual(sm.branch_sizes([self.probe("pre", "xavier", [[], []])]), [])
+        self.assertEqual(sm.branch_text([]), [])
