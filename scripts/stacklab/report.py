@@ -194,6 +194,21 @@ RUN_FIGURES = {  # plot_run.py's figures of one run
 }
 
 
+def seeds_per_point(tr):
+    """How many seeds the training points hold, in words: "3 seeds per point", and when excluded runs
+    (diverged, failed) left some points short, which: "3 seeds per point (1 point holds 1: ...)"."""
+    counts = {pt: len(v) for pt, v in tr.pts.items()}
+    top = max(counts.values(), default=0)
+    short = sorted((pt for pt, n in counts.items() if n < top), key=str)
+    text = f"{top} seed{'s' if top != 1 else ''} per point"
+    if not short:
+        return text
+    named = ", ".join(f"{w} L={d} lr {lr:g} holds {counts[(w, d, lr)]}" for w, d, lr in short[:4])
+    more = f" and {len(short) - 4} more" if len(short) > 4 else ""
+    return (f"{text}, but {len(short)} point{'s' if len(short) != 1 else ''} hold{'' if len(short) != 1 else 's'} "
+            f"fewer after [excluded runs](#excluded): {named}{more}")
+
+
 def figure_caption(rel, probe, tr, sweeps):
     """The caption under a figure: what it shows, the data drawn (sweeps, depths, seeds, rate,
     step), which finding it supports. Every part comes from the runs."""
@@ -207,11 +222,10 @@ def figure_caption(rel, probe, tr, sweeps):
         last = [max(x.get("step", 0) for x in r.records["layers"]) for r in tr.runs if r.records["layers"]]
         at_step = (f"each run's last layers record (step {max(set(last), key=last.count)})" if last else
                    "each run's last layers record") if group.endswith("_last") else "initialisation (step 0)"
-        ns = sorted({len(v) for v in tr.pts.values()})
         lr_part = ("all rates" if name == "final_loss_vs_lr.png"
                    else f"learning rate {tr.ref_lr:g} (the rate run at every depth)" if tr.ref_lr is not None else "")
         data = (f"training sweeps {', '.join(s.name for s in tr.sweeps)}, depths {', '.join(map(str, tr.depths))}, "
-                f"{'/'.join(map(str, ns))} seeds per point, {lr_part}"
+                f"{seeds_per_point(tr)}; {lr_part}"
                 + (f"; per-block values at {at_step}" if name in PER_BLOCK_FIGURES else ""))
     elif probe is not None and group == probe.name:
         data = (f"probe sweep {probe.name} at initialisation, depths "
@@ -234,9 +248,8 @@ def opening(doc, root, probe, tr, sweeps, findings, claims, claims_where, map_da
     """Title, one line of what was run, the summary, a section per finding, the claims, the map.
     Returns the figures shown beside their text (the Figures section lists the others)."""
     doc.h(1, "Why deep stacks need residuals and norms: measured")
-    ns = sorted({len(v) for v in tr.pts.values()})
-    doc.p(f"{tier[0].upper() + tier[1:]} tier: {len(tr.runs)} completed training runs "
-          f"({'/'.join(map(str, ns)) or '0'} seeds per point), {len(probe.runs)} probe points"
+    doc.p(f"{tier[0].upper() + tier[1:]} tier: {len(tr.runs)} completed training runs, "
+          f"{seeds_per_point(tr)}; {len(probe.runs)} probe points"
           + (f"; data: order-2 Markov, unigram loss {fmt(tr.unigram, 4)} nats/token" if tr.unigram is not None else "")
           + ". Every number is computed from this run's data ([how](#method)); each row links to its section, "
           "whose full numbers are folded under it.")
@@ -290,7 +303,6 @@ def tables(doc, tr, esc, extras, sweeps):
 
 def closing(doc, root, probe, tr, sweeps, stages, shown):
     """How the numbers are made, the figures not shown beside a section, how the study was run."""
-    ns = sorted({len(v) for v in tr.pts.values()})
     training = tr.sweeps
     doc.h(2, "How the numbers are made", anchor="method")
     doc.p("Every number in this report is computed by `scripts/report.py` from this run's data. A number over seeds "
@@ -298,7 +310,7 @@ def closing(doc, root, probe, tr, sweeps, stages, shown):
           "reach below 0 (few seeds, one far off) is clipped at 0 and the cell says \"clipped at 0\". A finding is "
           "seen when its criterion holds for every "
           "seed (\"k of n seeds\") or the interval clears it (said so). Training points are (wiring, depth, learning "
-          f"rate) pooled over {', '.join(s.name for s in training)}, {'/'.join(map(str, ns)) or '0'} seeds each; "
+          f"rate) pooled over {', '.join(s.name for s in training)}, {seeds_per_point(tr)}; "
           f"probes are seed means over {max((r.probe_seeds for r in probe.runs), default=0)} probe seeds. Excluded "
           "runs (diverged, failed, incomplete) are in no number; they are listed under Excluded runs, and a table "
           "cell that lost seeds says how many of how many it holds. A run is diverged when its summary.json says "

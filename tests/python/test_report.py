@@ -72,6 +72,18 @@ class Tables(unittest.TestCase):
         self.assertIn("95% CI 0.0000-", c)
         self.assertIn("clipped at 0", c)
 
+    def test_the_seed_count_names_the_points_that_excluded_runs_left_short(self):
+        text = report.seeds_per_point(study())
+        self.assertTrue(text.startswith("3 seeds per point, but 2 points hold fewer"), text)
+        self.assertIn("none-nores L=8 lr 0.01 holds 2", text)
+        self.assertIn("none-nores L=2 lr 0.001 holds 2", text)
+        self.assertNotIn("1/3", text)
+
+    def test_the_seed_count_of_full_points_is_one_number(self):
+        runs = [fabricate.run("none-nores", 8, 1e-3, s, 3.436) for s in range(3)]
+        self.assertEqual(report.seeds_per_point(sf.Training([fabricate.FakeSweep("train_grid", runs)])),
+                         "3 seeds per point")
+
 
 class Findings(unittest.TestCase):
     def test_the_plateau_finding_lists_the_diverged_seed_it_could_not_judge(self):
