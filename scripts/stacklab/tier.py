@@ -4,7 +4,7 @@ invocation, and the size and estimated cost of a tier before it runs.
     python3 scripts/tier.py full-configs [--check]   # configs/experiments/full/*.json from the quick tier
     python3 scripts/tier.py files quick|full [--claims]   # a tier's sweep files (reproduce.sh runs these)
     python3 scripts/tier.py prepare OUT FILE... [--tiny]   # OUT/sweeps/<name>.json, out_dir OUT/<name>
-    python3 scripts/tier.py size BIN FILE... [--timing OUT/timing.jsonl]   # runs, done, core-hours
+    python3 scripts/tier.py size BIN FILE... [--timing OUT/timing.jsonl] [--floor]   # runs, done, core-hours
     python3 scripts/tier.py deepest OUT                # the deepest pre-norm res/no-res runs, seed 0
 
 full-configs derives the full tier from the quick tier's files (seeds, rates and horizon below), so
@@ -252,12 +252,19 @@ def value(kv, base_cfg, key):
     return v
 
 
-def cost_model(binary, runs):
+def cost_model(binary, runs, floor=False):
     """Seconds per run on this machine: each distinct model shape (depth, width, heads, context,
     vocab, batch) is timed once with `stacklab bench BASE <shape> --steps 3 --warmup 1 --threads 1
-    --json [--no-ceiling]` (the base config's wiring); a training run costs max_iters x ms_per_step plus
-    eval_iters x forward_ms per eval (every eval_interval steps and at step 0), a probe one
-    forward+backward per seed. Layer records and checkpoints are not counted."""
+    --json [--no-ceiling]` (the base config's wiring); a training run costs max_iters x ms_per_step plus,
+    per eval (every eval_interval steps and at step 0), 2 x eval_iters forward passes (the train and
+    the val split), a probe one forward+backward per seed. Layer records and checkpoints are not counted.
+
+    With floor=True the bench also times OpenBLAS's sgemm on the shape's own products (one round) and
+    a run costs its FLOPs at that ceiling instead: max_iters x flops_per_step plus the eval forwards at a
+    third of a step's FLOPs (bench.h's formula: forward 2, backward 4 per weight and token), over
+    ceiling_gflops. That is the least any build could take on this core while its products run at
+    OpenBLAS's speed, with nothing else in the step. Returns ([seconds per run], {shape: (ms, fwd)})
+    or, with floor, {shape: (flops_per_step, ceiling_gflops)}."""
     bases, timed, secs = {}, {}, []
     for rid, state, mode, base, kv, run_dir, nseeds in runs:
         cfg = bases.setdefault(base, read_json(base))
@@ -265,20 +272,30 @@ def cost_model(binary, runs):
         key = (base, shape)
         if key not in timed:
             cmd = [binary, "bench", base, *[f"--{k}={v}" for k, v in shape], "--steps", "3", "--warmup", "1",
-                   "--threads", "1", "--json"] + NO_CEILING
+                   "--threads", "1", "--json"] + (["--rounds", "1"] if floor else NO_CEILING)
             p = subprocess.run(cmd, capture_output=True, text=True)
             if p.returncode != 0:
                 raise TierError(f"{' '.join(cmd)} failed:\n{p.stderr.strip()}")
             j = json.loads(p.stdout.strip().splitlines()[-1])
-            timed[key] = (j["ms_per_step"], j["forward_ms"])
-        ms, fwd = timed[key]
+            if floor:
+                if not j.get("ceiling_gflops"):
+                    raise TierError(f"{' '.join(cmd)}: no ceiling_gflops in its output (a binary without the "
+                                    "sgemm ceiling cannot give the floor)")
+                timed[key] = (j["flops_per_step"], j["ceiling_gflops"])
+            else:
+                timed[key] = (j["ms_per_step"], j["forward_ms"])
+        if floor:
+            flops, gflops = timed[key]
+            step, fwd = flops / (gflops * 1e6), flops / 3 / (gflops * 1e6)  # ms at the ceiling
+        else:
+            step, fwd = timed[key]
         if mode == "probe":
-            s = nseeds * ms / 1000
+            s = nseeds * step / 1000
         else:
             iters = int(value(kv, cfg, "train.max_iters"))
             every = int(value(kv, cfg, "train.eval_interval") or 0)
             evals = (iters // every + 1) if every > 0 else 1
-            s = (iters * ms + evals * int(value(kv, cfg, "train.eval_iters") or 0) * fwd) / 1000
+            s = (iters * step + evals * 2 * int(value(kv, cfg, "train.eval_iters") or 0) * fwd) / 1000
         secs.append(s)
     return secs, timed
 
@@ -317,10 +334,23 @@ def cmd_size(args):
     if took:
         print(f"reproduce: check: for the completed trainings the model predicts {pred / 3600:.3f} h, they took "
               f"{took / 3600:.3f} h (ratio {took / pred:.2f})")
+    floor_h = None
+    if args.floor:
+        fsecs, ftimed = cost_model(args.binary, runs, floor=True)
+        floor_h = sum(fsecs) / 3600
+        wall = sum(fsecs) / max(1, args.jobs)
+        print(f"reproduce: floor: at the sgemm ceiling the runs take at least {floor_h:.3g} core-hours, "
+              f"{wall / 60:.1f} minutes of sweeps with {args.jobs} runs at once (the estimate above is "
+              f"{total_h / floor_h:.2f}x that). Per shape: " + "; ".join(
+                  f"{', '.join(f'{k.split(chr(46))[-1]}={v}' for k, v in shape) or 'base shape'}: "
+                  f"{fl / 1e9:.2f} GFLOP/step at {g:.1f} GFLOP/s"
+                  for (_, shape), (fl, g) in sorted(ftimed.items(), key=lambda kv: kv[1][0])))
     if args.timing:
         rec = {"stage": "size", "runs": len(runs), "done": len(done), "probes": n_probe, "core_hours": total_h,
                "core_hours_to_go": todo_h, "model": model, "completed_predicted_h": pred / 3600 if took else None,
                "completed_took_h": took / 3600 if took else None}
+        if floor_h is not None:
+            rec["floor_core_hours"] = floor_h
         with open(args.timing, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(rec) + "\n")
     return 0
@@ -362,6 +392,9 @@ def main(argv=None):
     a.add_argument("binary")
     a.add_argument("files", nargs="+")
     a.add_argument("--timing", help="append a 'size' record to this timing.jsonl")
+    a.add_argument("--floor", action="store_true",
+                   help="also the least time at this machine's sgemm ceiling (the runs' FLOPs over it)")
+    a.add_argument("--jobs", type=int, default=2, help="runs at once, for --floor's minutes (default 2)")
     a = sub.add_parser("deepest", help="print the deepest pre-norm res/no-res run dirs of OUT/train_grid")
     a.add_argument("out")
     args = p.parse_args(argv)

@@ -1,0 +1,64 @@
+"""The tier's cost model (scripts/stacklab/tier.py): a training run costs its steps plus, per eval,
+2 x eval_iters forward passes (train and val split); the floor is the same work at the sgemm
+ceiling, from the bench's FLOPs. A stand-in binary prints what `stacklab bench --json` prints."""
+import json
+import os
+import stat
+import tempfile
+import unittest
+
+from stacklab import tier
+
+BENCH = {"ms_per_step": 90.0, "forward_ms": 30.0, "flops_per_step": 3e9, "ceiling_gflops": 100.0}
+
+
+def fake_binary(folder, bench=BENCH):
+    path = os.path.join(folder, "stacklab")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("#!/bin/sh\n"
+                 "case \" $* \" in *' --rounds 1 '*|*' --no-ceiling '*) ;;\n"
+                 "  *) echo 'no timing flag' >&2; exit 2;; esac\n"
+                 f"echo '{json.dumps(bench)}'\n")
+    os.chmod(path, os.stat(path).st_mode | stat.S_IEXEC)
+    return path
+
+
+class CostModel(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.base = os.path.join(self.dir.name, "base.json")
+        with open(self.base, "w", encoding="utf-8") as fh:
+            json.dump({"train": {"max_iters": 150, "eval_interval": 25, "eval_iters": 8}}, fh)
+        self.binary = fake_binary(self.dir.name)
+        tier.NO_CEILING[:] = ["--no-ceiling"]
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def run_of(self, mode="train", seeds=1, **kv):
+        return ("s/r", "pending", mode, self.base, {"model.n_layer": "96", **kv}, None, seeds)
+
+    def test_a_training_costs_its_steps_and_both_splits_of_every_eval(self):
+        secs, _ = tier.cost_model(self.binary, [self.run_of()])
+        # 150 steps x 90 ms + 7 evals (steps 0, 25, ..., 150) x 2 x 8 forwards x 30 ms
+        self.assertAlmostEqual(secs[0], (150 * 90 + 7 * 16 * 30) / 1000)
+
+    def test_the_floor_is_the_runs_flops_at_the_sgemm_ceiling(self):
+        secs, timed = tier.cost_model(self.binary, [self.run_of(), self.run_of(mode="probe", seeds=4)], floor=True)
+        step_ms = 3e9 / 100e9 * 1000  # 30 ms a step at 100 GFLOP/s
+        self.assertAlmostEqual(secs[0], (150 * step_ms + 7 * 16 * step_ms / 3) / 1000)
+        self.assertAlmostEqual(secs[1], 4 * step_ms / 1000)
+        self.assertEqual(list(timed.values()), [(3e9, 100.0)])
+
+    def test_the_floor_needs_a_binary_that_times_the_ceiling(self):
+        binary = fake_binary(self.dir.name, {k: v for k, v in BENCH.items() if k != "ceiling_gflops"})
+        with self.assertRaisesRegex(tier.TierError, "no ceiling_gflops"):
+            tier.cost_model(binary, [self.run_of()], floor=True)
+
+    def test_the_eval_count_follows_the_runs_own_interval(self):
+        secs, _ = tier.cost_model(self.binary, [self.run_of(**{"train.eval_interval": "150"})])
+        self.assertAlmostEqual(secs[0], (150 * 90 + 2 * 16 * 30) / 1000)
+
+
+if __name__ == "__main__":
+    unittest.main()
