@@ -287,11 +287,19 @@ def map_text(data: MapData) -> list[str]:
 
     if len(data.inits) > 1:
         for w in data.wirings:
-            split = [(d, lr) for d in data.depths for lr in data.rates if decides(w, d, lr)]
-            for d, lr in split:
-                out.append(f"The init decides for {w} at L={d}, lr {lr:g}: "
-                           + ", ".join(f"{maj(w, i, d, lr)} under {i} ({data.cell(w, i, d, lr).counts})"
-                                       for i in data.inits) + ".")
+            # one sentence per wiring and pattern of outcomes over the inits (e.g. trained under
+            # scaled, plateau under xavier), listing its cells with their counts in the inits' order
+            patterns = {}
+            for d in data.depths:
+                for lr in data.rates:
+                    if decides(w, d, lr):
+                        patterns.setdefault(tuple(maj(w, i, d, lr) for i in data.inits), []).append((d, lr))
+            for pattern, where in patterns.items():
+                out.append(f"The init decides for {w}: "
+                           + ", ".join(f"{m} under {i}" for m, i in zip(pattern, data.inits)) + " at "
+                           + _where(f"L={d}, lr {lr:g} ("
+                                    + " against ".join(data.cell(w, i, d, lr).counts for i in data.inits) + ")"
+                                    for d, lr in where) + ".")
         if not any(decides(w, d, lr) for w in data.wirings for d in data.depths for lr in data.rates):
             out.append("The init decides no cell: nowhere does a wiring train under one of "
                        + " and ".join(data.inits) + " and fail under the other.")

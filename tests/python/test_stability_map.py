@@ -129,8 +129,8 @@ class Text(unittest.TestCase):
                       text)
         self.assertIn("Warm-up rescues post-norm at init xavier, L=32, lr 0.01", text)
         self.assertIn("DeepNorm rescues post-norm at init xavier, L=32, lr 0.01", text)
-        self.assertIn("The init decides for post at L=32, lr 0.01: trained under scaled (3/0/0), diverged under "
-                      "xavier (1/2/0)", text)
+        self.assertIn("The init decides for post: trained under scaled, diverged under xavier at L=32, lr 0.01 "
+                      "(3/0/0 against 1/2/0).", text)
         self.assertNotIn("Nowhere", text)
 
     def test_a_rescue_that_fails_is_said(self):
@@ -143,6 +143,15 @@ class Text(unittest.TestCase):
         self.assertIn("Nowhere in the map does post-norm fail where pre-norm trains.", text)
         self.assertNotIn("rescues", text)
         self.assertIn("The init decides no cell", text)
+
+    def test_cells_the_init_decides_alike_are_one_sentence_per_wiring(self):
+        data = sm.build(cells({("post", "scaled", 8, 1e-3): ["trained"] * 3,
+                               ("post", "xavier", 8, 1e-3): ["plateau"] * 3,
+                               ("post", "scaled", 32, 1e-2): ["trained"] * 3,
+                               ("post", "xavier", 32, 1e-2): ["plateau", "plateau", "trained"]}), local)
+        lines = [t for t in sm.map_text(data) if t.startswith("The init decides for post")]
+        self.assertEqual(lines, ["The init decides for post: trained under scaled, plateau under xavier at "
+                                 "L=8, lr 0.001 (3/0/0 against 0/0/3); L=32, lr 0.01 (3/0/0 against 1/0/2)."])
 
     def test_the_init_decides_only_where_it_turns_training_into_failure(self):
         data = sm.build(cells({("post", "scaled", 32, 1e-2): ["plateau"] * 3,
