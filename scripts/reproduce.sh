@@ -187,35 +187,43 @@ fi
 
 t="$(now)"
 rm -rf "$OUT/figures"
+# The plot scripts read disjoint inputs and write disjoint folders: up to $JOBS of them run at
+# once (each is one single-threaded Python process, mostly matplotlib's rendering).
+plot() {  # plot WHAT SCRIPT ARGS...: one plot script, its output dropped, "WHAT: no figures" if it fails
+  local what="$1"
+  shift
+  MPLBACKEND=Agg "$PY" "$@" >/dev/null || say "$what: no figures"
+}
+plot_bg() {
+  while (($(jobs -rp | wc -l) >= (JOBS > 0 ? JOBS : 1))); do wait -n || true; done
+  plot "$@" &
+}
 TRAINING=()
 for s in "${SWEEPS[@]}"; do
   case "$s" in
     train_grid | lr_grid) TRAINING+=("$OUT/$s") ;;
-    *) MPLBACKEND=Agg "$PY" scripts/plot_compare.py "$OUT/$s" --out "$OUT/figures/$s" >/dev/null ||
-         say "plot_compare.py $s: no figures" ;;
+    *) plot_bg "plot_compare.py $s" scripts/plot_compare.py "$OUT/$s" --out "$OUT/figures/$s" ;;
   esac
 done
 # The training points pooled over train_grid and lr_grid: at initialisation (with the learning-
 # rate, escape-step and loss-curve figures) and at each run's last layers record.
 if ((${#TRAINING[@]})); then
-  MPLBACKEND=Agg "$PY" scripts/plot_compare.py "${TRAINING[@]}" --out "$OUT/figures/training" >/dev/null ||
-    say "plot_compare.py training: no figures"
-  MPLBACKEND=Agg "$PY" scripts/plot_compare.py "${TRAINING[@]}" --step last --out "$OUT/figures/training_last" \
-    >/dev/null || say "plot_compare.py training --step last: no figures"
+  plot_bg "plot_compare.py training" scripts/plot_compare.py "${TRAINING[@]}" --out "$OUT/figures/training"
+  plot_bg "plot_compare.py training --step last" scripts/plot_compare.py "${TRAINING[@]}" --step last \
+    --out "$OUT/figures/training_last"
 fi
 # Single runs, each with its loss curves and its block x step heatmap: the deepest pre-norm stack
 # with and without a residual (lowest seed, the rate every depth has).
 while read -r run; do
   [[ -n "$run" ]] || continue
-  MPLBACKEND=Agg "$PY" scripts/plot_run.py "$run" --out "$OUT/figures/runs/$(basename "$run")" >/dev/null ||
-    say "plot_run.py $run: no figures"
+  plot_bg "plot_run.py $run" scripts/plot_run.py "$run" --out "$OUT/figures/runs/$(basename "$run")"
 done < <("$PY" scripts/tier.py deepest "$OUT")
 # The stability map (its sweep comes with --claims): one figure of wiring x init x rate x depth,
 # read by the report's "Where pre-norm and post-norm train".
 if [[ -f "$OUT/stability_map/manifest.json" ]]; then
-  MPLBACKEND=Agg "$PY" scripts/plot_stability_map.py "$OUT/stability_map" --out "$OUT/figures/stability_map" \
-    >/dev/null || say "plot_stability_map.py: no figure"
+  plot_bg "plot_stability_map.py" scripts/plot_stability_map.py "$OUT/stability_map" --out "$OUT/figures/stability_map"
 fi
+wait
 printf '{"stage": "plots", "seconds": %s}\n' "$(since "$t")" >>"$TIMING"
 printf '{"stage": "end", "time": %s}\n' "$(now)" >>"$TIMING"
 
