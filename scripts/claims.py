@@ -2,6 +2,7 @@
 """Judges the claims of configs/experiments/claims.json (C1-C7) on a study's runs, by their fixed rules.
 
     /usr/bin/python3 scripts/claims.py runs/deep_stacking [--tier quick|full] [--json FILE]
+    /usr/bin/python3 scripts/claims.py runs/deep_stacking --compare runs/deep_stacking_haswell   # mixed?
 
 The code is in the package: stacklab/claims.py.
 """

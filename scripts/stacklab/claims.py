@@ -434,21 +434,56 @@ def evaluate_all(out_dir: str, claims_path: str | None = None, tier: str = "quic
     return [evaluate(c, rs) for c in claims["claims"]]
 
 
+def over_runs(verdicts: list[str]) -> str:
+    """One claim's verdict over several runs of the study (e.g. two numeric paths): the verdict they
+    share; "not run" when any of them did not run it; else "mixed" (seen in one, not seen in another)."""
+    if "not run" in verdicts:
+        return "not run"
+    return verdicts[0] if len(set(verdicts)) == 1 else "mixed"
+
+
+def compare_table(dirs: list[str], per_dir: list[list[ClaimVerdict]]) -> str:
+    """Markdown: per claim, its verdict in each study dir and over all of them (over_runs)."""
+    head = ("| claim | " + " | ".join(f"`{d}`" for d in dirs) + " | over the runs |\n|---|"
+            + "---|" * (len(dirs) + 1))
+    rows = []
+    for i, v in enumerate(per_dir[0]):
+        vs = [p[i].verdict for p in per_dir]
+        rows.append(f"| {v.id} | " + " | ".join(f"{x.verdict}: {x.value}" for x in (p[i] for p in per_dir))
+                    + f" | **{over_runs(vs)}** |")
+    return head + "\n" + "\n".join(rows)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description="Judge the claims of configs/experiments/claims.json on a study's runs.")
     p.add_argument("out_dir", help="the study dir, e.g. runs/deep_stacking (its claims sweeps: OUT/<sweep>/)")
     p.add_argument("--tier", choices=("quick", "full"), default="quick", help="the tier's seeds and horizon")
     p.add_argument("--claims", help="the claims file (default configs/experiments/claims.json)")
     p.add_argument("--json", help="also write the verdicts as JSON to this file")
+    p.add_argument("--compare", nargs="+", metavar="OTHER_OUT",
+                   help="also judge these study dirs (e.g. the same tier under OPENBLAS_CORETYPE=Haswell) and print "
+                        "each claim's verdict in every dir and over them: the shared verdict, or mixed")
     args = p.parse_args(argv)
-    if not os.path.isdir(args.out_dir):
-        print(f"claims.py: {args.out_dir}: no such directory", file=sys.stderr)
-        return 1
+    dirs = [args.out_dir] + (args.compare or [])
+    for d in dirs:
+        if not os.path.isdir(d):
+            print(f"claims.py: {d}: no such directory", file=sys.stderr)
+            return 1
     try:
-        verdicts = evaluate_all(args.out_dir, args.claims, args.tier)
+        per_dir = [evaluate_all(d, args.claims, args.tier) for d in dirs]
     except (OSError, ValueError, KeyError, tier.TierError) as e:
         print(f"claims.py: {args.claims or CLAIMS_PATH}: {e}", file=sys.stderr)
         return 1
+    verdicts = per_dir[0]
+    if args.compare:
+        print(compare_table(dirs, per_dir))
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                json.dump({"tier": args.tier, "dirs": dirs,
+                           "claims": [{"id": v.id, "over_runs": over_runs([p[i].verdict for p in per_dir]),
+                                       "verdicts": [asdict(p[i]) for p in per_dir]}
+                                      for i, v in enumerate(verdicts)]}, fh, indent=1)
+        return 0
     print("| claim | source | verdict | deciding numbers |\n|---|---|---|---|")
     for v in verdicts:
         print(f"| {v.id} | {v.source} | **{v.verdict}** | {v.value} |")

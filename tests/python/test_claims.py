@@ -339,6 +339,34 @@ class FromAnOutputDirectory(unittest.TestCase):
                 self.assertEqual(len(json.load(fh)["claims"]), 7)
 
 
+class OverSeveralRuns(unittest.TestCase):
+    def test_a_verdict_shared_by_every_run_stands_and_one_that_differs_is_mixed(self):
+        self.assertEqual(cl.over_runs(["seen", "seen"]), "seen")
+        self.assertEqual(cl.over_runs(["not seen", "not seen", "not seen"]), "not seen")
+        self.assertEqual(cl.over_runs(["not seen", "seen"]), "mixed")
+        self.assertEqual(cl.over_runs(["seen", "not run"]), "not run")
+
+    def test_compare_prints_each_dirs_verdict_and_the_verdict_over_them(self):
+        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+            with contextlib.redirect_stdout(io.StringIO()) as printed:
+                self.assertEqual(cl.main([a, "--compare", b, "--json", os.path.join(a, "v.json")]), 0)
+            lines = printed.getvalue().splitlines()
+            self.assertEqual(lines[0], f"| claim | `{a}` | `{b}` | over the runs |")
+            self.assertEqual(len(lines), 2 + 7)
+            self.assertTrue(all(line.endswith("| **not run** |") for line in lines[2:]), lines)
+            with open(os.path.join(a, "v.json")) as fh:
+                doc = json.load(fh)
+            self.assertEqual(doc["dirs"], [a, b])
+            self.assertEqual([c["over_runs"] for c in doc["claims"]], ["not run"] * 7)
+            self.assertEqual(len(doc["claims"][0]["verdicts"]), 2)
+
+    def test_a_missing_dir_to_compare_is_named(self):
+        with tempfile.TemporaryDirectory() as a:
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                self.assertEqual(cl.main([a, "--compare", os.path.join(a, "nope")]), 1)
+            self.assertIn("nope: no such directory", err.getvalue())
+
+
 def sweep_points(path):
     """A sweep file's points as full configs (overrides, grid x variants), seeds aside."""
     s = tier.read_json(path)
