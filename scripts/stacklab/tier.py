@@ -259,7 +259,7 @@ def cost_model(binary, runs, floor=False):
     per eval (every eval_interval steps and at step 0), 2 x eval_iters forward passes (the train and
     the val split), a probe one forward+backward per seed. Layer records and checkpoints are not counted.
 
-    With floor=True the bench also times OpenBLAS's sgemm on the shape's own products (one round) and
+    With floor=True the bench also times OpenBLAS's sgemm on the shape's own products (median of 3 rounds) and
     a run costs its FLOPs at that ceiling instead: max_iters x flops_per_step plus the eval forwards at a
     third of a step's FLOPs (bench.h's formula: forward 2, backward 4 per weight and token), over
     ceiling_gflops. That is the least any build could take on this core while its products run at
@@ -272,7 +272,7 @@ def cost_model(binary, runs, floor=False):
         key = (base, shape)
         if key not in timed:
             cmd = [binary, "bench", base, *[f"--{k}={v}" for k, v in shape], "--steps", "3", "--warmup", "1",
-                   "--threads", "1", "--json"] + (["--rounds", "1"] if floor else NO_CEILING)
+                   "--threads", "1", "--json"] + (["--rounds", "3"] if floor else NO_CEILING)
             p = subprocess.run(cmd, capture_output=True, text=True)
             if p.returncode != 0:
                 raise TierError(f"{' '.join(cmd)} failed:\n{p.stderr.strip()}")
