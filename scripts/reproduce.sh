@@ -194,8 +194,10 @@ plot() {  # plot WHAT SCRIPT ARGS...: one plot script, its output dropped, "WHAT
   shift
   MPLBACKEND=Agg "$PY" "$@" >/dev/null || say "$what: no figures"
 }
+PLOT_JOBS="$JOBS"
+((PLOT_JOBS > 0)) || PLOT_JOBS="$(nproc)"  # --jobs 0: one per core, as `stacklab sweep` reads it
 plot_bg() {
-  while (($(jobs -rp | wc -l) >= (JOBS > 0 ? JOBS : 1))); do wait -n || true; done
+  while (($(jobs -rp | wc -l) >= PLOT_JOBS)); do wait -n || true; done
   plot "$@" &
 }
 TRAINING=()

@@ -469,11 +469,13 @@ def main(argv=None):
         if not os.path.isdir(d):
             print(f"claims.py: {d}: no such directory", file=sys.stderr)
             return 1
-    try:
-        per_dir = [evaluate_all(d, args.claims, args.tier) for d in dirs]
-    except (OSError, ValueError, KeyError, tier.TierError) as e:
-        print(f"claims.py: {args.claims or CLAIMS_PATH}: {e}", file=sys.stderr)
-        return 1
+    per_dir = []
+    for d in dirs:
+        try:
+            per_dir.append(evaluate_all(d, args.claims, args.tier))
+        except (OSError, ValueError, KeyError, tier.TierError) as e:
+            print(f"claims.py: judging {d} with {args.claims or CLAIMS_PATH}: {e}", file=sys.stderr)
+            return 1
     verdicts = per_dir[0]
     if args.compare:
         print(compare_table(dirs, per_dir))

@@ -195,15 +195,22 @@ RUN_FIGURES = {  # plot_run.py's figures of one run
 
 
 def seeds_per_point(tr):
-    """How many seeds the training points hold, in words: "3 seeds per point", and when excluded runs
-    (diverged, failed) left some points short, which: "3 seeds per point (1 point holds 1: ...)"."""
+    """How many seeds the training points hold, in words: "3 seeds per point" when all agree, and when
+    excluded runs (diverged, failed) left points short, which: "3 seeds per point, but 1 point holds
+    fewer after [excluded runs](#excluded): none-res L=8 lr 0.01 holds 1". A point whose every seed
+    was excluded holds 0."""
     counts = {pt: len(v) for pt, v in tr.pts.items()}
+    for s, rid, _ in tr.excluded:
+        run = getattr(s, "excluded_runs", {}).get(rid)
+        if run is not None and run.config:
+            counts.setdefault((run.wiring, run.n_layer, stats.learning_rate(run)), 0)
     top = max(counts.values(), default=0)
-    short = sorted((pt for pt, n in counts.items() if n < top), key=str)
+    short = sorted((pt for pt, n in counts.items() if n < top), key=lambda p: (p[0], p[1] or 0, p[2] or 0))
     text = f"{top} seed{'s' if top != 1 else ''} per point"
     if not short:
         return text
-    named = ", ".join(f"{w} L={d} lr {lr:g} holds {counts[(w, d, lr)]}" for w, d, lr in short[:4])
+    named = ", ".join(f"{w} L={d}{f' lr {lr:g}' if lr is not None else ''} holds {counts[(w, d, lr)]}"
+                      for w, d, lr in short[:4])
     more = f" and {len(short) - 4} more" if len(short) > 4 else ""
     return (f"{text}, but {len(short)} point{'s' if len(short) != 1 else ''} hold{'' if len(short) != 1 else 's'} "
             f"fewer after [excluded runs](#excluded): {named}{more}")

@@ -4,7 +4,7 @@ invocation, and the size and estimated cost of a tier before it runs.
     python3 scripts/tier.py full-configs [--check]   # configs/experiments/full/*.json from the quick tier
     python3 scripts/tier.py files quick|full [--claims]   # a tier's sweep files (reproduce.sh runs these)
     python3 scripts/tier.py prepare OUT FILE... [--tiny]   # OUT/sweeps/<name>.json, out_dir OUT/<name>
-    python3 scripts/tier.py size BIN FILE... [--timing OUT/timing.jsonl] [--floor]   # runs, done, core-hours
+    python3 scripts/tier.py size BIN FILE... [--timing OUT/timing.jsonl] [--floor [--jobs N]]   # runs, core-hours
     python3 scripts/tier.py deepest OUT                # the deepest pre-norm res/no-res runs, seed 0
 
 full-configs derives the full tier from the quick tier's files (seeds, rates and horizon below), so
@@ -338,10 +338,11 @@ def cmd_size(args):
     if args.floor:
         fsecs, ftimed = cost_model(args.binary, runs, floor=True)
         floor_h = sum(fsecs) / 3600
-        wall = sum(fsecs) / max(1, args.jobs)
+        wall = sum(fsecs) / args.jobs
+        ratio = f"{total_h / floor_h:.2f}x" if floor_h > 0 else "n/a"
         print(f"reproduce: floor: at the sgemm ceiling the runs take at least {floor_h:.3g} core-hours, "
               f"{wall / 60:.1f} minutes of sweeps with {args.jobs} runs at once (the estimate above is "
-              f"{total_h / floor_h:.2f}x that). Per shape: " + "; ".join(
+              f"{ratio} that). Per shape: " + "; ".join(
                   f"{', '.join(f'{k.split(chr(46))[-1]}={v}' for k, v in shape) or 'base shape'}: "
                   f"{fl / 1e9:.2f} GFLOP/step at {g:.1f} GFLOP/s"
                   for (_, shape), (fl, g) in sorted(ftimed.items(), key=lambda kv: kv[1][0])))
@@ -376,6 +377,16 @@ def cmd_deepest(args):
     return 0
 
 
+def positive_int(text):
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got '{text}'")
+    return n
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description="The deep-stacking study's tiers (used by scripts/reproduce.sh).")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -394,7 +405,7 @@ def main(argv=None):
     a.add_argument("--timing", help="append a 'size' record to this timing.jsonl")
     a.add_argument("--floor", action="store_true",
                    help="also the least time at this machine's sgemm ceiling (the runs' FLOPs over it)")
-    a.add_argument("--jobs", type=int, default=2, help="runs at once, for --floor's minutes (default 2)")
+    a.add_argument("--jobs", type=positive_int, default=2, help="runs at once, for --floor's minutes (default 2)")
     a = sub.add_parser("deepest", help="print the deepest pre-norm res/no-res run dirs of OUT/train_grid")
     a.add_argument("out")
     args = p.parse_args(argv)

@@ -360,6 +360,16 @@ class OverSeveralRuns(unittest.TestCase):
             self.assertEqual([c["over_runs"] for c in doc["claims"]], ["not run"] * 7)
             self.assertEqual(len(doc["claims"][0]["verdicts"]), 2)
 
+    def test_compare_says_mixed_where_the_dirs_verdicts_differ(self):
+        def verdict(cid, seen):
+            return cl.ClaimVerdict(id=cid, claim="", source="", rule="", value=f"{cid} value",
+                                   verdict="seen" if seen else "not seen", details="")
+        table = cl.compare_table(["a", "b"], [[verdict("C6", True), verdict("C7", False)],
+                                              [verdict("C6", True), verdict("C7", True)]])
+        rows = table.splitlines()[2:]
+        self.assertEqual(rows[0], "| C6 | seen: C6 value | seen: C6 value | **seen** |")
+        self.assertEqual(rows[1], "| C7 | not seen: C7 value | seen: C7 value | **mixed** |")
+
     def test_a_missing_dir_to_compare_is_named(self):
         with tempfile.TemporaryDirectory() as a:
             with contextlib.redirect_stderr(io.StringIO()) as err:

@@ -79,6 +79,15 @@ class Tables(unittest.TestCase):
         self.assertIn("none-nores L=2 lr 0.001 holds 2", text)
         self.assertNotIn("1/3", text)
 
+    def test_a_point_whose_every_seed_was_excluded_holds_zero(self):
+        tr = study()
+        tr = sf.Training([fabricate.FakeSweep("train_grid", tr.runs + [
+            fabricate.run("none-nores", 8, 3e-2, s, None, status="diverged", diverged_step=9) for s in range(3)])])
+        text = report.seeds_per_point(tr)
+        self.assertIn("3 points hold fewer", text)
+        self.assertIn("none-nores L=8 lr 0.03 holds 0", text)
+        self.assertLess(text.index("L=2 "), text.index("L=8 "))  # depths in numeric order
+
     def test_the_seed_count_of_full_points_is_one_number(self):
         runs = [fabricate.run("none-nores", 8, 1e-3, s, 3.436) for s in range(3)]
         self.assertEqual(report.seeds_per_point(sf.Training([fabricate.FakeSweep("train_grid", runs)])),

@@ -1,6 +1,8 @@
 """The tier's cost model (scripts/stacklab/tier.py): a training run costs its steps plus, per eval,
 2 x eval_iters forward passes (train and val split); the floor is the same work at the sgemm
 ceiling, from the bench's FLOPs. A stand-in binary prints what `stacklab bench --json` prints."""
+import contextlib
+import io
 import json
 import os
 import stat
@@ -30,9 +32,11 @@ class CostModel(unittest.TestCase):
         with open(self.base, "w", encoding="utf-8") as fh:
             json.dump({"train": {"max_iters": 150, "eval_interval": 25, "eval_iters": 8}}, fh)
         self.binary = fake_binary(self.dir.name)
+        self.no_ceiling = list(tier.NO_CEILING)
         tier.NO_CEILING[:] = ["--no-ceiling"]
 
     def tearDown(self):
+        tier.NO_CEILING[:] = self.no_ceiling
         self.dir.cleanup()
 
     def run_of(self, mode="train", seeds=1, **kv):
@@ -58,6 +62,14 @@ class CostModel(unittest.TestCase):
     def test_the_eval_count_follows_the_runs_own_interval(self):
         secs, _ = tier.cost_model(self.binary, [self.run_of(**{"train.eval_interval": "150"})])
         self.assertAlmostEqual(secs[0], (150 * 90 + 2 * 16 * 30) / 1000)
+
+
+class SizeFlags(unittest.TestCase):
+    def test_jobs_below_one_is_refused_with_the_value(self):
+        with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit) as ex:
+            tier.main(["size", "stacklab", "sweep.json", "--floor", "--jobs", "0"])
+        self.assertEqual(ex.exception.code, 2)
+        self.assertIn("--jobs: expected a whole number >= 1, got '0'", err.getvalue())
 
 
 if __name__ == "__main__":
