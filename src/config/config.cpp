@@ -60,6 +60,7 @@ void visit_optim(S& o, V& v) {
   v("learning_rate", o.learning_rate);
   v("weight_decay", o.weight_decay);
   v("decay_exempt", o.decay_exempt);
+  v("decay_embeddings", o.decay_embeddings);
   v("beta1", o.beta1);
   v("beta2", o.beta2);
   v("eps", o.eps);

@@ -61,6 +61,10 @@ void TextSource::load(const std::string& path, bool build_vocab) {
   if (!(val_fraction_ > 0.0 && val_fraction_ < 1.0))
     throw Error("data.val_fraction: must be in (0, 1), got " + std::to_string(val_fraction_));
   const std::string what = "data.path '" + path + "'";
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    throw Error(what + ": no such file; an outside data set such as tiny Shakespeare is brought " +
+                "by the data step, python3 scripts/get_data.py (see data/README.md)");
   const std::string bytes = read_whole_file(path, "data.path");
   if (bytes.empty())
     throw Error(what + ": file is empty; a text source needs characters to train on");

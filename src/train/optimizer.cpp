@@ -346,4 +346,9 @@ double clip_grad_norm(std::vector<ParamRef>& params, double max_norm) {
   return norm;
 }
 
+bool param_decays(const ParamInfo& info, const OptimConfig& cfg) {
+  if (!cfg.decay_exempt) return true;
+  return info.decays() || (cfg.decay_embeddings && info.role == ParamRole::Embedding);
+}
+
 }  // namespace sl

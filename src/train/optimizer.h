@@ -11,6 +11,7 @@
 
 #include "config/config.h"
 #include "core/tensor.h"
+#include "nn/module.h"
 
 namespace sl {
 
@@ -19,6 +20,12 @@ struct ParamRef {
   Tensor tensor;
   bool decay = true;  // false for decay-exempt parameters
 };
+
+// Whether weight decay touches a parameter of this role. optim.decay_exempt (default): only
+// Linear weights decay, not biases, norm parameters, embeddings or gates; with
+// optim.decay_embeddings the embedding tables decay too, which is nanoGPT's rule (every parameter
+// with dim >= 2). Without decay_exempt every parameter decays.
+bool param_decays(const ParamInfo& info, const OptimConfig& cfg);
 
 // Named optimizer state, as written to and read from checkpoints.
 using StateTensors = std::vector<std::pair<std::string, Tensor>>;

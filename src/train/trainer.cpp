@@ -42,11 +42,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// optim.decay_exempt: only Linear weights decay (not biases, norm parameters, embeddings, gates).
-bool decays(const ParamInfo& info, const OptimConfig& o) {
-  return !o.decay_exempt || info.decays();
-}
-
 // The divergence rule, in one place: a loss (train or val) ends the run when it is non-finite or
 // above 10 x ln(vocab_size), ten times the loss of a uniform guess that an initialised model
 // starts near; no run that is learning gets there, and one that does is not a result to compare.
@@ -188,7 +183,7 @@ class Run {
     config_json_ = run_config_json(cfg_);
     model_ = std::make_unique<Model>(cfg_.model);
     for (const auto& p : model_->parameters())
-      refs_.push_back({p.name, p.tensor, decays(p.info, cfg_.optim)});
+      refs_.push_back({p.name, p.tensor, param_decays(p.info, cfg_.optim)});
     optimizer_ = make_optimizer(cfg_.optim, refs_);
   }
 

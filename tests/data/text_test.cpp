@@ -60,11 +60,12 @@ TEST(TextSource, EmptyFileIsRejected) {
   EXPECT_TRUE(contains(msg, path)) << msg;
 }
 
-TEST(TextSource, MissingFileIsNamedInTheMessage) {
+TEST(TextSource, MissingFileIsNamedInTheMessageWithTheCommandThatBringsIt) {
   const std::string path = testing::TempDir() + "stacklab_no_such_file.txt";
   const std::string msg = error_of([&] { TextSource(path, 0.1, 1); });
   EXPECT_TRUE(contains(msg, path)) << msg;
   EXPECT_TRUE(contains(msg, "data.path")) << msg;
+  EXPECT_TRUE(contains(msg, "scripts/get_data.py")) << msg;
 }
 
 TEST(TextSource, ValFractionOutsideZeroOneIsRejected) {

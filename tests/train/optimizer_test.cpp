@@ -341,5 +341,26 @@ TEST(MakeOptimizer, RejectsDuplicatedParams) {
   EXPECT_THROW(make_optimizer(adamw_config(), dup), Error);
 }
 
+// Which roles weight decay touches: the default decays only Linear weights; decay_embeddings adds
+// the embedding tables (nanoGPT's every-2-D-parameter rule); decay_exempt off decays everything.
+TEST(ParamDecays, DefaultDecaysOnlyWeightsAndDecayEmbeddingsAddsTheTablesAsNanoGptDoes) {
+  const ParamRole roles[] = {ParamRole::Weight,   ParamRole::Bias,     ParamRole::Embedding,
+                             ParamRole::NormGain, ParamRole::NormBias, ParamRole::NormScalar,
+                             ParamRole::Gate};
+  OptimConfig exempt;  // decay_exempt true, decay_embeddings false
+  OptimConfig nanogpt;
+  nanogpt.decay_embeddings = true;
+  OptimConfig all;
+  all.decay_exempt = false;
+  for (ParamRole role : roles) {
+    ParamInfo info;
+    info.role = role;
+    EXPECT_EQ(param_decays(info, exempt), role == ParamRole::Weight);
+    EXPECT_EQ(param_decays(info, nanogpt),
+              role == ParamRole::Weight || role == ParamRole::Embedding);
+    EXPECT_TRUE(param_decays(info, all));
+  }
+}
+
 }  // namespace
 }  // namespace sl

@@ -1,0 +1,238 @@
+"""The data step: outside data sets fetched from their public source (or a local copy) and checked.
+
+The repository commits only the project's own writing, so a data set such as tiny Shakespeare is
+brought by this step, as nanoGPT's prepare.py brings it: downloaded into a git-ignored folder
+under data/, its size and SHA-256 checked before it is put where a training reads it. A machine
+without internet (CI, a cluster's compute nodes) names a folder holding a copy instead: the same
+check applies. Standard library only. Entry point: scripts/get_data.py (--help).
+
+Not here: tokenising (stacklab reads the text itself, one token per character).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import socket
+import sys
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Callable, Optional
+
+# The environment variable that names a folder of local copies (the option --local says the same).
+LOCAL_ENV = "STACKLAB_DATA_LOCAL"
+DEFAULT_TIMEOUT_S = 30.0
+CHUNK = 1 << 16
+
+# Exit codes: 0 done, 1 a check failed (checksum, size, vocabulary), 2 bad usage or an unwritable
+# destination, 3 the source could not be reached (no network, no local copy).
+EXIT_CHECK, EXIT_USAGE, EXIT_UNREACHABLE = 1, 2, 3
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str  # what users type: get_data.py shakespeare_char
+    url: str  # the public source
+    rel_path: str  # its path below a local-copy folder, mirroring the source's own layout
+    dest: str  # its path below the destination folder (default: the repository's data/)
+    size: int  # bytes
+    sha256: str
+    distinct_chars: int  # code points in the decoded text
+    about: str
+
+
+# Every data set the project fetches, defined once: the configs, the docs and the tests read it.
+DATASETS = {
+    d.name: d
+    for d in [
+        Dataset(
+            name="shakespeare_char",
+            url="https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt",
+            rel_path="tinyshakespeare/input.txt",
+            dest="shakespeare_char/input.txt",
+            size=1_115_394,
+            sha256="86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
+            distinct_chars=65,
+            about="tiny Shakespeare: 40,000 lines of Shakespeare's plays (char-rnn's file, the one nanoGPT's "
+            "shakespeare_char prepare step downloads); public domain",
+        )
+    ]
+}
+
+
+class DataStepError(Exception):
+    """A failure with its message (one line naming the file, folder or option) and exit code."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def repo_data_dir() -> Path:
+    """The repository's data/ folder (this file is scripts/stacklab/datasets.py)."""
+    return Path(__file__).resolve().parents[2] / "data"
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(CHUNK), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def check_file(ds: Dataset, path: Path, what: str) -> None:
+    """Raises DataStepError (EXIT_CHECK) unless `path` has the data set's size, SHA-256 and
+    number of distinct characters. `what` names where the file came from, for the message."""
+    size = path.stat().st_size
+    digest = sha256_of(path)
+    if size != ds.size or digest != ds.sha256:
+        short = " (truncated)" if size < ds.size else ""
+        raise DataStepError(
+            f"{what}: {size:,} bytes{short}, SHA-256 {digest}; expected {ds.size:,} bytes, SHA-256 {ds.sha256}"
+            " -- not the file the project's results were measured on",
+            EXIT_CHECK,
+        )
+    n = len(set(path.read_text(encoding="utf-8")))
+    if n != ds.distinct_chars:  # cannot happen with a matching checksum; kept as the spec's statement
+        raise DataStepError(f"{what}: {n} distinct characters, expected {ds.distinct_chars}", EXIT_CHECK)
+
+
+def local_candidates(ds: Dataset, folder: Path) -> list[Path]:
+    """Where a copy is looked for in a local-copy folder: the source's layout, then the bare name."""
+    return [folder / ds.rel_path, folder / Path(ds.rel_path).name]
+
+
+def open_local(ds: Dataset, folder: Path) -> tuple[BinaryIO, str]:
+    if not folder.is_dir():
+        raise DataStepError(f"local copy folder '{folder}' (--local / {LOCAL_ENV}): not a folder", EXIT_UNREACHABLE)
+    for c in local_candidates(ds, folder):
+        if c.is_file():
+            return open(c, "rb"), str(c)
+    tried = " or ".join(f"'{c}'" for c in local_candidates(ds, folder))
+    raise DataStepError(f"local copy folder '{folder}': no {ds.name} copy at {tried}", EXIT_UNREACHABLE)
+
+
+def open_url(ds: Dataset, url: str, timeout: float) -> tuple[BinaryIO, str]:
+    hint = (
+        f"on a machine without internet, point --local DIR (or {LOCAL_ENV}=DIR) at a folder holding "
+        f"{ds.rel_path}"
+    )
+    try:
+        resp = urllib.request.urlopen(url, timeout=timeout)
+    except (urllib.error.URLError, socket.timeout, TimeoutError, OSError) as e:
+        reason = getattr(e, "reason", e)
+        raise DataStepError(f"could not download {url} within {timeout:g} s ({reason}); {hint}", EXIT_UNREACHABLE)
+    return resp, url
+
+
+def copy_stream(src: BinaryIO, dst: BinaryIO, limit: int, what: str, timeout_hint: str) -> None:
+    """Copies at most `limit` + 1 bytes (a longer source fails the size check without filling the disk)."""
+    left = limit + 1
+    try:
+        while left > 0:
+            block = src.read(min(CHUNK, left))
+            if not block:
+                break
+            dst.write(block)
+            left -= len(block)
+    except (socket.timeout, TimeoutError, OSError) as e:
+        if isinstance(e, (socket.timeout, TimeoutError)) or "timed out" in str(e):
+            raise DataStepError(f"{what}: the transfer stalled ({e}); {timeout_hint}", EXIT_UNREACHABLE)
+        raise
+
+
+def fetch(
+    ds: Dataset,
+    dest_root: Path,
+    local: Optional[Path] = None,
+    url: Optional[str] = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    say: Callable[[str], None] = print,
+) -> Path:
+    """Brings `ds` to dest_root/ds.dest, checked; returns its path. A file already there is
+    checked again and kept when it passes. Nothing half-written is ever at the final path: the
+    bytes go to a temporary file beside it, which is checked, synced and renamed into place."""
+    final = dest_root / ds.dest
+    if final.exists():
+        try:
+            check_file(ds, final, str(final))
+            say(f"{ds.name}: {final} is already there, {ds.size:,} bytes, SHA-256 OK")
+            return final
+        except DataStepError as e:
+            say(f"{ds.name}: replacing the file already there, which fails its check: {e}")
+    if local is not None:
+        src, origin = open_local(ds, local)
+        say(f"{ds.name}: copying the local copy {origin}")
+    else:
+        src, origin = open_url(ds, url or ds.url, timeout)
+        say(f"{ds.name}: downloading {origin}")
+    try:  # the folder is made only once the source answered: a failed fetch leaves nothing behind
+        final.parent.mkdir(parents=True, exist_ok=True)
+        if not os.access(final.parent, os.W_OK):
+            raise PermissionError(13, "Permission denied")
+    except OSError as e:
+        src.close()
+        raise DataStepError(
+            f"cannot write to '{final.parent}': {e.strerror or e}; choose another folder with --dest", EXIT_USAGE
+        )
+    tmp = final.parent / f".{final.name}.partial-{os.getpid()}"
+    try:
+        with src, open(tmp, "wb") as out:
+            copy_stream(src, out, ds.size, origin, f"try again, or use --local DIR (or {LOCAL_ENV}=DIR)")
+            out.flush()
+            os.fsync(out.fileno())
+        check_file(ds, tmp, origin)
+        os.replace(tmp, final)
+    except OSError as e:
+        raise DataStepError(f"cannot write '{tmp}': {e.strerror or e}; choose another folder with --dest", EXIT_USAGE)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    say(f"{ds.name}: {final}, {ds.size:,} bytes, SHA-256 OK, {ds.distinct_chars} distinct characters")
+    return final
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    names = ", ".join(DATASETS)
+    ap = argparse.ArgumentParser(
+        prog="get_data.py",
+        description="Fetches an outside data set from its public source, or copies it from a local folder, "
+        "into a git-ignored folder under data/, and checks its size and SHA-256.",
+        epilog=f"Data sets: {names}. On a machine without internet (CI, a cluster's compute nodes) name a folder "
+        f"holding a copy with --local DIR or {LOCAL_ENV}=DIR; a copy is looked for as DIR/<source layout> "
+        "(tinyshakespeare/input.txt) and then DIR/input.txt. Exit codes: 0 done, 1 a check failed, "
+        "2 bad usage or unwritable folder, 3 source unreachable.",
+    )
+    ap.add_argument("name", nargs="?", default="shakespeare_char", help=f"the data set ({names}; default %(default)s)")
+    ap.add_argument("--local", metavar="DIR", help=f"copy from this folder instead of downloading (env {LOCAL_ENV})")
+    ap.add_argument("--dest", metavar="DIR", help="the destination root (default: the repository's data/)")
+    ap.add_argument("--url", help="download from this URL instead of the public source (a mirror)")
+    ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds before giving up (%(default)s)")
+    ap.add_argument("--list", action="store_true", help="list the data sets and where each goes, then exit")
+    args = ap.parse_args(argv)
+
+    dest_root = Path(args.dest) if args.dest else repo_data_dir()
+    if args.list:
+        for d in DATASETS.values():
+            print(f"{d.name}: {dest_root / d.dest} ({d.size:,} bytes, sha256 {d.sha256}) from {d.url}; {d.about}")
+        return 0
+    ds = DATASETS.get(args.name)
+    if ds is None:
+        print(f"get_data.py: unknown data set '{args.name}'; the data sets are: {names}", file=sys.stderr)
+        return EXIT_USAGE
+    if not args.timeout > 0:
+        print(f"get_data.py: --timeout must be > 0, got {args.timeout:g}", file=sys.stderr)
+        return EXIT_USAGE
+    local = args.local if args.local is not None else os.environ.get(LOCAL_ENV) or None
+    if local is not None and args.url:
+        print("get_data.py: --url and a local copy (--local or " + LOCAL_ENV + ") do not combine", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        fetch(ds, dest_root, Path(local) if local else None, args.url, args.timeout)
+    except DataStepError as e:
+        print(f"get_data.py: {ds.name}: {e}", file=sys.stderr)
+        return e.code
+    return 0
