@@ -25,8 +25,12 @@ from .study_findings import fit_line, fmt
 CLAIMS_PATH = os.path.join(tier.QUICK_DIR, "claims.json")
 BASE_PATH = os.path.join(tier.ROOT, "configs", "base.json")
 # stacklab's defaults (`stacklab validate --defaults`) of the keys claims.json names that base.json
-# leaves out; tests/python/test_claims.py checks them against the binary when one is built.
-DEFAULTS = {"model.residual_scale": "none", "model.mlp": True, "model.qk_norm": False, "optim.warmup_iters": 0}
+# leaves out, and of model.emb_scale, which every run must share with its claim's config too (a
+# unit-scale run never stands in for one drawn at init_std); tests/python/test_claims.py checks them
+# against the binary when one is built. A run whose config lacks one of these keys was made before
+# stacklab had it, so it ran with the default.
+DEFAULTS = {"model.residual_scale": "none", "model.mlp": True, "model.qk_norm": False, "optim.warmup_iters": 0,
+            "model.emb_scale": "init_std"}
 AXES = ("model.n_layer", "model.init", "optim.learning_rate")  # a claim's configs: lists crossed with variants
 
 
@@ -109,6 +113,13 @@ def same(a, b):
     return a == b
 
 
+def run_value(run, key):
+    """The run's value of a dotted key; a DEFAULTS key its config lacks holds its default (the run
+    was made before stacklab had the key, whose default keeps the old behaviour)."""
+    v = tier.get_key(run.config, key)
+    return DEFAULTS.get(key) if v is None else v
+
+
 class RunSet:
     """The runs of the claims sweeps, matched to a claim's configs."""
 
@@ -123,7 +134,7 @@ class RunSet:
         # model, data and optimiser and its batch (definitions.common); not seeds, names, logging.
         named = {k for c in self.claims["claims"] for _, p in points(c, "full") for k in p}
         common = {f"{sec}.{k}" for sec in ("model", "data", "optim") for k in (self.base.get(sec) or {})}
-        self.keys = sorted(named | common | {"train.batch_size"})
+        self.keys = sorted(named | common | set(DEFAULTS) | {"train.batch_size"})
 
     def expected(self, point, key):
         if key in point:
@@ -133,7 +144,7 @@ class RunSet:
 
     def matches(self, run, point, probe):
         keys = [k for k in self.keys if not (probe and k.startswith("optim."))]  # a probe has no optimiser
-        return all(same(tier.get_key(run.config, k), self.expected(point, k)) for k in keys)
+        return all(same(run_value(run, k), self.expected(point, k)) for k in keys)
 
     def probe(self, point):
         """{seed: that seed's layers} of the first probe matching the point (tier seeds only)."""

@@ -18,7 +18,7 @@ MODEL_DEFAULTS = {
     "n_layer": 4, "n_head": 4, "n_embd": 64, "block_size": 64, "vocab_size": 32, "bias": True,
     "residual": True, "norm": "layernorm", "norm_eps": 1e-5, "norm_position": "pre",
     "residual_scale": "none", "final_norm": None, "attention": True, "mlp": True, "mlp_ratio": 4,
-    "activation": "gelu", "init": "normal", "init_std": 0.02, "pos_emb": "learned",
+    "activation": "gelu", "init": "normal", "init_std": 0.02, "pos_emb": "learned", "emb_scale": "init_std",
     "tie_weights": False, "dyt_alpha_init": 0.5, "norm_scaling": "none", "layerscale_init": 0.1,
     "qk_norm": False,
     "dropout": 0.0,  # training only; parity runs in eval mode, where dropout is inactive
@@ -271,7 +271,8 @@ class Transformer(nn.Module):
         kind = POS_EMBS[self.cfg["pos_emb"]]
         if kind == "learned":
             x = x + self.pos_emb.weight[:T]
-        elif kind == "fixed":
+        x = x * EMB_SCALES[self.cfg["emb_scale"]](self.cfg)         # sqrt(C) for "unit"
+        if kind == "fixed":                                          # added after the factor
             x = x + sinusoidal_table(T, x.shape[-1], x.dtype).to(x.device)
         for block in self.blocks:
             x = block(x)
@@ -288,9 +289,18 @@ class Transformer(nn.Module):
 # model.pos_emb: a learned table, a fixed one (the sinusoid), or nothing.
 POS_EMBS = {"learned": "learned", "sinusoidal": "fixed", "none": None}
 
+# model.emb_scale: the factor on tok_emb[id] + pos_emb[t] (a fixed sinusoid is added after it; a tied
+# head reads the table as drawn). The tables' init std (init_std, or C^-1/2 for "unit") is not mirrored:
+# parity copies stacklab's weights.
+EMB_SCALES = {
+    "init_std": lambda m: 1.0,
+    "unit": lambda m: math.sqrt(m["n_embd"]),  # fairseq's embed_scale
+}
+
 # Every mirrored registry, by the config key its entries are chosen with.
 MIRRORS = {"norm": NORMS, "norm_position": PLACEMENTS, "residual_scale": RESIDUAL_SCALES,
-           "norm_scaling": NORM_SCALINGS, "activation": ACTIVATIONS, "pos_emb": POS_EMBS}
+           "norm_scaling": NORM_SCALINGS, "activation": ACTIVATIONS, "pos_emb": POS_EMBS,
+           "emb_scale": EMB_SCALES}
 
 
 def missing_mirrors(registry):
@@ -390,7 +400,8 @@ def check_finite_differences():
                                         activation="gelu_tanh", tie_weights=True),
                 _tiny(n_layer=2, norm_position="post", residual_scale="deepnorm", pos_emb="sinusoidal"),
                 _tiny(n_layer=2, norm="none", residual_scale="rezero", activation="tanh", bias=False),
-                _tiny(n_layer=2, norm="dyt", residual_scale="layerscale", qk_norm=True, norm_scaling="depth")):
+                _tiny(n_layer=2, norm="dyt", residual_scale="layerscale", qk_norm=True, norm_scaling="depth"),
+                _tiny(n_layer=2, norm_position="post", emb_scale="unit", tie_weights=True)):
         model, g = _seeded(cfg, seed=1)
         idx = torch.randint(0, 7, (2, 6), generator=g)
         tgt = torch.randint(0, 7, (2, 6), generator=g)

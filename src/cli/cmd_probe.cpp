@@ -1,6 +1,7 @@
 // `stacklab probe CONFIG [--seeds 0,1,2] [--out FILE] [--section.key=value ...]`: gradient flow
 // at initialisation (no training): per-block gradient norms, the residual stream's RMS,
-// gradient norm and rank ratio, per seed and averaged. Prints a table, writes JSON to FILE.
+// gradient norm and rank ratio, each block's branch / stream ratio, per seed and averaged. Prints a
+// table, writes JSON to FILE.
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -57,8 +58,8 @@ int cmd_probe(const ArgList& argv) {
                 seeds.size() == 1 ? "" : "s", r["mean_loss"].get<double>(),
                 r["reference_losses"]["uniform"].get<double>());
     const auto& m = r["mean"];
-    std::printf("%6s %12s %12s %12s %10s\n", "block", "grad_norm", "stream_grad", "act_rms",
-                "rank_ratio");
+    std::printf("%6s %12s %12s %12s %10s %12s\n", "block", "grad_norm", "stream_grad", "act_rms",
+                "rank_ratio", "branch_ratio");
     const size_t L = m["grad_norm"].size();
     auto num = [](const nlohmann::json& v) {
       return v.is_number() ? v.get<double>() : std::nan("");
@@ -69,8 +70,12 @@ int cmd_probe(const ArgList& argv) {
                     num(m["grad_norm"][l]));  // blocks count from 0, as everywhere
       else
         std::printf("%6s %12s", "out", "");
-      std::printf(" %12.4g %12.4g %10.4f\n", num(m["stream_grad_norm"][l]), num(m["act_rms"][l]),
+      std::printf(" %12.4g %12.4g %10.4f", num(m["stream_grad_norm"][l]), num(m["act_rms"][l]),
                   num(m["rank_ratio"][l]));
+      if (l < L)  // branch / stream (mean squares) of the block's sub-layers: a block's, not a
+                  // boundary's, so none on the "out" row
+        std::printf(" %12.4g", num(m["branch_ratio"][l]));
+      std::printf("\n");
     }
     std::printf("first / last block (0 / %zu) gradient norm: %.4g\n", L - 1,
                 num(r["ratio_first_last"]));

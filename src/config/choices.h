@@ -21,6 +21,7 @@ enum class NormScaling { None, Depth };
 enum class Activation { Gelu, GeluTanh, Relu, Tanh };
 enum class InitScheme { Normal, Scaled, Xavier };
 enum class PosEmb { Learned, Sinusoidal, None };
+enum class EmbScale { InitStd, Unit };
 enum class SourceKind { Markov, Text };
 enum class OptimizerKind { AdamW, Sgd };
 enum class ScheduleKind { Constant, Cosine, WarmupConstant };
@@ -49,6 +50,7 @@ SL_CHOICES(InitScheme, {InitScheme::Normal, "normal"}, {InitScheme::Scaled, "sca
            {InitScheme::Xavier, "xavier"});
 SL_CHOICES(PosEmb, {PosEmb::Learned, "learned"}, {PosEmb::Sinusoidal, "sinusoidal"},
            {PosEmb::None, "none"});
+SL_CHOICES(EmbScale, {EmbScale::InitStd, "init_std"}, {EmbScale::Unit, "unit"});
 SL_CHOICES(SourceKind, {SourceKind::Markov, "markov"}, {SourceKind::Text, "text"});
 SL_CHOICES(OptimizerKind, {OptimizerKind::AdamW, "adamw"}, {OptimizerKind::Sgd, "sgd"});
 SL_CHOICES(ScheduleKind, {ScheduleKind::Constant, "constant"}, {ScheduleKind::Cosine, "cosine"},

@@ -38,6 +38,7 @@ void visit_model(S& m, V& v) {
   v.choice("init", m.init);
   v("init_std", m.init_std);
   v.choice("pos_emb", m.pos_emb);
+  v.choice("emb_scale", m.emb_scale);
   v("tie_weights", m.tie_weights);
   v("dyt_alpha_init", m.dyt_alpha_init);
   v.choice("norm_scaling", m.norm_scaling);

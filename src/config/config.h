@@ -42,6 +42,9 @@ struct ModelConfig {
   InitScheme init = InitScheme::Normal;      // normal | scaled | xavier
   double init_std = 0.02;
   PosEmb pos_emb = PosEmb::Learned;  // learned | sinusoidal | none
+  // init_std: token and position tables N(0, init_std); unit: N(0, C^-1/2) and the embedding
+  // times sqrt(C) in the forward, as fairseq (what each does: the registry in nn/wiring.cpp)
+  EmbScale emb_scale = EmbScale::InitStd;
   bool tie_weights = false;
   double dyt_alpha_init = 0.5;  // dyt: the learnable alpha of tanh(alpha x) starts here
   NormScaling norm_scaling = NormScaling::None;  // depth: block l's norm outputs times 1/sqrt(l)

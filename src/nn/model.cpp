@@ -1,9 +1,11 @@
 // Model construction, initialisation and forward.
 //
 // Init reads each parameter's declared role (nn/module.h), never its name. "model.init":
-// "normal" draws every Weight and Embedding from N(0, init_std); "scaled" additionally divides
+// "normal" draws every Weight from N(0, init_std); "scaled" additionally divides
 // the std of the branches' output projections (attn.proj, mlp.proj) by sqrt(2 n_layer) as GPT-2
-// does; "xavier" draws Weights from U(-a, a), a = sqrt(6 / (fan_in + fan_out)). Every other role
+// does; "xavier" draws Weights from U(-a, a), a = sqrt(6 / (fan_in + fan_out)). Embeddings are
+// drawn as "model.emb_scale" says: N(0, init_std), or N(0, C^-1/2) with the lookup times sqrt(C)
+// in the forward (nn/wiring.h, emb_scale_spec). Every other role
 // starts at its declared constant (biases 0, norm gains 1, ReZero gates 0, LayerScale lambda and
 // DyT alpha at their config values). DeepNorm multiplies the value rows of qkv, attn.proj,
 // mlp.fc and mlp.proj by beta = (8N)^(-1/4) after drawing.
@@ -50,6 +52,7 @@ void Model::init_weights(uint64_t seed) {
   Rng rng(seed);
   const double std = cfg_.init_std;
   const double beta = residual_scale_spec(cfg_.residual_scale).init_beta(cfg_);
+  const double emb_std = emb_scale_spec(cfg_.emb_scale).table_std(cfg_);
   for (auto& [name, t, info] : parameters()) {
     float* p = t.data();
     const int64_t n = t.numel();
@@ -62,7 +65,7 @@ void Model::init_weights(uint64_t seed) {
         std::fill(p, p + n, info.init_value);
         continue;
       case ParamRole::Embedding:
-        for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(rng.normal() * std);
+        for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(rng.normal() * emb_std);
         continue;
       case ParamRole::Weight:
         break;
@@ -91,7 +94,10 @@ Tensor Model::forward(const std::vector<int32_t>& ids, int64_t B, int64_t T,
     std::vector<int32_t> pos(static_cast<size_t>(T));
     for (int32_t t = 0; t < T; ++t) pos[static_cast<size_t>(t)] = t;
     x = add(x, pos_emb->forward(pos, Shape{T}));  // + (T, C)
-  } else if (sinusoid_.defined()) {
+  }
+  const double emb_factor = emb_scale_spec(cfg_.emb_scale).factor(cfg_);
+  if (emb_factor != 1.0) x = scale(x, static_cast<float>(emb_factor));  // model.emb_scale "unit"
+  if (sinusoid_.defined()) {  // added after the factor: its entries are unit-scale already
     Tensor table =
         Tensor::from(Shape{T, cfg_.n_embd},
                      std::vector<float>(sinusoid_.data(), sinusoid_.data() + T * cfg_.n_embd));

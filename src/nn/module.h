@@ -15,7 +15,7 @@ namespace sl {
 enum class ParamRole {
   Weight,      // a Linear's (out, in) matrix: drawn by model.init, decayed, a matmul operand
   Bias,        // a Linear's bias: starts at 0, not decayed
-  Embedding,   // a lookup table (token or position): N(0, init_std), not decayed
+  Embedding,   // a lookup table (token or position): drawn as model.emb_scale says, not decayed
   NormGain,    // a norm's per-channel gain gamma: starts at init_value (1), not decayed
   NormBias,    // a norm's per-channel shift beta: starts at 0, not decayed
   NormScalar,  // a norm's learnable scalar (DyT's alpha): starts at init_value, not decayed

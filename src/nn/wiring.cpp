@@ -195,6 +195,23 @@ const PosEmbSpec kNoPos{PosEmb::None,
                         "x_t = tok_emb[id_t] (no position information but the causal mask)", false,
                         false};
 
+// ---- embedding scales ------------------------------------------------------------------------
+
+const EmbScaleSpec kInitStdEmb{
+    EmbScale::InitStd,
+    "tok_emb, pos_emb ~ N(0, model.init_std); x_t = tok_emb[id_t] + pos_emb[t] (or + PE[t])",
+    [](const ModelConfig& m) { return m.init_std; }, [](const ModelConfig&) { return 1.0; }};
+// fairseq's transformer (Vaswani et al. 2017, 3.4): the table N(0, C^-1/2), the lookup times
+// sqrt(C) (embed_scale), so every entry of x starts near unit size. A learned position table is
+// drawn and scaled as the token table (fairseq adds its own unscaled; here tokens and positions
+// keep the equal footing they have under init_std); the sinusoid is added after the factor.
+const EmbScaleSpec kUnitEmb{
+    EmbScale::Unit,
+    "tok_emb, pos_emb ~ N(0, C^-1/2); x_t = sqrt(C) (tok_emb[id_t] + pos_emb[t]), or sqrt(C) "
+    "tok_emb[id_t] + PE[t]: unit-scale entries (fairseq); a tied head reads tok_emb as drawn",
+    [](const ModelConfig& m) { return 1.0 / std::sqrt(static_cast<double>(m.n_embd)); },
+    [](const ModelConfig& m) { return std::sqrt(static_cast<double>(m.n_embd)); }};
+
 }  // namespace
 
 const NormSpec& norm_spec(NormKind kind) {
@@ -271,6 +288,16 @@ const PosEmbSpec& pos_emb_spec(PosEmb kind) {
       return kNoPos;
   }
   SL_CHECK(false, "pos_emb_spec: an enum value outside PosEmb");
+}
+
+const EmbScaleSpec& emb_scale_spec(EmbScale kind) {
+  switch (kind) {
+    case EmbScale::InitStd:
+      return kInitStdEmb;
+    case EmbScale::Unit:
+      return kUnitEmb;
+  }
+  SL_CHECK(false, "emb_scale_spec: an enum value outside EmbScale");
 }
 
 std::vector<float> sinusoid_table(int64_t T, int64_t C) {
@@ -412,6 +439,9 @@ nlohmann::json registry_json() {
   });
   j["pos_emb"] = listing<PosEmb>([](PosEmb p) {
     return nlohmann::json{{"formula", pos_emb_spec(p).formula}};
+  });
+  j["emb_scale"] = listing<EmbScale>([](EmbScale e) {
+    return nlohmann::json{{"formula", emb_scale_spec(e).formula}};
   });
   return j;
 }

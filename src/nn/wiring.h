@@ -1,7 +1,7 @@
 // The wiring registries: one per axis of a block's wiring (norm types, norm placements,
-// residual scalings, norm scalings, activations, position embeddings). An entry is the one
-// definition of its choice: its formula text (the printed wiring, `stacklab registry`, the
-// README tables), the parameters it adds with their roles and init, and its forward. Parameter
+// residual scalings, norm scalings, activations, position embeddings, embedding scales). An entry
+// is the one definition of its choice: its formula text (the printed wiring, `stacklab registry`,
+// the README tables), the parameters it adds with their roles and init, and its forward. Parameter
 // counts (memory estimate) come from the same declarations; the PyTorch mirror of each entry is
 // in scripts/stacklab/torch_model.py under the same name, and tests/parity/torch_parity.py builds
 // its variants from `stacklab registry --json`, failing on an entry without a mirror.
@@ -115,6 +115,20 @@ struct PosEmbSpec {
 const PosEmbSpec& pos_emb_spec(PosEmb kind);
 // PE[t, 2i] = sin(t / 10000^(2i/C)), PE[t, 2i+1] = cos(t / 10000^(2i/C)); (T, C) row-major.
 std::vector<float> sinusoid_table(int64_t T, int64_t C);
+
+// ---- embedding scales ------------------------------------------------------------------------
+
+// How large the embedding entering block 0 starts: the std the token and position tables are
+// drawn with (their role, Embedding, reads it) and the factor on tok_emb[id_t] + pos_emb[t] in
+// the forward. A fixed sinusoid table is added after the factor, a tied head reads the table as
+// drawn: both as fairseq does.
+struct EmbScaleSpec {
+  EmbScale kind;
+  const char* formula;
+  double (*table_std)(const ModelConfig& m);
+  double (*factor)(const ModelConfig& m);  // 1 leaves the forward as it was (no op is added)
+};
+const EmbScaleSpec& emb_scale_spec(EmbScale kind);
 
 // ---- what the registries give the rest of the code ---------------------------------------------
 

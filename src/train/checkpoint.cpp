@@ -53,6 +53,20 @@ std::string value_at(const nlohmann::json& j, const std::string& dotted) {
   }
   return cur->dump();
 }
+// A config key the checkpoint lacks was added to stacklab after it was written. A new key's
+// default keeps the old behaviour (keys are extended, never changed: the rule provenance.cpp
+// applies to run fingerprints), so the run had the default and resumes under it.
+nlohmann::json with_added_keys(nlohmann::json stored) {
+  if (!stored.is_object()) return stored;
+  for (const auto& [section, keys] : config_schema().items()) {
+    auto it = stored.find(section);
+    if (it == stored.end() || !it->is_object() || !keys.is_object()) continue;
+    for (const auto& [key, value] : keys.items())
+      if (!it->contains(key)) (*it)[key] = value;
+  }
+  return stored;
+}
+
 // What must not change between a checkpoint and the run resuming it: everything but
 // train.max_iters (a run may be extended), train.threads, and optim.lr_decay_iters as written
 // (compared resolved: an extension pins a 0 to the old max_iters) and the derived section, and
@@ -146,8 +160,9 @@ Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt
   Checkpoint c;
   c.config = meta("config");
   c.train_state = meta("train_state");
-  const std::string diff = first_config_difference(resume_invariant(expected_config, may_differ),
-                                                   resume_invariant(c.config, may_differ));
+  const std::string diff =
+      first_config_difference(resume_invariant(expected_config, may_differ),
+                              resume_invariant(with_added_keys(c.config), may_differ));
   if (!diff.empty())
     throw Error(path + ": written with a different config: '" + diff + "' is " +
                 value_at(c.config, diff) + " in the checkpoint but " +

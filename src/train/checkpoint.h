@@ -27,7 +27,8 @@ void save_checkpoint(const std::string& path, const Model& model, const Optimize
 TensorFile read_checkpoint_file(const std::string& path);
 
 // read_checkpoint_file, then checks that it was written with `expected_config` (else an sl::Error
-// naming the first differing key; the dotted keys in `may_differ` are not compared), and loads the
+// naming the first differing key; the dotted keys in `may_differ` are not compared; a key the
+// checkpoint lacks, added to stacklab after it was written, counts as its default), and loads the
 // weights and optimizer state.
 Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt,
                            const nlohmann::json& expected_config,

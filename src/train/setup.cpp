@@ -30,7 +30,7 @@ std::string describe_model(const Config& cfg, int64_t n_params) {
      << " parameters\n"
      << "block: " << describe_wiring(m) << (m.attention ? "" : " [no attention]")
      << (m.mlp ? "" : " [no mlp]") << ", final norm " << (m.resolved_final_norm() ? "on" : "off")
-     << ", init " << name_of(m.init);
+     << ", init " << name_of(m.init) << ", emb_scale " << name_of(m.emb_scale);
   return os.str();
 }
 

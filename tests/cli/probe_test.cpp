@@ -1,6 +1,7 @@
 // Tests for `stacklab probe`: seeds are parsed as integers (a seed above 2^24 is not rounded, as
 // it was when they went through a float), malformed --seeds exit 1 naming the flag, and the
 // written JSON holds every metric the registry sends to probes.
+#include <cstdio>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -52,6 +53,26 @@ TEST(ProbeCommand, WritesTheNewAttentionAndStreamMetrics) {
     for (const auto& v : j.at("mean").at(key)) EXPECT_TRUE(v.is_number()) << key;
   }
   EXPECT_TRUE(j.at("layer_metrics").is_array());
+}
+
+// The printed table: each block's branch / stream ratio (the JSON's mean.branch_ratio) and the
+// first / last gradient ratio, under either model.emb_scale.
+TEST(ProbeCommand, PrintsEachBlocksBranchRatioAndTheFirstLastRatioUnderEitherEmbScale) {
+  for (const char* e : {"init_std", "unit"}) {
+    const std::string out = make_temp_dir("probe") + "/probe.json";
+    const auto r = run_stacklab(concat({"probe", base_config(), "--seeds", "0", "--out", out,
+                                        std::string("--model.emb_scale=") + e},
+                                       tiny_model_args()));
+    ASSERT_EQ(r.exit_code, 0) << r;
+    EXPECT_NE(r.out.find(std::string("emb_scale ") + e), std::string::npos) << r;
+    EXPECT_NE(r.out.find("branch_ratio"), std::string::npos) << r;
+    EXPECT_NE(r.out.find("first / last block (0 / 1) gradient norm:"), std::string::npos) << r;
+    const nlohmann::json j = read_json(out);
+    char cell[32];
+    std::snprintf(cell, sizeof cell, " %12.4g\n",
+                  j.at("mean").at("branch_ratio").at(0).get<double>());
+    EXPECT_NE(r.out.find(cell), std::string::npos) << "block 0's branch_ratio " << cell << r;
+  }
 }
 
 }  // namespace

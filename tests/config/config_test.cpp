@@ -34,6 +34,7 @@ TEST(Config, DefaultsAreTheDocumentedValues) {
   EXPECT_EQ(c.model.n_layer, 4);
   EXPECT_EQ(c.model.norm, NormKind::LayerNorm);
   EXPECT_EQ(c.model.norm_position, NormPosition::Pre);
+  EXPECT_EQ(c.model.emb_scale, EmbScale::InitStd);
   EXPECT_FALSE(c.model.final_norm.has_value());
   EXPECT_EQ(c.data.seed, 1234u);
   EXPECT_EQ(c.optim.beta2, 0.95);
@@ -114,6 +115,15 @@ TEST(Config, ChoiceOutsideItsValuesIsRejectedWithASuggestion) {
       parse_error({{"model", {{"norm", "layrnorm"}}}}),
       "cfg.json: model.norm: expected one of \"layernorm\", \"rmsnorm\", \"dyt\", \"none\", got "
       "\"layrnorm\"; did you mean 'layernorm'?");
+}
+
+TEST(Config, EmbScaleIsSpelledInitStdOrUnit) {
+  EXPECT_EQ(to_json(Config{})["model"]["emb_scale"], "init_std");
+  const Config c = config_from_json({{"model", {{"emb_scale", "unit"}}}}, "cfg.json");
+  EXPECT_EQ(c.model.emb_scale, EmbScale::Unit);
+  const std::string e = parse_error({{"model", {{"emb_scale", "units"}}}});
+  EXPECT_CONTAINS(e, "cfg.json: model.emb_scale: expected one of \"init_std\", \"unit\"");
+  EXPECT_CONTAINS(e, "did you mean 'unit'?");
 }
 
 TEST(Config, OutOfRangeValuesNameTheKeyAndTheBound) {

@@ -161,6 +161,129 @@ TEST(Model, ScaledInitShrinksOutputProjectionsByRootTwoN) {
   EXPECT_NEAR(rms(m.blocks[0]->attn->proj.weight), 0.02 / 4.0, 0.0005);
 }
 
+// ---- model.emb_scale -------------------------------------------------------------------------
+
+double rms_of(const Tensor& t) {
+  double s = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) s += static_cast<double>(t.data()[i]) * t.data()[i];
+  return std::sqrt(s / static_cast<double>(t.numel()));
+}
+
+ModelConfig wide(EmbScale e, PosEmb pos, bool tied = false) {
+  ModelConfig c = tiny(2);
+  c.n_embd = 64;
+  c.n_head = 4;
+  c.vocab_size = 64;
+  c.block_size = 64;
+  c.emb_scale = e;
+  c.pos_emb = pos;
+  c.tie_weights = tied;
+  return c;
+}
+
+TEST(Model, EmbeddingTablesAreDrawnAtInitStdByDefaultAndAtOneOverRootCUnderUnit) {
+  for (EmbScale e : all_choices<EmbScale>()) {
+    Model m(wide(e, PosEmb::Learned));
+    m.init_weights(2);
+    const double want = e == EmbScale::Unit ? 1.0 / 8.0 : 0.02;              // C = 64
+    EXPECT_NEAR(rms_of(m.tok_emb.weight), want, 0.06 * want) << name_of(e);  // 4096 draws
+    EXPECT_NEAR(rms_of(m.pos_emb->weight), want, 0.06 * want) << name_of(e);
+    EXPECT_NEAR(rms_of(m.blocks[0]->attn->qkv.weight), 0.02, 0.002)
+        << name_of(e) << ": the Linear weights follow model.init, not model.emb_scale";
+  }
+}
+
+// Pins today's default bit for bit: the first entries of tok_emb.weight of tiny(2) drawn with
+// seed 6 before model.emb_scale existed (stacklab e93f6ac), and an embedding output that is the
+// plain sum tok_emb[id] + pos_emb[t] (no factor op: not even a multiplication by 1).
+TEST(Model, DefaultEmbScaleDrawsAndComputesExactlyAsBeforeTheKeyExisted) {
+  ModelConfig c = tiny();
+  EXPECT_EQ(c.emb_scale, EmbScale::InitStd);
+  Model m(c);
+  m.init_weights(6);
+  const float want_tok[3] = {0x1.bb9ff2p-7f, 0x1.a3673ap-8f, 0x1.1f3186p-5f};  // 0.0135, ...
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(m.tok_emb.weight.data()[i], want_tok[i]) << i;
+  NoGradGuard ng;
+  const std::vector<int32_t> ids = tokens(6, 2, 7);
+  ForwardTrace trace;
+  m.forward(ids, 1, 6, ForwardMode::eval(), &trace);
+  for (int64_t t = 0; t < 6; ++t)
+    for (int64_t i = 0; i < 8; ++i)
+      EXPECT_EQ(trace.stream[0].data()[t * 8 + i],
+                m.tok_emb.weight.data()[ids[static_cast<size_t>(t)] * 8 + i] +
+                    m.pos_emb->weight.data()[t * 8 + i])
+          << t << " " << i;
+}
+
+// Under "unit" the embedding entering block 0 is sqrt(C) (tok_emb[id] + pos_emb[t]) with a
+// learned table, sqrt(C) tok_emb[id] + PE[t] with the sinusoid, sqrt(C) tok_emb[id] without.
+TEST(Model, UnitEmbScaleMultipliesTheLookupByRootCAndAddsTheSinusoidAfter) {
+  const std::vector<int32_t> ids = tokens(2 * 5, 3, 64);
+  for (PosEmb pos : all_choices<PosEmb>()) {
+    Model m(wide(EmbScale::Unit, pos));
+    m.init_weights(4);
+    NoGradGuard ng;
+    ForwardTrace trace;
+    m.forward(ids, 2, 5, ForwardMode::eval(), &trace);
+    const Tensor& x = trace.stream.at(0);  // (2, 5, 64)
+    const std::vector<float> pe = sinusoid_table(5, 64);
+    double worst = 0.0, ms = 0.0;
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t t = 0; t < 5; ++t)
+        for (int64_t i = 0; i < 64; ++i) {
+          const int32_t id = ids[static_cast<size_t>(b * 5 + t)];
+          double lookup = m.tok_emb.weight.data()[id * 64 + i];
+          if (pos == PosEmb::Learned) lookup += m.pos_emb->weight.data()[t * 64 + i];
+          double want = 8.0 * lookup;
+          if (pos == PosEmb::Sinusoidal) want += pe[static_cast<size_t>(t * 64 + i)];
+          const double got = x.data()[(b * 5 + t) * 64 + i];
+          worst = std::max(worst, std::abs(got - want));
+          ms += 64.0 * lookup * lookup / (2 * 5 * 64);
+        }
+    EXPECT_LT(worst, 1e-5) << name_of(pos);
+    // Unit-scale entries: each drawn table contributes mean square 1 after the factor.
+    EXPECT_NEAR(ms, pos == PosEmb::Learned ? 2.0 : 1.0, 0.3) << name_of(pos);
+  }
+}
+
+// A tied head reads the table as drawn (N(0, C^-1/2)), not the table times sqrt(C): its logits
+// stay near unit scale after the final norm, where a table drawn N(0, 1) would give about sqrt(C).
+TEST(Model, UnitEmbScaleWithATiedHeadKeepsTheLogitsNearUnitScale) {
+  Model m(wide(EmbScale::Unit, PosEmb::Learned, /*tied=*/true));
+  m.init_weights(5);
+  NoGradGuard ng;
+  const Tensor logits = m.forward(tokens(4 * 16, 6, 64), 4, 16, ForwardMode::eval());
+  EXPECT_GT(rms_of(logits), 0.5);
+  EXPECT_LT(rms_of(logits), 2.0) << "sqrt(C) = 8 would mean the head saw the scaled table";
+}
+
+// The factor is an op in the graph: the tables' gradients carry it (and the sinusoid none).
+TEST(Model, UnitEmbScaleGradientsMatchFiniteDifferences) {
+  for (PosEmb pos : all_choices<PosEmb>())
+    for (bool tied : {false, true}) {
+      ModelConfig c = tiny();
+      c.emb_scale = EmbScale::Unit;
+      c.pos_emb = pos;
+      c.tie_weights = tied;
+      c.init_std = 0.3;
+      Model m(c);
+      m.init_weights(6);
+      std::vector<int32_t> x = tokens(2 * 5, 7, 7), y = tokens(2 * 5, 8, 7);
+      std::vector<Tensor> params;
+      for (auto& p : m.parameters())
+        if (p.info.role == ParamRole::Embedding || p.name == "blocks.0.attn.qkv.weight")
+          params.push_back(p.tensor);
+      testing::GradCheck opt;
+      opt.max_elements = 24;
+      EXPECT_TRUE(testing::grad_check(
+          [&](const std::vector<Tensor>&) {
+            return Model::loss(m.forward(x, 2, 5, ForwardMode::eval()), y);
+          },
+          params, opt))
+          << name_of(pos) << " tied=" << tied;
+    }
+}
+
 TEST(ToyBlock, PreNormReproducesTheSourceTextsTable) {
   ToyBlockResult r = run_toy_block({1, -1, 2, 0}, 0.8f, 1e-5f, "pre");
   EXPECT_NEAR(r.mean, 0.500, 5e-4);

@@ -107,6 +107,7 @@ TEST(Wiring, EveryChoiceHasASpellingAndARegistryEntry) {
   listed("norm_scaling", choice_names<NormScaling>());
   listed("activation", choice_names<Activation>());
   listed("pos_emb", choice_names<PosEmb>());
+  listed("emb_scale", choice_names<EmbScale>());
   for (NormKind k : all_choices<NormKind>()) EXPECT_EQ(parse_choice<NormKind>(name_of(k)), k);
   EXPECT_EQ(parse_choice<NormKind>("batchnorm"), std::nullopt);
 }

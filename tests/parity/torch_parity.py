@@ -44,7 +44,8 @@ if TORCH_ERROR is None:
 def wirings(registry):
     """(name, overrides) for every wiring under test, built from `stacklab registry --json`:
     every placement x norm x residual on/off, each residual scaling, norm scaling, QK-norm with
-    each norm, each activation and position embedding, plus the switches (final norm, one
+    each norm, each activation and position embedding, each embedding scale with each position
+    embedding, plus the switches (final norm, one
     sub-layer, no bias). Depth and tying are added by variants()."""
     names = {axis: [e["name"] for e in entries] for axis, entries in registry.items()}
     norms = [n for n in names["norm"] if n != "none"]
@@ -78,6 +79,9 @@ def wirings(registry):
     ]
     out += [(f"act-{a}", [f"--model.activation={a}"]) for a in names["activation"] if a != "gelu"]
     out += [(f"pos-{p}", [f"--model.pos_emb={p}"]) for p in names["pos_emb"] if p != "learned"]
+    # Each embedding scale with each position embedding (the factor's place differs between them).
+    out += [(f"emb-{e}-pos-{p}", [f"--model.emb_scale={e}", f"--model.pos_emb={p}"])
+            for e in names["emb_scale"] if e != "init_std" for p in names["pos_emb"]]
     return out
 
 

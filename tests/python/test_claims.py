@@ -82,6 +82,25 @@ def c1_last(pre_xavier=-0.5, post_xavier=0.0, pre_scaled=-0.3):
     return value
 
 
+class RunMatching(unittest.TestCase):
+    POINT = {"model.n_layer": 32, "model.init": "xavier", "model.norm_position": "post", "model.residual": True}
+
+    def test_a_unit_scale_run_never_stands_in_for_a_point_that_does_not_name_the_embedding_scale(self):
+        rs = cl.RunSet([], "quick", DOC)
+        unit = fabricate.claim_probe({**self.POINT, "model.emb_scale": "unit"}, {0: {"grad_norm": [1.0]}})
+        self.assertFalse(rs.matches(unit, self.POINT, True))
+        self.assertTrue(rs.matches(unit, {**self.POINT, "model.emb_scale": "unit"}, True))
+
+    def test_a_run_made_before_the_embedding_scale_existed_holds_its_default(self):
+        # Its config has no model.emb_scale: it drew its embeddings N(0, init_std), "init_std".
+        rs = cl.RunSet([], "quick", DOC)
+        old = fabricate.claim_probe(self.POINT, {0: {"grad_norm": [1.0]}})
+        del old.config["model"]["emb_scale"]
+        self.assertTrue(rs.matches(old, self.POINT, True))
+        self.assertTrue(rs.matches(old, {**self.POINT, "model.emb_scale": "init_std"}, True))
+        self.assertFalse(rs.matches(old, {**self.POINT, "model.emb_scale": "unit"}, True))
+
+
 class C1LastBlockGradientAgainstDepth(unittest.TestCase):
     def test_a_slope_fitted_on_three_points_by_hand(self):
         # L = 2, 8, 32 and g = 1, 0.5, 0.25: ln L = ln 2 (1, 3, 5), ln g = -ln 2 (0, 1, 2): slope -1/2

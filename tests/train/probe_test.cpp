@@ -61,6 +61,27 @@ TEST(RunProbe, MeanIsTheEntryWiseMeanOfTheSeedsAndNullWithoutAttention) {
   for (const auto& v : off.at("mean").at("attn_entropy")) EXPECT_TRUE(v.is_null());
 }
 
+// model.emb_scale "unit" starts the stream (boundary 0, the embedding) at unit scale: sqrt(2)
+// with a learned position table, where N(0, 0.02) tables give about 0.02 sqrt(2). The probe
+// reports the branch / stream ratio and the first / last ratio under either.
+TEST(RunProbe, UnitEmbScaleStartsTheStreamAtUnitScale) {
+  Config cfg = tiny(2, true);
+  cfg.model.n_embd = 64;
+  cfg.model.n_head = 4;
+  const nlohmann::json small = run_probe(cfg, {1});
+  cfg.model.emb_scale = EmbScale::Unit;
+  const nlohmann::json unit = run_probe(cfg, {1});
+  EXPECT_NEAR(small.at("mean").at("act_rms").at(0).get<double>(), 0.02 * std::sqrt(2.0), 0.006);
+  EXPECT_NEAR(unit.at("mean").at("act_rms").at(0).get<double>(), std::sqrt(2.0), 0.3);
+  for (const nlohmann::json* r : {&small, &unit}) {
+    EXPECT_TRUE(r->at("ratio_first_last").is_number());
+    for (const auto& v : r->at("mean").at("branch_ratio")) EXPECT_TRUE(v.is_number());
+  }
+  EXPECT_LT(unit.at("mean").at("branch_ratio").at(0).get<double>(),
+            small.at("mean").at("branch_ratio").at(0).get<double>())
+      << "the same branches next to a larger stream";
+}
+
 TEST(RunProbe, FlushesSubnormalsAsTrainFlushSubnormalsSays) {
   if (!can_flush_subnormals())
     GTEST_SKIP() << "this build has no flush-to-zero control for this CPU";

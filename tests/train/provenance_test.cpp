@@ -51,5 +51,18 @@ TEST(Provenance, FlushingSubnormalsIsPartOfTheNumericPathNotOfARunsIdentity) {
   EXPECT_TRUE(provenance_changes(make_provenance(kept), make_provenance(Config{})).empty());
 }
 
+// A run recorded before model.emb_scale existed drew its embeddings N(0, init_std): it is the
+// same run as the default "init_std", and a "changed" one for "unit".
+TEST(Provenance, ARunRecordedBeforeAKeyExistedHasThatKeysDefault) {
+  nlohmann::json old = make_provenance(Config{});
+  old["config"]["model"].erase("emb_scale");
+  EXPECT_TRUE(provenance_changes(old, make_provenance(Config{})).empty());
+  Config unit;
+  unit.model.emb_scale = EmbScale::Unit;
+  const auto changes = provenance_changes(old, make_provenance(unit));
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0], "model.emb_scale: \"init_std\" -> \"unit\"");
+}
+
 }  // namespace
 }  // namespace sl
