@@ -16,7 +16,16 @@ summary.json's final_val_loss), the whole process's wall time and end-to-end tok
 seed s, then stacklab seed s) so that a change in machine load hits both. A JSON line per run goes
 to OUT/runs.jsonl; the table (mean, min-max over seeds) is printed as Markdown.
 
-    /usr/bin/python3 tests/bench/vs_nanogpt.py --nanogpt /tmp/nanogpt --out /tmp/vs_nanogpt \
+Each program reports a loss on its own sample of 20 batches (nanoGPT: new random ones at every
+evaluation; stacklab: the same 20, fixed by data.seed, for every run). So that the comparison does
+not hang on those samples, --common-eval (on by default) also scores every final model in one
+PyTorch process on the same tokens: the whole val split in consecutive windows of 64 characters
+(1,742 windows, 111,488 predictions), both in float32. nanoGPT's model is its own GPT class
+loaded from its ckpt.pt (the checkpoint at its best val loss, which is step 2000 when the val loss
+falls at every evaluation, as it does in this recipe; the step is recorded); stacklab's is the
+package's PyTorch mirror (scripts/stacklab/torch_model.py) with checkpoints/latest.safetensors.
+
+    PYTHONPATH=scripts /usr/bin/python3 tests/bench/vs_nanogpt.py --nanogpt /tmp/nanogpt --out /tmp/vs_nanogpt \
         [--seeds 3] [--threads 1,2] [--stacklab build/stacklab] [--iters 2000] [--programs nanogpt,stacklab]
 """
 import argparse
@@ -98,17 +107,78 @@ def run_stacklab(stacklab, out, seed, threads, iters):
     return {"val": s["final_val_loss"], "train": s.get("final_train_loss"), "wall_s": wall, "dir": run_dir}
 
 
+def val_windows(T=CONTEXT):
+    """The val split (the last 10 % of the characters, nanoGPT's split) as (N, T+1) windows of ids."""
+    import torch
+    text = open(TEXT, encoding="utf-8").read()
+    stoi = {c: i for i, c in enumerate(sorted(set(text)))}  # both programs' vocabulary: sorted characters
+    val = text[int(len(text) * 0.9):]
+    ids = torch.tensor([stoi[c] for c in val], dtype=torch.long)
+    n = (len(ids) - 1) // T
+    return torch.stack([ids[i * T:i * T + T + 1] for i in range(n)])
+
+
+def mean_loss(forward, windows, batch=64):
+    import torch
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for i in range(0, len(windows), batch):
+            w = windows[i:i + batch]
+            logits = forward(w[:, :-1].contiguous())
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), w[:, 1:].reshape(-1),
+                                                     reduction="sum")
+            total += float(loss)
+            count += w[:, 1:].numel()
+    return total / count
+
+
+def common_eval(rows, work):
+    """Adds common_val (and, for nanoGPT, ckpt_step) to every row: see the module docstring."""
+    import importlib.util
+
+    import torch
+    from stacklab import io_util, torch_model
+    windows = val_windows()
+    torch.set_num_threads(2)
+    if work:
+        spec = importlib.util.spec_from_file_location("nanogpt_model", os.path.join(work, "model.py"))
+        nano = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(nano)
+    for r in rows:
+        if r["program"] == "nanogpt":
+            ck = torch.load(os.path.join(r["dir"], "ckpt.pt"), map_location="cpu")
+            model = nano.GPT(nano.GPTConfig(**ck["model_args"]))
+            sd = {k.removeprefix("_orig_mod."): v for k, v in ck["model"].items()}
+            model.load_state_dict(sd)
+            model.eval()
+            r["ckpt_step"] = ck["iter_num"]
+            r["common_val"] = mean_loss(lambda x: model(x, x)[0], windows)  # targets given: logits at every position
+        else:
+            cfg = json.load(open(os.path.join(r["dir"], "config.json")))
+            model = torch_model.build_model(cfg["model"]).float()
+            tensors, _ = io_util.load(os.path.join(r["dir"], "checkpoints", "latest.safetensors"))
+            names = set(model.state_dict())
+            model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in tensors.items() if k in names})
+            model.eval()
+            r["common_val"] = mean_loss(lambda x: model(x)[0], windows)
+
+
 def table(rows, iters):
-    lines = ["| program | threads | seeds | final val loss, mean (min-max) | wall s, mean (min-max) | tokens/s |",
-             "|---|---|---|---|---|---|"]
+    common = all("common_val" in r for r in rows)
+    lines = ["| program | threads | seeds | final val loss, own eval, mean (min-max) | "
+             + ("whole val split, mean (min-max) | " if common else "")
+             + "wall s, mean (min-max) | tokens/s |",
+             "|---|---|---|---|" + ("---|" if common else "") + "---|---|"]
     keys = sorted({(r["program"], r["threads"]) for r in rows})
     for prog, th in keys:
         rs = [r for r in rows if r["program"] == prog and r["threads"] == th]
         v = [r["val"] for r in rs]
         w = [r["wall_s"] for r in rs]
         tps = iters * BATCH * CONTEXT / statistics.mean(w)
+        cv = [r["common_val"] for r in rs] if common else []
+        cell = f"{statistics.mean(cv):.4f} ({min(cv):.4f}-{max(cv):.4f}) | " if common else ""
         lines.append(f"| {prog} | {th} | {len(rs)} | {statistics.mean(v):.4f} ({min(v):.4f}-{max(v):.4f}) | "
-                     f"{statistics.mean(w):.1f} ({min(w):.1f}-{max(w):.1f}) | {tps:,.0f} |")
+                     f"{cell}{statistics.mean(w):.1f} ({min(w):.1f}-{max(w):.1f}) | {tps:,.0f} |")
     return "\n".join(lines)
 
 
@@ -122,6 +192,9 @@ def main():
     ap.add_argument("--programs", default="nanogpt,stacklab")
     ap.add_argument("--stacklab", default=os.path.join(REPO, "build", "stacklab"))
     ap.add_argument("--python", default="/usr/bin/python3", help="a Python with torch and numpy")
+    ap.add_argument("--no-common-eval", action="store_true",
+                    help="skip scoring the final models on the whole val split")
+    ap.add_argument("--rescore", action="store_true", help="train nothing: score the runs of OUT/runs.jsonl")
     args = ap.parse_args()
     if not os.path.isfile(TEXT):
         sys.exit(f"vs_nanogpt: {TEXT} is missing; bring it with: python3 scripts/get_data.py")
@@ -129,8 +202,12 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     work = prepare_nanogpt(args.nanogpt, args.out, args.python) if "nanogpt" in programs else None
     rows = []
+    if args.rescore:
+        with open(os.path.join(args.out, "runs.jsonl")) as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+        programs = []
     with open(os.path.join(args.out, "runs.jsonl"), "a") as log:
-        for threads in [int(t) for t in args.threads.split(",")]:
+        for threads in [int(t) for t in args.threads.split(",")] if programs else []:
             for seed in range(args.seeds):
                 for prog in programs:
                     if prog == "nanogpt":
@@ -143,6 +220,10 @@ def main():
                     log.flush()
                     print(f"{prog} threads={threads} seed={seed}: val {r['val']:.4f}, {r['wall_s']:.1f} s",
                           flush=True)
+    if not args.no_common_eval:
+        common_eval(rows, work or os.path.join(args.out, "nanogpt_src"))
+        with open(os.path.join(args.out, "scored.jsonl"), "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in rows)
     print(table(rows, args.iters))
 
 
