@@ -10,7 +10,10 @@ import tempfile
 import unittest
 
 import numpy as np
-import torch
+try:
+    import torch
+except ImportError:  # the python stage's interpreter needs only numpy and matplotlib
+    raise unittest.SkipTest("needs torch (apt-get install python3-torch)")
 from stacklab import io_util, load, torch_model
 
 TINY = {"n_layer": 2, "n_head": 2, "n_embd": 8, "block_size": 6, "vocab_size": 5}
