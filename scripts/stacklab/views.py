@@ -23,13 +23,17 @@ MAX_PICKED = 10  # a sweep view starts with at most this many runs shown; the pi
 ERRORS_JS = """window.viewErrors=[];window.addEventListener('error',function(e){
 window.viewErrors.push(String(e.message||e));});(function(){var ce=console.error;console.error=function(){
 window.viewErrors.push(Array.prototype.join.call(arguments,' '));ce.apply(console,arguments);};})();"""
-# On load: how many charts the page has, how many plotly drew (an SVG with data), the errors.
+# On load: how many charts the page has, how many plotly drew (an SVG with data), the errors, and
+# any resource fetched over the network (a view must need none).
 CHECK_JS = """window.addEventListener('load',function(){setTimeout(function(){
 var g=document.querySelectorAll('.plotly-graph-div'),ok=0;for(var i=0;i<g.length;i++){
 if(g[i].querySelector('svg.main-svg')&&g[i].data&&g[i].data.length)ok++;}
 var e=document.getElementById('view-check');e.setAttribute('data-charts',g.length);
 e.setAttribute('data-rendered',ok);e.setAttribute('data-errors',window.viewErrors.join(' | '));
-e.textContent=ok+' of '+g.length+' charts drawn, '+window.viewErrors.length+' script errors';},0);});"""
+var net=performance.getEntriesByType('resource').filter(function(r){return /^https?:/.test(r.name);});
+e.setAttribute('data-network',net.map(function(r){return r.name;}).join(' '));
+e.textContent=ok+' of '+g.length+' charts drawn, '+window.viewErrors.length+' script errors, '+
+net.length+' network requests';},0);});"""
 # The sweep view's run picker: a trace belongs to the run named by its legendgroup.
 PICKER_JS = """function pickRuns(){var on={};document.querySelectorAll('#run-picker input').forEach(
 function(c){on[c.value]=c.checked;});document.querySelectorAll('.plotly-graph-div').forEach(function(gd){
@@ -74,17 +78,23 @@ def write_view(writer, what, out_dir, written):
 
 # ---- one run ------------------------------------------------------------------------------------
 
+# A loss as metrics.jsonl writes it (5 decimals, 6 significant digits below 10) shows unchanged.
+LOSS_HOVER = "{name}<br>step %{{x}}: %{{y:.6g}}<extra></extra>"
+
+
 def loss_figure(run):
     import plotly.graph_objects as go
     fig = go.Figure()
     tr = [r for r in run.records["train"] if num(r.get("loss")) is not None]
-    fig.add_trace(go.Scatter(x=[r["step"] for r in tr], y=[num(r["loss"]) for r in tr], name="train loss (batch)",
-                             mode="lines", line={"width": 1, "color": "rgba(31,119,180,0.6)"}))
+    fig.add_trace(go.Scatter(x=[r["step"] for r in tr], y=[num(r["loss"], 6) for r in tr], name="train loss (batch)",
+                             mode="lines", line={"width": 1, "color": "rgba(31,119,180,0.6)"},
+                             hovertemplate=LOSS_HOVER.format(name="train loss (batch)")))
     for key, name, color in (("val_loss", "val loss", "#d62728"), ("train_loss", "train loss (eval)", "#1f77b4")):
         ev = [r for r in run.records["eval"] if num(r.get(key)) is not None]
         if ev:
-            fig.add_trace(go.Scatter(x=[r["step"] for r in ev], y=[num(r[key]) for r in ev], name=name,
-                                     mode="lines+markers", line={"color": color}))
+            fig.add_trace(go.Scatter(x=[r["step"] for r in ev], y=[num(r[key], 6) for r in ev], name=name,
+                                     mode="lines+markers", line={"color": color},
+                                     hovertemplate=LOSS_HOVER.format(name=name)))
     for name, v in run.reference_losses.items():
         if num(v) is not None:
             fig.add_hline(y=v, line_dash="dot", line_color="#888", annotation_text=f"{name} {v:.3f}")
@@ -116,7 +126,7 @@ def heatmap_trace(run, desc, visible=True):
     return go.Heatmap(
         x=steps, y=list(range(len(rows))), z=z, customdata=rows, visible=visible, colorscale="Viridis",
         name=key, colorbar={"title": f"log10 {key}" if logc else key},
-        hovertemplate=f"{where} %{{y}}<br>step %{{x}}<br>{key} %{{customdata:.4g}}<extra></extra>")
+        hovertemplate=f"{where} %{{y}}<br>step %{{x}}<br>{key} %{{customdata:.5g}}<extra></extra>")
 
 
 def grad_heatmap_figure(run):
@@ -189,8 +199,9 @@ def sweep_sections(runs):
     loss = go.Figure()
     for r in runs:
         ev = [e for e in r.records["eval"] if num(e.get("val_loss")) is not None]
-        loss.add_trace(go.Scatter(x=[e["step"] for e in ev], y=[num(e["val_loss"]) for e in ev], mode="lines+markers",
-                                  marker={"size": 4}, **style(r, True)))
+        loss.add_trace(go.Scatter(x=[e["step"] for e in ev], y=[num(e["val_loss"], 6) for e in ev],
+                                  mode="lines+markers", marker={"size": 4}, **style(r, True),
+                                  hovertemplate=LOSS_HOVER.format(name=run_key(r) + " val loss")))
     loss.update_layout(title="Validation loss over steps (colour: wiring, dash: depth)", xaxis_title="step",
                        yaxis_title="val loss (nats/token)", height=480)
 
