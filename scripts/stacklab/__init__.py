@@ -6,7 +6,8 @@ the explorable HTML views (views).
 
 Import it with scripts/ on the path: the entry points scripts/*.py get that for free (Python puts
 a script's folder first on sys.path); elsewhere `PYTHONPATH=scripts python3 -m unittest ...` or
-`PYTHONPATH=scripts python3 -c 'from stacklab import runlog'`. Importing the package imports no
+`PYTHONPATH=scripts python3 -c 'from stacklab import runlog'`, or from any folder after the one
+set-up step `bash scripts/link_package.sh`. Importing the package imports no
 module: numpy, matplotlib and torch load only with the modules that need them.
 
 `stacklab.load_run(RUN_DIR)` (a trained run as a torch.nn.Module, stacklab/load.py) is the one name
