@@ -2,7 +2,8 @@
 # Checks stacklab.load_run against the binary on trained runs (tests/parity/load_run_check.py):
 # a tiny run of every wiring the PyTorch mirror supports, its latest checkpoint's logits from
 # `stacklab gradients --checkpoint` against load_run's on the same tokens (relative error < 1e-4),
-# a text run's vocabulary and best checkpoint, and a wiring the mirror lacks refused by name.
+# a text run's vocabulary and best checkpoint, its nanoGPT export read back into the mirror,
+# and a wiring the mirror lacks refused by name.
 # Run by scripts/test.sh from the repo root. Exit 0 pass, 77 skip (no binary, no torch), 1 fail.
 # Not here: gradients (the parity stage), the nanoGPT export (tests/python/test_nanogpt_export.py).
 set -uo pipefail

@@ -5,7 +5,8 @@ PyTorch mirror supports (torch_parity.wirings over `stacklab registry --json`), 
 checkpoint on a batch (`stacklab gradients RUN/config.json --checkpoint ... --out`), and compares
 them with load_run(RUN)'s logits on the same tokens: max|ours - ref| / max|ref| < 1e-4 (the
 parity check's tolerance; float32 stacklab against the float64 mirror). A text run also checks the
-vocabulary (the batch decodes to a piece of the corpus) and the best checkpoint; a run whose
+vocabulary (the batch decodes to a piece of the corpus) and the best checkpoint, and its nanoGPT
+export read back into the mirror gives the binary's logits too; a run whose
 checkpoint names a wiring the mirror lacks must be refused by name.
 
     PYTHONPATH=scripts /usr/bin/python3 tests/parity/load_run_check.py [--stacklab build/stacklab]
@@ -19,7 +20,7 @@ import sys
 import tempfile
 
 import torch
-from stacklab import io_util, load
+from stacklab import io_util, load, nanogpt_export
 from torch_parity import rel_err, slug, stacklab_registry, wirings
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -86,6 +87,20 @@ def main():
                   f"{piece[:24]!r}...  {'PASS' if ok else 'FAIL'}")
             failed += not ok
 
+        # The text run is nanoGPT's wiring: its export, read back into the mirror configured as
+        # nanoGPT's model, gives the binary's logits too.
+        out = os.path.join(text_run, "logits_latest")
+        ref, _ = io_util.load(os.path.join(out, "outputs.safetensors"))
+        batch, _ = io_util.load(os.path.join(out, "batch.safetensors"))
+        ckpt = torch.load(nanogpt_export.export(text_run, os.path.join(root, "nanogpt")))
+        mirror = nanogpt_export.load_into_mirror(ckpt, torch.float64)
+        with torch.no_grad():
+            ours = mirror(torch.from_numpy(batch["x"].astype("int64")))[0]
+        err = rel_err(ref["logits"], ours.numpy())
+        verdict = "PASS" if err < TOL else "FAIL"
+        print(f"{'text run exported to nanoGPT, read back':44s} logits rel err {err:9.2e}  {verdict}")
+        failed += not err < TOL
+
         # A wiring the mirror lacks is refused by name (the checkpoint's config edited to one).
         path = load.checkpoint_path(text_run, "latest")
         tensors, meta = io_util.load(path)
@@ -100,7 +115,7 @@ def main():
             ok = "model.norm_position: no mirror of 'peri'" in str(e)
             print(f"{'unmirrored wiring refused':44s} {str(e)[:90]}  {'PASS' if ok else 'FAIL'}")
             failed += not ok
-    print(f"load_run check: {len(cases) + 3 - failed} passed, {failed} failed")
+    print(f"load_run check: {len(cases) + 4 - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 
