@@ -5,7 +5,7 @@
 # a text run's vocabulary and best checkpoint, its nanoGPT export read back into the mirror,
 # and a wiring the mirror lacks refused by name.
 # Run by scripts/test.sh from the repo root. Exit 0 pass, 77 skip (no binary, no torch), 1 fail.
-# Not here: gradients (the parity stage), the nanoGPT export (tests/python/test_nanogpt_export.py).
+# Not here: gradients (the parity stage), the nanoGPT file's names and shapes (tests/python/test_nanogpt_export.py).
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
