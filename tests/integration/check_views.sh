@@ -10,7 +10,8 @@
 # 5 significant), and picking one run in the sweep view must hide every other run's traces.
 # Size bound: the 96-block view (96 blocks x 7 layers records x 11 metrics) is under 10 MB, at
 # most 1 MB of it beside plotly.js (Debian's unminified plotly.js 2.6.3 alone is 8.7 MB).
-# Then a page with a script error and one with a chart never drawn must each fail.
+# Then a page with a script error, one with a chart never drawn and one that fetches over the
+# network must each fail.
 # Run by scripts/test.sh from the repo root. Exit 0 pass, 77 skip (no binary, plotly or chromium), 1 fail.
 # Not here: the PNG figures (check_plots.sh), the report's link to each view (check_report_html.sh).
 set -uo pipefail
@@ -135,7 +136,7 @@ runs = sorted(runlog.find_runs([sys.argv[1]]), key=lambda r: (r.wiring, r.n_laye
 print(views.run_key(runs[0]))' "$S" 2>/dev/null)"
 probe "$S/compare/view.html" "$S/$first" 0 || fail "sweep view: charts, hover values or the run picker (see above)"
 
-# The check must catch a script error and a chart that cannot draw.
+# The check must catch a script error, a chart that cannot draw and a network request.
 # The second: its plot call skipped (no error), so one chart is never drawn.
 sed 's|</body>|<script>notAFunction();</script></body>|' "$S/res/plots/view.html" >"$tmp/error.html"
 "$PY" - "$S/res/plots/view.html" "$tmp/undrawn.html" <<'EOF'
@@ -144,9 +145,11 @@ page = open(sys.argv[1], encoding="utf-8").read()
 assert 'if (document.getElementById("' in page, "the chart calls are not where this check expects them"
 open(sys.argv[2], "w", encoding="utf-8").write(page.replace('if (document.getElementById("', 'if (false && document.getElementById("', 1))
 EOF
-for bad in error undrawn; do
+# The third: an image fetched over the network (a port nothing listens on: the failed fetch counts).
+sed 's|</body>|<img src="http://127.0.0.1:9/x.png"></body>|' "$S/res/plots/view.html" >"$tmp/network.html"
+for bad in error undrawn network; do
   render "$tmp/$bad.html"
-  drawn "$tmp/$bad.html.dom" 2>/dev/null && fail "a view with $([[ $bad == error ]] && echo "a script error" || echo "a chart never drawn") passed"
+  drawn "$tmp/$bad.html.dom" 2>/dev/null && fail "a view with $bad (see check_views.sh) passed"
 done
 
 if ((fails)); then
