@@ -6,7 +6,8 @@ embedded once per page, so a view opens from disk with no server and no network.
     write_run_view(run, out_dir)     -> out_dir/view.html   (called by plot_run.py)
     write_sweep_view(runs, out_dir)  -> out_dir/view.html   (called by plot_compare.py)
 
-Each page writes what it rendered into #view-check on load (charts, charts drawn, script errors):
+Each page writes what it rendered into #view-check on load (charts, charts drawn, script errors,
+network requests):
 tests/integration/check_views.sh reads it in headless Chromium. Not here: the PNG figures.
 """
 import html

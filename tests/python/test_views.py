@@ -81,6 +81,15 @@ class Views(unittest.TestCase):
         self.assertFalse(views.log_scaled([0.1, 0.5, 2.0]))
         self.assertFalse(views.log_scaled([-1.0, 0.5, 100.0]))  # not all positive: linear
 
+    def test_gradients_that_are_all_zero_or_not_finite_draw_as_values_and_gaps(self):
+        # float32 underflow (exactly 0) and a diverged step (NaN, inf) must not break the page
+        for rec in self.run.records["layers"]:
+            rec["grad_norm"] = [0.0, 0.0, float("nan"), float("inf")]
+        grad = chart_data(views.write_run_view(self.run, self.out))[1][0]
+        self.assertEqual(grad["z"][0], [0.0] * len(self.run.records["layers"]))  # linear colour: no log of 0
+        self.assertEqual(grad["z"][2], [None] * len(self.run.records["layers"]))
+        self.assertEqual(grad["z"][3], [None] * len(self.run.records["layers"]))
+
     def test_a_sweep_view_starts_with_at_most_max_picked_runs_shown(self):
         runs = []
         for i in range(views.MAX_PICKED + 3):
