@@ -1,7 +1,8 @@
 """Self-contained HTML views to explore, beside the PNGs: one run's (loss curves, its per-block
 gradient norms over steps as a heatmap, every per-layer metric over steps) and a sweep's (runs
-picked side by side on shared axes). Drawn with plotly (Debian's python3-plotly), its JavaScript
-embedded once per page, so a view opens from disk with no server and no network.
+picked side by side on shared axes, and every run's heatmap, one at a time). Drawn with plotly
+(Debian's python3-plotly), its JavaScript embedded once per page, so a view opens from disk with no
+server and no network.
 
     write_run_view(run, out_dir)     -> out_dir/view.html   (called by plot_run.py)
     write_sweep_view(runs, out_dir)  -> out_dir/view.html   (called by plot_compare.py)
@@ -35,11 +36,12 @@ var net=performance.getEntriesByType('resource').filter(function(r){return /^htt
 e.setAttribute('data-network',net.map(function(r){return r.name;}).join(' '));
 e.textContent=ok+' of '+g.length+' charts drawn, '+window.viewErrors.length+' script errors, '+
 net.length+' network requests';},0);});"""
-# The sweep view's run picker: a trace belongs to the run named by its legendgroup.
+# The sweep view's run picker: a trace belongs to the run named by its legendgroup; a trace of no
+# run (the one-run-at-a-time heatmaps, which their own menu shows) is left as it is.
 PICKER_JS = """function pickRuns(){var on={};document.querySelectorAll('#run-picker input').forEach(
 function(c){on[c.value]=c.checked;});document.querySelectorAll('.plotly-graph-div').forEach(function(gd){
 if(!gd.data)return;Plotly.restyle(gd,{visible:gd.data.map(function(t){
-return (t.legendgroup in on)?on[t.legendgroup]:true;})});});}"""
+return (t.legendgroup in on)?on[t.legendgroup]:t.visible;})});});}"""
 CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:1200px;color:#222;padding:0 1em}
 h1{font-size:20px}h2{font-size:16px;margin-top:1.6em}p.note{color:#555}#run-picker label{margin-right:1em;
 white-space:nowrap}footer{margin-top:2em;font-size:12px;color:#666}"""
@@ -240,8 +242,31 @@ def sweep_sections(runs):
                                          **style(r, i == 0)), row=i // cols + 1, col=i % cols + 1)
     metrics.update_layout(title="Every per-layer metric at each run's last layers record, against position l/L",
                           height=300 * rows + 100, showlegend=False)
-    return runs, picked, [("Validation loss", "", loss), ("Gradient norm per block", "", grad),
-                          ("Per-layer metrics", "", metrics)]
+    sections = [("Validation loss", "", loss), ("Gradient norm per block", "", grad),
+                ("Per-layer metrics", "", metrics)]
+    heat = run_heatmaps_figure(runs)
+    if heat is not None:
+        sections.append(("Gradient norm per block over steps, one run at a time",
+                         "Pick the run in the menu; hover a cell for its block, step and value.", heat))
+    return runs, picked, sections
+
+
+def run_heatmaps_figure(runs):
+    """Every run's block x step gradient-norm heatmap (its own view's), one shown at a time."""
+    import plotly.graph_objects as go
+    runs = [r for r in runs
+            if not r.is_probe and any(isinstance(x.get("grad_norm"), list) for x in r.records["layers"])]
+    if not runs:
+        return None
+    fig = go.Figure([heatmap_trace(r, {"name": "grad_norm", "axis": "block"}, visible=(i == 0))
+                     for i, r in enumerate(runs)])
+    buttons = [{"label": f"{run_key(r)} ({r.wiring}, L={r.n_layer})", "method": "update",
+                "args": [{"visible": [j == i for j in range(len(runs))]}]} for i, r in enumerate(runs)]
+    fig.update_layout(updatemenus=[{"buttons": buttons, "direction": "down", "x": 0, "xanchor": "left",
+                                    "y": 1.14, "yanchor": "top"}],
+                      xaxis_title="step", yaxis_title="block (0 = next to the embedding)", height=560,
+                      margin={"t": 110})
+    return fig
 
 
 def write_sweep_view(runs, out_dir) -> str:

@@ -6,8 +6,9 @@
 # Each page must be self-contained (no http(s) URL, no <link>), load with no script error and no
 # network request, and draw every chart (the page's own #view-check). Hovering as a person would
 # (tests/integration/view_probe.js, injected into a copy) must show the last val loss and a
-# gradient-norm heatmap cell equal to metrics.jsonl's values at the digits the page shows (6 and
-# 5 significant), and picking one run in the sweep view must hide every other run's traces.
+# gradient-norm heatmap cell (in the sweep view, its first run's) equal to metrics.jsonl's values
+# at the digits the page shows (6 and 5 significant), and picking one run in the sweep view must
+# hide every other run's traces.
 # Size bound: the 96-block view (96 blocks x 7 layers records x 11 metrics) is under 10 MB, at
 # most 1 MB of it beside plotly.js (Debian's unminified plotly.js 2.6.3 alone is 8.7 MB).
 # Then a page with a script error, one with a chart never drawn and one that fetches over the
@@ -116,15 +117,15 @@ if "picked" in attrs:
     run, kept, others = attrs["picked"].split()
     assert int(kept) > 0 and int(others) == 0, f"picking {run}: {kept} of its traces and {others} others visible"
     print(f"check_views: sweep view, {run} picked: {kept} of its traces shown, {others} of other runs")
-else:
-    layers = [r for r in recs if r.get("kind") == "layers"][-1]
-    shown = re.search(r"block (\d+)step (\d+)grad_norm ([-0-9.e+]+)$", attrs["grad"])
-    assert shown, f"heatmap hover text {attrs['grad']!r}"
-    want = float(f"{layers['grad_norm'][block]:.5g}")
-    assert (int(shown.group(1)), int(shown.group(2))) == (block, layers["step"]) and float(shown.group(3)) == want, \
-        f"the page shows {attrs['grad']!r}; metrics.jsonl has grad_norm[{block}] {layers['grad_norm'][block]}"
-    print(f"check_views: heatmap hover shows grad_norm {shown.group(3)} at block {block}, step {layers['step']}; "
-          f"metrics.jsonl {layers['grad_norm'][block]}")
+# the gradient heatmap: the run's own, or in the sweep view its first run's
+layers = [r for r in recs if r.get("kind") == "layers"][-1]
+shown = re.search(r"block (\d+)step (\d+)grad_norm ([-0-9.e+]+)$", attrs["grad"])
+assert shown, f"heatmap hover text {attrs['grad']!r}"
+want = float(f"{layers['grad_norm'][block]:.5g}")
+assert (int(shown.group(1)), int(shown.group(2))) == (block, layers["step"]) and float(shown.group(3)) == want, \
+    f"the page shows {attrs['grad']!r}; metrics.jsonl has grad_norm[{block}] {layers['grad_norm'][block]}"
+print(f"check_views: heatmap hover shows grad_norm {shown.group(3)} at block {block}, step {layers['step']}; "
+      f"metrics.jsonl {layers['grad_norm'][block]}")
 EOF
 }
 probe "$S/res/plots/view.html" "$S/res" 1 || fail "res view: charts or hover values (see above)"

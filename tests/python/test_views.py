@@ -57,6 +57,9 @@ class Views(unittest.TestCase):
         page = read(os.path.join(self.out, "view.html"))
         self.assertIn('id="run-picker"', page)
         self.assertIn('value="run_small" onchange="pickRuns()" checked', page)
+        heat = chart_data(os.path.join(self.out, "view.html"))[3]  # every run's heatmap, one at a time
+        self.assertEqual([t["type"] for t in heat], ["heatmap"])
+        self.assertEqual(heat[0]["customdata"][2], [r["grad_norm"][2] for r in self.run.records["layers"]])
 
     def test_a_run_view_embeds_plotly_once_and_the_runs_numbers(self):
         from plotly.offline import get_plotlyjs
