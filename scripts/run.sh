@@ -22,4 +22,6 @@ if ! PLOT_PY="$(bash scripts/find_python.sh --plot)"; then
 fi
 echo "==> plotting $RUN_DIR"
 MPLBACKEND="${MPLBACKEND:-Agg}" "$PLOT_PY" scripts/plot_run.py "$RUN_DIR"
-echo "run: done; results in $RUN_DIR (metrics.jsonl, summary.json, plots/)"
+echo "run: done; results in $RUN_DIR (metrics.jsonl, summary.json, plots/; open plots/view.html to explore)"
+echo "run: in PyTorch: once 'bash scripts/link_package.sh', then from any folder:"
+echo "       /usr/bin/python3 -c 'from stacklab import load_run; print(load_run(\"$(cd "$RUN_DIR" && pwd)\"))'"

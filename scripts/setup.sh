@@ -14,8 +14,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="$ROOT/build"
 
-# Debian 12 package names. RUN_PACKAGES build and run stacklab and draw its figures (GoogleTest
-# too: CMake configures the tests by default). TEST_PACKAGES are for scripts/test.sh only: clang and
+# Debian 12 package names. RUN_PACKAGES build and run stacklab and draw its figures and its HTML
+# views (python3-plotly; GoogleTest too: CMake configures the tests by default). TEST_PACKAGES are for scripts/test.sh only: clang and
 # libclang-rt-14-dev (its libFuzzer runtime) for fuzzing; libbenchmark-dev for
 # -DSTACKLAB_BUILD_BENCH=ON; python3-torch for the PyTorch parity check; slurm-wlm and munge for the
 # single-node Slurm of tests/integration/check_slurm.sh (scripts/slurm_local.sh: nothing is
@@ -23,7 +23,8 @@ BUILD_DIR="$ROOT/build"
 # in tests/integration/check_report_html.sh; libxsmm-dev and pkg-config for the optional libxsmm
 # matrix-product path (-DSTACKLAB_LIBXSMM=ON) that test.sh builds and tests beside the default
 # OpenBLAS one; python3-flake8 and clang-format for test.sh's lint stage.
-RUN_PACKAGES=(g++ cmake make libopenblas-dev nlohmann-json3-dev libgtest-dev python3-numpy python3-matplotlib)
+RUN_PACKAGES=(g++ cmake make libopenblas-dev nlohmann-json3-dev libgtest-dev python3-numpy python3-matplotlib
+              python3-plotly)
 TEST_PACKAGES=(libbenchmark-dev python3-torch clang libclang-rt-14-dev slurm-wlm munge chromium
                libxsmm-dev pkg-config python3-flake8 clang-format)
 # A build of named targets (run.sh and reproduce.sh: `setup.sh stacklab`) installs RUN_PACKAGES; a

@@ -28,7 +28,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 
-from . import runlog
+from . import runlog, views
 from . import study_stats as stats
 from .plot_common import (REF_STYLE, arr, column_summary, depth_axis, legend_below, save, separate_labels,
                           wiring_colors, wiring_label, wiring_styles)
@@ -379,6 +379,7 @@ def main(argv=None):
         plot_loss_vs_lr(all_runs, out_dir, written)
         plot_escape(runs, out_dir, written)
         plot_deepest_curves(runs, out_dir, written)
+    views.write_view(views.write_sweep_view, all_runs, out_dir, written)
     for n in sorted(note):
         print(f"plot_compare: {n}")
     for path in written:

@@ -19,7 +19,7 @@ import numpy as np
 from matplotlib.colors import LogNorm
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from . import runlog
+from . import runlog, views
 from .plot_common import save, separate_labels  # the figure helpers every plot module shares
 
 matplotlib.use("Agg")  # files only, no display: also when MPLBACKEND is unset
@@ -359,6 +359,7 @@ def main(argv=None):
         skip("grad_norm_by_block.png, grad_norm_heatmap.png, stream.png, stream_grad.png, layer_metrics.png",
              "no layers records in metrics.jsonl")
 
+    views.write_view(views.write_run_view, run, out_dir, written)
     for path in written:
         print(path)
     if not written:

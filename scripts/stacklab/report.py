@@ -24,7 +24,7 @@ import os
 import sys
 from collections import defaultdict
 
-from . import report_doc, runlog, stability_map
+from . import report_doc, runlog, stability_map, views
 from . import report_sections as sections
 from .report_runinfo import numeric_path_lines, read_timing, timing_lines
 from .tier import CLAIMS_SWEEPS
@@ -308,6 +308,17 @@ def tables(doc, tr, esc, extras, sweeps):
     doc.ul([f"{n}/{rid}: {why}" for n, rid, why in excluded] or ["none: every run completed"])
 
 
+def view_links(doc, root):
+    """A link to every HTML view the plotting step wrote (figures/**/view.html, views.py): a sweep's
+    (every run of it, picked side by side) and each plotted run's."""
+    found = sorted(glob.glob(os.path.join(root, "figures", "**", views.VIEW_NAME), recursive=True))
+    doc.h(2, "Views to explore", anchor="views")
+    doc.p("Interactive HTML pages beside the figures (they open from disk, no network): hover for block, step "
+          "and value, drag to zoom; a sweep's view picks runs to set side by side." if found else
+          "(no views under figures/: plotly missing when the figures were made? apt-get install python3-plotly)")
+    doc.ul([f"[{os.path.dirname(os.path.relpath(v, root))}]({os.path.relpath(v, root)})" for v in found])
+
+
 def closing(doc, root, probe, tr, sweeps, stages, shown):
     """How the numbers are made, the figures not shown beside a section, how the study was run."""
     training = tr.sweeps
@@ -331,6 +342,7 @@ def closing(doc, root, probe, tr, sweeps, stages, shown):
     for fpath in rest:
         rel = os.path.relpath(fpath, root)
         doc.figure(rel, figure_caption(rel, probe, tr, sweeps))
+    view_links(doc, root)
     doc.h(2, "How this was run", anchor="run")
     doc.ul(timing_lines(stages, list(sweeps.values())))
     if tr.refs:

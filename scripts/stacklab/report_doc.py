@@ -52,7 +52,9 @@ def inline_html(text):
         else:
             e = html.escape(p)
             e = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", e)
-            e = re.sub(r"\[([^\]]+)\]\(#([-\w]+)\)", r'<a href="#\2">\1</a>', e)  # in-page links only
+            e = re.sub(r"\[([^\]]+)\]\(#([-\w]+)\)", r'<a href="#\2">\1</a>', e)  # in-page links
+            # a page beside the report (a view), by a relative path: never a URL
+            e = re.sub(r"\[([^\]]+)\]\(((?!/)[-\w./]+\.html)\)", r'<a href="\2">\1</a>', e)
             out.append(e)
     return "".join(out)
 

@@ -1,7 +1,9 @@
-// `stacklab gradients CONFIG --out DIR`: the model at init, one fixed training batch, and
-// everything a reference implementation needs to check it: weights.safetensors (with the
-// resolved config in its metadata), batch.safetensors (x, y as float32), outputs.safetensors
-// (logits, loss, grad.<param> for every parameter). Used by tests/parity/torch_parity.py.
+// `stacklab gradients CONFIG [--checkpoint PATH] --out DIR`: the model at init (or the weights
+// of a run's checkpoint), one fixed training batch, and everything a reference implementation
+// needs to check it: weights.safetensors (with the resolved config in its metadata),
+// batch.safetensors (x, y as float32), outputs.safetensors (logits, loss, grad.<param> for every
+// parameter). Used by tests/parity/torch_parity.py (at init) and tests/parity/load_run_check.py
+// (a trained run's checkpoint against stacklab.load_run).
 #include <cstdio>
 
 #include "cli/args.h"
@@ -12,12 +14,13 @@
 #include "core/ops.h"
 #include "nn/model.h"
 #include "nn/weights.h"
+#include "train/checkpoint.h"
 #include "train/setup.h"
 
 namespace sl {
 
 int cmd_gradients(const ArgList& argv) {
-  Args a = parse_args("gradients", argv, {"out"}, {}, true);
+  Args a = parse_args("gradients", argv, {"out", "checkpoint"}, {}, true);
   if (a.positional.size() != 1) throw Error("expected one CONFIG file");
   if (!a.has("out")) throw Error("--out DIR is required");
   Config cfg = load_config(a.positional[0], a.overrides);
@@ -25,6 +28,10 @@ int cmd_gradients(const ArgList& argv) {
   auto data = make_data(cfg);
   Model model(cfg.model);
   model.init_weights(cfg.train.seed);
+  if (a.has("checkpoint")) {  // a trained model: checked like `sample` and `train --resume` read it
+    const std::string ckpt = a.get("checkpoint", "");
+    load_module_state(model, read_checkpoint_file(ckpt), ckpt, "optim.");
+  }
 
   Rng rng(cfg.train.seed);
   const int B = cfg.train.batch_size, T = cfg.model.block_size;

@@ -141,9 +141,10 @@ const Command kCommands[] = {
      "                         <!-- registry:NAME --> and <!-- /registry:NAME --> lines (default: "
      "off)\n"},
     {"gradients", sl::cmd_gradients,
-     "gradients CONFIG --out DIR [--section.key=value ...]   weights, one batch, logits, loss, all "
-     "gradients",
+     "gradients CONFIG --out DIR [--checkpoint PATH] [--section.key=value ...]   weights, one "
+     "batch, logits, loss, all gradients",
      "  --out DIR              where the safetensors files go (required)\n"
+     "  --checkpoint PATH      a run's checkpoint to load instead of the initial weights (none)\n"
      "  --section.key=value    config overrides (none)\n"},
 };
 

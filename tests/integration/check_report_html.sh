@@ -6,7 +6,8 @@
 # that count must equal the number of figures in report.md (the count is written at the page's foot).
 # The page must be self-contained (no http(s) URL in a src or href, no <link>), hold every table of
 # the Markdown, and open with the summary: a row per finding (1-5) and per claim of claims.json,
-# each linking to its section; in the rendered page every in-page link must resolve to an element.
+# each linking to its section; in the rendered page every in-page link must resolve to an element;
+# every HTML view the plotting wrote (figures/**/view.html) is linked by its relative path.
 # Then one figure is broken on purpose, and one link's target renamed, and each check must fail.
 # Run by scripts/test.sh from the repo root. Exit 0 pass, 77 skip (no binary, numpy or chromium), 1 fail.
 # Not here: the report's numbers (check_report.sh), the tiers (check_full_tier.sh).
@@ -65,7 +66,11 @@ for fid in range(1, 6):  # numbered as in README.md; a findings row is marked se
     assert re.search(f'<tr class="(not)?seen"><td><a href="#finding-{fid}">{fid}</a></td>', page), \
         f"finding {fid} missing from report.html's summary"
 assert page.index('id="summary"') < page.index('id="finding-1"'), "the summary does not open the report"
-print(f"check_report_html: static ok: {len(imgs)} embedded figures, {tables_md} tables")
+views = sorted(os.path.relpath(v, root) for v in glob.glob(os.path.join(root, "figures", "**", "view.html"), recursive=True))
+assert views, "no view.html under figures/ (plot_compare.py writes one per sweep; is python3-plotly installed?)"
+for v in views:  # each sweep's view (and each plotted run's) linked by its relative path
+    assert f'<a href="{v}">' in page, f"report.html does not link {v}"
+print(f"check_report_html: static ok: {len(imgs)} embedded figures, {tables_md} tables, {len(views)} views linked")
 EOF
 
 # render FILE: the page's DOM after the load event (its script has written the counts) into FILE.dom.

@@ -1,0 +1,134 @@
+"""A trained run as a PyTorch module: `load_run` builds the mirror (torch_model) from a run
+directory's checkpoint, with its trained weights and, for text runs, its vocabulary.
+
+    from stacklab import load_run
+    model = load_run("runs/quickstart")              # checkpoints/latest.safetensors, eval mode
+    logits, _ = model(torch.tensor([model.vocab.encode("To be")]))
+    model.vocab.decode(logits[0].argmax(-1).tolist())
+
+Not here: the model's definition (torch_model.py), training, checksum verification (the
+checkpoint's format is checked; `stacklab sample` also verifies its checksum).
+"""
+import json
+import os
+from typing import List, Optional
+
+import torch
+
+from . import io_util, torch_model
+
+CHECKPOINT_FORMATS = ("stacklab.checkpoint.v1", "stacklab.checkpoint.v2")
+VOCAB_FORMAT = "stacklab.char_vocab"  # src/data/text.cpp, kVocabFormat
+OPTIM_PREFIX = "optim."               # optimizer state in a checkpoint (src/train/checkpoint.cpp)
+
+
+class RunLoadError(ValueError):
+    """A run directory or checkpoint that cannot become a module; the message names the file."""
+
+
+class Vocab:
+    """A text run's character vocabulary (vocab.json): token id i is the code point chars[i]."""
+
+    def __init__(self, chars: List[str]):
+        self.chars = list(chars)
+        self.stoi = {c: i for i, c in enumerate(self.chars)}
+
+    def __len__(self) -> int:
+        return len(self.chars)
+
+    def encode(self, text: str) -> List[int]:
+        missing = sorted({c for c in text if c not in self.stoi})
+        if missing:
+            raise KeyError(f"[vocab] characters not in the run's vocabulary: {missing!r}")
+        return [self.stoi[c] for c in text]
+
+    def decode(self, ids) -> str:
+        return "".join(self.chars[int(i)] for i in ids)
+
+
+def read_vocab(path: str) -> Vocab:
+    """The vocabulary of vocab.json (format stacklab.char_vocab: code_points in id order)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            j = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        raise RunLoadError(f"[load_run] {path}: cannot read the vocabulary: {e}") from e
+    if not isinstance(j, dict) or j.get("format") != VOCAB_FORMAT or not isinstance(j.get("code_points"), list):
+        raise RunLoadError(f"[load_run] {path}: not a stacklab vocabulary (expected format '{VOCAB_FORMAT}' "
+                           "with a code_points list)")
+    return Vocab([chr(int(cp)) for cp in j["code_points"]])
+
+
+def checkpoint_path(run_dir: str, checkpoint: str = "latest") -> str:
+    """'latest' | 'best' | a path, as `stacklab sample --checkpoint` takes it."""
+    path = (os.path.join(run_dir, "checkpoints", f"{checkpoint}.safetensors")
+            if checkpoint in ("latest", "best") else checkpoint)
+    if not os.path.isfile(path):
+        hint = " (written at a run's first eval)" if checkpoint == "best" else ""
+        raise RunLoadError(f"[load_run] checkpoint '{checkpoint}': {path} not found{hint}")
+    return path
+
+
+def read_checkpoint(path: str):
+    """(model tensors without the optimizer's, config dict, train_state dict) of a checkpoint."""
+    try:
+        tensors, meta = io_util.load(path)
+    except (OSError, io_util.SafetensorsError) as e:
+        raise RunLoadError(f"[load_run] {path}: {e}") from e
+    if meta.get("format") not in CHECKPOINT_FORMATS:
+        raise RunLoadError(f"[load_run] {path}: not a stacklab checkpoint (metadata 'format' is "
+                           f"{meta.get('format')!r}, expected one of {list(CHECKPOINT_FORMATS)})")
+    try:
+        config, state = json.loads(meta["config"]), json.loads(meta.get("train_state", "{}"))
+    except (KeyError, json.JSONDecodeError) as e:
+        raise RunLoadError(f"[load_run] {path}: metadata 'config' missing or not JSON ({e})") from e
+    return {k: v for k, v in tensors.items() if not k.startswith(OPTIM_PREFIX)}, config, state
+
+
+def build_from_checkpoint(path: str, dtype=torch.float32):
+    """The mirror of a checkpoint's model section with its weights, eval mode; a wiring the mirror
+    lacks is refused by its config key and name."""
+    weights, config, state = read_checkpoint(path)
+    try:
+        model = torch_model.build_model(config.get("model", {})).to(dtype)
+    except ValueError as e:
+        raise RunLoadError(f"[load_run] {path}: the PyTorch mirror cannot build this model: {e}") from e
+    params = dict(model.named_parameters())
+    missing, extra = sorted(set(params) - set(weights)), sorted(set(weights) - set(params))
+    if missing or extra:
+        raise RunLoadError(f"[load_run] {path}: parameter names differ from the mirror's: "
+                           f"missing {missing}, extra {extra}")
+    with torch.no_grad():
+        for name, p in params.items():
+            w = torch.from_numpy(weights[name])
+            if tuple(w.shape) != tuple(p.shape):
+                raise RunLoadError(f"[load_run] {path}: '{name}' has shape {tuple(w.shape)}, "
+                                   f"the mirror expects {tuple(p.shape)}")
+            p.copy_(w.to(dtype))
+    model.eval()
+    return model, config, state
+
+
+def load_run(run_dir: str, checkpoint: str = "latest", dtype=torch.float32) -> torch.nn.Module:
+    """The run's model as a torch.nn.Module (torch_model.Transformer) in eval mode, with
+
+        model.vocab           the Vocab of a text run (encode/decode), None for synthetic data
+        model.run_config      the resolved config the checkpoint was written with
+        model.train_state     where training stood (step, optimizer_steps, ...)
+        model.checkpoint_path the file read
+
+    checkpoint: 'latest' (default), 'best' (lowest val loss so far) or a path. Forward:
+    `logits, loss = model(idx, targets=None)`, idx (B, T) int64 token ids, T <= block_size.
+    """
+    if not os.path.isdir(run_dir):
+        raise RunLoadError(f"[load_run] {run_dir}: not a directory (expected a run dir of `stacklab train`)")
+    path = checkpoint_path(run_dir, checkpoint)
+    model, config, state = build_from_checkpoint(path, dtype)
+    vocab: Optional[Vocab] = None
+    if config.get("data", {}).get("source") == "text":
+        vocab = read_vocab(os.path.join(run_dir, "vocab.json"))
+        if len(vocab) != model.cfg["vocab_size"]:
+            raise RunLoadError(f"[load_run] {run_dir}/vocab.json: {len(vocab)} characters, the model's "
+                               f"vocab_size is {model.cfg['vocab_size']}")
+    model.vocab, model.run_config, model.train_state, model.checkpoint_path = vocab, config, state, path
+    return model

@@ -1,0 +1,107 @@
+"""stacklab.load_run (scripts/stacklab/load.py) on fabricated run dirs: a checkpoint written the
+way src/train/checkpoint.cpp writes it (format v2, config and train_state in the metadata, optim.*
+tensors beside the model's) becomes the mirror with those weights; the vocabulary of a text run
+comes with it; a wiring the mirror lacks, a file that is no checkpoint and a missing best
+checkpoint are refused by name. The logits against the stacklab binary: tests/parity/load_run_check.py.
+"""
+import json
+import os
+import tempfile
+import unittest
+
+import numpy as np
+try:
+    import torch
+except ImportError:  # the python stage's interpreter needs only numpy and matplotlib
+    raise unittest.SkipTest("needs torch (apt-get install python3-torch)")
+from stacklab import io_util, load, torch_model
+
+TINY = {"n_layer": 2, "n_head": 2, "n_embd": 8, "block_size": 6, "vocab_size": 5}
+
+
+def write_run(root, model_cfg, text=None, which="latest", seed=0, fmt="stacklab.checkpoint.v2"):
+    """A run dir with config.json and checkpoints/WHICH.safetensors of a random mirror model; a
+    text run (text: its characters) also gets vocab.json. Returns the model written."""
+    model = torch_model.build_model(model_cfg)
+    torch_model.randomize_(model, 0.3, torch.Generator().manual_seed(seed))
+    config = {"model": dict(model_cfg), "data": {"source": "text" if text else "markov"},
+              "derived": {"wiring": "pre-layernorm-res"}}
+    os.makedirs(os.path.join(root, "checkpoints"), exist_ok=True)
+    with open(os.path.join(root, "config.json"), "w") as f:
+        json.dump(config, f)
+    tensors = {n: p.detach().numpy() for n, p in model.named_parameters()}
+    tensors["optim.m.tok_emb.weight"] = np.ones((1,), np.float32)  # optimizer state: not the model's
+    meta = {"format": fmt, "config": json.dumps(config), "checksum": "0" * 16,
+            "train_state": json.dumps({"step": 7, "optimizer_steps": 7, "best_val_loss": 1.5})}
+    io_util.save(os.path.join(root, "checkpoints", f"{which}.safetensors"), tensors, meta)
+    if text:
+        with open(os.path.join(root, "vocab.json"), "w") as f:
+            json.dump({"format": "stacklab.char_vocab", "version": 1, "vocab_size": len(text),
+                       "code_points": [ord(c) for c in text], "chars": text}, f)
+    return model.eval()
+
+
+class LoadRun(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_the_loaded_model_gives_the_logits_of_the_weights_written(self):
+        for cfg in (TINY, {**TINY, "norm_position": "post", "residual_scale": "deepnorm", "tie_weights": True},
+                    {**TINY, "norm": "rmsnorm", "norm_position": "sandwich", "pos_emb": "sinusoidal"}):
+            with self.subTest(cfg=cfg):
+                written = write_run(self.dir, cfg)
+                model = load.load_run(self.dir)
+                idx = torch.tensor([[0, 1, 2, 3, 4, 0]])
+                self.assertFalse(model.training)
+                self.assertTrue(torch.equal(model(idx)[0], written(idx)[0]))
+                self.assertEqual(model.train_state["step"], 7)
+                self.assertIsNone(model.vocab)
+
+    def test_the_package_holds_load_run_itself(self):
+        import stacklab
+        self.assertIs(stacklab.load_run, load.load_run)
+
+    def test_a_text_run_comes_with_its_vocabulary(self):
+        write_run(self.dir, TINY, text="\n abé")
+        model = load.load_run(self.dir)
+        self.assertEqual(model.vocab.encode("bé a"), [3, 4, 1, 2])
+        self.assertEqual(model.vocab.decode([3, 4, 1, 2]), "bé a")
+        with self.assertRaisesRegex(KeyError, "'z'"):
+            model.vocab.encode("za")
+
+    def test_best_reads_best_and_a_missing_best_is_named(self):
+        with self.assertRaisesRegex(load.RunLoadError, "checkpoint 'best': .*best.safetensors not found"):
+            write_run(self.dir, TINY)
+            load.load_run(self.dir, checkpoint="best")
+        written = write_run(self.dir, TINY, which="best", seed=3)
+        idx = torch.tensor([[1, 2]])
+        self.assertTrue(torch.equal(load.load_run(self.dir, "best")(idx)[0], written(idx)[0]))
+
+    def test_a_wiring_the_mirror_lacks_is_refused_by_name(self):
+        write_run(self.dir, TINY)
+        path = os.path.join(self.dir, "checkpoints", "latest.safetensors")
+        tensors, meta = io_util.load(path)
+        config = json.loads(meta["config"])
+        config["model"]["norm"] = "batchnorm"
+        meta["config"] = json.dumps(config)
+        io_util.save(path, tensors, meta)
+        with self.assertRaisesRegex(load.RunLoadError, r"model\.norm: no mirror of 'batchnorm'"):
+            load.load_run(self.dir)
+
+    def test_a_file_that_is_not_a_checkpoint_is_refused(self):
+        write_run(self.dir, TINY, fmt="something.else")
+        with self.assertRaisesRegex(load.RunLoadError, "not a stacklab checkpoint .*'something.else'"):
+            load.load_run(self.dir)
+
+    def test_a_vocabulary_of_the_wrong_size_is_refused(self):
+        write_run(self.dir, TINY, text="abc")
+        with self.assertRaisesRegex(load.RunLoadError, "vocab.json: 3 characters, the model's vocab_size is 5"):
+            load.load_run(self.dir)
+
+
+if __name__ == "__main__":
+    unittest.main()
