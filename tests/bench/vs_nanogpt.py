@@ -22,8 +22,8 @@ not hang on those samples, --common-eval (on by default) also scores every final
 PyTorch process on the same tokens: the whole val split in consecutive windows of 64 characters
 (1,742 windows, 111,488 predictions), both in float32. nanoGPT's model is its own GPT class
 loaded from its ckpt.pt (the checkpoint at its best val loss, which is step 2000 when the val loss
-falls at every evaluation, as it does in this recipe; the step is recorded); stacklab's is the
-package's PyTorch mirror (scripts/stacklab/torch_model.py) with checkpoints/latest.safetensors.
+falls at every evaluation, as it does in this recipe; the step is recorded); stacklab's is
+stacklab.load_run(RUN, "latest"), the package's PyTorch mirror with the run's final weights.
 
     PYTHONPATH=scripts /usr/bin/python3 tests/bench/vs_nanogpt.py --nanogpt /tmp/nanogpt --out /tmp/vs_nanogpt \
         [--seeds 3] [--threads 1,2] [--stacklab build/stacklab] [--iters 2000] [--programs nanogpt,stacklab]
@@ -137,7 +137,7 @@ def common_eval(rows, work):
     import importlib.util
 
     import torch
-    from stacklab import io_util, torch_model
+    from stacklab import load_run
     windows = val_windows()
     torch.set_num_threads(2)
     if work:
@@ -154,12 +154,7 @@ def common_eval(rows, work):
             r["ckpt_step"] = ck["iter_num"]
             r["common_val"] = mean_loss(lambda x: model(x, x)[0], windows)  # targets given: logits at every position
         else:
-            cfg = json.load(open(os.path.join(r["dir"], "config.json")))
-            model = torch_model.build_model(cfg["model"]).float()
-            tensors, _ = io_util.load(os.path.join(r["dir"], "checkpoints", "latest.safetensors"))
-            names = set(model.state_dict())
-            model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in tensors.items() if k in names})
-            model.eval()
+            model = load_run(r["dir"], "latest")
             r["common_val"] = mean_loss(lambda x: model(x)[0], windows)
 
 
