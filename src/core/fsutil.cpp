@@ -196,9 +196,9 @@ FileLock::~FileLock() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-FileLock FileLock::try_lock(const std::string& path, bool inherit) {
+FileLock FileLock::try_lock(const std::string& path) {
   for (;;) {
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | (inherit ? 0 : O_CLOEXEC), 0644);
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) fail("cannot open lock file", path, errno);
     const bool got = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
     const int err = errno;

@@ -54,10 +54,11 @@ class FileLock {
  public:
   // Opens `path` (created if missing) and tries to lock it. held() says whether it did;
   // previous_record() is what the file held at that moment: the holder's record when not held,
-  // the last holder's when held (empty after a clean release_and_remove). `inherit`: children
-  // forked and exec'd keep the lock too (so it stays held while they run). sl::Error when the
-  // file cannot be opened or flock fails other than by being held.
-  static FileLock try_lock(const std::string& path, bool inherit = false);
+  // the last holder's when held (empty after a clean release_and_remove). The descriptor is
+  // close-on-exec: a program the holder starts does not hold the lock (flock belongs to the open
+  // file, which an inherited descriptor would share), so the lock ends with its holder. sl::Error
+  // when the file cannot be opened or flock fails other than by being held.
+  static FileLock try_lock(const std::string& path);
   ~FileLock();  // releases the lock; the file and its record stay
   FileLock(FileLock&& other) noexcept;
   FileLock& operator=(FileLock&&) = delete;
