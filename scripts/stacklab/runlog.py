@@ -276,8 +276,8 @@ def sweep_runs(sweep_dir) -> list:
 
 def find_runs(paths, depth=2):
     """Runs under each path, sorted by (wiring, n_layer, path). A run dir or probe file is itself;
-    a sweep dir (with manifest.json) gives the runs its manifest lists (sweep_runs), found up to
-    `depth` levels below a path too. A folder that is neither (runs you trained into one place)
+    a sweep dir (with manifest.json) gives the runs its manifest lists (sweep_runs), as long as
+    they lie at most `depth` levels below the path. A folder that is neither (runs you trained into one place)
     is walked up to `depth` levels for run dirs and probe files, with a note, skipping the
     `*.changed-N` folders a sweep moved aside."""
     found, seen = [], set()
@@ -292,7 +292,7 @@ def find_runs(paths, depth=2):
         if os.path.isdir(p) and _is_run_dir(p) or is_probe_file(p):
             add(load_run(p))
             return level > 0  # a run found by walking, not given nor listed by a manifest
-        if os.path.isdir(p) and is_sweep_dir(p):
+        if os.path.isdir(p) and is_sweep_dir(p) and level < depth:  # its runs one level down
             for run in sweep_runs(p):
                 add(run)
             return False
