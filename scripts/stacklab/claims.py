@@ -188,7 +188,8 @@ class RunSet:
 
 def load_runset(out_dir: str, tier_name: str = "quick", claims: dict | None = None) -> RunSet:
     dirs = [os.path.join(out_dir, s) for s in tier.CLAIMS_SWEEPS if os.path.isdir(os.path.join(out_dir, s))]
-    return RunSet(runlog.find_runs(dirs, depth=2) if dirs else [], tier_name, claims)
+    # Each sweep's runs are the ones its manifest lists (runlog.sweep_runs), never a <dir>.changed-N beside them.
+    return RunSet([r for d in dirs for r in runlog.sweep_runs(d)], tier_name, claims)
 
 
 # ---- numbers ---------------------------------------------------------------------------------

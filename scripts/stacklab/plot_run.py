@@ -5,7 +5,8 @@
 Writes PNGs into RUN_DIR/plots/ (or --out) and prints each path: loss.png, grad_norm_by_block.png,
 grad_norm_heatmap.png, stream.png, stream_grad.png, layer_metrics.png (one panel per per-layer
 metric the run's start record declares, with the label stacklab gives it). A figure whose data
-the run lacks (no eval yet, no layers record) is skipped with a message. Not here: comparing
+the run lacks (no eval yet, no layers record, gradients all 0 so nothing for a log axis) is skipped
+with a message. Not here: comparing
 runs (plot_compare.py).
 """
 import argparse
@@ -139,9 +140,12 @@ def step_colors(steps):
 
 def plot_lines(run, recs, key, out_dir, name, what, xlabel, ylabel, logy=True):
     series = [(r["step"], arr(r.get(key))) for r in recs if r.get(key)]
-    series = [(s, positive(a) if logy else a) for s, a in series if np.isfinite(a).any()]
+    # NaN where a log axis cannot show a value first, then the series with something left to draw:
+    # all-zero gradients (a run that cannot learn, e.g. a one-character text) are a note, not a traceback.
+    series = [(s, a) for s, a in ((s, positive(a) if logy else a) for s, a in series) if np.isfinite(a).any()]
     if not series:
-        return skip(name, f"no finite '{key}' in the layers records")
+        return skip(name, f"no {'positive ' if logy else ''}finite '{key}' in the layers records"
+                    + (" (every value 0 or null: nothing to draw on a log axis)" if logy else ""))
     fig, ax = plt.subplots(figsize=(8, 5))
     colors = step_colors([r["step"] for r in recs])
     for step, a in series:

@@ -46,17 +46,15 @@ class Sweep:
 
     def __init__(self, root, name):
         self.name, self.dir = name, os.path.join(root, name)
-        self.manifest = runlog._read_json(os.path.join(self.dir, "manifest.json"), "manifest") or {}
+        self.manifest, entries = runlog.sweep_entries(self.dir)
         self.mode = self.manifest.get("mode")
         self.runs, self.excluded = [], []   # usable Runs; (id, reason)
         self.excluded_runs = {}              # id -> the excluded Run, where its dir exists
-        for entry in self.manifest.get("runs", []):
-            rid = entry.get("id", "?")
-            path = os.path.join(self.dir, entry.get("dir", rid))
+        for e in entries:
+            rid, path = e.id, e.path
             if self.mode == "probe":
-                path = os.path.join(path, "probe.json")
                 if not os.path.isfile(path):
-                    self.excluded.append((rid, f"no probe.json (sweep status: {entry.get('status', '?')})"))
+                    self.excluded.append((rid, f"no probe.json (sweep status: {e.status})"))
                     continue
                 run = runlog.load_probe(path)
                 if not run.records["layers"][0].get("grad_norm"):
@@ -64,7 +62,7 @@ class Sweep:
                     continue
             else:
                 if not os.path.isdir(path):
-                    self.excluded.append((rid, f"never started (sweep status: {entry.get('status', '?')})"))
+                    self.excluded.append((rid, f"never started (sweep status: {e.status})"))
                     continue
                 run = runlog.load_run(path)
                 # Diverged means what the run's summary.json says (runlog.is_diverged), whatever
@@ -363,7 +361,7 @@ def main(argv=None):
     if not os.path.isdir(root):
         print(f"report.py: {root}: no such directory", file=sys.stderr)
         return 1
-    names = sorted(d for d in os.listdir(root) if os.path.isfile(os.path.join(root, d, "manifest.json")))
+    names = sorted(d for d in os.listdir(root) if runlog.is_sweep_dir(os.path.join(root, d)))
     sweeps = {n: Sweep(root, n) for n in names}
     probe = sweeps.get("probe_grid") or next((s for s in sweeps.values() if s.mode == "probe"), None)
     training = [sweeps[n] for n in TRAINING_SWEEPS if n in sweeps]

@@ -164,7 +164,7 @@ def map_section(doc, root, data, lines, caption):
             doc.p(f"(the figure was not drawn: `python3 scripts/plot_stability_map.py OUT/{stability_map.SWEEP} "
                   f"--out OUT/figures/{stability_map.SWEEP}`)")
     sweep_dir = os.path.join(root, stability_map.BRANCH_SWEEP)
-    branch = stability_map.branch_sizes(runlog.find_runs([sweep_dir])) if os.path.isdir(sweep_dir) else []
+    branch = stability_map.branch_sizes(runlog.sweep_runs(sweep_dir)) if os.path.isdir(sweep_dir) else []
     if branch:
         doc.p("Why the init can decide it: how large each branch starts next to the stream it is added to, "
               f"measured by the probe (`branch_ratio`, sweep {stability_map.BRANCH_SWEEP}):")

@@ -177,8 +177,9 @@ def build(runs, outcome=None) -> MapData:
 
 
 def load(sweep_dir) -> MapData:
-    """The map of OUT/stability_map (an empty map when the directory does not exist)."""
-    return build(runlog.find_runs([sweep_dir]) if os.path.isdir(sweep_dir) else [])
+    """The map of OUT/stability_map: the runs its manifest lists (runlog.sweep_runs); an empty map
+    when the directory does not exist."""
+    return build(runlog.sweep_runs(sweep_dir) if os.path.isdir(sweep_dir) else [])
 
 
 # ---- the figure ------------------------------------------------------------------------------

@@ -364,7 +364,8 @@ def cmd_deepest(args):
     the rate every depth has: single-run figures for the report (plot_run.py)."""
     from . import runlog  # here, not at the top: the other commands need no numpy
     from . import study_stats as stats
-    runs = [r for r in runlog.find_runs([os.path.join(args.out, "train_grid")], depth=1) if r.status == "completed"]
+    grid = os.path.join(args.out, "train_grid")
+    runs = [r for r in runlog.sweep_runs(grid) if r.status == "completed"] if os.path.isdir(grid) else []
     if not runs:
         return 0
     ref = stats.reference_rate(stats.points(runs))

@@ -34,6 +34,8 @@ std::vector<uint64_t> parse_seeds(const std::string& text) {
       throw Error(
           "--seeds: expected comma-separated non-negative integers (at most 2^64 - 1), got '" +
           item + "'");
+    for (uint64_t seen : seeds)  // the same seed twice would be averaged as two
+      if (seen == v) throw Error("--seeds: seed " + s + " appears twice in '" + text + "'");
     seeds.push_back(v);
   }
   if (seeds.empty())

@@ -393,6 +393,12 @@ void validate_data(const DataConfig& d, const Validator& v) {
                "(--data.source=text), else remove data.path");
   if (!(d.val_fraction > 0 && d.val_fraction < 1))
     v.fail("data.val_fraction", "must be in (0, 1), got " + json(d.val_fraction).dump());
+  if (d.source != SourceKind::Text &&
+      d.val_fraction != DataConfig{}.val_fraction)  // else ignored, yet part of the run's identity
+    v.fail("data.val_fraction",
+           json(d.val_fraction).dump() + " is set but data.source is \"" + name_of(d.source) +
+               "\", which samples its validation batches from the chain and does not read it; "
+               "remove data.val_fraction (it splits a text file: data.source \"text\")");
 }
 
 void validate_optim(const OptimConfig& o, const Validator& v) {

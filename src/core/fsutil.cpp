@@ -117,6 +117,85 @@ std::string read_file(const std::string& path) {
   return out;
 }
 
+namespace {
+
+// Why the file of mode `mode` is not a regular file, or "" when it is.
+std::string not_regular(mode_t mode) {
+  if (S_ISREG(mode)) return "";
+  if (S_ISDIR(mode)) return "is a directory";
+  if (S_ISFIFO(mode)) return "is a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "is a character device";
+  if (S_ISBLK(mode)) return "is a block device";
+  if (S_ISSOCK(mode)) return "is a socket";
+  return "is a special file";
+}
+
+// The checks on one stat result; `what` and `path` name the file.
+void check_stat(const struct stat& st, const std::string& path, std::uint64_t max_bytes,
+                const std::string& what) {
+  if (const std::string why = not_regular(st.st_mode); !why.empty())
+    throw Error(what + " '" + path + "': " + why + ", not a regular file");
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
+    throw Error(what + " '" + path + "': " + std::to_string(st.st_size) + " bytes, above the " +
+                size_text(max_bytes) + " limit");
+}
+
+}  // namespace
+
+std::string size_text(std::uint64_t bytes) {
+  if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0)
+    return std::to_string(bytes >> 30) + " GiB";
+  if (bytes >= (1ull << 20) && bytes % (1ull << 20) == 0)
+    return std::to_string(bytes >> 20) + " MiB";
+  return std::to_string(bytes) + " bytes";
+}
+
+void check_regular_file(const std::string& path, std::uint64_t max_bytes, const std::string& what) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    throw Error(what + " '" + path +
+                "': cannot open (missing or unreadable: " + std::strerror(err) + ")");
+  }
+  check_stat(st, path, max_bytes, what);
+}
+
+std::string read_regular_file(const std::string& path, std::uint64_t max_bytes,
+                              const std::string& what) {
+  check_regular_file(path, max_bytes, what);
+  // Non-blocking: a FIFO put in place after the stat must not block the open either.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    const int err = errno;
+    throw Error(what + " '" + path + "': cannot open (" + std::strerror(err) + ")");
+  }
+  struct stat st {};
+  std::string out;
+  try {
+    if (::fstat(fd, &st) != 0) fail("cannot stat", path, errno);
+    check_stat(st, path, max_bytes, what);
+    out.reserve(static_cast<size_t>(st.st_size));
+    char buf[1 << 16];
+    for (;;) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        fail("cannot read", path, errno);
+      }
+      if (n == 0) break;
+      out.append(buf, static_cast<size_t>(n));
+      if (out.size() > max_bytes)
+        throw Error(what + " '" + path + "': grew past the " + size_text(max_bytes) +
+                    " limit while read");
+    }
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  return out;
+}
+
 void make_dirs(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_directory(path, ec))
@@ -196,9 +275,9 @@ FileLock::~FileLock() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-FileLock FileLock::try_lock(const std::string& path, bool inherit) {
+FileLock FileLock::try_lock(const std::string& path) {
   for (;;) {
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | (inherit ? 0 : O_CLOEXEC), 0644);
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) fail("cannot open lock file", path, errno);
     const bool got = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
     const int err = errno;

@@ -5,6 +5,7 @@
 // Every failure throws sl::Error naming the path and the OS reason (strerror).
 // Not here: file formats (see core/safetensors.h), what a lock's record says (its users).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,18 @@ void write_file_atomic(const std::string& path, std::string_view bytes);
 
 // The whole content of `path`; sl::Error if it is missing or unreadable.
 std::string read_file(const std::string& path);
+
+// Input files that must be ordinary files of bounded size (data files, configs): a FIFO would block
+// the open, a device such as /dev/zero or /dev/urandom would be read until memory runs out. So
+// the type and size are checked with stat before anything opens the file, and the file is opened
+// non-blocking and checked again. Each failure throws sl::Error "<what> '<path>': <why>", e.g.
+// "data.path '/dev/zero': is a character device, not a regular file".
+void check_regular_file(const std::string& path, std::uint64_t max_bytes, const std::string& what);
+// The whole content of such a file (also refused when it grows past `max_bytes` while read).
+std::string read_regular_file(const std::string& path, std::uint64_t max_bytes,
+                              const std::string& what);
+// "1 GiB", "16 MiB", "512 bytes": a size cap as the messages and docs state it.
+std::string size_text(std::uint64_t bytes);
 
 // mkdir -p: creates `path` and its missing parents; fine if it already is a directory.
 void make_dirs(const std::string& path);
@@ -54,10 +67,11 @@ class FileLock {
  public:
   // Opens `path` (created if missing) and tries to lock it. held() says whether it did;
   // previous_record() is what the file held at that moment: the holder's record when not held,
-  // the last holder's when held (empty after a clean release_and_remove). `inherit`: children
-  // forked and exec'd keep the lock too (so it stays held while they run). sl::Error when the
-  // file cannot be opened or flock fails other than by being held.
-  static FileLock try_lock(const std::string& path, bool inherit = false);
+  // the last holder's when held (empty after a clean release_and_remove). The descriptor is
+  // close-on-exec: a program the holder starts does not hold the lock (flock belongs to the open
+  // file, which an inherited descriptor would share), so the lock ends with its holder. sl::Error
+  // when the file cannot be opened or flock fails other than by being held.
+  static FileLock try_lock(const std::string& path);
   ~FileLock();  // releases the lock; the file and its record stay
   FileLock(FileLock&& other) noexcept;
   FileLock& operator=(FileLock&&) = delete;

@@ -11,24 +11,14 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/fsutil.h"
 #include "data/utf8.h"
 
 namespace sl {
 namespace {
 
 constexpr const char* kVocabFormat = "stacklab.char_vocab";
-
-std::string read_whole_file(const std::string& path, const std::string& what) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw Error(what + " '" + path + "': is a directory, not a file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(what + ": cannot open file '" + path + "' (missing or unreadable)");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error(what + ": error while reading '" + path + "'");
-  return ss.str();
-}
+constexpr std::uint64_t kMaxVocabBytes = 64ull << 20;  // 1.1M code points fit in a few MiB
 
 void check_vocab(const std::vector<char32_t>& vocab, const std::string& what) {
   if (vocab.empty()) throw Error(what + ": vocabulary is empty");
@@ -65,7 +55,7 @@ void TextSource::load(const std::string& path, bool build_vocab) {
   if (!std::filesystem::exists(path, ec))
     throw Error(what + ": no such file; an outside data set such as tiny Shakespeare is brought " +
                 "by the data step, python3 scripts/get_data.py (see data/README.md)");
-  const std::string bytes = read_whole_file(path, "data.path");
+  const std::string bytes = read_regular_file(path, kMaxTextBytes, "data.path");
   if (bytes.empty())
     throw Error(what + ": file is empty; a text source needs characters to train on");
   const std::vector<char32_t> cps = utf8_decode(bytes, what);
@@ -128,7 +118,8 @@ void TextSource::save_vocab(const std::string& path) const {
 
 std::vector<char32_t> TextSource::load_vocab(const std::string& path) {
   const std::string what = "vocabulary file '" + path + "'";
-  const nlohmann::json j = parse_json_text(read_whole_file(path, "vocabulary file"), what);
+  const nlohmann::json j =
+      parse_json_text(read_regular_file(path, kMaxVocabBytes, "vocabulary file"), what);
   if (json_string(j, what, "format") != kVocabFormat)
     throw Error(what + ": field 'format' must be \"" + std::string(kVocabFormat) + "\"");
   json_int(j, what, "version", 1, 1);

@@ -12,10 +12,16 @@
 
 namespace sl {
 
+// The largest data.path file read (1 GiB): a text of that size takes about 9 times as much memory
+// (its bytes, then 4 bytes per character twice). Anything but a regular file (a FIFO, /dev/zero,
+// a device) is refused too, before it is opened: core/fsutil.h check_regular_file.
+constexpr std::uint64_t kMaxTextBytes = 1ull << 30;
+
 class TextSource : public DataSource {
  public:
   // Reads `path`, builds the vocabulary from all of its characters. Throws sl::Error naming
-  // the path for a missing, empty or non-UTF-8 file, and data.val_fraction if not in (0, 1).
+  // the path for a missing, empty, non-UTF-8, non-regular or too large (kMaxTextBytes) file,
+  // and data.val_fraction if not in (0, 1).
   TextSource(const std::string& path, double val_fraction, uint64_t seed);
   // Same, with a given vocabulary (sorted, unique); a character of the file that is not in it
   // is an error naming the character and its byte offset.

@@ -132,6 +132,7 @@ void write_manifest(const SweepPlan& plan, const std::vector<SweepItem>& items,
                         {"overrides", r.overrides},
                         {"seeds", r.seeds},
                         {"status", spell(it.state)}};
+    if (!r.variant.empty()) j["variant"] = r.variant;  // also where the id leaves it out
     if (!it.job.empty()) j["job"] = it.job;
     runs.push_back(j);
   }

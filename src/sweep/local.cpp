@@ -9,6 +9,7 @@
 // which checkpoint. The Slurm executor (sweep/slurm.cpp) submits the same runs as one job array
 // per sweep. Flags: cli/cmd_sweep.cpp; --status: sweep/status.cpp.
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,36 +39,54 @@ std::atomic<int> g_sweep_stop{0};
 
 // Forks `stacklab ARGS` with its output appended to RUN/log.txt; the child records itself in
 // RUN/task.json before the exec (the parent cannot: the trainer, starting, removes temp files).
+// The child gets SIGTERM when the sweep dies (PR_SET_PDEATHSIG; the trainer checkpoints and stops,
+// as on a forwarded stop): a sweep killed with SIGKILL leaves no orphan training, and the out_dir
+// lock (not inherited: FileLock's O_CLOEXEC) is free for the next invocation. Until the exec the
+// child has the sweep's own SIGINT/SIGTERM handler, which would only set a flag the exec discards:
+// the signals are blocked over the fork and the child restores their default action first, so a
+// stop (forwarded, or the sweep's death) that comes before the exec ends the child.
 pid_t spawn(const std::vector<std::string>& args, const std::string& run_dir) {
   const std::string log_path = run_dir + "/log.txt";
+  const pid_t parent = getpid();
+  sigset_t stops, before;
+  sigemptyset(&stops);
+  sigaddset(&stops, SIGINT);
+  sigaddset(&stops, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stops, &before);
   const pid_t pid = fork();
-  if (pid < 0) throw Error("fork failed");
-  if (pid == 0) {
-    try {
-      write_task_record(run_dir, {Executor::Local, TaskState::Running, -1, "", host_name(),
-                                  static_cast<long long>(getpid())});
-    } catch (const std::exception& e) {  // a forked child must not unwind into the parent's main
-      std::fprintf(stderr, "stacklab sweep: %s\n", e.what());
-      _exit(kExitError);
-    }
-    const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      dup2(fd, STDOUT_FILENO);
-      dup2(fd, STDERR_FILENO);
-      close(fd);
-    }
-    // Each child is single-threaded (--train.threads=1); OpenMP must not start (or spin) more.
-    setenv("OMP_NUM_THREADS", "1", 1);
-    std::vector<char*> argv;
-    static char self[] = "stacklab";
-    argv.push_back(self);
-    for (const auto& s : args) argv.push_back(const_cast<char*>(s.c_str()));
-    argv.push_back(nullptr);
-    execv("/proc/self/exe", argv.data());
-    std::perror("stacklab sweep: exec");
-    _exit(127);
+  if (pid != 0) {
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
+    if (pid < 0) throw Error("fork failed");
+    return pid;
   }
-  return pid;
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  // The parent may have died before the prctl: then getppid() is no longer it.
+  if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent) _exit(kExitError);
+  try {
+    write_task_record(run_dir, {Executor::Local, TaskState::Running, -1, "", host_name(),
+                                static_cast<long long>(getpid())});
+  } catch (const std::exception& e) {  // a forked child must not unwind into the parent's main
+    std::fprintf(stderr, "stacklab sweep: %s\n", e.what());
+    _exit(kExitError);
+  }
+  const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd >= 0) {
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    close(fd);
+  }
+  // Each child is single-threaded (--train.threads=1); OpenMP must not start (or spin) more.
+  setenv("OMP_NUM_THREADS", "1", 1);
+  std::vector<char*> argv;
+  static char self[] = "stacklab";
+  argv.push_back(self);
+  for (const auto& s : args) argv.push_back(const_cast<char*>(s.c_str()));
+  argv.push_back(nullptr);
+  execv("/proc/self/exe", argv.data());
+  std::perror("stacklab sweep: exec");
+  _exit(127);
 }
 
 // The local executor: up to `jobs` children at once over the pending items, in order.

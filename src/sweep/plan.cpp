@@ -50,7 +50,8 @@ std::string list_text(const json& values) {
 
 // The keys the sweep sets for each run itself are refused anywhere else in the file: a value
 // there would be replaced without a word (the seed comes from "seeds", the name from the run id,
-// the directory from "out_dir"). `where` is e.g. "grid", `values` the value(s) written.
+// the directory from "out_dir", the threads from the executor). `where` is e.g. "grid", `values`
+// the value(s) written.
 void refuse_sweep_owned(const std::string& path, const std::string& where, const std::string& key,
                         const json& values) {
   if (key == "train.seed")
@@ -60,6 +61,12 @@ void refuse_sweep_owned(const std::string& path, const std::string& where, const
                       "every seed in one " +
                       "probe), which would replace this value; write \"seeds\": " +
                       list_text(values) + " instead");
+  if (key == "train.threads")
+    throw ConfigError(
+        path + ": " + where + "." + key +
+        ": the sweep sets each run's threads itself (1 with the local executor, "
+        "--slurm-cpus-per-task on Slurm), which would replace this value; run more "
+        "at once with --jobs, or give Slurm runs more cores with --slurm-cpus-per-task");
   if (key == "train.name" || key == "train.out_dir")
     throw ConfigError(path + ": " + where + "." + key + ": the sweep sets " + key +
                       " for each run (its directory " +
@@ -201,6 +208,39 @@ std::vector<Point> with_variants(std::vector<Point> points, const json& j,
   return next;
 }
 
+// A key set in two places where one value would replace the other at every run is refused, naming
+// it: the grid and "overrides" (the overrides value would never be trained), the grid and a
+// variant (the grid's values would never be trained: every point gets the variant's), and
+// "overrides" and every variant (the overrides value would never be trained). A key in
+// "overrides" and in some variants is allowed: the overrides value is the other variants' one.
+void refuse_clashes(const json& j, const std::string& path) {
+  const json none = json::object();
+  const json& ov = j.contains("overrides") ? j["overrides"] : none;
+  const json& grid = j.contains("grid") ? j["grid"] : none;
+  for (const auto& [k, v] : grid.items())
+    if (ov.contains(k))
+      throw ConfigError(path + ": grid." + k + ": also set in overrides; the grid's values " +
+                        "replace it at every point, so overrides." + k +
+                        " would never be trained: remove one of the two");
+  if (!j.contains("variants")) return;
+  const json& vars = j["variants"];
+  for (size_t i = 0; i < vars.size(); ++i)
+    for (const auto& [k, v] : vars[i].items())
+      if (grid.contains(k))
+        throw ConfigError(path + ": variants[" + std::to_string(i) + "]." + k +
+                          ": also a grid key; the variant's value would replace every grid " +
+                          "value " + list_text(grid[k]) +
+                          ", so they would never be trained: set it in the grid or in the " +
+                          "variants, not both");
+  for (const auto& [k, v] : ov.items()) {
+    bool everywhere = true;
+    for (const auto& var : vars) everywhere = everywhere && var.contains(k);
+    if (everywhere)
+      throw ConfigError(path + ": overrides." + k + ": every variant sets " + k +
+                        ", so this value would never be trained: remove it from overrides");
+  }
+}
+
 // The point's config as the child will resolve it; a rule broken only by the combination
 // (n_embd % n_head, ...) is reported against the sweep file with the point's overrides.
 Config point_config(const SweepPlan& plan, const std::string& path, std::vector<std::string> ov) {
@@ -250,8 +290,14 @@ void add_runs(SweepPlan& plan, const std::string& path, const std::vector<std::s
       // A probe is one forward + backward per seed; a training run max_iters steps (plus evals).
       const double steps = plan.mode == SweepMode::Probe ? static_cast<double>(run_seeds.size())
                                                          : cfgs[i].train.max_iters;
-      SweepRun r{run_id, plan.out_dir + "/" + run_id, ov, run_seeds, step_flops * steps, cfgs[i],
-                 nullptr};
+      SweepRun r{run_id,
+                 plan.out_dir + "/" + run_id,
+                 ov,
+                 run_seeds,
+                 step_flops * steps,
+                 cfgs[i],
+                 nullptr,
+                 points[i].variant};
       r.config.train.threads = 1;
       if (plan.mode == SweepMode::Probe) {
         r.run_info = {{"probe_seeds", run_seeds}};
@@ -286,6 +332,7 @@ SweepPlan expand_sweep(const std::string& path) {
   const std::vector<uint64_t> seeds = read_seeds(j, path);
   const std::vector<std::string> common = read_overrides(j, path);
   const std::vector<Point> points = with_variants(grid_points(j, path), j, path);
+  refuse_clashes(j, path);
   add_runs(plan, path, common, points, seeds, j.contains("variants"));
   return plan;
 }

@@ -24,6 +24,7 @@ struct SweepRun {
   double cost = 1.0;                   // estimated work (FLOPs of its steps), for the sweep's ETA
   Config config;  // resolved as the child run will resolve it (its seed and name, 1 thread)
   nlohmann::json run_info;  // provenance "run" (a probe's seeds), or null
+  std::string variant;      // the variant's "name" ("" without one), in manifest.json "variant"
 };
 
 struct SweepPlan {
@@ -35,8 +36,10 @@ struct SweepPlan {
 
 // Reads and validates the sweep file; every expanded point is checked with load_config. Errors
 // name the sweep file and the key in it (grid.model.n_layr, variants[1].name, base, ...). The
-// keys the sweep sets per run (train.seed from "seeds", train.name, train.out_dir) are refused
-// in overrides, grid and variants, so no value written there is silently replaced.
+// keys the sweep sets per run (train.seed from "seeds", train.name, train.out_dir, train.threads)
+// are refused in overrides, grid and variants, and so is a key set where another place's value
+// replaces it at every run (grid and overrides, grid and a variant, overrides and every variant):
+// no value written in the file is silently replaced.
 SweepPlan expand_sweep(const std::string& path);
 
 // "--model.n_layer=32" from a key and a JSON value.

@@ -151,7 +151,9 @@ SweepLock SweepLock::acquire(
     const std::function<std::optional<bool>(const std::string&)>& job_alive) {
   make_dirs(out_dir);
   const std::string path = out_dir + "/sweep.lock";
-  FileLock file = FileLock::try_lock(path, /*inherit=*/true);  // the runs it forks hold it too
+  // Not inherited: a run outliving its sweep must not keep the out_dir locked (and none does:
+  // local.cpp's children stop when the sweep dies).
+  FileLock file = FileLock::try_lock(path);
   const bool got = file.held();
   const auto held =
       parse_json_or_none(file.previous_record());  // read under the lock (or to name who holds it)

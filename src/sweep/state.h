@@ -58,8 +58,9 @@ RunState run_state(const SweepPlan& plan, const SweepRun& run);
 bool run_pending(RunState state);
 
 // The out_dir's lock: <out_dir>/sweep.lock, held with flock(2) (core/fsutil.h FileLock) by a
-// running invocation and the runs it forks (released by the kernel when they die, so a crash
-// leaves nothing stuck) and, for Slurm, recorded with the job id until that job has left the queue.
+// running invocation alone, not by the runs it forks (the descriptor is close-on-exec; the kernel
+// releases the lock when the invocation dies, and its local runs stop with it, so a crash leaves
+// nothing stuck) and, for Slurm, recorded with the job id until that job has left the queue.
 // Each run directory has a lock of its own (train.lock, train/run_lock.h): another file name.
 class SweepLock {
  public:

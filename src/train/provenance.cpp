@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/fsutil.h"
 #include "core/hash.h"
+#include "data/text.h"
 
 namespace sl {
 namespace {
@@ -44,6 +45,7 @@ json identity_config(const Config& cfg) {
 json file_identity(const std::string& path) {
   static std::map<std::string, json> cache;
   if (auto it = cache.find(path); it != cache.end()) return it->second;
+  check_regular_file(path, kMaxTextBytes, "data.path");  // a FIFO would block the open below
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw Error("data.path '" + path +

@@ -43,6 +43,17 @@ TEST(ProbeCommand, MalformedSeedsExit1NamingTheFlag) {
   }
 }
 
+// issue 31 item 9: "--seeds 0,0" averaged the same seed twice, with exit 0.
+TEST(ProbeCommand, ASeedGivenTwiceIsRefusedNamingIt) {
+  const std::string out = make_temp_dir("probe") + "/probe.json";
+  for (const char* seeds : {"0,0", "3,1,3"}) {
+    const auto r = run_stacklab(probe_args(out, seeds));
+    EXPECT_EQ(r.exit_code, 1) << seeds << ": " << r;
+    EXPECT_NE(r.output.find("--seeds: seed "), std::string::npos) << r;
+    EXPECT_NE(r.output.find("appears twice"), std::string::npos) << r;
+  }
+}
+
 TEST(ProbeCommand, WritesTheNewAttentionAndStreamMetrics) {
   const std::string out = make_temp_dir("probe") + "/probe.json";
   ASSERT_EQ(run_stacklab(probe_args(out, "0,1")).exit_code, 0);

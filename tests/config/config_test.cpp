@@ -142,6 +142,15 @@ TEST(Config, OutOfRangeValuesNameTheKeyAndTheBound) {
                   "cfg.json: train.threads: must be >= 0");
 }
 
+// issue 31 item 9: a val_fraction on the Markov source was ignored, yet part of the run's identity.
+TEST(Config, AValFractionOnTheMarkovSourceIsRefusedNamingTheKey) {
+  EXPECT_CONTAINS(parse_error({{"data", {{"val_fraction", 0.2}}}}),
+                  "cfg.json: data.val_fraction: 0.2 is set but data.source is \"markov\"");
+  EXPECT_NO_THROW(config_from_json({{"data", {{"val_fraction", 0.1}}}}, "cfg.json"));  // default
+  EXPECT_NO_THROW(config_from_json(
+      {{"data", {{"source", "text"}, {"path", "t.txt"}, {"val_fraction", 0.2}}}}, "cfg.json"));
+}
+
 TEST(Config, EmbeddingWidthNotDivisibleByHeadsNamesBothValues) {
   const std::string msg = parse_error({{"model", {{"n_embd", 64}, {"n_head", 5}}}});
   EXPECT_CONTAINS(msg, "cfg.json: model.n_embd:");

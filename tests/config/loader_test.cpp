@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -278,6 +280,35 @@ TEST_F(Loader, AnOverrideWithANumberTooLargeIsAConfigErrorNamingTheKey) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("model.n_layer"), std::string::npos) << e.what();
   }
+}
+
+// issue 31 item 11: 80,000 nested '[' took 20 s to refuse (the time grew with the square of the
+// depth); the depth is bounded, so it is refused at once, naming the file.
+TEST_F(Loader, NestingDeeperThanTheLimitIsRefusedAtOnceNamingTheFile) {
+  const std::string path = write("deep.json", std::string(80000, '['));
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string msg = error_of([&] { load_config(path); });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(msg, path + ": arrays and objects nested deeper than 64 levels; not a config or " +
+                     "sweep file");
+  EXPECT_LT(seconds, 1.0);
+  // The limit, not the brackets: 64 levels is still only malformed (unclosed), 65 too deep.
+  EXPECT_CONTAINS(error_of([&] { load_config(write("d64.json", std::string(64, '['))); }),
+                  "malformed JSON");
+  EXPECT_CONTAINS(error_of([&] { load_config(write("d65.json", std::string(65, '['))); }),
+                  "nested deeper than 64 levels");
+}
+
+// A config path that names a FIFO blocked the open until a writer came; a device was read until
+// the size limit. Both are refused before the open, naming the file.
+TEST_F(Loader, AConfigThatIsAFifoOrADeviceIsRefusedWithoutBlocking) {
+  const std::string fifo = (dir_ / "fifo.json").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(error_of([&] { load_config(fifo); }),
+            "config file '" + fifo + "': is a FIFO (named pipe), not a regular file");
+  EXPECT_EQ(error_of([&] { load_config("/dev/zero"); }),
+            "config file '/dev/zero': is a character device, not a regular file");
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include "data/text.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <fstream>
@@ -195,6 +197,33 @@ TEST(TextSource, CommittedCorpusLoadsAndFitsAContextOf256) {
   const ReferenceLosses r = src.reference_losses(256);
   EXPECT_LT(r.unigram, r.uniform);
   EXPECT_EQ(src.describe().at("source"), "text");
+}
+
+// issue 31 item 10: a FIFO as data.path blocked (ignoring SIGTERM), /dev/zero and /dev/urandom
+// were read until memory ran out. A data file is a regular file of at most kMaxTextBytes, checked
+// before it is opened; each refusal names the file and returns at once.
+TEST(TextSource, AFifoOrADeviceIsRefusedNamingTheFileWithoutBlocking) {
+  const std::string fifo =
+      testing::TempDir() + "stacklab_text_test_fifo_" + std::to_string(getpid());
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(error_of([&] { TextSource(fifo, 0.1, 1); }),
+            "data.path '" + fifo + "': is a FIFO (named pipe), not a regular file");
+  ::unlink(fifo.c_str());
+  for (const std::string dev : {"/dev/zero", "/dev/urandom"})
+    EXPECT_EQ(error_of([&] { TextSource(dev, 0.1, 1); }),
+              "data.path '" + dev + "': is a character device, not a regular file");
+  EXPECT_TRUE(contains(error_of([&] { TextSource(testing::TempDir(), 0.1, 1); }),
+                       "is a directory, not a regular file"));
+}
+
+TEST(TextSource, AFileAboveTheSizeCapIsRefusedNamingTheFileAndTheCap) {
+  const std::string path = write_temp("huge.txt", "");
+  // Sparse: one byte past the cap costs no disk and is refused from its size alone.
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(kMaxTextBytes + 1)), 0);
+  EXPECT_EQ(error_of([&] { TextSource(path, 0.1, 1); }),
+            "data.path '" + path + "': 1073741825 bytes, above the 1 GiB limit");
+  ::unlink(path.c_str());
 }
 
 }  // namespace

@@ -343,6 +343,9 @@ class FromAnOutputDirectory(unittest.TestCase):
                 json.dump({"config": fabricate.claim_config(p), "mean": {"grad_norm": [0.1] + [1.0] * 31},
                            "seeds": [{"seed": s, "loss": 3.5, "layers": {"grad_norm": [0.1] + [1.0] * 31}}
                                      for s in SEEDS]}, fh)
+            with open(os.path.join(out, "claims_probe", "manifest.json"), "w") as fh:  # its runs: the manifest's
+                json.dump({"name": "claims_probe", "mode": "probe",
+                           "runs": [{"id": "L32-post", "dir": "L32-post"}]}, fh)
             rs = cl.load_runset(out, "quick", DOC)
             self.assertEqual(sorted(rs.probe(p)), [0, 1, 2])
             verdicts = cl.evaluate_all(out)

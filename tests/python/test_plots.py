@@ -1,6 +1,10 @@
 """The figures built from fabricated data (scripts/stacklab/plot_run.py, plot_study.py): one colour per
 series key in every panel, no text label over another, no series hidden under another."""
+import contextlib
+import io
+import json
 import os
+import shutil
 import tempfile
 import unittest
 import warnings
@@ -178,6 +182,41 @@ class NoWarnings(unittest.TestCase):
         self.assertEqual((lo[1], hi[1]), (1.0, 4.0))
         self.assertEqual(list(plain[0][:2]), [0.0, 2.5])
         self.assertTrue(np.isnan(plain[0][2]))
+
+
+def zero_gradient_run(path):
+    """The fixture run as a run that cannot learn (a one-character text): every gradient and update
+    in its layers records 0."""
+    shutil.copytree(FIXTURE, path, ignore=shutil.ignore_patterns("generate.py", "plots"))
+    lines = []
+    with open(os.path.join(path, "metrics.jsonl"), encoding="utf-8") as f:
+        for line in f:
+            if not line.endswith("\n"):
+                break  # the fixture's torn last line
+            rec = json.loads(line)
+            if rec.get("kind") == "layers":
+                for k, v in rec.items():
+                    if isinstance(v, list) and ("grad" in k or "update" in k):
+                        rec[k] = [0.0] * len(v)
+            lines.append(json.dumps(rec) + "\n")
+    with open(os.path.join(path, "metrics.jsonl"), "w", encoding="utf-8") as f:
+        f.writelines(lines)
+
+
+class ZeroGradients(unittest.TestCase):
+    def test_a_run_whose_gradients_are_all_zero_skips_the_empty_panels_with_a_note(self):
+        # issue 31 item 15: plot_run.py failed with "zero-size array to reduction operation minimum"
+        with tempfile.TemporaryDirectory() as d:
+            run_dir, out = os.path.join(d, "run"), os.path.join(d, "plots")
+            zero_gradient_run(run_dir)
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
+                self.assertEqual(plot_run.main([run_dir, "--out", out]), 0)
+            text = printed.getvalue()
+            self.assertIn("plot_run: skipping grad_norm_by_block.png: no positive finite 'grad_norm'", text)
+            self.assertIn("plot_run: skipping stream_grad.png: no positive finite 'stream_grad_norm'", text)
+            self.assertIn("plot_run: skipping grad_norm_heatmap.png", text)
+            self.assertTrue(os.path.isfile(os.path.join(out, "loss.png")))  # the rest is still drawn
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 // Sweep expansion (sweep/plan.h) as a unit: the cross product and its order, variants, seeds,
-// run ids, what each run's config resolves to (also over random grids), the keys the sweep sets
-// itself (train.seed, train.name, train.out_dir) refused elsewhere, and the errors, each naming
-// the sweep file and the key in it.
+// run ids (the study's pinned), what each run's config resolves to (also over random grids), the
+// keys the sweep sets itself (train.seed, train.name, train.out_dir, train.threads) refused
+// elsewhere, a key set where another place replaces it refused, and the errors, each naming the
+// sweep file and the key in it.
 #include "sweep/plan.h"
 
 #include <algorithm>
@@ -174,6 +175,77 @@ TEST(ExpandSweep, RefusesTrainNameAndOutDirWhichTheSweepSetsForEachRun) {
               std::string::npos);
     EXPECT_NE(error_of({{"variants", {{{key, "a"}}}}}).find(": variants[0]." + key + ": "),
               std::string::npos);
+  }
+}
+
+// issue 31 item 9: train.threads in overrides was replaced by 1 without a word.
+TEST(ExpandSweep, RefusesTrainThreadsWhichTheExecutorSetsForEachRun) {
+  const std::string over = error_of({{"overrides", {{"train.threads", 4}}}});
+  EXPECT_NE(over.find(": overrides.train.threads: the sweep sets each run's threads itself"),
+            std::string::npos)
+      << over;
+  EXPECT_NE(over.find("--slurm-cpus-per-task"), std::string::npos) << over;
+  EXPECT_NE(error_of({{"grid", {{"train.threads", {1, 2}}}}}).find(": grid.train.threads: "),
+            std::string::npos);
+  EXPECT_NE(
+      error_of({{"variants", {{{"train.threads", 2}}}}}).find(": variants[0].train.threads: "),
+      std::string::npos);
+}
+
+// issue 31 item 8: a variant's value replaced the grid's at every point (the grid's values were
+// never trained), without a word. Each clash is refused naming the key.
+TEST(ExpandSweep, RefusesAKeySetByTheGridAndAVariantOrTheGridAndOverrides) {
+  const std::string gv =
+      error_of({{"grid", {{"model.init", {"normal", "scaled"}}}},
+                {"variants", {{{"name", "a"}}, {{"name", "b"}, {"model.init", "xavier"}}}}});
+  EXPECT_NE(gv.find(": variants[1].model.init: also a grid key"), std::string::npos) << gv;
+  EXPECT_NE(gv.find("[\"normal\", \"scaled\"]"), std::string::npos) << gv;
+  const std::string og =
+      error_of({{"overrides", {{"model.n_layer", 2}}}, {"grid", {{"model.n_layer", {1, 3}}}}});
+  EXPECT_NE(og.find(": grid.model.n_layer: also set in overrides"), std::string::npos) << og;
+  const std::string ov = error_of(
+      {{"overrides", {{"model.init", "normal"}}},
+       {"variants",
+        {{{"name", "a"}, {"model.init", "scaled"}}, {{"name", "b"}, {"model.init", "xavier"}}}}});
+  EXPECT_NE(ov.find(": overrides.model.init: every variant sets model.init"), std::string::npos)
+      << ov;
+}
+
+// A key in overrides that some variants set is a default the others keep (the study's train_grid
+// sets model.norm "layernorm" and its no-norm variants "none"), so it is not a clash.
+TEST(ExpandSweep, AVariantMayReplaceAnOverrideTheOtherVariantsKeep) {
+  const SweepPlan p = expand_sweep(
+      sweep_file({{"overrides", {{"model.init", "normal"}}},
+                  {"variants", {{{"name", "a"}}, {{"name", "b"}, {"model.init", "xavier"}}}}}));
+  ASSERT_EQ(p.runs.size(), 2u);
+  EXPECT_EQ(to_json(p.runs[0].config).at("model").at("init"), "normal");
+  EXPECT_EQ(to_json(p.runs[1].config).at("model").at("init"), "xavier");
+  EXPECT_EQ(p.runs[0].variant, "a");  // manifest.json "variant", also where the id leaves it out
+  EXPECT_EQ(p.runs[1].variant, "b");
+}
+
+// The study's run ids are its run directories: reproduce.sh and earlier results depend on them,
+// so a change to how ids are built must leave these as they are.
+TEST(ExpandSweep, TheStudysRunIdsStayAsTheyAre) {
+  const std::string exp = std::string(STACKLAB_SOURCE_DIR) + "/configs/experiments/";
+  const auto has = [](const SweepPlan& p, const std::string& id) {
+    return std::any_of(p.runs.begin(), p.runs.end(), [&](const SweepRun& r) { return r.id == id; });
+  };
+  const std::map<std::string, std::vector<std::string>> pinned = {
+      {"train_grid.json",
+       {"L1-pre-layernorm-res-s0", "L96-none-nores-s2", "L32-post-layernorm-nores-s1"}},
+      {"probe_grid.json", {"L1-pre-layernorm-res", "L96-none-res"}},
+      {"stability_map.json",
+       {"L8-pre-layernorm-res-initscaled-learning_rate0.001-s0",
+        "L32-post-layernorm-res-initxavier-learning_rate0.03-post-warmup-s2",
+        "L32-post-layernorm-res-deepnorm-initxavier-learning_rate0.01-s1"}},
+      {"claims_train.json", {"L96-none-res-rezero-s0", "L8-pre-layernorm-res-qknorm-s2"}},
+      {"claims_probe_rank.json", {"L2-pre-layernorm-res", "L8-pre-layernorm-nores-nores-attn"}},
+      {"new_wirings.json", {"L32-pre-dyt-res-s0", "L8-pre-layernorm-res-layerscale-s0"}},
+  };
+  for (const auto& [file, want] : pinned) {
+    const SweepPlan p = expand_sweep(exp + file);
+    for (const auto& id : want) EXPECT_TRUE(has(p, id)) << file << ": no run " << id;
   }
 }
 
