@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <map>
+#include <algorithm>
 #include <set>
 
 #include "config/config.h"
@@ -253,8 +254,28 @@ Config point_config(const SweepPlan& plan, const std::string& path, std::vector<
   }
 }
 
+// Whether every '-'-separated word of a variant's name is already a word of the run id
+// ("pre-res" in "L8-pre-layernorm-res"): then appending the name would only repeat it.
+bool id_shows_name(const std::string& id, const std::string& name) {
+  const auto words = [](const std::string& s) {
+    std::set<std::string> out;
+    for (size_t b = 0; b <= s.size();) {
+      const size_t e = std::min(s.find('-', b), s.size());
+      out.insert(s.substr(b, e - b));
+      b = e + 1;
+    }
+    return out;
+  };
+  const std::set<std::string> in_id = words(id);
+  for (const std::string& w : words(name))
+    if (!in_id.count(w)) return false;
+  return true;
+}
+
 // Ids name the depth and the wiring formula, then any other grid key; a variant's "name" is
-// appended only where those alone do not tell two points apart.
+// appended where those alone do not tell two points apart, or where the id does not already show
+// it (a variant that sets a key the id does not name, e.g. model.init or model.mlp, keeps its name
+// in the id: its runs are never named like the plain wiring's).
 void add_runs(SweepPlan& plan, const std::string& path, const std::vector<std::string>& common,
               const std::vector<Point>& points, const std::vector<uint64_t>& seeds,
               bool has_variants) {
@@ -274,7 +295,8 @@ void add_runs(SweepPlan& plan, const std::string& path, const std::vector<std::s
     std::vector<std::string> ov = common;
     ov.insert(ov.end(), points[i].overrides.begin(), points[i].overrides.end());
     std::string id = base_ids[i];
-    if (count[id] > 1 && !points[i].variant.empty()) id += "-" + points[i].variant;
+    const std::string& variant = points[i].variant;
+    if (!variant.empty() && (count[id] > 1 || !id_shows_name(id, variant))) id += "-" + variant;
     const ModelConfig& m = cfgs[i].model;
     const double L = m.n_layer, C = m.n_embd, T = m.block_size;
     const double step_flops = 6.0 * cfgs[i].train.batch_size * cfgs[i].train.grad_accum_steps * T *

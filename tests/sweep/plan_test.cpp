@@ -220,8 +220,23 @@ TEST(ExpandSweep, AVariantMayReplaceAnOverrideTheOtherVariantsKeep) {
   ASSERT_EQ(p.runs.size(), 2u);
   EXPECT_EQ(to_json(p.runs[0].config).at("model").at("init"), "normal");
   EXPECT_EQ(to_json(p.runs[1].config).at("model").at("init"), "xavier");
-  EXPECT_EQ(p.runs[0].variant, "a");  // manifest.json "variant", also where the id leaves it out
+  EXPECT_EQ(p.runs[0].variant, "a");  // manifest.json "variant"
   EXPECT_EQ(p.runs[1].variant, "b");
+}
+
+// Issue 31 item 8: variant "b" with model.init xavier ran as "L1-pre-layernorm-res-s0", named like
+// the plain wiring; a name the id does not already show now stays in the id.
+TEST(ExpandSweep, AVariantNameTheIdDoesNotShowStaysInTheId) {
+  const SweepPlan p = expand_sweep(sweep_file(
+      {{"overrides", {{"model.n_layer", 1}}},
+       {"variants", {{{"name", "b"}, {"model.init", "xavier"}}}}}));
+  EXPECT_EQ(ids(p), (std::vector<std::string>{"L1-pre-layernorm-res-b-s0"}));
+  const SweepPlan q = expand_sweep(sweep_file(
+      {{"variants",
+        {{{"name", "pre-res"}}, {{"name", "post-res"}, {"model.norm_position", "post"}}}}}));
+  EXPECT_EQ(ids(q),
+            (std::vector<std::string>{"L4-pre-layernorm-res-s0", "L4-post-layernorm-res-s0"}))
+      << "every word of the name is in the id already";
 }
 
 // The study's run ids are its run directories: reproduce.sh and earlier results depend on them,
