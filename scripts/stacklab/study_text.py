@@ -23,7 +23,7 @@ PRE_POST_ANCHOR = "pre-post"
 TEXT_COMMAND = "bash scripts/reproduce.sh --text"
 # The text point's wirings, in the order the quick tier's text_point.json names them.
 POINT_WIRINGS = ("pre-layernorm-res", "post-layernorm-res", "pre-layernorm-nores")
-POINT_DEPTH = 32
+POINT_DEPTH = 32  # text_point.json's depth (a --tiny tier caps it: point_depth reads the runs)
 
 
 def load_rules(path=None):
@@ -71,6 +71,12 @@ def outcome_of(vals, unigram):
     if stats.seed_rule(vals, unigram - F3_STUCK_MARGIN, below=False)[0]:
         return "stuck"
     return "mixed"
+
+
+def point_depth(text_runs):
+    """The text point's depth: POINT_DEPTH where the runs have it, else their deepest (--tiny caps it)."""
+    depths = {r.n_layer for r in text_runs}
+    return POINT_DEPTH if POINT_DEPTH in depths or not depths else max(depths)
 
 
 def point_rows(syn_tr, text_runs, depth=POINT_DEPTH):
@@ -157,8 +163,8 @@ def text_study(root, sweeps):
     findings = []
     if probe is not None and probe.runs and tr is not None:
         findings = [finding_1(probe), finding_2(probe, tr), finding_3(tr), finding_4(probe), finding_5(tr)]
-    point_runs = ([r for r in train.runs if r.n_layer == POINT_DEPTH] if tr is not None
-                  else point.runs if point is not None else [])
+    point_runs = (train.runs if tr is not None else point.runs if point is not None else [])
+    point_runs = [r for r in point_runs if r.n_layer == point_depth(point_runs)]
     tmap = stability_map.load(os.path.join(root, "text_map"))
     out = {"findings": findings, "tr": tr, "crit": structure(tr), "point_runs": point_runs,
            "map": tmap, "p_text": pre_post(tmap, source="text")}
@@ -233,12 +239,13 @@ def text_section(doc, *, syn_findings, text_findings, crit, syn_tr, text_tr, poi
     else:
         doc.p(f"The findings on text (text_probe, text_train) were not run at this tier: {how}.")
     if point_runs:
-        rows = point_rows(syn_tr, point_runs)
+        depth = point_depth(point_runs)
+        rows = point_rows(syn_tr, point_runs, depth)
         ok = point_verdict(rows)
-        doc.p(f"The text point: L={POINT_DEPTH} at lr {fmt(syn_tr.ref_lr if syn_tr else None)}, final val loss "
+        doc.p(f"The text point: L={depth} at lr {fmt(syn_tr.ref_lr if syn_tr else None)}, final val loss "
               f"(mean, min-max, 95% CI, n) and its outcome against each source's own unigram loss (trains: below "
               f"unigram - {F3_TRAIN_MARGIN}; stuck: above unigram - {F3_STUCK_MARGIN}; every seed or the interval). "
-              f"Finding 3 at L={POINT_DEPTH} (both residual wirings train, `f(norm(x))` stuck): synthetic "
+              f"Finding 3 at L={depth} (both residual wirings train, `f(norm(x))` stuck): synthetic "
               f"**{'seen' if ok['synthetic'] else 'not seen'}**, text **{'seen' if ok['text'] else 'not seen'}**.")
         doc.table(["wiring", "synthetic final loss", "synthetic", "text final loss", "text"], rows)
     if not syn_map.empty or not text_map.empty:

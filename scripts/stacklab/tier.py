@@ -50,8 +50,10 @@ HORIZON_FACTOR = 2
 # (claims.json: C1's and C5's probe depths {2, 8, 32, 96}; the stability map).
 # The text sweeps keep their rates (study_rules.json's) and gain L = 96 too.
 OWN_RATES = ("stability_map", "claims_train", "text_train", "text_map")
+# train_grid's L = 96 trainings are the full tier's only: the quick tier gave them up for its map core and
+# text point (its 25-minute bound, docs/study.md).
 FULL_ADD_DEPTHS = {"claims_probe": [96], "claims_probe_rank": [96], "stability_map": [96], "text_probe": [96],
-                   "text_train": [96], "text_map": [96]}
+                   "text_train": [96], "text_map": [96], "train_grid": [96]}
 TINY = {"model.n_embd": 16, "model.n_head": 2, "model.block_size": 16, "train.batch_size": 2,
         "train.max_iters": 6, "train.eval_interval": 2, "train.eval_iters": 1, "train.ckpt_interval": 0,
         "log.layer_interval": 2, "log.log_interval": 2}
