@@ -186,7 +186,7 @@ def pre_post_section(doc, verdicts, rule):
     doc.p(f"{rule['text']} Rule, fixed in `configs/experiments/study_rules.json` before its runs: {rule['rule']}")
     for v in verdicts:
         doc.p(f"{v.id}: {v.deciding}. Verdict: {verdict_mark(v.verdict)}.")
-        if v.lines:
+        if v.lines and v.verdict != "not run":  # not run: the deciding line names the empty cells
             doc.ul(v.lines)
 
 

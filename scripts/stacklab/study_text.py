@@ -21,6 +21,8 @@ RULES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."
 TEXT_ANCHOR = "on-real-text"
 PRE_POST_ANCHOR = "pre-post"
 TEXT_COMMAND = "bash scripts/reproduce.sh --text"
+# What `--text` costs, estimated before its first run (docs/study.md, "The study on real text").
+TEXT_TIME = "estimated at about 45 more minutes on a 2-core Xeon or EPYC"
 # The text point's wirings, in the order the quick tier's text_point.json names them.
 POINT_WIRINGS = ("pre-layernorm-res", "post-layernorm-res", "pre-layernorm-nores")
 POINT_DEPTH = 32  # text_point.json's depth (a --tiny tier caps it: point_depth reads the runs)
@@ -214,7 +216,7 @@ def differences(syn_tr, text_tr, text_runs):
 
 
 def text_section(doc, *, syn_findings, text_findings, crit, syn_tr, text_tr, point_runs, syn_map, text_map,
-                 p_syn, p_text, text_time=""):
+                 p_syn, p_text, text_time=TEXT_TIME):
     """The report's "On real text": criterion S, per finding and per map cell the synthetic and the
     text result side by side with their verdicts, the text point, what differs and why."""
     doc.h(2, "On real text", anchor=TEXT_ANCHOR)
@@ -255,6 +257,6 @@ def text_section(doc, *, syn_findings, text_findings, crit, syn_tr, text_tr, poi
         doc.table(["wiring", "init", "L", "lr", "synthetic", "text"], cell_rows(syn_map, text_map))
         doc.unfold()
         if text_map.empty:
-            doc.p(f"The text map (text_map) was not run at this tier: {how}.")
+            doc.p(f"The text map (text_map) was not run at this tier: {how.replace('runs them', 'runs it')}.")
     doc.p("What differs between the two sources, and why:")
     doc.ul(differences(syn_tr, text_tr, point_runs))
