@@ -82,6 +82,20 @@ for args in "--bogus" "--jobs" "--executor pbs" "--slurm-time 1:00:00"; do
 done
 bash scripts/reproduce.sh --help | grep -q -- "--full" || fail "reproduce.sh --help does not list --full"
 
+# ---- the text cannot be brought: the tier stops before any sweep, naming the local-copy option ----
+# (a copy of scripts/ and configs/ without data/, the local copy pointing at an empty folder; --tiny
+# skips the text sweeps outside CI, below, but not in CI)
+mkdir -p "$tmp/nodata/empty" && cp -r scripts configs "$tmp/nodata/"
+for args in "" "--tiny"; do
+  rc=0
+  # shellcheck disable=SC2086
+  CI=true STACKLAB_DATA_LOCAL="$tmp/nodata/empty" STACKLAB_BIN="$BIN" \
+    bash "$tmp/nodata/scripts/reproduce.sh" $args --out "$tmp/nodata/out" >"$tmp/nodata.log" 2>&1 || rc=$?
+  ((rc == 1)) && grep -q "reproduce: ERROR: the data step could not bring tiny Shakespeare.*STACKLAB_DATA_LOCAL" \
+    "$tmp/nodata.log" || { cat "$tmp/nodata.log" >&2; fail "reproduce.sh $args without the text: exit $rc, expected 1 naming STACKLAB_DATA_LOCAL"; }
+  [[ -z "$(find "$tmp/nodata/out" -name manifest.json 2>/dev/null)" ]] || fail "reproduce.sh $args ran sweeps without the text"
+done
+
 # ---- a scaled-down real full tier, then a resume -------------------------------------------------
 OUT="$tmp/full"
 STACKLAB_BIN="$BIN" bash scripts/reproduce.sh --full --tiny --jobs 2 --out "$OUT" >"$tmp/run1.log" 2>&1 ||
