@@ -6,6 +6,7 @@
 #
 #   bash scripts/reproduce.sh                    # quick tier -> runs/deep_stacking (2 runs at once)
 #   bash scripts/reproduce.sh --claims           # quick tier plus the sweeps of claims.json's configs
+#   bash scripts/reproduce.sh --text             # quick tier plus the study on tiny Shakespeare (data step first)
 #   bash scripts/reproduce.sh --full --jobs 2    # full tier (configs/experiments/full/) -> runs/deep_stacking_full
 #   bash scripts/reproduce.sh --full --executor slurm --slurm-partition cpu --slurm-time 04:00:00
 #   bash scripts/reproduce.sh --full --report-only          # after the Slurm jobs: figures and report
@@ -21,18 +22,21 @@ cd "$ROOT"
 
 usage() {
   cat <<'EOF'
-usage: bash scripts/reproduce.sh [--full] [--claims] [--out DIR] [--jobs N] [--executor local|slurm]
+usage: bash scripts/reproduce.sh [--full] [--claims] [--text] [--out DIR] [--jobs N] [--executor local|slurm]
                                  [--slurm-* VALUE ...] [--max-parallel K] [--wait] [--report-only] [--tiny]
 
   --full            the full tier: configs/experiments/full/*.json (5 seeds, 4 learning rates at every
                     wiring and depth, twice the quick horizon); prints its size (runs, how many are done,
                     estimated core-hours) before it starts. Default: the quick tier (probe_grid,
-                    train_grid, lr_grid of configs/experiments/; the extras are in the full tier only)
+                    train_grid, lr_grid, the pre- vs post-norm core map_core and the real-text point
+                    text_point of configs/experiments/; the extras are in the full tier only)
   --claims          add the sweeps of configs/experiments/claims.json's configs to the quick tier
                     (claims_probe, claims_probe_rank, claims_probe_l32, claims_train, stability_map: the
                     list is scripts/stacklab/tier.py's CLAIMS_SWEEPS) and, after the report, print the
                     claims' verdicts (scripts/claims.py; OUT/claims_verdicts.json). The full tier always
-                    holds them
+                    holds them (stability_map holds map_core's cells, which then do not run twice)
+  --text            add the study on tiny Shakespeare to the quick tier (text_probe, text_train, text_map:
+                    tier.py's TEXT_SWEEPS; text_train holds text_point's runs). The full tier always holds it
   --out DIR         where the runs, figures and report go (default runs/deep_stacking, with --full
                     runs/deep_stacking_full); a second numeric path needs its own DIR
   --jobs N          local runs at once, each single-threaded (default: STACKLAB_JOBS or 2)
@@ -43,7 +47,13 @@ usage: bash scripts/reproduce.sh [--full] [--claims] [--out DIR] [--jobs N] [--e
                     passed to `stacklab sweep` as they are (see `stacklab sweep --help`)
   --report-only     run nothing: plot and write the report from what OUT holds
   --tiny            the tier scaled down (depths capped at 2, 2 seeds, first and last rate, a 16-wide
-                    model, 6 steps: scripts/tier.py prepare --tiny), for the tests
+                    model, 6 steps: scripts/tier.py prepare --tiny), for the tests; its text sweeps run
+                    when the data step can bring the text (STACKLAB_DATA_LOCAL or a checked copy in data/)
+                    and are skipped loudly otherwise (in CI, CI=true, that is an error)
+
+The text sweeps read data/shakespeare_char/input.txt: before them the data step runs
+(python3 scripts/get_data.py; a machine without internet sets STACKLAB_DATA_LOCAL=DIR, a folder
+holding tinyshakespeare/input.txt), and the script stops if it cannot bring the text.
   -h, --help        this text
 EOF
 }
@@ -54,13 +64,14 @@ bad() { printf 'reproduce: %s (see --help)\n' "$*" >&2; exit 2; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
-TIER=quick OUT="" JOBS="${STACKLAB_JOBS:-2}" EXECUTOR=local REPORT_ONLY=0 TINY=0 WAIT=0 CLAIMS=0
+TIER=quick OUT="" JOBS="${STACKLAB_JOBS:-2}" EXECUTOR=local REPORT_ONLY=0 TINY=0 WAIT=0 CLAIMS=0 TEXT=0
 SLURM_ARGS=()
 while (($#)); do
   case "$1" in
     -h | --help) usage; exit 0 ;;
     --full) TIER=full ;;
     --claims) CLAIMS=1 ;;
+    --text) TEXT=1 ;;
     --report-only) REPORT_ONLY=1 ;;
     --tiny) TINY=1 ;;
     --wait) WAIT=1; SLURM_ARGS+=(--wait) ;;
@@ -103,8 +114,30 @@ T_SETUP="$(now)"
 [[ -x "$BIN" ]] || die "$BIN not found after setup"
 PY="$(bash scripts/find_python.sh --plot)" || die "no Python with numpy and matplotlib (see above)"
 # The tier's sweep files (scripts/stacklab/tier.py: QUICK_SWEEPS, CLAIMS_SWEEPS, FULL_SWEEPS).
-mapfile -t SRC_FILES < <("$PY" scripts/tier.py files "$TIER" $([[ $CLAIMS == 1 ]] && echo --claims))
+mapfile -t SRC_FILES < <("$PY" scripts/tier.py files "$TIER" $([[ $CLAIMS == 1 ]] && echo --claims) \
+  $([[ $TEXT == 1 ]] && echo --text))
 ((${#SRC_FILES[@]})) || die "scripts/tier.py files $TIER failed (see above)"
+
+# The text sweeps (configs/experiments/text_*.json) read tiny Shakespeare, which the repository does
+# not hold: the data step brings it first (a checked copy already in data/ is kept, without the
+# network; STACKLAB_DATA_LOCAL names a local copy). Without it the tier stops here, except --tiny
+# (the tests' path) outside CI, which drops its text sweeps and says so.
+TEXT_FILES=()
+for f in "${SRC_FILES[@]}"; do [[ "$(basename "$f")" == text_* ]] && TEXT_FILES+=("$f"); done
+if ((${#TEXT_FILES[@]})) && ((!REPORT_ONLY)); then
+  say "data step for the text sweeps ($(basename -a "${TEXT_FILES[@]}" | tr '\n' ' ' | sed 's/ $//')): scripts/get_data.py${STACKLAB_DATA_LOCAL:+ (STACKLAB_DATA_LOCAL=$STACKLAB_DATA_LOCAL)}"
+  if ! "$PY" scripts/get_data.py shakespeare_char; then
+    why="the data step could not bring tiny Shakespeare into data/shakespeare_char/ (see above); set STACKLAB_DATA_LOCAL=DIR to a folder holding tinyshakespeare/input.txt, or run python3 scripts/get_data.py where there is internet"
+    if ((TINY)) && [[ "${CI:-}" != "true" ]]; then
+      say "SKIPPING the text sweeps: $why"
+      KEEP=()
+      for f in "${SRC_FILES[@]}"; do [[ "$(basename "$f")" == text_* ]] || KEEP+=("$f"); done
+      SRC_FILES=("${KEEP[@]}")
+    else
+      die "$why"
+    fi
+  fi
+fi
 mkdir -p "$OUT/figures"
 OUT="$(cd "$OUT" && pwd)"
 
@@ -180,7 +213,7 @@ else
   if [[ "$EXECUTOR" == slurm && $WAIT == 0 ]]; then
     printf '{"stage": "submitted", "time": %s}\n' "$(now)" >>"$TIMING"
     say "submitted. Follow: $BIN sweep --status ${SWEEPS[*]/#/$OUT/}"
-    say "when the jobs are done: bash scripts/reproduce.sh $([[ $TIER == full ]] && echo '--full ')$([[ $CLAIMS == 1 ]] && echo '--claims ')--out $OUT --report-only"
+    say "when the jobs are done: bash scripts/reproduce.sh $([[ $TIER == full ]] && echo '--full ')$([[ $CLAIMS == 1 ]] && echo '--claims ')$([[ $TEXT == 1 ]] && echo '--text ')--out $OUT --report-only"
     exit "$status"
   fi
 fi
@@ -222,8 +255,15 @@ while read -r run; do
 done < <("$PY" scripts/tier.py deepest "$OUT")
 # The stability map (its sweep comes with --claims): one figure of wiring x init x rate x depth,
 # read by the report's "Where pre-norm and post-norm train".
+# Without it, the quick tier's map core (map_core: 8 of its cells) is drawn in its place; the text
+# study's map (text_map) beside it.
 if [[ -f "$OUT/stability_map/manifest.json" ]]; then
   plot_bg "plot_stability_map.py" scripts/plot_stability_map.py "$OUT/stability_map" --out "$OUT/figures/stability_map"
+elif [[ -f "$OUT/map_core/manifest.json" ]]; then
+  plot_bg "plot_stability_map.py map_core" scripts/plot_stability_map.py "$OUT/map_core" --out "$OUT/figures/stability_map"
+fi
+if [[ -f "$OUT/text_map/manifest.json" ]]; then
+  plot_bg "plot_stability_map.py text_map" scripts/plot_stability_map.py "$OUT/text_map" --out "$OUT/figures/text_map"
 fi
 wait
 printf '{"stage": "plots", "seconds": %s}\n' "$(since "$t")" >>"$TIMING"

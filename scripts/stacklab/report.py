@@ -26,8 +26,9 @@ from collections import defaultdict
 
 from . import report_doc, runlog, stability_map, views
 from . import report_sections as sections
+from . import study_text
 from .report_runinfo import numeric_path_lines, read_timing, timing_lines
-from .tier import CLAIMS_SWEEPS
+from .tier import CLAIMS_SWEEPS, COVERED_BY, TEXT_SWEEPS
 from . import study_stats as stats
 from .study_findings import (GRID_WIRINGS, Training, escape_table, finding_1, finding_2, finding_3,
                              finding_4, finding_5, fmt, fmt_escape, seed_list)
@@ -243,14 +244,17 @@ def figure_caption(rel, probe, tr, sweeps):
                 f"seeds {'/'.join(map(str, seeds))} (n={len(seeds)})" if s else f"from {group}")
         if s and group != stability_map.SWEEP:
             supports = ("the published claims (C1-C7)" if group in CLAIMS_SWEEPS
+                        else "the study on real text" if group in TEXT_SWEEPS + ("text_point",)
+                        else "rule P (pre- vs post-norm)" if group == "map_core"
                         else "the extras (not used by a finding)")
     return f"**{rel}**: {what}. Data: {data}. Supports: {supports}."
 
 
 # ---- the document ----------------------------------------------------------------------------
 
-def opening(doc, root, probe, tr, sweeps, findings, claims, claims_where, map_data, map_lines, tier):
-    """Title, one line of what was run, the summary, a section per finding, the claims, the map.
+def opening(doc, root, probe, tr, sweeps, findings, claims, claims_where, map_data, map_lines, tier, text):
+    """Title, one line of what was run, the summary, a section per finding, the claims, the map, rule
+    P, the study on real text (`text`: the dict main builds from the text sweeps and study_rules.json).
     Returns the figures shown beside their text (the Figures section lists the others)."""
     doc.h(1, "Why deep stacks need residuals and norms: measured")
     doc.p(f"{tier[0].upper() + tier[1:]} tier: {len(tr.runs)} completed training runs, "
@@ -258,7 +262,7 @@ def opening(doc, root, probe, tr, sweeps, findings, claims, claims_where, map_da
           + (f"; data: order-2 Markov, unigram loss {fmt(tr.unigram, 4)} nats/token" if tr.unigram is not None else "")
           + ". Every number is computed from this run's data ([how](#method)); each row links to its section, "
           "whose full numbers are folded under it.")
-    sections.summary(doc, findings, claims, map_lines)
+    sections.summary(doc, findings, claims, map_lines, extra=text["summary_rows"])
     shown = []
     for f in findings:
         rel = sections.finding_figure(root, f["id"], probe.name)
@@ -269,6 +273,10 @@ def opening(doc, root, probe, tr, sweeps, findings, claims, claims_where, map_da
     sections.map_section(doc, root, map_data, map_lines, figure_caption(rel, probe, tr, sweeps))
     if not map_data.empty and os.path.isfile(os.path.join(root, rel)):
         shown.append(rel)
+    sections.pre_post_section(doc, [text["p_syn"], text["p_text"]], study_text.load_rules()["pre_post"])
+    study_text.text_section(doc, syn_findings=findings, text_findings=text["findings"], crit=text["crit"],
+                            syn_tr=tr, text_tr=text["tr"], point_runs=text["point_runs"], syn_map=map_data,
+                            text_map=text["map"], p_syn=text["p_syn"], p_text=text["p_text"])
     return shown
 
 
@@ -372,9 +380,16 @@ def main(argv=None):
     tr = Training(training)
     findings = [finding_1(probe), finding_2(probe, tr), finding_3(tr), finding_4(probe), finding_5(tr)]
     esc = escape_table(tr)
+    # The map: stability_map (--claims, full tier), else the quick tier's core of it (map_core).
     map_data = stability_map.load(os.path.join(root, stability_map.SWEEP))
-    # The claims' sweeps have their own sections (the claims, the stability map), not extras rows.
-    extras = [s for s in sweeps.values() if s is not probe and s not in training and s.name not in CLAIMS_SWEEPS]
+    if map_data.empty:
+        map_data = stability_map.load(os.path.join(root, "map_core"))
+    text = study_text.text_study(root, sweeps)
+    text["p_syn"] = study_text.pre_post(map_data)
+    text["summary_rows"] = study_text.summary_extra(text, text["p_syn"])
+    # The claims', the map core's and the text sweeps have their own sections, not extras rows.
+    own = CLAIMS_SWEEPS + TEXT_SWEEPS + tuple(COVERED_BY)
+    extras = [s for s in sweeps.values() if s is not probe and s not in training and s.name not in own]
     stages = read_timing(root)
     start = next((s for s in reversed(stages) if s.get("stage") == "start"), {})
     tier = start.get("tier") or "quick"
@@ -383,7 +398,7 @@ def main(argv=None):
 
     doc = report_doc.Doc()
     shown = opening(doc, root, probe, tr, sweeps, findings, claims, claims_where, map_data, map_lines,
-                    tier + (" (--tiny)" if start.get("tiny") else ""))
+                    tier + (" (--tiny)" if start.get("tiny") else ""), text)
     tables(doc, tr, esc, extras, sweeps)
     closing(doc, root, probe, tr, sweeps, stages, shown)
 
@@ -408,10 +423,18 @@ def main(argv=None):
                                                              key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0))],
                    "excluded": [{"sweep": n, "id": rid, "reason": why} for n, rid, why in excluded],
                    "claims": [{k: getattr(c, k) for k in CLAIM_FIELDS} for c in claims],
-                   "stability_map": {"source": map_data.source, "cells": stability_map.cells_json(map_data)}},
+                   "stability_map": {"source": map_data.source, "cells": stability_map.cells_json(map_data)},
+                   "pre_post": [vars(text["p_syn"]), vars(text["p_text"])],
+                   "text": {"criterion": vars(text["crit"]), "findings": text["findings"],
+                            "stability_map": {"source": text["map"].source,
+                                              "cells": stability_map.cells_json(text["map"])}}},
                   fh, indent=1)
     for f in findings:
         print(f"finding {f['id']}: {'seen' if f['seen'] else 'NOT seen'}")
+    for f in text["findings"]:
+        print(f"finding {f['id']} on text: {'seen' if f['seen'] else 'NOT seen'}")
+    for v in (text["crit"], text["p_syn"], text["p_text"]):
+        print(f"rule {v.id}: {v.verdict}")
     for c in claims:
         print(f"claim {c.id}: {c.verdict}")
     print(out)

@@ -16,6 +16,9 @@ from . import runlog, stability_map
 
 CLAIMS_PATH = stability_map.CLAIMS_PATH
 CLAIMS_COMMAND = stability_map.RUN_COMMAND
+# What `--claims` costs, as measured (docs/study.md, "Measurements"; configs/experiments/README.md):
+# said once, in the one line that stands for the claims a tier did not run.
+CLAIMS_TIME = "60.9 minutes from a fresh clone on a 2-core Intel Xeon (Ice Lake)"
 MAP_ANCHOR = "stability-map"
 MAP_TITLE = "Where pre-norm and post-norm train"
 # The figure that shows each finding: (figures/<dir>, file); "probe" is the probe sweep's dir.
@@ -88,21 +91,43 @@ def verdict_mark(verdict):
     return f"**{verdict}**"
 
 
-def summary_rows(findings, claims):
-    """[[link, what it says, deciding numbers, verdict]]: findings 1-5, then the claims."""
+def claims_not_run_line(claims):
+    """One line for the claims this tier did not run (how to run them and what it costs), instead of a
+    row of missing configs each; "" when every claim ran."""
+    ids = [c.id for c in claims if c.verdict == "not run"]
+    if not ids:
+        return ""
+    which = "Claims " + (f"{ids[0]}-{ids[-1]}" if len(ids) == len(claims) and len(ids) > 2 else ", ".join(ids))
+    return (f"{which} of `configs/experiments/claims.json`: not run at this tier; `{CLAIMS_COMMAND}` runs them "
+            f"({CLAIMS_TIME}).")
+
+
+def summary_rows(findings, claims, extra=()):
+    """[[link, what it says, deciding numbers, verdict]]: findings 1-5, then `extra` (rows of the study's
+    other rules: pre- vs post-norm, the text criterion), then the claims that ran (the others are one
+    line under the table: claims_not_run_line)."""
     rows = [[f"[{f['id']}](#{finding_anchor(f['id'])})", f["title"], f["deciding"],
              verdict_mark("seen" if f["seen"] else "not seen")] for f in findings]
+    rows += [list(r) for r in extra]
     rows += [[f"[{c.id}](#{claim_anchor(c.id)})", one_line(c.claim), c.value or "-", verdict_mark(c.verdict)]
-             for c in claims]
+             for c in claims if c.verdict != "not run"]
     return rows
 
 
 SUMMARY_HEADER = ["", "what it says", "the numbers that decide it", "verdict"]
 
 
-def summary(doc, findings, claims, map_lines):
+def rule_row(anchor, verdict, what):
+    """A summary row of a study_text.Verdict (rule P, criterion S), linking to `anchor`."""
+    return [f"[{verdict.id}](#{anchor})", what, verdict.deciding, verdict_mark(verdict.verdict)]
+
+
+def summary(doc, findings, claims, map_lines, extra=()):
     doc.h(2, "Summary", anchor="summary")
-    doc.table(SUMMARY_HEADER, summary_rows(findings, claims))
+    doc.table(SUMMARY_HEADER, summary_rows(findings, claims, extra))
+    line = claims_not_run_line(claims)
+    if line:
+        doc.p(line)
     doc.p(f"[{MAP_TITLE}](#{MAP_ANCHOR}): " + " ".join(map_lines[:2]))
 
 
@@ -133,9 +158,13 @@ def finding_section(doc, f, rel, caption):
 
 def claims_section(doc, claims, where):
     doc.h(2, "Claims from the literature", anchor="claims")
-    doc.p(f"Fixed in `configs/experiments/claims.json` before their runs; {where}. A claim without its runs is "
-          f"\"not run\": `{CLAIMS_COMMAND}` runs them.")
+    doc.p(f"Fixed in `configs/experiments/claims.json` before their runs; {where}.")
+    line = claims_not_run_line(claims)
+    if line:
+        doc.p(line)
     for c in claims:
+        if c.verdict == "not run":
+            continue
         doc.h(3, f"{c.id}: {one_line(c.claim)}", anchor=claim_anchor(c.id))
         doc.p(c.claim)
         doc.p(f"Source: {c.source}. Rule: {c.rule}.")
@@ -148,6 +177,17 @@ def claims_section(doc, claims, where):
 
 def map_figure_rel():
     return os.path.join("figures", stability_map.SWEEP, stability_map.FIGURE)
+
+
+def pre_post_section(doc, verdicts, rule):
+    """Rule P (study_rules.json) on each map that holds its cells: the verdict, its deciding numbers,
+    every cell's counts."""
+    doc.h(2, "Pre-norm against post-norm (rule P)", anchor="pre-post")
+    doc.p(f"{rule['text']} Rule, fixed in `configs/experiments/study_rules.json` before its runs: {rule['rule']}")
+    for v in verdicts:
+        doc.p(f"{v.id}: {v.deciding}. Verdict: {verdict_mark(v.verdict)}.")
+        if v.lines and v.verdict != "not run":  # not run: the deciding line names the empty cells
+            doc.ul(v.lines)
 
 
 def map_section(doc, root, data, lines, caption):

@@ -2,7 +2,7 @@
 invocation, and the size and estimated cost of a tier before it runs.
 
     python3 scripts/tier.py full-configs [--check]   # configs/experiments/full/*.json from the quick tier
-    python3 scripts/tier.py files quick|full [--claims]   # a tier's sweep files (reproduce.sh runs these)
+    python3 scripts/tier.py files quick|full [--claims] [--text]   # a tier's sweep files (reproduce.sh runs these)
     python3 scripts/tier.py prepare OUT FILE... [--tiny]   # OUT/sweeps/<name>.json, out_dir OUT/<name>
     python3 scripts/tier.py size BIN FILE... [--timing OUT/timing.jsonl] [--floor [--jobs N]]   # runs, core-hours
     python3 scripts/tier.py deepest OUT                # the deepest pre-norm res/no-res runs, seed 0
@@ -10,7 +10,8 @@ invocation, and the size and estimated cost of a tier before it runs.
 full-configs derives the full tier from the quick tier's files (seeds, rates and horizon below), so
 a change of the quick tier's horizon or depths is one edit plus a rerun (--check fails while the
 written files differ). prepare rewrites each sweep's out_dir (and base, made absolute) so that
-`reproduce.sh --out DIR` never reuses another directory's runs; --tiny scales a tier down for the
+`reproduce.sh --out DIR` never reuses another directory's runs (a relative data.path is made absolute
+against the source file's folder, as stacklab sweep reads it); --tiny scales a tier down for the
 tests through the same path (depths capped at 2, 2 seeds, the first and last rate, a 16-wide
 model, 6 steps). size reads `stacklab sweep --dry-run` (the sweep's own expansion and states) and
 times each model shape with `stacklab bench` (see cost_model). Errors name the file, exit 1.
@@ -28,21 +29,31 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 QUICK_DIR = os.path.join(ROOT, "configs", "experiments")
 FULL_DIR = os.path.join(QUICK_DIR, "full")
 # The quick tier's sweeps, and the sweeps of claims.json's configs (`reproduce.sh --claims` adds
-# them to the quick tier; claims.py reads their output).
-QUICK_SWEEPS = ("probe_grid", "train_grid", "lr_grid")
+# them to the quick tier; claims.py reads their output). The quick tier's pre- vs post-norm core of
+# the map (map_core: pre and post x scaled, xavier x lr 1e-3, 1e-2 at L = 32, study_rules.json's
+# rule P) and its real-text point (text_point: L = 32, `x + f(norm(x))`, `norm(x + f(x))`,
+# `f(norm(x))`) are cells of stability_map and text_train, which run instead where a tier has them
+# (COVERED_BY). The text study's sweeps (TEXT_SWEEPS, tiny Shakespeare: `reproduce.sh --text`).
+QUICK_SWEEPS = ("probe_grid", "train_grid", "lr_grid", "map_core", "text_point")
 CLAIMS_SWEEPS = ("claims_probe", "claims_probe_rank", "claims_probe_l32", "claims_train", "stability_map")
+TEXT_SWEEPS = ("text_probe", "text_train", "text_map")
+COVERED_BY = {"map_core": "stability_map", "text_point": "text_train"}
 # The full tier: >= 5 training seeds, these rates at every wiring and depth, twice the
 # quick tier's horizon. Sweeps of the quick tier that the full tier widens, and lr_grid, which the
 # full tier's train_grid contains (every depth at every rate).
 FULL_SEEDS = [0, 1, 2, 3, 4]
 FULL_RATES = [0.0003, 0.001, 0.003, 0.01]
-FULL_SWEEPS = ("probe_grid", "train_grid", "extras", "extras_init", "extras_lr") + CLAIMS_SWEEPS
+FULL_SWEEPS = ("probe_grid", "train_grid", "extras", "extras_init", "extras_lr") + CLAIMS_SWEEPS + TEXT_SWEEPS
 HORIZON_FACTOR = 2
 # Sweeps whose learning rates are claims.json's (the map's grid, C6's and C7's rates): the full tier
 # keeps them as written instead of FULL_RATES. Sweeps whose depth grid gains L = 96 in the full tier
 # (claims.json: C1's and C5's probe depths {2, 8, 32, 96}; the stability map).
-OWN_RATES = ("stability_map", "claims_train")
-FULL_ADD_DEPTHS = {"claims_probe": [96], "claims_probe_rank": [96], "stability_map": [96]}
+# The text sweeps keep their rates (study_rules.json's) and gain L = 96 too.
+OWN_RATES = ("stability_map", "claims_train", "text_train", "text_map")
+# train_grid's L = 96 trainings are the full tier's only: the quick tier gave them up for its map core and
+# text point (its 25-minute bound, docs/study.md).
+FULL_ADD_DEPTHS = {"claims_probe": [96], "claims_probe_rank": [96], "stability_map": [96], "text_probe": [96],
+                   "text_train": [96], "text_map": [96], "train_grid": [96]}
 TINY = {"model.n_embd": 16, "model.n_head": 2, "model.block_size": 16, "train.batch_size": 2,
         "train.max_iters": 6, "train.eval_interval": 2, "train.eval_iters": 1, "train.ckpt_interval": 0,
         "log.layer_interval": 2, "log.log_interval": 2}
@@ -101,8 +112,11 @@ def full_sweep(name):
     quick_iters = base_value(src, q, "train.max_iters")
     if not isinstance(quick_iters, int):
         raise TierError(f"{src}: no integer train.max_iters in its overrides or base")
+    # full/ is one folder down: its base and a relative data.path (both read against the sweep
+    # file's folder) gain "../".
     f = dict(q)
     f["base"] = os.path.join("..", q["base"])
+
     f["out_dir"] = "runs/deep_stacking_full/" + name
     f["seeds"] = FULL_SEEDS
     f["description"] = (f"Full tier of {name}.json (written by scripts/tier.py full-configs; edit the quick file "
@@ -118,6 +132,9 @@ def full_sweep(name):
         grid["model.n_layer"] = grid["model.n_layer"] + [d for d in FULL_ADD_DEPTHS[name]
                                                          if d not in grid["model.n_layer"]]
         f["grid"] = grid
+    path = (f.get("overrides") or {}).get("data.path")
+    if isinstance(path, str) and path and not os.path.isabs(path):
+        f["overrides"] = dict(f["overrides"], **{"data.path": os.path.join("..", path)})
     return f
 
 
@@ -141,13 +158,27 @@ def cmd_full_configs(args):
     return 0
 
 
+def tier_sweeps(tier, claims=False, text=False):
+    """The sweep names of a tier: the full tier's, or the quick tier's with the claims sweeps
+    (--claims) and the text study's (--text) added; a quick sweep whose cells a added sweep holds
+    (COVERED_BY) is left out, so no config runs twice."""
+    if tier == "full":
+        return FULL_SWEEPS
+    names = QUICK_SWEEPS + (CLAIMS_SWEEPS if claims else ()) + (TEXT_SWEEPS if text else ())
+    return tuple(n for n in names if COVERED_BY.get(n) not in names)
+
+
+def text_sweeps(names):
+    """The sweeps among `names` that read tiny Shakespeare (reproduce.sh runs the data step first)."""
+    return [n for n in names if n.startswith("text_")]
+
+
 def cmd_files(args):
     """The source sweep files of a tier, one per line, relative to the repository (reproduce.sh's
-    working directory): the quick tier's (with --claims also the claims sweeps) or the full tier's."""
-    if args.tier == "full":
-        paths = [os.path.join(FULL_DIR, n + ".json") for n in FULL_SWEEPS]
-    else:
-        paths = [os.path.join(QUICK_DIR, n + ".json") for n in QUICK_SWEEPS + (CLAIMS_SWEEPS if args.claims else ())]
+    working directory): the quick tier's (with --claims also the claims sweeps, with --text the
+    text study's) or the full tier's."""
+    names = tier_sweeps(args.tier, args.claims, args.text)
+    paths = [os.path.join(FULL_DIR if args.tier == "full" else QUICK_DIR, n + ".json") for n in names]
     missing = [p for p in paths if not os.path.isfile(p)]
     if missing:
         hint = " (python3 scripts/tier.py full-configs)" if args.tier == "full" else ""
@@ -187,6 +218,24 @@ def tiny(sweep):
     return out
 
 
+def absolute_data_path(sweep, folder):
+    """The sweep with a relative data.path (overrides, grid, variants) made absolute against
+    `folder`, the source file's: stacklab sweep reads it relative to the sweep file, and prepare
+    writes the copy elsewhere."""
+    def fix(v):
+        return os.path.normpath(os.path.join(folder, v)) if isinstance(v, str) and v and not os.path.isabs(v) else v
+    key = "data.path"
+    out = dict(sweep)
+    if key in (sweep.get("overrides") or {}):
+        out["overrides"] = dict(sweep["overrides"], **{key: fix(sweep["overrides"][key])})
+    if key in (sweep.get("grid") or {}):
+        out["grid"] = dict(sweep["grid"], **{key: [fix(v) for v in sweep["grid"][key]]})
+    if isinstance(sweep.get("variants"), list):
+        out["variants"] = [dict(v, **{key: fix(v[key])}) if isinstance(v, dict) and key in v else v
+                           for v in sweep["variants"]]
+    return out
+
+
 def cmd_prepare(args):
     out = os.path.abspath(args.out)
     os.makedirs(os.path.join(out, "sweeps"), exist_ok=True)
@@ -195,7 +244,8 @@ def cmd_prepare(args):
         for key in ("name", "base"):
             if not isinstance(s.get(key), str):
                 raise TierError(f"{path}: no '{key}' string")
-        s = dict(s, base=os.path.abspath(os.path.join(os.path.dirname(path), s["base"])),
+        folder = os.path.dirname(os.path.abspath(path))
+        s = dict(absolute_data_path(s, folder), base=os.path.abspath(os.path.join(folder, s["base"])),
                  out_dir=os.path.join(out, s["name"]))
         if args.tiny:
             s = tiny(s)
@@ -396,6 +446,8 @@ def main(argv=None):
     a = sub.add_parser("files", help="print a tier's sweep files (reproduce.sh runs these)")
     a.add_argument("tier", choices=("quick", "full"))
     a.add_argument("--claims", action="store_true", help="quick tier: add the claims sweeps (the full tier has them)")
+    a.add_argument("--text", action="store_true",
+                   help="quick tier: add the text study's sweeps on tiny Shakespeare (the full tier has them)")
     a = sub.add_parser("prepare", help="write OUT/sweeps/<name>.json with out_dir OUT/<name>")
     a.add_argument("out")
     a.add_argument("files", nargs="+")

@@ -78,10 +78,16 @@ void refuse_sweep_owned(const std::string& path, const std::string& where, const
 
 // A dotted key and value of the sweep file, checked against the config schema here so a typo is
 // reported against the sweep file (`where` is e.g. "grid"), not against the base config.
+// A relative data.path is the sweep file's, as its base is: made absolute against the file's
+// folder, so the runs read the same file from any working directory (and on a Slurm node).
 std::string checked_override(const std::string& path, const std::string& where,
                              const std::string& key, const json& value) {
   refuse_sweep_owned(path, where, key, value);
-  const std::string arg = override_arg(key, value);
+  json v = value;
+  if (key == "data.path" && v.is_string() && !v.get<std::string>().empty() &&
+      fs::path(v.get<std::string>()).is_relative())
+    v = (fs::absolute(path).parent_path() / v.get<std::string>()).lexically_normal().string();
+  const std::string arg = override_arg(key, v);
   json scratch = json::object();
   apply_override(scratch, arg, path + ": " + where);
   return arg;

@@ -6,7 +6,9 @@
 # same code path: depths capped at 2, 2 seeds, 2 rates, 6 steps) prints its size, writes
 # report.md, report.html and findings.json with the seed and rate structure, and a second
 # invocation resumes: it runs nothing new. Bad flags exit 2. Last, the quick tier as a user starts it
-# (default output directory), scaled down.
+# (default output directory), scaled down. Both tiers' text sweeps read tiny Shakespeare through the
+# data step: from STACKLAB_DATA_LOCAL (CI sets it) or else the checked copy this tree holds; with
+# neither, the --tiny path must skip them loudly (and in CI, CI=true, fail).
 # Run by scripts/test.sh from the repo root (about a minute). Exit 0 pass, 77 skip, 1 fail.
 # Not here: the report's numbers (check_report.sh), the page in a browser (check_report_html.sh).
 set -uo pipefail
@@ -22,6 +24,10 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 fails=0
 fail() { echo "check_full_tier: FAIL: $*" >&2; fails=$((fails + 1)); }
+
+if [[ -z "${STACKLAB_DATA_LOCAL:-}" && -f data/shakespeare_char/input.txt ]]; then
+  export STACKLAB_DATA_LOCAL="$PWD/data/shakespeare_char"  # the data step checks it as any local copy
+fi
 
 # ---- the full tier's files and expansion ------------------------------------------------------
 "$PY" scripts/tier.py full-configs --check || fail "configs/experiments/full/ is out of date with the quick tier"
@@ -58,7 +64,9 @@ for rid in re.findall(r"^\s+train_grid/(\S+)\s", log, re.M):
     assert m, f"unexpected run id {rid}"
     cells.setdefault((m.group(2), int(m.group(1))), {}).setdefault(float(m.group(3)), set()).add(int(m.group(4)))
 quick = json.load(open("configs/experiments/train_grid.json"))
-assert len(cells) == len(quick["variants"]) * len(quick["grid"]["model.n_layer"]), f"{len(cells)} wiring x depth cells"
+depths = set(quick["grid"]["model.n_layer"]) | set(tier.FULL_ADD_DEPTHS.get("train_grid", []))  # + L=96
+assert {d for _, d in cells} == depths and 96 in depths, f"train_grid depths {sorted({d for _, d in cells})}"
+assert len(cells) == len(quick["variants"]) * len(depths), f"{len(cells)} wiring x depth cells"
 for key, rates in cells.items():
     assert sorted(rates) == [0.0003, 0.001, 0.003, 0.01], f"{key}: rates {sorted(rates)}"
     assert all(len(s) >= 5 for s in rates.values()), f"{key}: seeds {rates}"
@@ -73,6 +81,20 @@ for args in "--bogus" "--jobs" "--executor pbs" "--slurm-time 1:00:00"; do
   ((rc == 2)) && grep -q "reproduce: " "$tmp/bad.log" || { cat "$tmp/bad.log" >&2; fail "reproduce.sh $args: exit $rc, expected 2 with a message"; }
 done
 bash scripts/reproduce.sh --help | grep -q -- "--full" || fail "reproduce.sh --help does not list --full"
+
+# ---- the text cannot be brought: the tier stops before any sweep, naming the local-copy option ----
+# (a copy of scripts/ and configs/ without data/, the local copy pointing at an empty folder; --tiny
+# skips the text sweeps outside CI, below, but not in CI)
+mkdir -p "$tmp/nodata/empty" && cp -r scripts configs "$tmp/nodata/"
+for args in "" "--tiny"; do
+  rc=0
+  # shellcheck disable=SC2086
+  CI=true STACKLAB_DATA_LOCAL="$tmp/nodata/empty" STACKLAB_BIN="$BIN" \
+    bash "$tmp/nodata/scripts/reproduce.sh" $args --out "$tmp/nodata/out" >"$tmp/nodata.log" 2>&1 || rc=$?
+  ((rc == 1)) && grep -q "reproduce: ERROR: the data step could not bring tiny Shakespeare.*STACKLAB_DATA_LOCAL" \
+    "$tmp/nodata.log" || { cat "$tmp/nodata.log" >&2; fail "reproduce.sh $args without the text: exit $rc, expected 1 naming STACKLAB_DATA_LOCAL"; }
+  [[ -z "$(find "$tmp/nodata/out" -name manifest.json 2>/dev/null)" ]] || fail "reproduce.sh $args ran sweeps without the text"
+done
 
 # ---- a scaled-down real full tier, then a resume -------------------------------------------------
 OUT="$tmp/full"
@@ -124,9 +146,22 @@ STACKLAB_BIN="$BIN" bash "$tmp/repo/scripts/reproduce.sh" --tiny >"$tmp/quick.lo
   { tail -20 "$tmp/quick.log" >&2; fail "reproduce.sh --tiny (quick tier, default --out) exited non-zero"; }
 [[ -s "$tmp/repo/runs/deep_stacking/report.md" && -s "$tmp/repo/runs/deep_stacking/report.html" ]] ||
   fail "the quick tier did not write runs/deep_stacking/report.md and report.html"
-for s in probe_grid train_grid lr_grid; do
+for s in probe_grid train_grid lr_grid map_core; do
   [[ -f "$tmp/repo/runs/deep_stacking/$s/manifest.json" ]] || fail "the quick tier did not run $s"
 done
+Q="$tmp/repo/runs/deep_stacking"
+grep -q "^| \[P\](#pre-post) |" "$Q/report.md" || fail "the quick tier's summary has no row for rule P"
+if [[ -n "${STACKLAB_DATA_LOCAL:-}" ]]; then  # the tiny text point ran, and the report shows it beside the synthetic one
+  [[ -f "$Q/text_point/manifest.json" ]] || fail "the quick tier did not run its text point"
+  grep -q "^The text point: L=2 at lr 0.001" "$Q/report.md" || fail "report.md does not show the text point"
+  grep -q "^| \`pre-layernorm-res\` | [0-9]" "$Q/report.md" || fail "the text point's table has no synthetic loss"
+  for s in text_probe text_train text_map; do
+    [[ -f "$OUT/$s/manifest.json" ]] || fail "the full tier did not run $s"
+  done
+  grep -q "^Per finding, the synthetic and the text result" "$OUT/report.md" || fail "the full tier's report has no text findings"
+else
+  grep -q "SKIPPING the text sweeps" "$tmp/quick.log" || fail "without the text, --tiny did not say it skipped the text sweeps"
+fi
 
 if ((fails)); then
   echo "check_full_tier: $fails check(s) failed" >&2

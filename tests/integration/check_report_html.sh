@@ -101,8 +101,8 @@ if figures_ok "$tmp/broken.html" "$N"; then
   fail "a report.html with a broken figure passed the chromium check"
 fi
 
-# links_ok FILE: in the rendered page (FILE.dom), the summary holds a row per finding 1-5 and per
-# claim of claims.json, in that order, each row's link names its section, and every in-page link
+# links_ok FILE: in the rendered page (FILE.dom), the summary holds a row per finding 1-5, rule P and
+# each claim of claims.json that ran (the others in the line under the table), in that order, each row's link names its section, and every in-page link
 # resolves (the page's script counted them with getElementById).
 links_ok() {
   "$PY" - "$1.dom" configs/experiments/claims.json <<'EOF'
@@ -115,7 +115,12 @@ assert total > 0 and ok == total, f"{ok} of {total} in-page links resolve; broke
 summary = dom.split('id="summary"', 1)[1].split("</table>", 1)[0]
 rows = re.findall(r'<tr class="(seen|notseen|notrun)"><td><a href="#([-\w]+)">([^<]+)</a></td>', summary)
 claims = json.load(open(sys.argv[2]))["claims"]
-want = [f"finding-{i}" for i in range(1, 6)] + [f"claim-{c['id'].lower()}" for c in claims]
+# A claim this tier did not run is in the one line under the table (how to run it), not a row.
+after = dom.split('id="summary"', 1)[1].split("<h2", 1)[0]
+line = next((p for p in re.findall(r"<p>(.*?)</p>", after, re.S) if "not run at this tier" in p), "")
+ran = [f"claim-{c['id'].lower()}" for c in claims if f"claim-{c['id'].lower()}" in summary]
+assert len(ran) == len(claims) or "--claims" in line, f"claims neither in rows nor in the one line: {line!r}"
+want = [f"finding-{i}" for i in range(1, 6)] + ["pre-post"] + ran
 got = [target for _, target, _ in rows]
 assert got == want, f"summary rows link to {got}, expected {want}"
 for target in got:

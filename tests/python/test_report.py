@@ -144,9 +144,9 @@ class Summary(unittest.TestCase):
                                f"x = {i}.5 (0.1-0.9 over 3 seeds)", v, "| a | b |\n|---|---|\n| 1 | 2 |")
                        for i, v in zip(range(1, 4), ("seen", "not seen", "not run"))]
 
-    def test_the_summary_lists_every_finding_and_claim_with_a_link_whose_target_exists(self):
+    def test_the_summary_lists_every_finding_and_claim_that_ran_with_a_link_whose_target_exists(self):
         _, html, ids, hrefs = page(self.claims)
-        self.assertEqual(hrefs, [f"finding-{i}" for i in range(1, 6)] + ["claim-c1", "claim-c2", "claim-c3"])
+        self.assertEqual(hrefs, [f"finding-{i}" for i in range(1, 6)] + ["claim-c1", "claim-c2"])
         for h in hrefs:
             self.assertIn(h, ids)
         for h in re.findall(r'<a href="#([^"]+)">', html):  # every in-page link of the page
@@ -156,7 +156,7 @@ class Summary(unittest.TestCase):
         md, html, _, _ = page(self.claims)
         self.assertIn("| [3](#finding-3) | " + sf.TITLES[3] + " | number 3.25 | **seen** |", md)
         self.assertIn("| [C2](#claim-c2) | Claim 2 holds | x = 2.5 (0.1-0.9 over 3 seeds) | **not seen** |", md)
-        self.assertIn('<tr class="notrun"><td><a href="#claim-c3">C3</a></td>', html)
+        self.assertNotIn('href="#claim-c3"', html)  # not run: the one line below the table instead
 
     def test_every_number_of_a_finding_is_folded_under_its_section(self):
         md, html, _, _ = page(self.claims)
@@ -164,12 +164,12 @@ class Summary(unittest.TestCase):
         folded = sec.split("<details>")[1].split("</details>")[0]
         for k in range(3):
             self.assertIn(f"- line 2.{k}: {k}.5", folded)
-        self.assertEqual(html.count("<details>"), 5 + 3)  # each finding, each claim with details
+        self.assertEqual(html.count("<details>"), 5 + 2)  # each finding, each claim that ran
 
     def test_a_claims_markdown_details_become_a_table_in_both_outputs(self):
         md, html, _, _ = page(self.claims)
-        self.assertEqual(md.splitlines().count("|---|---|"), 3)
-        self.assertEqual(html.count("<table>"), 1 + 3)  # the summary and each claim's table
+        self.assertEqual(md.splitlines().count("|---|---|"), 2)
+        self.assertEqual(html.count("<table>"), 1 + 2)  # the summary and each judged claim's table
 
     def test_without_claims_py_every_claim_of_claims_json_is_listed_as_not_run(self):
         if importlib.util.find_spec("stacklab.claims") is not None:
@@ -180,8 +180,9 @@ class Summary(unittest.TestCase):
         self.assertEqual([r.id for r in rows], ids)
         self.assertEqual({r.verdict for r in rows}, {"not run"})
         self.assertIn("no claims.py", where)
-        _, _, page_ids, hrefs = page(rows)
-        self.assertEqual(hrefs[5:], [f"claim-{i.lower()}" for i in ids])
+        md, _, page_ids, hrefs = page(rows)
+        self.assertEqual(hrefs[5:], [])  # one line for all of them, no row each
+        self.assertIn(f"Claims {ids[0]}-{ids[-1]} of `configs/experiments/claims.json`: not run at this tier", md)
 
     def test_with_claims_py_its_verdicts_and_outcomes_are_used(self):
         fake = types.ModuleType("stacklab.claims")

@@ -1,6 +1,8 @@
 """The tier's cost model (scripts/stacklab/tier.py): a training run costs its steps plus, per eval,
 2 x eval_iters forward passes (train and val split); the floor is the same work at the sgemm
-ceiling, from the bench's FLOPs. A stand-in binary prints what `stacklab bench --json` prints."""
+ceiling, from the bench's FLOPs. A stand-in binary prints what `stacklab bench --json` prints. The
+tiers' sweeps: the quick tier's map core and text point give way to the sweeps that hold their cells,
+and a relative data.path keeps pointing at the same file wherever a sweep file is copied or derived."""
 import contextlib
 import io
 import json
@@ -70,6 +72,54 @@ class SizeFlags(unittest.TestCase):
             tier.main(["size", "stacklab", "sweep.json", "--floor", "--jobs", "0"])
         self.assertEqual(ex.exception.code, 2)
         self.assertIn("--jobs: expected a whole number >= 1, got '0'", err.getvalue())
+
+
+class Tiers(unittest.TestCase):
+    def test_the_quick_tier_holds_the_map_core_and_the_text_point(self):
+        self.assertEqual(tier.tier_sweeps("quick"), ("probe_grid", "train_grid", "lr_grid", "map_core", "text_point"))
+
+    def test_a_sweep_that_holds_the_quick_cells_replaces_them_so_no_config_runs_twice(self):
+        self.assertNotIn("map_core", tier.tier_sweeps("quick", claims=True))
+        self.assertIn("stability_map", tier.tier_sweeps("quick", claims=True))
+        self.assertNotIn("text_point", tier.tier_sweeps("quick", text=True))
+        self.assertEqual(tier.text_sweeps(tier.tier_sweeps("quick", text=True)),
+                         ["text_probe", "text_train", "text_map"])
+        self.assertTrue(set(tier.TEXT_SWEEPS) <= set(tier.tier_sweeps("full")))
+
+    def test_map_core_is_cells_of_the_stability_map_with_its_configs(self):
+        core = tier.read_json(os.path.join(tier.QUICK_DIR, "map_core.json"))
+        smap = tier.read_json(os.path.join(tier.QUICK_DIR, "stability_map.json"))
+        for key, v in core["grid"].items():
+            self.assertTrue(set(v) <= set(smap["grid"][key]), key)
+        self.assertIn(core["overrides"]["model.n_layer"], smap["grid"]["model.n_layer"])
+        shared = {k: v for k, v in core["overrides"].items() if k != "model.n_layer"}
+        self.assertEqual(shared, smap["overrides"])
+
+    def test_the_full_text_sweeps_read_the_same_file_one_folder_down(self):
+        quick = tier.read_json(os.path.join(tier.QUICK_DIR, "text_train.json"))
+        full = tier.full_sweep("text_train")
+        here = os.path.normpath(os.path.join(tier.QUICK_DIR, quick["overrides"]["data.path"]))
+        there = os.path.normpath(os.path.join(tier.FULL_DIR, full["overrides"]["data.path"]))
+        self.assertEqual(here, there)
+        self.assertEqual(here, os.path.join(tier.ROOT, "data", "shakespeare_char", "input.txt"))
+        self.assertEqual((full["seeds"], full["grid"]["model.n_layer"][-1], full["overrides"]["train.max_iters"]),
+                         ([0, 1, 2, 3, 4], 96, 600))
+        self.assertEqual(full["grid"]["optim.learning_rate"], quick["grid"]["optim.learning_rate"])
+
+    def test_prepare_makes_a_relative_data_path_absolute_against_the_source_files_folder(self):
+        with tempfile.TemporaryDirectory() as d:
+            src = os.path.join(d, "conf", "exp")
+            os.makedirs(src)
+            path = os.path.join(src, "t.json")
+            with open(path, "w", encoding="utf-8") as fh:
+                json.dump({"name": "t", "base": "../base.json", "overrides": {"data.path": "../../data/x.txt"},
+                           "variants": [{"name": "v", "data.path": "y.txt"}, {"name": "w", "data.path": "/abs.txt"}]},
+                          fh)
+            with contextlib.redirect_stdout(io.StringIO()):
+                tier.main(["prepare", os.path.join(d, "out"), path])
+            out = tier.read_json(os.path.join(d, "out", "sweeps", "t.json"))
+        self.assertEqual(out["overrides"]["data.path"], os.path.join(d, "data", "x.txt"))
+        self.assertEqual([v["data.path"] for v in out["variants"]], [os.path.join(src, "y.txt"), "/abs.txt"])
 
 
 if __name__ == "__main__":

@@ -101,6 +101,23 @@ TEST(ExpandSweep, CommonOverridesApplyToEveryPointAndOutDirDefaultsToRunsName) {
   EXPECT_EQ(p.runs.at(0).config.train.max_iters, 7);
 }
 
+// Pins: a relative data.path written in a sweep file is the file's (as base is), not the working
+// directory's; before, `stacklab sweep configs/experiments/text_train.json` read
+// ../../data/... from wherever it was started.
+TEST(ExpandSweep, ARelativeDataPathIsResolvedAgainstTheSweepFilesFolder) {
+  const std::string path =
+      sweep_file({{"overrides", {{"data.source", "text"}, {"data.path", "../corpus/input.txt"}}}});
+  const fs::path want = (fs::path(path).parent_path() / "../corpus/input.txt").lexically_normal();
+  const SweepPlan p = expand_sweep(path);
+  EXPECT_EQ(p.runs.at(0).config.data.path, want.string());
+  EXPECT_NE(std::find(p.runs[0].overrides.begin(), p.runs[0].overrides.end(),
+                      "--data.path=" + want.string()),
+            p.runs[0].overrides.end());
+  const SweepPlan abs_plan = expand_sweep(
+      sweep_file({{"overrides", {{"data.source", "text"}, {"data.path", "/srv/text.txt"}}}}));
+  EXPECT_EQ(abs_plan.runs.at(0).config.data.path, "/srv/text.txt");  // an absolute path stays
+}
+
 TEST(ExpandSweep, ErrorsNameTheSweepFileAndTheKeyInIt) {
   EXPECT_NE(error_of({{"grid", {{"model.n_layr", {1}}}}}).find("grid: override '--model.n_layr=1'"),
             std::string::npos);

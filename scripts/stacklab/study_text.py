@@ -1,0 +1,262 @@
+"""The study on real text and the pre- vs post-norm verdict, judged by the rules of
+configs/experiments/study_rules.json (fixed before their runs): the text sweeps' findings by
+study_findings.py's rules unchanged (each run's own unigram loss), criterion S (the text horizon
+learns real structure), the quick tier's text point beside the synthetic L = 32 row, rule P on a
+stability map (synthetic: stability_map or the quick tier's map_core; text: text_map), and the
+report's section "On real text". Used by report.py. Not here: loading sweeps, the map's counts
+(stability_map.py), the findings' rules (study_findings.py).
+"""
+import json
+import os
+from dataclasses import dataclass
+
+from . import stability_map
+from . import study_stats as stats
+from .report_sections import rule_row
+from .study_findings import (F3_STUCK_MARGIN, F3_TRAIN_MARGIN, Training, finding_1, finding_2, finding_3, finding_4,
+                             finding_5, fmt)
+
+RULES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs", "experiments",
+                          "study_rules.json")
+TEXT_ANCHOR = "on-real-text"
+PRE_POST_ANCHOR = "pre-post"
+TEXT_COMMAND = "bash scripts/reproduce.sh --text"
+# What `--text` costs, estimated before its first run (docs/study.md, "The study on real text").
+TEXT_TIME = "estimated at about 45 more minutes on a 2-core Xeon or EPYC"
+# The text point's wirings, in the order the quick tier's text_point.json names them.
+POINT_WIRINGS = ("pre-layernorm-res", "post-layernorm-res", "pre-layernorm-nores")
+POINT_DEPTH = 32  # text_point.json's depth (a --tiny tier caps it: point_depth reads the runs)
+
+
+def load_rules(path=None):
+    with open(path or RULES_PATH, encoding="utf-8") as f:
+        return json.load(f)
+
+
+@dataclass
+class Verdict:
+    """A rule's outcome: "seen", "not seen" or "not run", the numbers it turns on, and per-item lines."""
+    id: str
+    verdict: str
+    deciding: str
+    lines: list
+
+
+# ---- criterion S: the text horizon learns real structure ----------------------------------
+
+def structure(tr, rules=None) -> Verdict:
+    """Criterion S on the text trainings (a study_findings.Training over text_train): the named
+    wiring at the named depth, at its best rate, ends `below_unigram` nats under the unigram loss."""
+    s = (rules or load_rules())["text"]["structure"]
+    w, d, gap = s["wiring"], s["depth"], s["below_unigram"]
+    if tr is None or tr.unigram is None or tr.best(w, d) is None:
+        return Verdict(s["id"], "not run", f"no completed `{w}` run at L={d} on text", [])
+    lr = tr.best(w, d)
+    vals = tr.finals(w, d, lr)
+    thr = tr.unigram - gap
+    good, k, n, rule = stats.seed_rule(vals, thr, below=True)
+    summ = stats.fmt_summary(stats.summarize_loss(vals), 4)
+    deciding = (f"{w} L={d} at lr {lr:g}: {summ} vs <= {fmt(thr, 4)} (unigram {fmt(tr.unigram, 4)} - {gap:g}); "
+                f"{stats.rule_text(k, n, rule)}")
+    return Verdict(s["id"], "seen" if good else "not seen", deciding, [s["text"], deciding])
+
+
+# ---- the quick tier's text point ------------------------------------------------------------
+
+def outcome_of(vals, unigram):
+    """"trains" (below unigram - F3_TRAIN_MARGIN, every seed or the interval), "stuck" (above
+    unigram - F3_STUCK_MARGIN, likewise), else "mixed": finding 3's two rules on one point."""
+    if not vals or unigram is None:
+        return "not run"
+    if stats.seed_rule(vals, unigram - F3_TRAIN_MARGIN, below=True)[0]:
+        return "trains"
+    if stats.seed_rule(vals, unigram - F3_STUCK_MARGIN, below=False)[0]:
+        return "stuck"
+    return "mixed"
+
+
+def point_depth(text_runs):
+    """The text point's depth: POINT_DEPTH where the runs have it, else their deepest (--tiny caps it)."""
+    depths = {r.n_layer for r in text_runs}
+    return POINT_DEPTH if POINT_DEPTH in depths or not depths else max(depths)
+
+
+def point_rows(syn_tr, text_runs, depth=POINT_DEPTH):
+    """[[wiring, synthetic final loss, its outcome, text final loss, its outcome]] at `depth`: the
+    synthetic training grid at its reference rate beside the text runs (text_point, or text_train's
+    runs at that depth and the same rate) with each source's own unigram loss."""
+    uni_t = next((r.reference_losses.get("unigram") for r in text_runs if r.reference_losses), None)
+    rows = []
+    for w in POINT_WIRINGS:
+        lr = syn_tr.ref_lr if syn_tr is not None else None
+        syn = syn_tr.finals(w, depth, lr) if syn_tr is not None and lr is not None else []
+        txt = [r.final_val_loss for r in text_runs if r.wiring == w and r.n_layer == depth
+               and (lr is None or stats.learning_rate(r) == lr)]
+        rows.append([f"`{w}`", stats.fmt_summary(stats.summarize_loss(syn), 4) if syn else "-",
+                     outcome_of(syn, syn_tr.unigram if syn_tr is not None else None),
+                     stats.fmt_summary(stats.summarize_loss(txt), 4) if txt else "-", outcome_of(txt, uni_t)])
+    return rows
+
+
+def point_verdict(rows):
+    """The text point says what finding 3 says at L = 32 when both residual wirings train and
+    `f(norm(x))` is stuck on both sources."""
+    want = {"pre-layernorm-res": "trains", "post-layernorm-res": "trains", "pre-layernorm-nores": "stuck"}
+    ok = {src: all(r[col] == want[r[0].strip("`")] for r in rows) for src, col in (("synthetic", 2), ("text", 4))}
+    return ok
+
+
+# ---- rule P: pre-norm trains where post-norm fails ------------------------------------------
+
+def pre_post(data: stability_map.MapData, rules=None, source="synthetic") -> Verdict:
+    """Rule P on one map: its named cells (depth, inits, rates), each by its seeds' majority."""
+    p = (rules or load_rules())["pre_post"]
+    d, inits, rates = p["depth"], p["inits"], p["rates"]
+    pid = p["id"] + (" (text)" if source == "text" else "")
+    cells = [(i, lr) for i in inits for lr in rates]
+    empty = [(i, lr) for i, lr in cells
+             if not data.cell("pre", i, d, lr).n or not data.cell("post", i, d, lr).n]
+    lines = []
+    for i, lr in cells:
+        pre, post = data.cell("pre", i, d, lr), data.cell("post", i, d, lr)
+        lines.append(f"init {i}, L={d}, lr {lr:g}: pre {pre.counts} ({pre.majority}), post {post.counts} "
+                     f"({post.majority}) [trained/diverged/plateau]")
+    if empty:
+        missing = ", ".join(f"init {i} lr {lr:g}" for i, lr in empty)
+        return Verdict(pid, "not run", f"no finished seed of pre and post at L={d}: {missing}", lines)
+    fails = stability_map.FAILS
+    pre_wins = [(i, lr) for i, lr in cells if data.cell("pre", i, d, lr).majority == "trained"
+                and data.cell("post", i, d, lr).majority in fails]
+    post_wins = [(i, lr) for i, lr in cells if data.cell("post", i, d, lr).majority == "trained"
+                 and data.cell("pre", i, d, lr).majority in fails]
+
+    def where(cs):
+        return ", ".join(f"{i} lr {lr:g} (pre {data.cell('pre', i, d, lr).counts}, post "
+                         f"{data.cell('post', i, d, lr).counts})" for i, lr in cs) or "nowhere"
+    deciding = (f"L={d}: pre trains where post fails at {where(pre_wins)}; post trains where pre fails at "
+                f"{where(post_wins)} (seeds trained/diverged/plateau)")
+    return Verdict(pid, "seen" if pre_wins and not post_wins else "not seen", deciding, lines)
+
+
+def cell_rows(syn: stability_map.MapData, text: stability_map.MapData):
+    """[[wiring, init, L, lr, synthetic t/d/p (majority), text t/d/p (majority)]] over the cells either
+    map holds, in the map's wiring order."""
+    keys = sorted(set(syn.cells) | set(text.cells),
+                  key=lambda k: (list(stability_map.WIRINGS).index(k[0]), k[1], k[2], k[3]))
+
+    def show(data, k):
+        c = data.cells.get(k)
+        if c is None or not (c.n or c.unfinished):
+            return "not run"
+        m = c.mean_final
+        return f"{c.counts} **{c.majority}**" + (f", mean {m:.3f}" if m is not None else "")
+    return [[f"`{w}`", i, str(d), f"{lr:g}", show(syn, (w, i, d, lr)), show(text, (w, i, d, lr))]
+            for (w, i, d, lr) in keys]
+
+
+# ---- the results, from the sweeps --------------------------------------------------------------
+
+def text_study(root, sweeps):
+    """The text sweeps' results, judged by study_rules.json: the findings on text (when text_probe and
+    text_train ran: study_findings' rules unchanged), criterion S, the runs of the text point
+    (text_train's or text_point's), the text map and rule P on it, and the summary's extra rows."""
+    probe, train, point = (sweeps.get(n) for n in ("text_probe", "text_train", "text_point"))
+    tr = Training([train]) if train is not None and train.runs else None
+    findings = []
+    if probe is not None and probe.runs and tr is not None:
+        findings = [finding_1(probe), finding_2(probe, tr), finding_3(tr), finding_4(probe), finding_5(tr)]
+    point_runs = (train.runs if tr is not None else point.runs if point is not None else [])
+    point_runs = [r for r in point_runs if r.n_layer == point_depth(point_runs)]
+    tmap = stability_map.load(os.path.join(root, "text_map"))
+    out = {"findings": findings, "tr": tr, "crit": structure(tr), "point_runs": point_runs,
+           "map": tmap, "p_text": pre_post(tmap, source="text")}
+    return out
+
+
+def summary_extra(text, p_syn):
+    """The summary's rows after the findings: rule P on the synthetic map (always: "not run" says the
+    cells are missing), on the text map and criterion S where they ran."""
+    rule = load_rules()["pre_post"]
+    rows = [rule_row(PRE_POST_ANCHOR, p_syn, f"Pre-norm trains where post-norm fails, not the reverse (L = "
+                     f"{rule['depth']}, inits {' and '.join(rule['inits'])})")]
+    if text["p_text"].verdict != "not run":
+        rows.append(rule_row(PRE_POST_ANCHOR, text["p_text"], "The same on tiny Shakespeare"))
+    if text["tr"] is not None:
+        rows.append(rule_row(TEXT_ANCHOR, text["crit"], "On text the horizon lets a residual stack learn structure"))
+    return rows
+
+
+# ---- the section ----------------------------------------------------------------------------
+
+def differences(syn_tr, text_tr, text_runs):
+    """What differs between the two sources, from the runs where they hold it, and why."""
+    runs = text_runs or (text_tr.runs if text_tr is not None else [])
+    ref_t = next((r.reference_losses for r in runs if r.reference_losses), {})
+    vocab_t = next(((r.config.get("model") or {}).get("vocab_size") for r in runs if r.config), None)
+    steps_t = sorted({r.summary.get("steps") for r in runs if r.summary} - {None})
+    steps_s = sorted({r.summary.get("steps") for r in syn_tr.runs if r.summary} - {None}) if syn_tr else []
+    ref_s = syn_tr.refs if syn_tr is not None else {}
+    vocab_s = next(((r.config.get("model") or {}).get("vocab_size") for r in syn_tr.runs if r.config),
+                   None) if syn_tr is not None else None
+    return [
+        f"The synthetic source is an order-2 Markov chain over {fmt(vocab_s)} "
+        f"symbols: its structure is two symbols deep and fully known (unigram {fmt(ref_s.get('unigram'), 4)}, "
+        f"optimum {fmt(ref_s.get('optimal'), 4)} nats), so \"trains\" means leaving the unigram plateau toward a "
+        f"known floor. Tiny Shakespeare has {fmt(vocab_t)} characters, structure at every range (words, lines, "
+        f"speakers) and no known optimum (unigram {fmt(ref_t.get('unigram'), 4)} nats of the training split); its "
+        "validation split is the last 10 % of the play text, not fresh draws of the same chain.",
+        f"Horizons: {'/'.join(map(str, steps_s)) or '?'} steps on the synthetic source, "
+        f"{'/'.join(map(str, steps_t)) or '?'} on text, where a model has more to learn past the unigram loss; "
+        "the rates and inits are the same where a cell exists in both, the vocabulary (and so the embedding and "
+        "head) differ.",
+        "Why the verdicts can differ: the findings at initialisation (1, 2, 4) depend on the batch only through "
+        "the embeddings' input, so they should carry over; the trainings depend on how much structure lies within "
+        "reach of the horizon, which is where the sources differ most.",
+    ]
+
+
+def text_section(doc, *, syn_findings, text_findings, crit, syn_tr, text_tr, point_runs, syn_map, text_map,
+                 p_syn, p_text, text_time=TEXT_TIME):
+    """The report's "On real text": criterion S, per finding and per map cell the synthetic and the
+    text result side by side with their verdicts, the text point, what differs and why."""
+    doc.h(2, "On real text", anchor=TEXT_ANCHOR)
+    rules = load_rules()
+    doc.p(f"Data: {rules['text']['data']}. Rules: `configs/experiments/study_rules.json` (fixed "
+          f"{rules['fixed_on']}, before the text runs): {rules['text']['findings']}.")
+    if_missed = rules["text"]["structure"]["if_missed"]
+    missed = f" {if_missed[0].upper()}{if_missed[1:]}." if crit.verdict == "not seen" else ""
+    doc.p(f"Criterion {crit.id} (the text horizon learns real structure): {crit.deciding}. Verdict: "
+          f"**{crit.verdict}**.{missed}")
+    how = f"`{TEXT_COMMAND}` runs them" + (f" ({text_time})" if text_time else "")
+    if text_findings:
+        rows = [[str(s["id"]), s["title"], f"{s['deciding']}; **{'seen' if s['seen'] else 'not seen'}**",
+                 f"{t['deciding']}; **{'seen' if t['seen'] else 'not seen'}**"]
+                for s, t in zip(syn_findings, text_findings)]
+        doc.p("Per finding, the synthetic and the text result with their verdicts:")
+        doc.table(["finding", "what it says", "synthetic: deciding numbers, verdict",
+                   "text: deciding numbers, verdict"], rows)
+        differ = [str(s["id"]) for s, t in zip(syn_findings, text_findings) if s["seen"] != t["seen"]]
+        doc.p(f"The verdicts differ for finding(s) {', '.join(differ)}." if differ
+              else "The verdicts are the same on both sources.")
+    else:
+        doc.p(f"The findings on text (text_probe, text_train) were not run at this tier: {how}.")
+    if point_runs:
+        depth = point_depth(point_runs)
+        rows = point_rows(syn_tr, point_runs, depth)
+        ok = point_verdict(rows)
+        doc.p(f"The text point: L={depth} at lr {fmt(syn_tr.ref_lr if syn_tr else None)}, final val loss "
+              f"(mean, min-max, 95% CI, n) and its outcome against each source's own unigram loss (trains: below "
+              f"unigram - {F3_TRAIN_MARGIN}; stuck: above unigram - {F3_STUCK_MARGIN}; every seed or the interval). "
+              f"Finding 3 at L={depth} (both residual wirings train, `f(norm(x))` stuck): synthetic "
+              f"**{'seen' if ok['synthetic'] else 'not seen'}**, text **{'seen' if ok['text'] else 'not seen'}**.")
+        doc.table(["wiring", "synthetic final loss", "synthetic", "text final loss", "text"], rows)
+    if not syn_map.empty or not text_map.empty:
+        doc.p(f"Per map cell, seeds trained/diverged/plateau (majority in bold) and the mean final val loss; rule "
+              f"{p_syn.id}: synthetic **{p_syn.verdict}**, text **{p_text.verdict}** ({p_text.deciding}).")
+        doc.fold("Every map cell on both sources")
+        doc.table(["wiring", "init", "L", "lr", "synthetic", "text"], cell_rows(syn_map, text_map))
+        doc.unfold()
+        if text_map.empty:
+            doc.p(f"The text map (text_map) was not run at this tier: {how.replace('runs them', 'runs it')}.")
+    doc.p("What differs between the two sources, and why:")
+    doc.ul(differences(syn_tr, text_tr, point_runs))

@@ -1,0 +1,182 @@
+"""The study on real text and rule P (scripts/stacklab/study_text.py, configs/experiments/study_rules.json) on
+fabricated runs: criterion S seen, not seen at its boundary and not run; rule P seen, not seen and not run;
+the report's "On real text" with the synthetic and text verdicts side by side; the summary's row for P; the
+one line that stands for the claims a tier did not run."""
+import unittest
+
+import fabricate
+from stacklab import report_doc, stability_map, study_text
+from stacklab import report_sections as sections
+from stacklab import study_findings as sf
+
+TEXT_UNIGRAM = 3.3091  # tiny Shakespeare's training split (study_rules.json)
+
+
+def text_run(wiring, depth, lr, seed, final):
+    """A training run on text: its own unigram loss in its start record and summary, 65 characters."""
+    r = fabricate.run(wiring, depth, lr, seed, final)
+    refs = {"uniform": 4.17439, "unigram": TEXT_UNIGRAM}
+    r.summary["reference_losses"] = dict(refs)
+    r.records["start"][0]["reference_losses"] = dict(refs)
+    r.config["model"]["vocab_size"] = 65
+    r.summary["steps"] = 300
+    return r
+
+
+def text_training(finals, wiring="pre-layernorm-res", depth=8, lr=1e-3):
+    return sf.Training([fabricate.FakeSweep("text_train", [text_run(wiring, depth, lr, s, f)
+                                                           for s, f in enumerate(finals)])])
+
+
+def outcome(r):
+    return stability_map.outcome_local(r, 0.05)
+
+
+def pmap(cells):
+    """A map from {(variant, init, lr): outcome of all 3 seeds} at L = 32."""
+    return stability_map.build([fabricate.map_run(v, i, 32, lr, s, o) for (v, i, lr), o in cells.items()
+                                for s in range(3)], outcome)
+
+
+ALL_TRAINED = {(v, i, lr): "trained" for v in ("pre", "post") for i in ("scaled", "xavier") for lr in (1e-3, 1e-2)}
+
+
+class CriterionS(unittest.TestCase):
+    # study_rules.json: pre-norm at L = 8 at its best rate ends >= 0.8 below 3.3091, i.e. <= 2.5091.
+    def test_every_seed_at_least_08_below_the_text_unigram_loss_is_seen(self):
+        v = study_text.structure(text_training([2.40, 2.45, 2.5091]))
+        self.assertEqual(v.verdict, "seen")
+        self.assertIn("vs <= 2.509 (unigram 3.309 - 0.8)", v.deciding)
+        self.assertIn("3 of 3 seeds", v.deciding)
+
+    def test_one_seed_above_the_line_with_a_wide_interval_is_not_seen(self):
+        # mean 2.4833, sd 0.1041, t(2) 4.303: the interval reaches 2.742, above 2.5091
+        v = study_text.structure(text_training([2.40, 2.45, 2.60]))
+        self.assertEqual(v.verdict, "not seen")
+        self.assertIn("2 of 3 seeds", v.deciding)
+
+    def test_without_a_pre_norm_run_at_l8_it_is_not_run(self):
+        self.assertEqual(study_text.structure(None).verdict, "not run")
+        self.assertEqual(study_text.structure(text_training([2.4], depth=2)).verdict, "not run")
+
+
+class RuleP(unittest.TestCase):
+    def test_pre_training_where_post_fails_and_never_the_reverse_is_seen(self):
+        v = study_text.pre_post(pmap({**ALL_TRAINED, ("post", "xavier", 1e-2): "diverged"}))
+        self.assertEqual(v.verdict, "seen")
+        self.assertIn("pre trains where post fails at xavier lr 0.01 (pre 3/0/0, post 0/3/0)", v.deciding)
+        self.assertIn("post trains where pre fails at nowhere", v.deciding)
+
+    def test_one_cell_of_the_reverse_makes_it_not_seen(self):
+        cells = {**ALL_TRAINED, ("post", "xavier", 1e-2): "diverged", ("pre", "scaled", 1e-2): "plateau"}
+        v = study_text.pre_post(pmap(cells))
+        self.assertEqual(v.verdict, "not seen")
+        self.assertIn("post trains where pre fails at scaled lr 0.01 (pre 0/0/3, post 3/0/0)", v.deciding)
+
+    def test_both_training_everywhere_is_not_seen(self):
+        self.assertEqual(study_text.pre_post(pmap(ALL_TRAINED)).verdict, "not seen")
+
+    def test_a_named_cell_without_runs_is_not_run_and_named(self):
+        cells = {k: o for k, o in ALL_TRAINED.items() if k != ("post", "scaled", 1e-3)}
+        v = study_text.pre_post(pmap(cells))
+        self.assertEqual(v.verdict, "not run")
+        self.assertIn("init scaled lr 0.001", v.deciding)
+
+
+def summary_md(claims, extra=()):
+    doc = report_doc.Doc()
+    findings = [sf.finding(i, f"claim {i}.", "c", ["x"], True, deciding=f"n {i}") for i in range(1, 6)]
+    sections.summary(doc, findings, claims, ["map line."], extra=extra)
+    return doc.markdown()
+
+
+class Summary(unittest.TestCase):
+    def test_the_summary_has_a_row_for_pre_vs_post_norm_with_its_deciding_numbers_and_verdict(self):
+        p = study_text.pre_post(pmap({**ALL_TRAINED, ("post", "xavier", 1e-2): "diverged"}))
+        text = {"p_text": study_text.pre_post(stability_map.build([], outcome), source="text"), "tr": None}
+        md = summary_md([], study_text.summary_extra(text, p))
+        row = next(line for line in md.splitlines() if line.startswith("| [P](#pre-post) |"))
+        self.assertIn("Pre-norm trains where post-norm fails, not the reverse (L = 32, inits scaled and xavier)", row)
+        self.assertIn("xavier lr 0.01 (pre 3/0/0, post 0/3/0)", row)
+        self.assertTrue(row.endswith("| **seen** |"), row)
+        self.assertNotIn("P (text)", md)  # the text map did not run: no row for it
+
+    def test_claims_a_tier_did_not_run_are_one_line_with_the_command_and_its_time(self):
+        claims = [sections.ClaimRow(f"C{i}", f"Claim {i}.", "s", "r", "runs missing (18 configs): pre ...",
+                                    "not run", "") for i in range(1, 8)]
+        md = summary_md(claims)
+        self.assertIn("Claims C1-C7 of `configs/experiments/claims.json`: not run at this tier; "
+                      "`bash scripts/reproduce.sh --claims` runs them (60.9 minutes", md)
+        self.assertNotIn("runs missing", md)
+        self.assertNotIn("(#claim-c", md)
+
+    def test_a_claim_that_ran_keeps_its_row_and_only_the_others_are_in_the_line(self):
+        claims = [sections.ClaimRow("C1", "Claim 1.", "s", "r", "x = 1", "seen", ""),
+                  sections.ClaimRow("C2", "Claim 2.", "s", "r", "runs missing", "not run", "")]
+        md = summary_md(claims)
+        self.assertIn("| [C1](#claim-c1) | Claim 1 | x = 1 | **seen** |", md)
+        self.assertIn("Claims C2 of `configs/experiments/claims.json`: not run at this tier", md)
+        self.assertEqual(sections.claims_not_run_line(claims[:1]), "")
+
+
+def section_md(text_findings, point_runs=(), text_map=None, crit=None):
+    syn = [sf.finding(i, f"claim {i}.", "c", ["x"], True, deciding=f"synthetic {i}.5") for i in range(1, 6)]
+    syn_tr = sf.Training([fabricate.FakeSweep("train_grid", [fabricate.run(w, 32, 1e-3, s, f)
+                                                             for w, f in (("pre-layernorm-res", 3.05),
+                                                                          ("post-layernorm-res", 2.91),
+                                                                          ("pre-layernorm-nores", 3.44))
+                                                             for s in range(3)])])
+    syn_map = pmap({**ALL_TRAINED, ("post", "xavier", 1e-2): "diverged"})
+    text_map = text_map or stability_map.build([], outcome)
+    doc = report_doc.Doc()
+    study_text.text_section(doc, syn_findings=syn, text_findings=text_findings,
+                            crit=crit or study_text.structure(None), syn_tr=syn_tr, text_tr=None,
+                            point_runs=list(point_runs), syn_map=syn_map, text_map=text_map,
+                            p_syn=study_text.pre_post(syn_map),
+                            p_text=study_text.pre_post(text_map, source="text"))
+    return doc.markdown().split('<a id="on-real-text"></a>')[1]
+
+
+class OnRealText(unittest.TestCase):
+    def test_each_finding_shows_the_synthetic_and_the_text_verdict_side_by_side(self):
+        text = [sf.finding(i, f"claim {i}.", "c", ["x"], i != 2, deciding=f"text {i}.5") for i in range(1, 6)]
+        md = section_md(text, crit=study_text.structure(text_training([2.40, 2.45, 2.50])))
+        self.assertIn(f"| 2 | {sf.TITLES[2]} | synthetic 2.5; **seen** | text 2.5; **not seen** |", md)
+        self.assertIn(f"| 3 | {sf.TITLES[3]} | synthetic 3.5; **seen** | text 3.5; **seen** |", md)
+        self.assertIn("The verdicts differ for finding(s) 2.", md)
+        self.assertIn("Criterion S (the text horizon learns real structure)", md)
+        self.assertIn("Verdict: **seen**.", md)
+
+    def test_a_missed_criterion_stays_and_says_what_it_means(self):
+        md = section_md([], crit=study_text.structure(text_training([2.40, 2.45, 2.60])))
+        self.assertIn("Verdict: **not seen**. The first result stays", md)
+
+    def test_without_the_text_sweeps_it_says_how_to_run_them(self):
+        md = section_md([])
+        self.assertIn("The findings on text (text_probe, text_train) were not run at this tier: "
+                      "`bash scripts/reproduce.sh --text` runs them", md)
+        self.assertIn("The text map (text_map) was not run at this tier", md)
+        self.assertIn("What differs between the two sources, and why:", md)
+
+    def test_the_text_point_shows_both_sources_with_their_outcomes(self):
+        runs = [text_run("pre-layernorm-res", 32, 1e-3, s, 2.30) for s in range(3)]
+        runs += [text_run("post-layernorm-res", 32, 1e-3, s, 3.30 - 0.01 * s) for s in range(3)]  # not trained
+        runs += [text_run("pre-layernorm-nores", 32, 1e-3, s, 3.32) for s in range(3)]
+        md = section_md([], point_runs=runs)
+        self.assertIn("| `pre-layernorm-res` | 3.0500 (3.0500-3.0500", md)
+        self.assertIn("| trains | 2.3000 (2.3000-2.3000", md)
+        self.assertIn("| `pre-layernorm-nores` |", md)
+        self.assertIn("Finding 3 at L=32 (both residual wirings train, `f(norm(x))` stuck): synthetic **seen**, "
+                      "text **not seen**", md)
+        row = next(line for line in md.splitlines() if line.startswith("| `post-layernorm-res` |"))
+        self.assertTrue(row.endswith("| stuck |") or row.endswith("| mixed |"), row)
+
+    def test_every_map_cell_shows_both_sources(self):
+        tmap = pmap({**ALL_TRAINED, ("post", "xavier", 1e-2): "plateau"})
+        md = section_md([], text_map=tmap)
+        self.assertIn("| `post` | xavier | 32 | 0.01 | 0/3/0 **diverged** | 0/0/3 **plateau**, mean 3.420 |", md)
+        self.assertIn("rule P: synthetic **seen**, text **seen**", md)
+
+
+if __name__ == "__main__":
+    unittest.main()
