@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <thread>
 #include <tuple>
 
@@ -101,6 +102,23 @@ nlohmann::json run_config_json(const Config& cfg) {
 }
 
 std::string default_run_dir(const Config& cfg) { return cfg.train.out_dir + "/" + cfg.train.name; }
+
+std::vector<std::string> run_entries_in(const std::string& dir) {
+  static const char* const kEntries[] = {
+      "config.json",     "metrics.jsonl", "metrics.jsonl.damaged", "summary.json",
+      "provenance.json", "vocab.json",    "checkpoints",           "plots"};
+  std::vector<std::string> present;
+  std::error_code ec;
+  for (const char* e : kEntries)
+    if (std::filesystem::exists(dir + "/" + e, ec)) present.emplace_back(e);
+  return present;
+}
+
+std::vector<std::string> clear_run_entries(const std::string& dir) {
+  const std::vector<std::string> present = run_entries_in(dir);
+  for (const std::string& e : present) std::filesystem::remove_all(dir + "/" + e);
+  return present;
+}
 
 namespace {
 
@@ -194,6 +212,7 @@ class Run {
 
   void restore_or_init() {
     resumed_ = opt_.resume && std::filesystem::exists(latest_);
+    if (opt_.resume && !resumed_) check_no_lost_checkpoint();
     if (opt_.resume && !resumed_) {
       // A Slurm task resumes every run, also one that never started: say which of the two it is.
       std::error_code ec;
@@ -223,6 +242,50 @@ class Run {
     refs_json_ = to_json(data_->reference_losses(T_));
     val_batches_ = data_->eval_batches(cfg_.train.eval_iters, B_, T_, false);
     train_eval_batches_ = data_->eval_batches(cfg_.train.eval_iters, B_, T_, true);
+  }
+
+  // A run that must have written checkpoints/latest.safetensors (its summary says it completed or
+  // was interrupted, or its log goes past the first checkpoint step) is not started over when
+  // the file is gone: that would cut its metrics and train it again without a word.
+  void check_no_lost_checkpoint() const {
+    std::string why;
+    std::error_code ec;
+    if (std::filesystem::exists(dir_ + "/summary.json", ec)) {
+      nlohmann::json summary;
+      try {
+        summary = nlohmann::json::parse(read_file(dir_ + "/summary.json"));
+      } catch (const nlohmann::json::exception&) {  // torn: the log below decides
+      }
+      const nlohmann::json st =
+          summary.is_object() ? summary.value("status", nlohmann::json()) : nullptr;
+      const std::optional<RunState> state =
+          st.is_string() ? parse_choice<RunState>(st.get<std::string>()) : std::nullopt;
+      if (state == RunState::Completed || state == RunState::Interrupted)
+        why = "its summary.json says " + spell(*state);
+    }
+    const std::string metrics = dir_ + "/metrics.jsonl";
+    const int64_t first_ckpt = cfg_.train.ckpt_interval;
+    if (why.empty() && first_ckpt > 0 && first_ckpt < max_iters_ &&
+        std::filesystem::exists(metrics, ec)) {
+      const std::string text = read_file(metrics);
+      for (size_t start = 0; start < text.size() && why.empty();) {
+        const size_t nl = text.find('\n', start);
+        const std::string line = text.substr(start, nl == std::string::npos ? nl : nl - start);
+        start = nl == std::string::npos ? text.size() : nl + 1;
+        const nlohmann::json rec = nlohmann::json::parse(line, nullptr, false);
+        if (!rec.is_object() || !rec.value("step", nlohmann::json()).is_number_integer()) continue;
+        const int64_t step = rec.value("step", int64_t{0});
+        if (rec.value("kind", "") == "resume" || step >= first_ckpt)
+          why = "its metrics.jsonl has a " + rec.value("kind", std::string("?")) +
+                " record of step " + std::to_string(step) +
+                ", past the first checkpoint (train.ckpt_interval=" + std::to_string(first_ckpt) +
+                ")";
+      }
+    }
+    if (!why.empty())
+      throw Error(latest_ + " is missing, but the run wrote it (" + why +
+                  "); restore the file to resume, or start the run over with stacklab train " +
+                  dir_ + "/config.json --out " + dir_ + " --force");
   }
 
   // The checkpoint's weights, optimizer and train state; metrics after it are cut off.
@@ -258,6 +321,9 @@ class Run {
       if (cfg_.train.save_best)
         checkpoint(best_path_, step);  // the state just evaluated, resumable like latest
     }
+    // Still running: a run killed (SIGKILL, a lost node) between evals leaves a summary with the
+    // steps and losses of its last eval, not those of its start.
+    if (step < max_iters_) write_summary(RunState::Running, step);
     return true;
   }
 
