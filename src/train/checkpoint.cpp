@@ -120,9 +120,10 @@ void check_checkpoint_config(const std::string& path, const nlohmann::json& writ
   if (keys.empty()) return;
   std::string list;
   for (const std::string& k : keys)
-    list += (list.empty() ? "" : "; ") + ("'" + k + "' is " + value_at(written, k) +
-                                          " in the checkpoint but " + value_at(expected, k));
-  throw Error(path + ": written with a different config: " + list + " in " + expected_where);
+    list += (list.empty() ? "" : "; ") +
+            ("'" + k + "' is " + value_at(written, k) + " in the checkpoint but " +
+             value_at(expected, k) + " in " + expected_where);
+  throw Error(path + ": written with a different config: " + list);
 }
 
 void save_checkpoint(const std::string& path, const Model& model, const Optimizer& opt,
