@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
-#include <optional>
 #include <thread>
 #include <tuple>
 
@@ -33,6 +32,7 @@
 #include "train/optimizer.h"
 #include "train/provenance.h"
 #include "train/records.h"
+#include "train/resume.h"
 #include "train/run_log.h"
 #include "train/schedule.h"
 #include "train/setup.h"
@@ -212,7 +212,7 @@ class Run {
 
   void restore_or_init() {
     resumed_ = opt_.resume && std::filesystem::exists(latest_);
-    if (opt_.resume && !resumed_) check_no_lost_checkpoint();
+    if (opt_.resume && !resumed_) check_checkpoint_not_lost(dir_, cfg_);
     if (opt_.resume && !resumed_) {
       // A Slurm task resumes every run, also one that never started: say which of the two it is.
       std::error_code ec;
@@ -242,50 +242,6 @@ class Run {
     refs_json_ = to_json(data_->reference_losses(T_));
     val_batches_ = data_->eval_batches(cfg_.train.eval_iters, B_, T_, false);
     train_eval_batches_ = data_->eval_batches(cfg_.train.eval_iters, B_, T_, true);
-  }
-
-  // A run that must have written checkpoints/latest.safetensors (its summary says it completed or
-  // was interrupted, or its log goes past the first checkpoint step) is not started over when
-  // the file is gone: that would cut its metrics and train it again without a word.
-  void check_no_lost_checkpoint() const {
-    std::string why;
-    std::error_code ec;
-    if (std::filesystem::exists(dir_ + "/summary.json", ec)) {
-      nlohmann::json summary;
-      try {
-        summary = nlohmann::json::parse(read_file(dir_ + "/summary.json"));
-      } catch (const nlohmann::json::exception&) {  // torn: the log below decides
-      }
-      const nlohmann::json st =
-          summary.is_object() ? summary.value("status", nlohmann::json()) : nullptr;
-      const std::optional<RunState> state =
-          st.is_string() ? parse_choice<RunState>(st.get<std::string>()) : std::nullopt;
-      if (state == RunState::Completed || state == RunState::Interrupted)
-        why = "its summary.json says " + spell(*state);
-    }
-    const std::string metrics = dir_ + "/metrics.jsonl";
-    const int64_t first_ckpt = cfg_.train.ckpt_interval;
-    if (why.empty() && first_ckpt > 0 && first_ckpt < max_iters_ &&
-        std::filesystem::exists(metrics, ec)) {
-      const std::string text = read_file(metrics);
-      for (size_t start = 0; start < text.size() && why.empty();) {
-        const size_t nl = text.find('\n', start);
-        const std::string line = text.substr(start, nl == std::string::npos ? nl : nl - start);
-        start = nl == std::string::npos ? text.size() : nl + 1;
-        const nlohmann::json rec = nlohmann::json::parse(line, nullptr, false);
-        if (!rec.is_object() || !rec.value("step", nlohmann::json()).is_number_integer()) continue;
-        const int64_t step = rec.value("step", int64_t{0});
-        if (rec.value("kind", "") == "resume" || step >= first_ckpt)
-          why = "its metrics.jsonl has a " + rec.value("kind", std::string("?")) +
-                " record of step " + std::to_string(step) +
-                ", past the first checkpoint (train.ckpt_interval=" + std::to_string(first_ckpt) +
-                ")";
-      }
-    }
-    if (!why.empty())
-      throw Error(latest_ + " is missing, but the run wrote it (" + why +
-                  "); restore the file to resume, or start the run over with stacklab train " +
-                  dir_ + "/config.json --out " + dir_ + " --force");
   }
 
   // The checkpoint's weights, optimizer and train state; metrics after it are cut off.
