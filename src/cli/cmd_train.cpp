@@ -1,7 +1,8 @@
 // `stacklab train CONFIG [--section.key=value ...] [--out DIR] [--force]` and
 // `stacklab train --resume RUN_DIR [--train.max_iters=N [--optim.lr_decay_iters=D]]
-// [--train.threads=T]`: runs the trainer, turns SIGINT/SIGTERM into a clean stop (finish the step,
-// checkpoint, flush; exit 130/143) and divergence into exit code 3.
+// [--train.threads=T]`: runs the trainer, turns SIGINT/SIGTERM and a closed stdout (SIGPIPE) into
+// a clean stop (finish the step, checkpoint, flush; exit 130/143/141) and divergence into exit
+// code 3.
 #include <unistd.h>
 
 #include <atomic>
