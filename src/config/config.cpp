@@ -459,13 +459,19 @@ void validate_run(const TrainConfig& t, const LogConfig& l, const Validator& v) 
   v.at_least("log.layer_interval", l.layer_interval, 1);
 }
 
-// A Markov source draws a table of model.vocab_size symbols (data/markov.cpp checks the same
-// bounds); checked here so that the error names the config file the size came from.
+// A Markov source draws a table of model.vocab_size symbols and V^(order+1) transition entries
+// (data/markov.cpp checks the same bounds); checked here so that the error names the config file.
 void validate_markov_vocab(const Config& cfg, const Validator& v) {
   if (cfg.data.source != SourceKind::Markov) return;
   if (cfg.model.vocab_size < 2 || cfg.model.vocab_size > 1024)
     v.fail("model.vocab_size",
            "a markov source needs 2 to 1024 symbols, got " + std::to_string(cfg.model.vocab_size));
+  const double table = std::pow(static_cast<double>(cfg.model.vocab_size), cfg.data.order + 1);
+  if (table > static_cast<double>(1 << 24))
+    v.fail("model.vocab_size", "with data.order " + std::to_string(cfg.data.order) +
+                                   ", a markov table of V^(order+1) = " +
+                                   std::to_string(static_cast<long long>(table)) +
+                                   " entries is more than the 2^24 allowed; lower one of them");
 }
 
 }  // namespace

@@ -222,6 +222,9 @@ TEST(RunNames, ALongTrainNameIsRefusedByValidateWithAShortMessage) {
 TEST(RunNames, AMarkovVocabularyOfOneNamesTheConfigFile) {
   expect_error(run_stacklab({"validate", base_config(), "--model.vocab_size=1"}),
                {base_config(), "model.vocab_size", "2 to 1024"});
+  expect_error(
+      run_stacklab({"validate", base_config(), "--model.vocab_size=1024", "--data.order=3"}),
+      {base_config(), "model.vocab_size", "V^(order+1) = 1099511627776"});
 }
 
 TEST(RunNames, ARunWrittenWithOutRecordsItsDirectoryAndNameAndResumesExactly) {
