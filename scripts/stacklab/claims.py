@@ -380,11 +380,17 @@ def c6(claim, rs):
     runs = rs.train(variant(claim, name, n_layer=cfg["model.n_layer"][0], init=cfg["model.init"][0],
                             lr=cfg["optim.learning_rate"][0]))[0]
     outs = {s: outcome(r, rs.defs) for s, r in sorted(runs.items())}
-    finals = [r.final_val_loss for _, r in sorted(runs.items())]
+    # A diverged run's final val loss is its last eval before the divergence, not a result: it is
+    # in no mean, and its row says so.
+    finals = [r.final_val_loss for s, r in sorted(runs.items()) if outs[s] != "diverged"]
+    n_div = list(outs.values()).count("diverged")
     uni = next((r.reference_losses.get("unigram") for r in runs.values()), None)
     value = (f"trained in {list(outs.values()).count('trained')} of {len(outs)} seeds; final val loss "
-             f"{fmt(mean(finals), 4)} ({spread(finals)}), unigram {fmt(uni, 4)}")
-    rows = [f"| {s} | {outs[s]} | {fmt(runs[s].final_val_loss, 4)} |" for s in outs]
+             f"{fmt(mean(finals), 4)} ({spread(finals)}"
+             + (f"; {n_div} diverged seed(s) left out" if n_div else "") + f"), unigram {fmt(uni, 4)}")
+    rows = [f"| {s} | {outs[s]} | "
+            + ("n/a (diverged" + (f" at step {runs[s].diverged_step}" if runs[s].diverged_step is not None else "")
+               + ")" if outs[s] == "diverged" else fmt(runs[s].final_val_loss, 4)) + " |" for s in outs]
     head = "| seed | outcome | final val loss |\n|---|---|---|\n"
     return value, all(o == "trained" for o in outs.values()), head + "\n".join(rows)
 

@@ -39,7 +39,8 @@ long long Args::get_int(const std::string& f, long long fallback) const {
 
 Args parse_args(const std::string& /*command: main() prefixes errors with it*/,
                 const std::vector<std::string>& argv, const std::set<std::string>& value_flags,
-                const std::set<std::string>& switch_flags, bool allow_overrides) {
+                const std::set<std::string>& switch_flags, bool allow_overrides,
+                const std::set<std::string>& dash_values) {
   Args a;
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& s = argv[i];
@@ -55,12 +56,21 @@ Args parse_args(const std::string& /*command: main() prefixes errors with it*/,
         throw Error("override " + s + " needs a value: --" + name + "=VALUE");
       a.overrides.push_back(s);
     } else if (value_flags.count(name)) {
-      if (eq != std::string::npos) {
-        a.flags[name] = s.substr(eq + 1);
-      } else {
-        if (i + 1 >= argv.size()) throw Error("--" + name + " needs a value");
-        a.flags[name] = argv[++i];
+      if (eq == std::string::npos && i + 1 >= argv.size())
+        throw Error("--" + name + " needs a value");
+      const std::string value = eq != std::string::npos ? s.substr(eq + 1) : argv[++i];
+      // A value does not start with "--": `--out --train.max_iters=2` lacks its value, and taking
+      // the next flag as one would run the command with that flag silently dropped. A flag whose
+      // value is another program's options (--slurm-extra "--qos=low") may, unless the value is
+      // one of this command's own flags or an override.
+      if (value.rfind("--", 0) == 0) {
+        const std::string named = value.substr(2, value.find('=') - 2);
+        if (!dash_values.count(name) || value_flags.count(named) || switch_flags.count(named) ||
+            named.find('.') != std::string::npos)
+          throw Error("--" + name + " needs a value, got the flag '" + value +
+                      "' (a value cannot start with '--')");
       }
+      a.flags[name] = value;
     } else if (switch_flags.count(name) && eq == std::string::npos) {
       a.flags[name] = "true";
     } else if (switch_flags.count(name)) {

@@ -2,7 +2,8 @@
 // [--tokens N] [--temperature T] [--top-k K] [--seed S]`: loads a checkpoint of the run and
 // generates tokens autoregressively (the context is cropped to model.block_size), printing each
 // token as soon as it is drawn. Markov runs print "PROMPT | t1 t2 ...", text runs the text.
-// The checkpoint is read through read_checkpoint_file, the integrity check `train --resume` uses.
+// The checkpoint is read through read_checkpoint_file, the integrity check `train --resume` uses,
+// and must have been written with the run's config (check_checkpoint_config, as for a resume).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include "train/checkpoint.h"
 #include "train/resume.h"
 #include "train/setup.h"
+#include "train/trainer.h"
 
 namespace sl {
 namespace {
@@ -111,7 +113,13 @@ int cmd_sample(const ArgList& argv) {
   auto data = make_data(cfg, text ? dir + "/vocab.json" : "");
   Model model(cfg.model);
   const std::string ckpt = checkpoint_path(dir, a.get("checkpoint", "latest"));
-  load_module_state(model, read_checkpoint_file(ckpt), ckpt, "optim.");
+  const TensorFile file = read_checkpoint_file(ckpt);
+  // The weights run through the run's wiring only if they were trained with it: any difference
+  // but where the run lies and how long it trains (what a resume may change) is refused.
+  check_checkpoint_config(ckpt, checkpoint_metadata(file, ckpt, "config"), run_config_json(cfg),
+                          {"optim.lr_decay_iters", "train.name", "train.out_dir"},
+                          dir + "/config.json");
+  load_module_state(model, file, ckpt, "optim.");
 
   Rng rng(static_cast<uint64_t>(a.get_int("seed", 0)));
   const std::vector<int32_t> prompt =

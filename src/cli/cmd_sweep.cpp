@@ -36,7 +36,7 @@ int cmd_sweep(const ArgList& argv) {
   Args a = parse_args("sweep", argv,
                       {"jobs", "executor", "slurm-partition", "slurm-time", "slurm-cpus-per-task",
                        "slurm-mem", "slurm-extra", "max-parallel", "on-change"},
-                      {"dry-run", "wait", "status"}, false);
+                      {"dry-run", "wait", "status"}, false, {"slurm-extra"});
   if (a.has("status")) return sweep_status(a.positional);
   SweepOptions opt;
   opt.executor = parse_named<Executor>(a.get("executor", name_of(Executor::Local)), "--executor");

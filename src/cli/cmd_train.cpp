@@ -1,13 +1,16 @@
 // `stacklab train CONFIG [--section.key=value ...] [--out DIR] [--force]` and
 // `stacklab train --resume RUN_DIR [--train.max_iters=N [--optim.lr_decay_iters=D]]
-// [--train.threads=T]`: runs the trainer, turns SIGINT/SIGTERM into a clean stop (finish the step,
-// checkpoint, flush; exit 130/143) and divergence into exit code 3.
+// [--train.threads=T]`: runs the trainer, turns SIGINT/SIGTERM and a closed stdout (SIGPIPE) into
+// a clean stop (finish the step, checkpoint, flush; exit 130/143/141) and divergence into exit
+// code 3.
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "cli/args.h"
 #include "cli/commands.h"
@@ -30,6 +33,30 @@ std::string joined(const std::string& cmd, const ArgList& args) {
   std::string s = "stacklab " + cmd;
   for (const auto& a : args) s += " " + a;
   return s;
+}
+
+// "config.json, metrics.jsonl".
+std::string joined_names(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+// --out DIR: the run's config.json says where it is (train.out_dir and train.name are DIR's
+// parent and name), not where the config would have put it.
+void place_run(Config& cfg, const std::string& dir) {
+  namespace fs = std::filesystem;
+  fs::path p = fs::path(dir).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();  // "runs/x/"
+  if (p.empty() || p.filename() == "." || p.filename() == "..") {
+    p = fs::absolute(p).lexically_normal();
+    if (!p.has_filename()) p = p.parent_path();
+  }
+  const std::string name = p.filename().string();
+  if (const std::string bad = plain_name_problem(name); !bad.empty())
+    throw Error("--out " + dir + ": the run directory's name " + shown_name(name) + " " + bad);
+  cfg.train.name = name;
+  cfg.train.out_dir = p.has_parent_path() ? p.parent_path().string() : ".";
 }
 
 }  // namespace
@@ -59,6 +86,11 @@ int cmd_train(const ArgList& argv) {
   std::optional<RunLock> lock;  // held until the process is done with the run directory
   if (a.has("resume")) {
     if (!a.positional.empty()) throw Error("give either CONFIG or --resume RUN_DIR, not both");
+    if (a.has("out") || a.has("force"))  // a resumed run stays in RUN_DIR and keeps its steps
+      throw Error(std::string(a.has("out") ? "--out" : "--force") +
+                  " is not accepted with --resume: a resumed run continues in RUN_DIR from its "
+                  "checkpoint (to start over: stacklab train RUN_DIR/config.json --out DIR "
+                  "[--force])");
     opt.run_dir = a.get("resume", "");
     if (std::filesystem::is_directory(opt.run_dir))  // else resume_config says it is not a run
       lock.emplace(RunLock::acquire(opt.run_dir, opt.command_line, false));
@@ -75,22 +107,25 @@ int cmd_train(const ArgList& argv) {
     check_derived_section(a.positional[0]);
     cfg = load_config(a.positional[0], a.overrides);
     opt.run_dir = a.get("out", default_run_dir(cfg));
+    if (a.has("out")) place_run(cfg, opt.run_dir);
     lock.emplace(RunLock::acquire(opt.run_dir, opt.command_line, true));
-    if (std::filesystem::exists(opt.run_dir + "/metrics.jsonl") && !a.has("force"))
-      throw Error(opt.run_dir + " already holds a run; continue it with --resume " + opt.run_dir +
+    const std::vector<std::string> held = run_entries_in(opt.run_dir);
+    if (!held.empty() && !a.has("force"))
+      throw Error(opt.run_dir + " already holds a run (" + joined_names(held) +
+                  "); continue it with --resume " + opt.run_dir +
                   ", or write elsewhere with --out DIR (or --train.name=NAME), or pass --force to "
-                  "start it over");
-    if (a.has("force")) {
-      std::filesystem::remove_all(opt.run_dir + "/checkpoints");
-      std::filesystem::remove(opt.run_dir + "/provenance.json");
-    }
+                  "start it over (it removes them)");
+    if (a.has("force") && !held.empty())
+      std::printf("note: --force: removed %s from %s: the run starts over\n",
+                  joined_names(clear_run_entries(opt.run_dir)).c_str(), opt.run_dir.c_str());
   }
   opt.stop = &g_stop;
   opt.progress_tty = isatty(STDOUT_FILENO) != 0;
   RunState status = RunState::Completed;
   {
-    // A second signal ends the process at once.
-    const StopSignals stop_signals(g_stop, {.second_signal_ends = true});
+    // A second signal ends the process at once; a closed stdout stops the run like SIGINT.
+    const StopSignals stop_signals(g_stop,
+                                   {.second_signal_ends = true, .stop_on_closed_output = true});
     status = train(cfg, opt);
   }
   if (status == RunState::Diverged) return kExitDiverged;

@@ -449,7 +449,7 @@ void validate_schedule(const OptimConfig& o, const TrainConfig& t, const Validat
 void validate_run(const TrainConfig& t, const LogConfig& l, const Validator& v) {
   if (t.out_dir.empty()) v.fail("train.out_dir", "must not be empty");
   if (!t.name.empty() && !plain_name_problem(t.name).empty())
-    v.fail("train.name", "'" + t.name + "' " + plain_name_problem(t.name) +
+    v.fail("train.name", shown_name(t.name) + " " + plain_name_problem(t.name) +
                              "; a run name is a plain directory name (choose the directory with "
                              "--out or train.out_dir)");
   v.at_least("train.grad_accum_steps", t.grad_accum_steps, 1);
@@ -467,6 +467,21 @@ void validate_run(const TrainConfig& t, const LogConfig& l, const Validator& v) 
   v.at_least("log.layer_interval", l.layer_interval, 1);
 }
 
+// A Markov source draws a table of model.vocab_size symbols and V^(order+1) transition entries
+// (data/markov.cpp checks the same bounds); checked here so that the error names the config file.
+void validate_markov_vocab(const Config& cfg, const Validator& v) {
+  if (cfg.data.source != SourceKind::Markov) return;
+  if (cfg.model.vocab_size < 2 || cfg.model.vocab_size > 1024)
+    v.fail("model.vocab_size",
+           "a markov source needs 2 to 1024 symbols, got " + std::to_string(cfg.model.vocab_size));
+  const double table = std::pow(static_cast<double>(cfg.model.vocab_size), cfg.data.order + 1);
+  if (table > static_cast<double>(1 << 24))
+    v.fail("model.vocab_size", "with data.order " + std::to_string(cfg.data.order) +
+                                   ", a markov table of V^(order+1) = " +
+                                   std::to_string(static_cast<long long>(table)) +
+                                   " entries is more than the 2^24 allowed; lower one of them");
+}
+
 }  // namespace
 
 void validate_config(const Config& cfg, const std::string& origin, const Provenance* where) {
@@ -476,6 +491,7 @@ void validate_config(const Config& cfg, const std::string& origin, const Provena
   validate_optim(cfg.optim, v);
   validate_run(cfg.train, cfg.log, v);
   validate_schedule(cfg.optim, cfg.train, v);
+  validate_markov_vocab(cfg, v);
 }
 
 std::string plain_name_problem(const std::string& name) {
@@ -484,7 +500,15 @@ std::string plain_name_problem(const std::string& name) {
   if (name.find('/') != std::string::npos) return "contains '/'";
   if (name.find('\\') != std::string::npos) return "contains '\\'";
   if (name.find('\0') != std::string::npos) return "contains a NUL byte";
+  if (name.size() > kMaxPlainName)
+    return "is " + std::to_string(name.size()) + " characters long (at most " +
+           std::to_string(kMaxPlainName) + ")";
   return "";
+}
+
+std::string shown_name(const std::string& name) {
+  constexpr size_t kShown = 80;
+  return "'" + (name.size() <= kShown ? name : name.substr(0, kShown) + "...") + "'";
 }
 
 // ---- key suggestions --------------------------------------------------------------------------

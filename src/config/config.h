@@ -141,8 +141,14 @@ Config config_from_json(const nlohmann::json& j, const std::string& origin);
 int resolved_lr_decay_iters(const Config& cfg);
 
 // "" when `name` can name a directory inside another (train.name, a sweep run id); otherwise
-// what is wrong with it ("is empty", "contains '/'", ...).
+// what is wrong with it ("is empty", "contains '/'", "is 5000 characters long", ...). At most
+// kMaxPlainName bytes: a directory name's limit (255) with room for a sweep's ".changed-N".
+inline constexpr std::size_t kMaxPlainName = 200;
 std::string plain_name_problem(const std::string& name);
+
+// `name` (or any user text) quoted for an error message, cut to its first 80 characters and
+// "..." when longer.
+std::string shown_name(const std::string& name);
 
 // The candidate nearest to `key` by edit distance, or "" when none is plausibly meant.
 std::string closest_key(const std::string& key, const std::vector<std::string>& candidates);

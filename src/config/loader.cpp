@@ -309,15 +309,16 @@ Config load_config_unchecked(const std::string& path, const std::vector<std::str
   for (const auto& kv : overrides) {
     const std::string key = apply_override(resolved.json, kv, path);
     if (key == "data.path") resolve_data_path(resolved.json, fs::current_path());
-    resolved.where[key] = path + " (override '" + kv + "')";
+    resolved.where[key] =
+        path + " (override " + shown_name(kv) + ")";  // cut: a 5000-character value
   }
   check_explicit_name(resolved, path);
   Config cfg = parse_config(resolved.json, path);
   validate_config(cfg, path, &resolved.where);
   if (cfg.train.name.empty()) cfg.train.name = fs::path(path).stem().string();
   if (const std::string bad = plain_name_problem(cfg.train.name); !bad.empty())
-    throw ConfigError(path + ": train.name: the file's stem '" + cfg.train.name + "' " + bad +
-                      "; set train.name");
+    throw ConfigError(path + ": train.name: the file's stem " + shown_name(cfg.train.name) + " " +
+                      bad + "; set train.name");
   cfg.source_path = fs::absolute(path).lexically_normal().string();
   return cfg;
 }

@@ -110,7 +110,7 @@ void read_header(const json& j, const std::string& path, SweepPlan& plan) {
   need(j.contains("name") && j["name"].is_string(), path, "name: expected a non-empty string");
   plan.name = j["name"].get<std::string>();
   if (const std::string bad = plain_name_problem(plan.name); !bad.empty())
-    throw ConfigError(path + ": name: '" + plan.name + "' " + bad +
+    throw ConfigError(path + ": name: " + shown_name(plan.name) + " " + bad +
                       "; a sweep name is a plain directory name");
   need(!j.contains("description") || j["description"].is_string(), path,
        "description: expected a string");
@@ -207,7 +207,7 @@ std::vector<Point> with_variants(std::vector<Point> points, const json& j,
         need(v.is_string(), path, where + ".name: expected a string, got " + v.dump());
         q.variant = v.get<std::string>();
         if (const std::string bad = plain_name_problem(q.variant); !bad.empty())
-          throw ConfigError(path + ": " + where + ".name: '" + q.variant + "' " + bad +
+          throw ConfigError(path + ": " + where + ".name: " + shown_name(q.variant) + " " + bad +
                             "; it becomes part of a run directory's name");
       }
       next.push_back(q);
@@ -333,6 +333,7 @@ void add_runs(SweepPlan& plan, const std::string& path, const std::vector<std::s
                 // (refuse_sweep_owned)
         r.config.train.seed = run_seeds.at(0);
         r.config.train.name = run_id;
+        r.config.train.out_dir = plan.out_dir;  // as train --out records it
       }
       plan.runs.push_back(std::move(r));
     };

@@ -93,20 +93,53 @@ nlohmann::json resume_invariant(nlohmann::json c, const std::vector<std::string>
 
 }  // namespace
 
-std::string first_config_difference(const nlohmann::json& a, const nlohmann::json& b,
-                                    const std::string& prefix) {
+std::vector<std::string> config_differences(const nlohmann::json& a, const nlohmann::json& b,
+                                            const std::string& prefix) {
+  std::vector<std::string> out;
   if (a.is_object() && b.is_object()) {
     for (const auto& [k, v] : a.items()) {
       const std::string key = prefix.empty() ? k : prefix + "." + k;
-      if (!b.contains(k)) return key;
-      std::string d = first_config_difference(v, b.at(k), key);
-      if (!d.empty()) return d;
+      if (!b.contains(k)) {
+        out.push_back(key);
+        continue;
+      }
+      for (std::string& d : config_differences(v, b.at(k), key)) out.push_back(std::move(d));
     }
     for (const auto& [k, v] : b.items())
-      if (!a.contains(k)) return prefix.empty() ? k : prefix + "." + k;
-    return "";
+      if (!a.contains(k)) out.push_back(prefix.empty() ? k : prefix + "." + k);
+    return out;
   }
-  return a == b ? "" : (prefix.empty() ? "(root)" : prefix);
+  if (a != b) out.push_back(prefix.empty() ? "(root)" : prefix);
+  return out;
+}
+
+nlohmann::json checkpoint_metadata(const TensorFile& file, const std::string& path,
+                                   const std::string& key) {
+  auto it = file.metadata.find(key);
+  if (it == file.metadata.end())
+    throw Error(path + ": not a stacklab checkpoint (no '" + key + "' metadata)");
+  try {
+    return nlohmann::json::parse(it->second);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path + ": metadata '" + key + "' is not valid JSON: " + e.what());
+  }
+}
+
+void check_checkpoint_config(const std::string& path, const nlohmann::json& written,
+                             const nlohmann::json& expected,
+                             const std::vector<std::string>& may_differ,
+                             const std::string& expected_where) {
+  // A key the checkpoint lacks (added to stacklab after it was written) counts as its default.
+  const nlohmann::json filled = with_added_keys(written);
+  const std::vector<std::string> keys = config_differences(resume_invariant(expected, may_differ),
+                                                           resume_invariant(filled, may_differ));
+  if (keys.empty()) return;
+  std::string list;
+  for (const std::string& k : keys)
+    list += (list.empty() ? "" : "; ") +
+            ("'" + k + "' is " + value_at(filled, k) + " in the checkpoint but " +
+             value_at(expected, k) + " in " + expected_where);
+  throw Error(path + ": written with a different config: " + list);
 }
 
 void save_checkpoint(const std::string& path, const Model& model, const Optimizer& opt,
@@ -147,26 +180,10 @@ Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt
                            const nlohmann::json& expected_config,
                            const std::vector<std::string>& may_differ) {
   const TensorFile file = read_checkpoint_file(path);
-  auto meta = [&](const char* key) -> nlohmann::json {
-    auto it = file.metadata.find(key);
-    if (it == file.metadata.end())
-      throw Error(path + ": not a stacklab checkpoint (no '" + std::string(key) + "' metadata)");
-    try {
-      return nlohmann::json::parse(it->second);
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(path + ": metadata '" + key + "' is not valid JSON: " + e.what());
-    }
-  };
   Checkpoint c;
-  c.config = meta("config");
-  c.train_state = meta("train_state");
-  const std::string diff =
-      first_config_difference(resume_invariant(expected_config, may_differ),
-                              resume_invariant(with_added_keys(c.config), may_differ));
-  if (!diff.empty())
-    throw Error(path + ": written with a different config: '" + diff + "' is " +
-                value_at(c.config, diff) + " in the checkpoint but " +
-                value_at(expected_config, diff) + " in the run's config");
+  c.config = checkpoint_metadata(file, path, "config");
+  c.train_state = checkpoint_metadata(file, path, "train_state");
+  check_checkpoint_config(path, c.config, expected_config, may_differ, "the run's config");
   load_module_state(model, file, path, kOptimPrefix);
   StateTensors state;
   for (const auto& [name, t] : file.tensors)

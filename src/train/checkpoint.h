@@ -4,6 +4,7 @@
 // previous checkpoint or the new one, never a mix.
 #pragma once
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -26,16 +27,30 @@ void save_checkpoint(const std::string& path, const Model& model, const Optimize
 // the file. The one integrity check of every reader: load_checkpoint and `stacklab sample`.
 TensorFile read_checkpoint_file(const std::string& path);
 
-// read_checkpoint_file, then checks that it was written with `expected_config` (else an sl::Error
-// naming the first differing key; the dotted keys in `may_differ` are not compared; a key the
+// read_checkpoint_file, then checks that it was written with `expected_config`
+// (check_checkpoint_config: the dotted keys in `may_differ` are not compared; a key the
 // checkpoint lacks, added to stacklab after it was written, counts as its default), and loads the
 // weights and optimizer state.
 Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt,
                            const nlohmann::json& expected_config,
                            const std::vector<std::string>& may_differ = {});
 
-// The first dotted key whose value differs between two configs, or "" when they are equal.
-std::string first_config_difference(const nlohmann::json& a, const nlohmann::json& b,
-                                    const std::string& prefix = "");
+// The metadata entry `key` ("config", "train_state") of a checkpoint file, parsed; throws an
+// sl::Error naming `path` when it is missing or not JSON.
+nlohmann::json checkpoint_metadata(const TensorFile& file, const std::string& path,
+                                   const std::string& key);
+
+// The comparison of load_checkpoint, for every reader of a checkpoint (resume, `stacklab
+// sample`): throws an sl::Error naming `path` and every differing dotted key, with its value in
+// the checkpoint (`written`) and in `expected` (from `expected_where`, e.g. "the run's config"),
+// unless the configs differ only where a resumed run may (see load_checkpoint) or in `may_differ`.
+void check_checkpoint_config(const std::string& path, const nlohmann::json& written,
+                             const nlohmann::json& expected,
+                             const std::vector<std::string>& may_differ,
+                             const std::string& expected_where);
+
+// Every dotted key whose value differs between two configs (none when they are equal).
+std::vector<std::string> config_differences(const nlohmann::json& a, const nlohmann::json& b,
+                                            const std::string& prefix = "");
 
 }  // namespace sl

@@ -95,8 +95,10 @@ const std::vector<RecordField>& summary_fields() {
   static const std::vector<RecordField> fields = {
       {"status", T::kString, "running, completed, diverged, interrupted or failed"},
       {"final_train_loss", T::kNumberOrNull, "train_loss of the last eval"},
-      {"final_val_loss", T::kNumberOrNull, "val_loss of the last eval"},
-      {"final_eval_step", T::kIntOrNull, "the step of the last eval (null before any)"},
+      {"final_val_loss", T::kNumberOrNull,
+       "val_loss of the last eval, at final_eval_step (diverged: the last before it, no result)"},
+      {"final_eval_step", T::kIntOrNull,
+       "the step of the last eval, which the final losses are from (null before any)"},
       {"best_val_loss", T::kNumberOrNull, "the lowest val_loss so far"},
       {"last_batch_loss", T::kNumberOrNull, "the loss of the last training batch"},
       {"reference_losses", T::kObject, "as in the start record"},

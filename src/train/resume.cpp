@@ -3,11 +3,14 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "config/loader.h"
 #include "core/error.h"
+#include "core/fsutil.h"
 #include "core/json_read.h"
 #include "train/provenance.h"
+#include "train/run_state.h"
 
 namespace sl {
 namespace {
@@ -133,6 +136,48 @@ ResumedConfig resumed_config(const Config& started, const std::vector<std::strin
   if (cfg.train.threads != started.train.threads)
     r.notes.push_back(threads_note(started.train.threads, cfg.train.threads));
   return r;
+}
+
+void check_checkpoint_not_lost(const std::string& run_dir, const Config& cfg) {
+  const std::string latest = run_dir + "/checkpoints/latest.safetensors";
+  std::string why;
+  std::error_code ec;
+  if (std::filesystem::exists(latest, ec)) return;
+  if (std::filesystem::exists(run_dir + "/summary.json", ec)) {
+    nlohmann::json summary;
+    try {
+      summary = nlohmann::json::parse(read_file(run_dir + "/summary.json"));
+    } catch (const nlohmann::json::exception&) {  // torn: the log below decides
+    }
+    const nlohmann::json st =
+        summary.is_object() ? summary.value("status", nlohmann::json()) : nullptr;
+    const std::optional<RunState> state =
+        st.is_string() ? parse_choice<RunState>(st.get<std::string>()) : std::nullopt;
+    if (state == RunState::Completed || state == RunState::Interrupted)
+      why = "its summary.json says " + spell(*state);
+  }
+  const std::string metrics = run_dir + "/metrics.jsonl";
+  const int64_t first = cfg.train.ckpt_interval;  // the step of the first checkpoint
+  if (why.empty() && first > 0 && first < cfg.train.max_iters &&
+      std::filesystem::exists(metrics, ec)) {
+    const std::string text = read_file(metrics);
+    for (size_t start = 0; start < text.size() && why.empty();) {
+      const size_t nl = text.find('\n', start);
+      const std::string line = text.substr(start, nl == std::string::npos ? nl : nl - start);
+      start = nl == std::string::npos ? text.size() : nl + 1;
+      const nlohmann::json rec = nlohmann::json::parse(line, nullptr, false);
+      if (!rec.is_object() || !rec.value("step", nlohmann::json()).is_number_integer()) continue;
+      const int64_t step = rec.value("step", int64_t{0});
+      if (rec.value("kind", "") == "resume" || step >= first)
+        why = "its metrics.jsonl has a " + rec.value("kind", std::string("?")) +
+              " record of step " + std::to_string(step) +
+              ", past the first checkpoint (train.ckpt_interval=" + std::to_string(first) + ")";
+    }
+  }
+  if (!why.empty())
+    throw Error(latest + " is missing, but the run wrote it (" + why +
+                "); restore the file to resume, or start the run over with stacklab train " +
+                run_dir + "/config.json --out " + run_dir + " --force");
 }
 
 }  // namespace sl

@@ -1,9 +1,10 @@
 // The rules for continuing a run directory with `stacklab train --resume RUN_DIR`: which
 // overrides a resumed run accepts (train.max_iters to extend it, optim.lr_decay_iters to move its
 // decay with an extension, train.threads), that it is never shortened, that a decaying schedule
-// is not extended past its horizon unless the new horizon is given, and that its data and config
-// still match provenance.json. Each rule throws an Error naming the flag or file. Not here: the
-// run lock, the checkpoint (train/checkpoint.h) or the loop (train/trainer.h).
+// is not extended past its horizon unless the new horizon is given, that its data and config
+// still match provenance.json, and that a run that wrote a checkpoint still has it. Each rule
+// throws an Error naming the flag or file. Not here: the run lock, the checkpoint
+// (train/checkpoint.h) or the loop (train/trainer.h).
 #pragma once
 #include <string>
 #include <vector>
@@ -22,6 +23,12 @@ Config load_run_config(const std::string& run_dir);
 // provenance.json (null for a run without one: then nothing is compared here).
 void check_resume_provenance(const std::string& run_dir, const nlohmann::json& stored,
                              const Config& started);
+
+// A run resumed without checkpoints/latest.safetensors starts over from step 0, which is right
+// only if it never wrote one: throws an Error naming the file when its summary.json says it
+// completed or was interrupted, or its metrics.jsonl goes past the first checkpoint step
+// (train.ckpt_interval of `cfg`, the resumed config), instead of training it again.
+void check_checkpoint_not_lost(const std::string& run_dir, const Config& cfg);
 
 struct ResumedConfig {
   Config cfg;                      // the run's config with the accepted overrides

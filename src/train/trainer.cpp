@@ -32,6 +32,7 @@
 #include "train/optimizer.h"
 #include "train/provenance.h"
 #include "train/records.h"
+#include "train/resume.h"
 #include "train/run_log.h"
 #include "train/schedule.h"
 #include "train/setup.h"
@@ -96,6 +97,23 @@ nlohmann::json run_config_json(const Config& cfg) {
 }
 
 std::string default_run_dir(const Config& cfg) { return cfg.train.out_dir + "/" + cfg.train.name; }
+
+std::vector<std::string> run_entries_in(const std::string& dir) {
+  static const char* const kEntries[] = {
+      "config.json",     "metrics.jsonl", "metrics.jsonl.damaged", "summary.json",
+      "provenance.json", "vocab.json",    "checkpoints",           "plots"};
+  std::vector<std::string> present;
+  std::error_code ec;
+  for (const char* e : kEntries)
+    if (std::filesystem::exists(dir + "/" + e, ec)) present.emplace_back(e);
+  return present;
+}
+
+std::vector<std::string> clear_run_entries(const std::string& dir) {
+  const std::vector<std::string> present = run_entries_in(dir);
+  for (const std::string& e : present) std::filesystem::remove_all(dir + "/" + e);
+  return present;
+}
 
 namespace {
 
@@ -189,6 +207,7 @@ class Run {
 
   void restore_or_init() {
     resumed_ = opt_.resume && std::filesystem::exists(latest_);
+    if (opt_.resume && !resumed_) check_checkpoint_not_lost(dir_, cfg_);
     if (opt_.resume && !resumed_) {
       // A Slurm task resumes every run, also one that never started: say which of the two it is.
       std::error_code ec;
@@ -253,6 +272,9 @@ class Run {
       if (cfg_.train.save_best)
         checkpoint(best_path_, step);  // the state just evaluated, resumable like latest
     }
+    // Still running: a run killed (SIGKILL, a lost node) between evals leaves a summary with the
+    // steps and losses of its last eval, not those of its start.
+    if (step < max_iters_) write_summary(RunState::Running, step);
     return true;
   }
 

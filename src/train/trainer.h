@@ -12,6 +12,7 @@
 #pragma once
 #include <atomic>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -38,5 +39,13 @@ nlohmann::json run_config_json(const Config& cfg);
 
 // The directory a config trains into: train.out_dir / train.name.
 std::string default_run_dir(const Config& cfg);
+
+// The entries a training run writes into its directory (and scripts/plot_run.py's plots/), the
+// run lock aside: any of them present means the directory holds a run. Those of `dir` present.
+std::vector<std::string> run_entries_in(const std::string& dir);
+
+// `train --force`: removes the run_entries_in(dir), so a run started over has none of the old
+// run's files beside it (plots, a text run's vocab.json, metrics.jsonl.damaged); returns them.
+std::vector<std::string> clear_run_entries(const std::string& dir);
 
 }  // namespace sl

@@ -37,5 +37,20 @@ TEST(StopSignals, WithSecondSignalEndsTheFirstSignalRestoresItsDefaultAction) {
   EXPECT_NE(handler_of(SIGTERM), SIG_DFL);
 }
 
+// Pins issue 31's `stacklab train ... | head`: SIGPIPE ended the run with no checkpoint.
+TEST(StopSignals, WithStopOnClosedOutputSigpipeIsAStopThatDoesNotOverrideAnEarlierOne) {
+  std::atomic<int> flag{0};
+  {
+    StopSignals guard(flag, {.second_signal_ends = true, .stop_on_closed_output = true});
+    std::raise(SIGPIPE);
+    EXPECT_EQ(flag.load(), SIGPIPE);
+    EXPECT_NE(handler_of(SIGPIPE), SIG_DFL) << "a later write to the closed pipe must not end it";
+    flag.store(SIGINT);
+    std::raise(SIGPIPE);
+    EXPECT_EQ(flag.load(), SIGINT) << "a closed pipe after SIGINT keeps SIGINT's stop";
+  }
+  EXPECT_EQ(handler_of(SIGPIPE), SIG_DFL);
+}
+
 }  // namespace
 }  // namespace sl

@@ -286,6 +286,14 @@ class C6ReZeroTrainsDeep(unittest.TestCase):
         self.assertEqual(v.verdict, "not seen")
         self.assertIn("trained in 2 of 3", v.value)
 
+    def test_a_diverged_seeds_last_good_loss_is_in_no_mean_and_its_row_says_diverged(self):
+        # Its final_val_loss (3.46, the eval before it diverged) used to be averaged in: 3.153.
+        v = judge("C6", trainings("C6", lambda n, p, s: "diverged" if s == 2 else 3.0))
+        self.assertEqual(v.verdict, "not seen")
+        self.assertIn("final val loss 3 (seeds 3..3; 1 diverged seed(s) left out)", v.value)
+        self.assertIn("| 2 | diverged | n/a (diverged at step 40) |", v.details)
+        self.assertNotIn("3.46", v.details)
+
     def test_not_run_when_a_seed_is_interrupted(self):
         runs = trainings("C6", lambda n, p, s: 3.0)
         runs[0].summary["status"] = "interrupted"
