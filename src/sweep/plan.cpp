@@ -2,9 +2,9 @@
 // one function per part of the file: header keys, seeds, overrides, grid, variants, run ids.
 #include "sweep/plan.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
-#include <algorithm>
 #include <set>
 
 #include "config/config.h"

@@ -244,9 +244,9 @@ TEST(ExpandSweep, AVariantMayReplaceAnOverrideTheOtherVariantsKeep) {
 // Issue 31 item 8: variant "b" with model.init xavier ran as "L1-pre-layernorm-res-s0", named like
 // the plain wiring; a name the id does not already show now stays in the id.
 TEST(ExpandSweep, AVariantNameTheIdDoesNotShowStaysInTheId) {
-  const SweepPlan p = expand_sweep(sweep_file(
-      {{"overrides", {{"model.n_layer", 1}}},
-       {"variants", {{{"name", "b"}, {"model.init", "xavier"}}}}}));
+  const SweepPlan p =
+      expand_sweep(sweep_file({{"overrides", {{"model.n_layer", 1}}},
+                               {"variants", {{{"name", "b"}, {"model.init", "xavier"}}}}}));
   EXPECT_EQ(ids(p), (std::vector<std::string>{"L1-pre-layernorm-res-b-s0"}));
   const SweepPlan q = expand_sweep(sweep_file(
       {{"variants",
