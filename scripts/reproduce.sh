@@ -28,11 +28,12 @@ usage: bash scripts/reproduce.sh [--full] [--claims] [--out DIR] [--jobs N] [--e
                     wiring and depth, twice the quick horizon); prints its size (runs, how many are done,
                     estimated core-hours) before it starts. Default: the quick tier (probe_grid,
                     train_grid, lr_grid of configs/experiments/; the extras are in the full tier only)
-  --claims          add the sweeps of configs/experiments/claims.json's configs to the quick tier
-                    (claims_probe, claims_probe_rank, claims_probe_l32, claims_train, stability_map: the
-                    list is scripts/stacklab/tier.py's CLAIMS_SWEEPS) and, after the report, print the
-                    claims' verdicts (scripts/claims.py; OUT/claims_verdicts.json). The full tier always
-                    holds them
+  --claims          add the sweeps of the claims' configs to the quick tier, both rounds
+                    (configs/experiments/claims.json: claims_probe, claims_probe_rank, claims_probe_l32,
+                    claims_train, stability_map; claims_round2.json: claims2_probe, claims2_probe_l32,
+                    claims2_train, claims2_qknorm; the list is scripts/stacklab/tier.py's CLAIMS_SWEEPS)
+                    and, after the report, print the claims' verdicts (scripts/claims.py;
+                    OUT/claims_verdicts.json). The full tier always holds them
   --out DIR         where the runs, figures and report go (default runs/deep_stacking, with --full
                     runs/deep_stacking_full); a second numeric path needs its own DIR
   --jobs N          local runs at once, each single-threaded (default: STACKLAB_JOBS or 2)

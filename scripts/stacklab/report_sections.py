@@ -52,6 +52,8 @@ class ClaimRow:
     value: str
     verdict: str   # "seen" | "not seen" | "not run"
     details: str   # Markdown
+    round: int = 1
+    why: str = ""  # a round-1 claim not seen: its why_not_seen (claims_round2.json), "(c) ...: ..."
 
 
 def source_text(src):
@@ -63,11 +65,17 @@ def source_text(src):
 
 
 def claims_not_run(claims_path=None):
-    """Every claim of claims.json with verdict "not run" (no claims.py, or no runs of it)."""
-    with open(claims_path or CLAIMS_PATH, encoding="utf-8") as f:
-        doc = json.load(f)
-    return [ClaimRow(c["id"], c["claim"], source_text(c.get("source") or {}), c["rule"]["text"], "", "not run", "")
-            for c in doc["claims"]]
+    """Every claim of claims.json and claims_round2.json (or of the file given) with verdict "not run"
+    (no claims.py, or no runs of it)."""
+    round2 = os.path.join(os.path.dirname(CLAIMS_PATH), "claims_round2.json")
+    paths = [claims_path] if claims_path else [CLAIMS_PATH] + ([round2] if os.path.isfile(round2) else [])
+    rows = []
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        rows += [ClaimRow(c["id"], c["claim"], source_text(c.get("source") or {}), c["rule"]["text"], "", "not run",
+                          "", doc.get("round", 1)) for c in doc["claims"]]
+    return rows
 
 
 def claim_verdicts(root, claims_path=None, tier="quick"):
@@ -133,13 +141,19 @@ def finding_section(doc, f, rel, caption):
 
 def claims_section(doc, claims, where):
     doc.h(2, "Claims from the literature", anchor="claims")
-    doc.p(f"Fixed in `configs/experiments/claims.json` before their runs; {where}. A claim without its runs is "
+    doc.p(f"Round 1 (C1-C7) was fixed in `configs/experiments/claims.json` before its runs; round 2 (C1r2-C4r2, "
+          f"C7r2: the paper's statement under conditions closer to the paper's, at seeds round 1 did not use) in "
+          f"`configs/experiments/claims_round2.json` before its runs; {where}. A round-1 claim not seen says why: "
+          f"(a) the lab disagrees with the paper under the paper's conditions, (b) the rule asked more than the "
+          f"paper states, or (c) the lab's conditions differ from the paper's. A claim without its runs is "
           f"\"not run\": `{CLAIMS_COMMAND}` runs them.")
     for c in claims:
         doc.h(3, f"{c.id}: {one_line(c.claim)}", anchor=claim_anchor(c.id))
         doc.p(c.claim)
         doc.p(f"Source: {c.source}. Rule: {c.rule}.")
         doc.p(f"Deciding numbers: {c.value or '-'}. Verdict: {verdict_mark(c.verdict)}.")
+        if getattr(c, "why", ""):
+            doc.p(f"Why not seen: {c.why}")
         if (c.details or "").strip():
             doc.fold(f"Every number of {c.id}")
             doc.markdown_text(c.details)

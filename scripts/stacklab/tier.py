@@ -30,8 +30,10 @@ FULL_DIR = os.path.join(QUICK_DIR, "full")
 # The quick tier's sweeps, and the sweeps of claims.json's configs (`reproduce.sh --claims` adds
 # them to the quick tier; claims.py reads their output).
 QUICK_SWEEPS = ("probe_grid", "train_grid", "lr_grid")
-CLAIMS_SWEEPS = ("claims_probe", "claims_probe_rank", "claims_probe_l32", "claims_train", "stability_map")
-# The full tier: >= 5 training seeds, these rates at every wiring and depth, twice the
+CLAIMS_SWEEPS = ("claims_probe", "claims_probe_rank", "claims_probe_l32", "claims_train", "stability_map",
+                 "claims2_probe", "claims2_probe_l32", "claims2_train", "claims2_qknorm")  # round 1, round 2
+# The full tier: >= 5 training seeds (from the quick file's first seed: round 2 of the claims runs
+# at seeds 5-7, so 5-9), these rates at every wiring and depth, twice the
 # quick tier's horizon. Sweeps of the quick tier that the full tier widens, and lr_grid, which the
 # full tier's train_grid contains (every depth at every rate).
 FULL_SEEDS = [0, 1, 2, 3, 4]
@@ -41,8 +43,8 @@ HORIZON_FACTOR = 2
 # Sweeps whose learning rates are claims.json's (the map's grid, C6's and C7's rates): the full tier
 # keeps them as written instead of FULL_RATES. Sweeps whose depth grid gains L = 96 in the full tier
 # (claims.json: C1's and C5's probe depths {2, 8, 32, 96}; the stability map).
-OWN_RATES = ("stability_map", "claims_train")
-FULL_ADD_DEPTHS = {"claims_probe": [96], "claims_probe_rank": [96], "stability_map": [96]}
+OWN_RATES = ("stability_map", "claims_train", "claims2_train", "claims2_qknorm")
+FULL_ADD_DEPTHS = {"claims_probe": [96], "claims_probe_rank": [96], "stability_map": [96], "claims2_probe": [96]}
 TINY = {"model.n_embd": 16, "model.n_head": 2, "model.block_size": 16, "train.batch_size": 2,
         "train.max_iters": 6, "train.eval_interval": 2, "train.eval_iters": 1, "train.ckpt_interval": 0,
         "log.layer_interval": 2, "log.log_interval": 2}
@@ -104,7 +106,8 @@ def full_sweep(name):
     f = dict(q)
     f["base"] = os.path.join("..", q["base"])
     f["out_dir"] = "runs/deep_stacking_full/" + name
-    f["seeds"] = FULL_SEEDS
+    first = (q.get("seeds") or [0])[0]
+    f["seeds"] = [first + s for s in FULL_SEEDS]
     f["description"] = (f"Full tier of {name}.json (written by scripts/tier.py full-configs; edit the quick file "
                         f"and rerun): " + q.get("description", ""))
     if q.get("mode", "train") == "train":
