@@ -505,12 +505,13 @@ def evaluate(claim: dict, rs: RunSet) -> ClaimVerdict:
 
 
 def why_text(reasons: list, categories: dict) -> str:
-    """One paragraph from a claim's why_not_seen: "(b) <category>: <text> (c) ..."."""
+    """One paragraph from a claim's why_not_seen: "Category b, <its text>: <reason>. Category c, ..."
+    (categories by letter, never "(b)": the findings were once lettered that way)."""
     out = []
     for r in reasons or []:
         if r.get("category") not in CATEGORIES:
             raise ValueError(f"why_not_seen: category '{r.get('category')}' is not one of {', '.join(CATEGORIES)}")
-        out.append(f"({r['category']}) {categories.get(r['category'], '')}: {r['text']}")
+        out.append(f"Category {r['category']}, {categories.get(r['category'], '')}: {r['text']}")
     return " ".join(out)
 
 

@@ -53,7 +53,7 @@ class ClaimRow:
     verdict: str   # "seen" | "not seen" | "not run"
     details: str   # Markdown
     round: int = 1
-    why: str = ""  # a round-1 claim not seen: its why_not_seen (claims_round2.json), "(c) ...: ..."
+    why: str = ""  # a round-1 claim not seen: its why_not_seen (claims_round2.json), "Category c, ...: ..."
 
 
 def source_text(src):
@@ -144,8 +144,8 @@ def claims_section(doc, claims, where):
     doc.p(f"Round 1 (C1-C7) was fixed in `configs/experiments/claims.json` before its runs; round 2 (C1r2-C4r2, "
           f"C7r2: the paper's statement under conditions closer to the paper's, at seeds round 1 did not use) in "
           f"`configs/experiments/claims_round2.json` before its runs; {where}. A round-1 claim not seen says why: "
-          f"(a) the lab disagrees with the paper under the paper's conditions, (b) the rule asked more than the "
-          f"paper states, or (c) the lab's conditions differ from the paper's. A claim without its runs is "
+          f"category a, the lab disagrees with the paper under the paper's conditions; b, the rule asked more "
+          f"than the paper states; or c, the lab's conditions differ from the paper's. A claim without its runs is "
           f"\"not run\": `{CLAIMS_COMMAND}` runs them.")
     for c in claims:
         doc.h(3, f"{c.id}: {one_line(c.claim)}", anchor=claim_anchor(c.id))

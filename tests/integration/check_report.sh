@@ -95,7 +95,7 @@ for fid, f in enumerate(fj["findings"], 1):
     folded = sec.split(f"<summary>Every number of finding {fid}")[1].split("</details>")[0]
     assert all(m in folded for m in f["measured"]), f"finding {fid}: its numbers are not all folded under it"
     assert f["deciding"] and f["title"], f"finding {fid}: findings.json without title or deciding"
-claims = [l for l in md.splitlines() if re.match(r"\| \[C[0-9]+\]\(#claim-c[0-9]+\) \|", l)]
+claims = [l for l in md.splitlines() if re.match(r"\| \[C[0-9]+(r2)?\]\(#claim-c[0-9]+(r2)?\) \|", l)]
 assert len(claims) >= 7, f"the summary lists {len(claims)} claims"
 for r in claims:
     assert r.split(" | ")[-1].strip(" |") in ("**seen**", "**not seen**", "**not run**"), f"claim verdict: {r[:60]}"

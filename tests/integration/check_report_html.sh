@@ -97,10 +97,10 @@ if figures_ok "$tmp/broken.html" "$N"; then
 fi
 
 # links_ok FILE: in the rendered page (FILE.dom), the summary holds a row per finding 1-5 and per
-# claim of claims.json, in that order, each row's link names its section, and every in-page link
+# claim of claims.json and claims_round2.json, in that order, each row's link names its section, and every in-page link
 # resolves (the page's script counted them with getElementById).
 links_ok() {
-  "$PY" - "$1.dom" configs/experiments/claims.json <<'EOF'
+  "$PY" - "$1.dom" configs/experiments/claims.json configs/experiments/claims_round2.json <<'EOF'
 import json, re, sys
 dom = open(sys.argv[1]).read()
 m = re.search(r'id="link-check" data-resolved="(-?\d+)" data-links="(\d+)" data-broken="([^"]*)"', dom)
@@ -109,7 +109,7 @@ ok, total, broken = int(m.group(1)), int(m.group(2)), m.group(3)
 assert total > 0 and ok == total, f"{ok} of {total} in-page links resolve; broken: {broken}"
 summary = dom.split('id="summary"', 1)[1].split("</table>", 1)[0]
 rows = re.findall(r'<tr class="(seen|notseen|notrun)"><td><a href="#([-\w]+)">([^<]+)</a></td>', summary)
-claims = json.load(open(sys.argv[2]))["claims"]
+claims = json.load(open(sys.argv[2]))["claims"] + json.load(open(sys.argv[3]))["claims"]  # round 1, round 2
 want = [f"finding-{i}" for i in range(1, 6)] + [f"claim-{c['id'].lower()}" for c in claims]
 got = [target for _, target, _ in rows]
 assert got == want, f"summary rows link to {got}, expected {want}"

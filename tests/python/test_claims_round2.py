@@ -250,7 +250,7 @@ class BothRounds(unittest.TestCase):
             verdicts = {v.id: v for v in cl.evaluate_all(out)}
         self.assertEqual(verdicts["C3"].verdict, "not seen")
         reasons = DOC2["why_not_seen"]["C3"]
-        self.assertTrue(verdicts["C3"].why.startswith(f"({reasons[0]['category']}) "))
+        self.assertTrue(verdicts["C3"].why.startswith(f"Category {reasons[0]['category']}, "))
         self.assertIn(reasons[-1]["text"], verdicts["C3"].why)
         self.assertEqual(verdicts["C1"].why, "")  # not run: no reason shown
         self.assertEqual(verdicts["C3r2"].round, 2)

@@ -170,9 +170,9 @@ class Summary(unittest.TestCase):
     def test_a_claim_not_seen_says_why_and_one_without_a_reason_says_nothing(self):
         # The reason is data (claims_round2.json's why_not_seen, read by claims.py into `why`).
         why = Verdict("C2", "Claim 2 holds.", "S 2020", "seen if x", "x = 2.5", "not seen", "")
-        why.why = "(b) the rule asked more than the paper states: the paper says y."
+        why.why = "Category b, the rule asked more than the paper states: the paper says y."
         md, html, _, _ = page([why, self.claims[0]])
-        self.assertIn("Why not seen: (b) the rule asked more than the paper states: the paper says y.", md)
+        self.assertIn("Why not seen: Category b, the rule asked more than the paper states: the paper says y.", md)
         self.assertEqual(md.count("Why not seen:"), 1)
 
     def test_a_claims_markdown_details_become_a_table_in_both_outputs(self):
