@@ -25,8 +25,8 @@ BASE="$PWD/configs/base.json"
 TINY='"model.n_embd": 16, "model.n_head": 2, "model.block_size": 16, "model.norm": "layernorm",
       "train.batch_size": 2, "train.max_iters": 4, "train.eval_interval": 2, "train.eval_iters": 1,
       "train.ckpt_interval": 0, "log.layer_interval": 2, "log.log_interval": 2'
-VARIANTS='[{"name": "a", "model.norm_position": "pre", "model.residual": true},
-           {"name": "b", "model.norm_position": "pre", "model.residual": false}]'
+VARIANTS='[{"name": "pre-res", "model.norm_position": "pre", "model.residual": true},
+           {"name": "pre-nores", "model.norm_position": "pre", "model.residual": false}]'
 cat >"$tmp/probe_grid.json" <<EOF
 {"name": "probe_grid", "base": "$BASE", "mode": "probe", "out_dir": "$tmp/study/probe_grid", "seeds": [0, 1],
  "overrides": {$TINY}, "grid": {"model.n_layer": [1, 2, 4]},
