@@ -30,11 +30,13 @@ usage: bash scripts/reproduce.sh [--full] [--claims] [--text] [--out DIR] [--job
                     estimated core-hours) before it starts. Default: the quick tier (probe_grid,
                     train_grid, lr_grid, the pre- vs post-norm core map_core and the real-text point
                     text_point of configs/experiments/; the extras are in the full tier only)
-  --claims          add the sweeps of configs/experiments/claims.json's configs to the quick tier
-                    (claims_probe, claims_probe_rank, claims_probe_l32, claims_train, stability_map: the
-                    list is scripts/stacklab/tier.py's CLAIMS_SWEEPS) and, after the report, print the
-                    claims' verdicts (scripts/claims.py; OUT/claims_verdicts.json). The full tier always
-                    holds them (stability_map holds map_core's cells, which then do not run twice)
+  --claims          add the sweeps of the claims' configs to the quick tier, both rounds
+                    (configs/experiments/claims.json: claims_probe, claims_probe_rank, claims_probe_l32,
+                    claims_train, stability_map; claims_round2.json: claims2_probe, claims2_probe_l32,
+                    claims2_train, claims2_qknorm; the list is scripts/stacklab/tier.py's CLAIMS_SWEEPS)
+                    and, after the report, print the claims' verdicts (scripts/claims.py;
+                    OUT/claims_verdicts.json). The full tier always holds them (stability_map holds
+                    map_core's cells, which then do not run twice)
   --text            add the study on tiny Shakespeare to the quick tier (text_probe, text_train, text_map:
                     tier.py's TEXT_SWEEPS; text_train holds text_point's runs). The full tier always holds it
   --out DIR         where the runs, figures and report go (default runs/deep_stacking, with --full

@@ -1,8 +1,11 @@
-"""The published claims of configs/experiments/claims.json (C1-C7), each judged seen or not seen on
-a study's runs by the rule and thresholds that file fixed before the runs; "not run" (naming the
-runs missing) where its configs did not all run at the tier's seeds and horizon.
+"""The published claims, each judged seen or not seen on a study's runs by the rule and thresholds
+fixed before its runs; "not run" (naming the runs missing) where its configs did not all run at
+the tier's seeds and horizon. Two rounds: configs/experiments/claims.json (round 1, C1-C7) and
+claims_round2.json (round 2, C1r2-C4r2 and C7r2: the paper's statement under conditions closer to
+the paper's, at seeds no round-1 run used), which also holds why each round-1 claim was not seen
+(why_not_seen: category a, b or c, with its text), read into the verdicts' `why`.
 
-    verdicts = evaluate_all("runs/deep_stacking", tier="quick")   # [ClaimVerdict]
+    verdicts = evaluate_all("runs/deep_stacking", tier="quick")   # [ClaimVerdict], round 1 then round 2
     outcome(run)    # "trained" | "diverged" | "plateau" as claims.json defines them ("incomplete" else)
 
 Runs are found in OUT/<sweep> for the claims sweeps (tier.CLAIMS_SWEEPS) and matched to a claim's
@@ -23,6 +26,7 @@ from . import runlog, tier
 from .study_findings import fit_line, fmt
 
 CLAIMS_PATH = os.path.join(tier.QUICK_DIR, "claims.json")
+ROUND2_PATH = os.path.join(tier.QUICK_DIR, "claims_round2.json")
 BASE_PATH = os.path.join(tier.ROOT, "configs", "base.json")
 # stacklab's defaults (`stacklab validate --defaults`) of the keys claims.json names that base.json
 # leaves out, and of model.emb_scale, which every run must share with its claim's config too (a
@@ -32,6 +36,8 @@ BASE_PATH = os.path.join(tier.ROOT, "configs", "base.json")
 DEFAULTS = {"model.residual_scale": "none", "model.mlp": True, "model.qk_norm": False, "optim.warmup_iters": 0,
             "model.emb_scale": "init_std"}
 AXES = ("model.n_layer", "model.init", "optim.learning_rate")  # a claim's configs: lists crossed with variants
+# claims_round2.json's why_not_seen categories (its "categories" holds their text, read by the report).
+CATEGORIES = ("a", "b", "c")
 
 
 @dataclass
@@ -43,6 +49,8 @@ class ClaimVerdict:
     value: str     # one short line of the deciding numbers with their seed spread
     verdict: str   # "seen" | "not seen" | "not run"
     details: str   # Markdown: per-seed numbers, per-rate counts
+    round: int = 1  # 1: claims.json; 2: claims_round2.json
+    why: str = ""   # a "not seen" round-1 claim: why (claims_round2.json's why_not_seen), else ""
 
 
 def load_claims(path: str | None = None) -> dict:
@@ -153,16 +161,22 @@ class RunSet:
                 return {s["seed"]: s for s in r.probe_per_seed if s.get("seed") in self.seeds}
         return {}
 
-    def train(self, point):
-        """({seed: run} of finished runs at the tier's horizon, [why a seed is missing])."""
+    def horizon_of(self, claim):
+        """The claim's horizon at this tier: its configs' own "horizon" (round 2's C4r2), else the
+        definitions'."""
+        return (claim["configs"].get("horizon") or self.defs["horizon"])[self.tier]
+
+    def train(self, point, horizon=None):
+        """({seed: run} of finished runs at the horizon (default the tier's), [why a seed is missing])."""
+        horizon = horizon or self.horizon
         got, why = {}, {}
         for r in self.runs:
             seed = (r.config.get("train") or {}).get("seed")
             if r.is_probe or seed not in self.seeds or seed in got or not self.matches(r, point, False):
                 continue
             steps = (r.config.get("train") or {}).get("max_iters")
-            if steps != self.horizon:
-                why[seed] = f"ran {steps} steps, the {self.tier} tier's horizon is {self.horizon}"
+            if steps != horizon:
+                why[seed] = f"ran {steps} steps, the claim's horizon at the {self.tier} tier is {horizon}"
             elif outcome(r, self.defs) == "incomplete":
                 why[seed] = f"status {r.status}"
             else:
@@ -180,16 +194,21 @@ class RunSet:
                 if lost:
                     out.append(f"{where}: probe seed(s) {', '.join(map(str, lost))}")
             else:
-                lost = self.train(p)[1]
+                lost = self.train(p, self.horizon_of(claim))[1]
                 if lost:
                     out.append(f"{where}: {', '.join(lost)}")
         return out
 
 
-def load_runset(out_dir: str, tier_name: str = "quick", claims: dict | None = None) -> RunSet:
+def claims_runs(out_dir: str) -> list:
+    """The runs of the claims sweeps (both rounds) under out_dir: OUT/<sweep>/..."""
     dirs = [os.path.join(out_dir, s) for s in tier.CLAIMS_SWEEPS if os.path.isdir(os.path.join(out_dir, s))]
     # Each sweep's runs are the ones its manifest lists (runlog.sweep_runs), never a <dir>.changed-N beside them.
-    return RunSet([r for d in dirs for r in runlog.sweep_runs(d)], tier_name, claims)
+    return [r for d in dirs for r in runlog.sweep_runs(d)]
+
+
+def load_runset(out_dir: str, tier_name: str = "quick", claims: dict | None = None) -> RunSet:
+    return RunSet(claims_runs(out_dir), tier_name, claims)
 
 
 # ---- numbers ---------------------------------------------------------------------------------
@@ -243,8 +262,10 @@ def variant(claim, name, **axes):
     return dict({keys[k]: v for k, v in axes.items()}, **claim["configs"]["variants"][name])
 
 
-def c1(claim, rs):
-    rule, ds = claim["rule"], depths(claim, rs.tier)
+def last_block_slopes(claim, rs):
+    """C1's numbers: {(variant, init): (slope of the seed means, [slope per seed])} of ln g_last
+    against ln L over the tier's depths, and the table's rows and head."""
+    ds = depths(claim, rs.tier)
     slopes, rows = {}, []
     for init in claim["configs"]["model.init"]:
         for name in claim["configs"]["variants"]:
@@ -255,6 +276,14 @@ def c1(claim, rs):
             slopes[(name, init)] = (s_mean, s_seed)
             rows.append(f"| {name} | {init} | " + " | ".join(fmt(mean(g[d].values())) for d in ds)
                         + f" | {fmt(s_mean)} | {', '.join(fmt(x) for x in s_seed)} |")
+    head = ("| wiring | init | " + " | ".join(f"g_last L={d}" for d in ds) + " | slope s (seed means) | s per seed |\n"
+            "|---|---|" + "---|" * len(ds) + "---|---|\n")
+    return slopes, head + "\n".join(rows)
+
+
+def c1(claim, rs):
+    rule = claim["rule"]
+    slopes, table = last_block_slopes(claim, rs)
     pre_x, post_x, pre_s = (slopes[("pre", "xavier")][0], slopes[("post", "xavier")][0], slopes[("pre", "scaled")][0])
     seen = (inside(pre_x, rule["xavier_pre_slope"]) and inside(post_x, rule["xavier_post_slope"])
             and pre_s is not None and pre_x is not None and pre_s - pre_x >= rule["scaled_minus_xavier_pre_slope_min"])
@@ -267,9 +296,22 @@ def c1(claim, rs):
                        if (n, "normal") in slopes)
     value = (f"{sl('pre', 'xavier')}; {sl('post', 'xavier')}; {sl('pre', 'scaled')} (minus xavier's: {diff}); "
              f"normal init: {normal}")
-    head = ("| wiring | init | " + " | ".join(f"g_last L={d}" for d in ds) + " | slope s (seed means) | s per seed |\n"
-            "|---|---|" + "---|" * len(ds) + "---|---|\n")
-    return value, seen, head + "\n".join(rows)
+    return value, seen, table
+
+
+def c1r2(claim, rs):
+    """Round 2 of C1 (Theorem 1 as stated): post-norm's last-block gradient does not grow with L
+    (s(post) at most the rule's allowance), pre-norm's falls (s(pre) < 0) and below post-norm's."""
+    rule = claim["rule"]
+    init = claim["configs"]["model.init"][0]
+    slopes, table = last_block_slopes(claim, rs)
+    (pre, pre_seed), (post, post_seed) = slopes[("pre", init)], slopes[("post", init)]
+    ok_post = post is not None and post <= rule["post_slope_max"]
+    ok_pre = pre is not None and post is not None and pre < rule["pre_slope_below"] and pre < post
+    value = (f"s(post) = {fmt(post)} ({spread(post_seed)}), need <= {rule['post_slope_max']:g}: "
+             f"{'yes' if ok_post else 'no'}; s(pre) = {fmt(pre)} ({spread(pre_seed)}), need < "
+             f"{rule['pre_slope_below']:g} and < s(post): {'yes' if ok_pre else 'no'} (the bound's rate: -0.5)")
+    return value, ok_post and ok_pre, table
 
 
 def c2(claim, rs):
@@ -277,6 +319,7 @@ def c2(claim, rs):
     L = claim["configs"]["model.n_layer"][0]
     init = claim["configs"]["model.init"][0]
     data = {n: rs.probe(variant(claim, n, n_layer=L, init=init)) for n in claim["configs"]["variants"]}
+    has_sand = "sandwich" in data  # round 2 (C2r2) judges pre and post only
     rows, ok, fits, post_rng, last_sq = [], True, [], [], {}
     for s in rs.seeds:
         rms = {n: (data[n][s].get("act_rms") or [])[1:L + 1] for n in data}  # boundaries 1..L
@@ -286,20 +329,22 @@ def c2(claim, rs):
         post_rng += rms["post"]
         sq = {n: (rms[n][-1] ** 2 if rms[n] else None) for n in rms}
         last_sq[s] = sq
-        sand_ok = None not in sq.values() and sq["post"] < sq["sandwich"] < sq["pre"]
+        sand_ok = None not in sq.values() and sq["post"] < sq["sandwich"] < sq["pre"] if has_sand else True
         pre_ok = fit is not None and fit[0] > 0 and fit[2] > rule["pre_r2_min"]
         ok &= pre_ok and post_ok and sand_ok
+        order = ("post", "sandwich", "pre") if has_sand else ("post", "pre")
         rows.append(f"| {s} | {fmt(fit[0]) if fit else 'n/a'} | {fmt(fit[2]) if fit else 'n/a'} | "
                     f"{fmt(min(rms['post'], default=None))}..{fmt(max(rms['post'], default=None))} | "
-                    f"{fmt(sq['post'])} < {fmt(sq['sandwich'])} < {fmt(sq['pre'])}: {'yes' if sand_ok else 'no'} |")
+                    + " < ".join(fmt(sq[n]) for n in order)
+                    + (f": {'yes' if sand_ok else 'no'} |" if has_sand else " |"))
     sl = [f[0] if f else None for f in fits]
     r2 = [f[2] if f else None for f in fits]
     r2_min = min((x for x in r2 if x is not None), default=None)
     value = (f"pre: slope of act_rms^2 vs l = {fmt(mean(sl))} ({spread(sl)}), R^2 min {fmt(r2_min)}; "
              f"post: act_rms {fmt(min(post_rng, default=None))}..{fmt(max(post_rng, default=None))} over boundaries "
-             f"and seeds; last act_rms^2 post/sandwich/pre = " + ", ".join(
-                 "/".join(fmt(last_sq[s][n]) for n in ("post", "sandwich", "pre")) for s in rs.seeds))
-    head = ("| seed | pre slope | pre R^2 | post act_rms range | last act_rms^2 post < sandwich < pre |\n"
+             f"and seeds; last act_rms^2 {'/'.join(order)} = " + ", ".join(
+                 "/".join(fmt(last_sq[s][n]) for n in order) for s in rs.seeds))
+    head = (f"| seed | pre slope | pre R^2 | post act_rms range | last act_rms^2 {' < '.join(order)} |\n"
             "|---|---|---|---|---|\n")
     return value, ok, head + "\n".join(rows)
 
@@ -322,6 +367,26 @@ def c3(claim, rs):
     return "; ".join(parts), ok, head + "\n".join(rows)
 
 
+def c3r2(claim, rs):
+    """Round 2 of C3: post-norm's gradient grows with the block index (g_block[0] / g_block[L-1]
+    below the rule's bound in every seed), DeepNorm's ratio above its bound in every seed."""
+    rule, cfg = claim["rule"], claim["configs"]
+    L, init = cfg["model.n_layer"][0], cfg["model.init"][0]
+    tests = {"post": lambda x: x is not None and x < rule["post_max"],
+             "deepnorm": lambda x: x is not None and x > rule["deepnorm_min"]}
+    ok, parts, rows = True, [], []
+    for name in cfg["variants"]:
+        per = rs.probe(variant(claim, name, n_layer=L, init=init))
+        ratios = [(lambda g: g[0] / g[-1] if g and g[-1] else None)(per[s].get("grad_norm")) for s in rs.seeds]
+        good = [tests[name](x) for x in ratios]
+        ok &= all(good)
+        parts.append(f"{name} {fmt(mean(ratios))} ({spread(ratios)})")
+        rows.append(f"| {name} | " + ", ".join(fmt(x) for x in ratios) + f" | {sum(good)} of {len(good)} |")
+    head = "| wiring | g_block[0] / g_block[L-1] per seed | seeds within the rule |\n|---|---|---|\n"
+    value = "; ".join(parts) + f" (need post < {rule['post_max']:g}, deepnorm > {rule['deepnorm_min']:g} in every seed)"
+    return value, ok, head + "\n".join(rows)
+
+
 def c4(claim, rs):
     need = claim["rule"]["post_fails_min"][rs.tier]
     L, init = claim["configs"]["model.n_layer"][0], claim["configs"]["model.init"][0]
@@ -330,7 +395,7 @@ def c4(claim, rs):
     for lr in claim["configs"]["optim.learning_rate"]:
         out = {}
         for n in names:
-            runs = rs.train(variant(claim, n, n_layer=L, init=init, lr=lr))[0]
+            runs = rs.train(variant(claim, n, n_layer=L, init=init, lr=lr), rs.horizon_of(claim))[0]
             out[n] = [outcome(r, rs.defs) for _, r in sorted(runs.items())]
         fails = sum(o != "trained" for o in out["post"])
         others = all(o == "trained" for n in names if n != "post" for o in out[n])
@@ -423,7 +488,8 @@ def c7(claim, rs):
     return value, ok, head + "\n".join(rows)
 
 
-EVALUATORS = {"C1": c1, "C2": c2, "C3": c3, "C4": c4, "C5": c5, "C6": c6, "C7": c7}
+EVALUATORS = {"C1": c1, "C2": c2, "C3": c3, "C4": c4, "C5": c5, "C6": c6, "C7": c7,
+              "C1r2": c1r2, "C2r2": c2, "C3r2": c3r2, "C4r2": c4, "C7r2": c7}
 
 
 def evaluate(claim: dict, rs: RunSet) -> ClaimVerdict:
@@ -445,11 +511,43 @@ def evaluate(claim: dict, rs: RunSet) -> ClaimVerdict:
     return v
 
 
+def why_text(reasons: list, categories: dict) -> str:
+    """One paragraph from a claim's why_not_seen: "Category b, <its text>: <reason>. Category c, ..."
+    (categories by letter, never "(b)": the findings were once lettered that way)."""
+    out = []
+    for r in reasons or []:
+        if r.get("category") not in CATEGORIES:
+            raise ValueError(f"why_not_seen: category '{r.get('category')}' is not one of {', '.join(CATEGORIES)}")
+        out.append(f"Category {r['category']}, {categories.get(r['category'], '')}: {r['text']}")
+    return " ".join(out)
+
+
+def rounds(claims_path: str | None = None) -> list[tuple[int, dict]]:
+    """[(round, claims doc)]: claims.json and claims_round2.json; or only the file given (its "round",
+    default 1)."""
+    if claims_path:
+        doc = load_claims(claims_path)
+        return [(doc.get("round", 1), doc)]
+    return [(1, load_claims(CLAIMS_PATH)), (2, load_claims(ROUND2_PATH))]
+
+
 def evaluate_all(out_dir: str, claims_path: str | None = None, tier: str = "quick") -> list[ClaimVerdict]:
-    """Every claim of claims.json judged on the claims sweeps under out_dir (OUT/<sweep>/...)."""
-    claims = load_claims(claims_path)
-    rs = load_runset(out_dir, tier, claims)
-    return [evaluate(c, rs) for c in claims["claims"]]
+    """Every claim of both rounds (or of the one file given) judged on the claims sweeps under
+    out_dir (OUT/<sweep>/...); a round-1 claim not seen carries its why_not_seen as `why`."""
+    docs = rounds(claims_path)
+    runs = claims_runs(out_dir)
+    why = next((d.get("why_not_seen") or {} for _, d in docs if d.get("why_not_seen")), {})
+    cats = next((d.get("categories") or {} for _, d in docs if d.get("categories")), {})
+    out = []
+    for rnd, doc in docs:
+        rs = RunSet(runs, tier, doc)
+        for c in doc["claims"]:
+            v = evaluate(c, rs)
+            v.round = rnd
+            if rnd == 1 and v.verdict == "not seen" and c["id"] in why:
+                v.why = why_text(why[c["id"]], cats)
+            out.append(v)
+    return out
 
 
 def over_runs(verdicts: list[str]) -> str:
@@ -473,10 +571,12 @@ def compare_table(dirs: list[str], per_dir: list[list[ClaimVerdict]]) -> str:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description="Judge the claims of configs/experiments/claims.json on a study's runs.")
+    p = argparse.ArgumentParser(description="Judge the claims of configs/experiments/claims.json (round 1) and "
+                                "claims_round2.json (round 2) on a study's runs.")
     p.add_argument("out_dir", help="the study dir, e.g. runs/deep_stacking (its claims sweeps: OUT/<sweep>/)")
     p.add_argument("--tier", choices=("quick", "full"), default="quick", help="the tier's seeds and horizon")
-    p.add_argument("--claims", help="the claims file (default configs/experiments/claims.json)")
+    p.add_argument("--claims", help="judge only this claims file (default: both rounds, "
+                   "configs/experiments/claims.json and claims_round2.json)")
     p.add_argument("--json", help="also write the verdicts as JSON to this file")
     p.add_argument("--compare", nargs="+", metavar="OTHER_OUT",
                    help="also judge these study dirs (e.g. the same tier under OPENBLAS_CORETYPE=Haswell) and print "
@@ -492,7 +592,8 @@ def main(argv=None):
         try:
             per_dir.append(evaluate_all(d, args.claims, args.tier))
         except (OSError, ValueError, KeyError, tier.TierError) as e:
-            print(f"claims.py: judging {d} with {args.claims or CLAIMS_PATH}: {e}", file=sys.stderr)
+            print(f"claims.py: judging {d} with {args.claims or CLAIMS_PATH + ' and ' + ROUND2_PATH}: {e}",
+                  file=sys.stderr)
             return 1
     verdicts = per_dir[0]
     if args.compare:
@@ -504,9 +605,12 @@ def main(argv=None):
                                        "verdicts": [asdict(p[i]) for p in per_dir]}
                                       for i, v in enumerate(verdicts)]}, fh, indent=1)
         return 0
-    print("| claim | source | verdict | deciding numbers |\n|---|---|---|---|")
+    print("| claim | round | source | verdict | deciding numbers |\n|---|---|---|---|---|")
     for v in verdicts:
-        print(f"| {v.id} | {v.source} | **{v.verdict}** | {v.value} |")
+        print(f"| {v.id} | {v.round} | {v.source} | **{v.verdict}** | {v.value} |")
+    for v in verdicts:
+        if v.why:
+            print(f"\n{v.id} not seen, why: {v.why}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump({"tier": args.tier, "claims": [asdict(v) for v in verdicts]}, fh, indent=1)

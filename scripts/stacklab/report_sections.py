@@ -16,9 +16,11 @@ from . import runlog, stability_map
 
 CLAIMS_PATH = stability_map.CLAIMS_PATH
 CLAIMS_COMMAND = stability_map.RUN_COMMAND
-# What `--claims` costs, as measured (docs/study.md, "Measurements"; configs/experiments/README.md):
-# said once, in the one line that stands for the claims a tier did not run.
+# What `--claims` costs: round 1 as measured (docs/study.md, "Measurements"; configs/experiments/README.md),
+# round 2 as estimated (README.md); said once, in the one line that stands for the claims a tier did not run.
 CLAIMS_TIME = "60.9 minutes from a fresh clone on a 2-core Intel Xeon (Ice Lake)"
+CLAIMS2_TIME = "round 2 adds 49 runs, an estimated 13 minutes there, not yet run"
+CLAIMS_FILES = {1: "claims.json", 2: "claims_round2.json"}  # by round
 MAP_ANCHOR = "stability-map"
 MAP_TITLE = "Where pre-norm and post-norm train"
 # The figure that shows each finding: (figures/<dir>, file); "probe" is the probe sweep's dir.
@@ -55,6 +57,8 @@ class ClaimRow:
     value: str
     verdict: str   # "seen" | "not seen" | "not run"
     details: str   # Markdown
+    round: int = 1
+    why: str = ""  # a round-1 claim not seen: its why_not_seen (claims_round2.json), "Category c, ...: ..."
 
 
 def source_text(src):
@@ -66,11 +70,17 @@ def source_text(src):
 
 
 def claims_not_run(claims_path=None):
-    """Every claim of claims.json with verdict "not run" (no claims.py, or no runs of it)."""
-    with open(claims_path or CLAIMS_PATH, encoding="utf-8") as f:
-        doc = json.load(f)
-    return [ClaimRow(c["id"], c["claim"], source_text(c.get("source") or {}), c["rule"]["text"], "", "not run", "")
-            for c in doc["claims"]]
+    """Every claim of claims.json and claims_round2.json (or of the file given) with verdict "not run"
+    (no claims.py, or no runs of it)."""
+    round2 = os.path.join(os.path.dirname(CLAIMS_PATH), "claims_round2.json")
+    paths = [claims_path] if claims_path else [CLAIMS_PATH] + ([round2] if os.path.isfile(round2) else [])
+    rows = []
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        rows += [ClaimRow(c["id"], c["claim"], source_text(c.get("source") or {}), c["rule"]["text"], "", "not run",
+                          "", doc.get("round", 1)) for c in doc["claims"]]
+    return rows
 
 
 def claim_verdicts(root, claims_path=None, tier="quick"):
@@ -91,15 +101,33 @@ def verdict_mark(verdict):
     return f"**{verdict}**"
 
 
+def id_ranges(ids):
+    """"C1-C4, C7" from claim ids in order: a run of three or more consecutive numbers is a range."""
+    def num(i):
+        m = re.match(r"C(\d+)", i)
+        return int(m.group(1)) if m else None
+    runs = []
+    for i in ids:
+        if runs and num(i) is not None and num(runs[-1][-1]) is not None and num(i) == num(runs[-1][-1]) + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(r) for r in runs)
+
+
 def claims_not_run_line(claims):
     """One line for the claims this tier did not run (how to run them and what it costs), instead of a
-    row of missing configs each; "" when every claim ran."""
-    ids = [c.id for c in claims if c.verdict == "not run"]
-    if not ids:
+    row of missing configs each, round 1's then round 2's; "" when every claim ran."""
+    by_round = {}
+    for c in claims:
+        if c.verdict == "not run":
+            by_round.setdefault(getattr(c, "round", 1), []).append(c.id)
+    if not by_round:
         return ""
-    which = "Claims " + (f"{ids[0]}-{ids[-1]}" if len(ids) == len(claims) and len(ids) > 2 else ", ".join(ids))
-    return (f"{which} of `configs/experiments/claims.json`: not run at this tier; `{CLAIMS_COMMAND}` runs them "
-            f"({CLAIMS_TIME}).")
+    which = " and ".join(f"{id_ranges(ids)} of `configs/experiments/{CLAIMS_FILES.get(r, 'claims.json')}`"
+                         for r, ids in sorted(by_round.items()))
+    time = CLAIMS_TIME + (f"; {CLAIMS2_TIME}" if 2 in by_round else "")
+    return f"Claims {which}: not run at this tier; `{CLAIMS_COMMAND}` runs them ({time})."
 
 
 def summary_rows(findings, claims, extra=()):
@@ -158,7 +186,11 @@ def finding_section(doc, f, rel, caption):
 
 def claims_section(doc, claims, where):
     doc.h(2, "Claims from the literature", anchor="claims")
-    doc.p(f"Fixed in `configs/experiments/claims.json` before their runs; {where}.")
+    doc.p(f"Round 1 (C1-C7) was fixed in `configs/experiments/claims.json` before its runs; round 2 (C1r2-C4r2, "
+          f"C7r2: the paper's statement under conditions closer to the paper's, at seeds round 1 did not use) in "
+          f"`configs/experiments/claims_round2.json` before its runs; {where}. A round-1 claim not seen says why: "
+          f"category a, the lab disagrees with the paper under the paper's conditions; b, the rule asked more "
+          f"than the paper states; or c, the lab's conditions differ from the paper's.")
     line = claims_not_run_line(claims)
     if line:
         doc.p(line)
@@ -169,6 +201,8 @@ def claims_section(doc, claims, where):
         doc.p(c.claim)
         doc.p(f"Source: {c.source}. Rule: {c.rule}.")
         doc.p(f"Deciding numbers: {c.value or '-'}. Verdict: {verdict_mark(c.verdict)}.")
+        if getattr(c, "why", ""):
+            doc.p(f"Why not seen: {c.why}")
         if (c.details or "").strip():
             doc.fold(f"Every number of {c.id}")
             doc.markdown_text(c.details)

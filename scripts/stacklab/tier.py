@@ -29,16 +29,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 QUICK_DIR = os.path.join(ROOT, "configs", "experiments")
 FULL_DIR = os.path.join(QUICK_DIR, "full")
 # The quick tier's sweeps, and the sweeps of claims.json's configs (`reproduce.sh --claims` adds
-# them to the quick tier; claims.py reads their output). The quick tier's pre- vs post-norm core of
-# the map (map_core: pre and post x scaled, xavier x lr 1e-3, 1e-2 at L = 32, study_rules.json's
-# rule P) and its real-text point (text_point: L = 32, `x + f(norm(x))`, `norm(x + f(x))`,
-# `f(norm(x))`) are cells of stability_map and text_train, which run instead where a tier has them
-# (COVERED_BY). The text study's sweeps (TEXT_SWEEPS, tiny Shakespeare: `reproduce.sh --text`).
+# them to the quick tier; claims.py reads their output: round 1's, then round 2's). The quick tier's
+# pre- vs post-norm core of the map (map_core: pre and post x scaled, xavier x lr 1e-3, 1e-2 at L = 32,
+# study_rules.json's rule P) and its real-text point (text_point: L = 32, `x + f(norm(x))`,
+# `norm(x + f(x))`, `f(norm(x))`) are cells of stability_map and text_train, which run instead where a
+# tier has them (COVERED_BY). The text study's sweeps (TEXT_SWEEPS, tiny Shakespeare: `reproduce.sh --text`).
 QUICK_SWEEPS = ("probe_grid", "train_grid", "lr_grid", "map_core", "text_point")
-CLAIMS_SWEEPS = ("claims_probe", "claims_probe_rank", "claims_probe_l32", "claims_train", "stability_map")
+CLAIMS_SWEEPS = ("claims_probe", "claims_probe_rank", "claims_probe_l32", "claims_train", "stability_map",
+                 "claims2_probe", "claims2_probe_l32", "claims2_train", "claims2_qknorm")  # round 1, round 2
 TEXT_SWEEPS = ("text_probe", "text_train", "text_map")
 COVERED_BY = {"map_core": "stability_map", "text_point": "text_train"}
-# The full tier: >= 5 training seeds, these rates at every wiring and depth, twice the
+# The full tier: >= 5 training seeds (from the quick file's first seed: round 2 of the claims runs
+# at seeds 5-7, so 5-9), these rates at every wiring and depth, twice the
 # quick tier's horizon. Sweeps of the quick tier that the full tier widens, and lr_grid, which the
 # full tier's train_grid contains (every depth at every rate).
 FULL_SEEDS = [0, 1, 2, 3, 4]
@@ -49,11 +51,11 @@ HORIZON_FACTOR = 2
 # keeps them as written instead of FULL_RATES. Sweeps whose depth grid gains L = 96 in the full tier
 # (claims.json: C1's and C5's probe depths {2, 8, 32, 96}; the stability map).
 # The text sweeps keep their rates (study_rules.json's) and gain L = 96 too.
-OWN_RATES = ("stability_map", "claims_train", "text_train", "text_map")
+OWN_RATES = ("stability_map", "claims_train", "claims2_train", "claims2_qknorm", "text_train", "text_map")
 # train_grid's L = 96 trainings are the full tier's only: the quick tier gave them up for its map core and
 # text point (its 25-minute bound, docs/study.md).
-FULL_ADD_DEPTHS = {"claims_probe": [96], "claims_probe_rank": [96], "stability_map": [96], "text_probe": [96],
-                   "text_train": [96], "text_map": [96], "train_grid": [96]}
+FULL_ADD_DEPTHS = {"claims_probe": [96], "claims_probe_rank": [96], "stability_map": [96], "claims2_probe": [96],
+                   "text_probe": [96], "text_train": [96], "text_map": [96], "train_grid": [96]}
 TINY = {"model.n_embd": 16, "model.n_head": 2, "model.block_size": 16, "train.batch_size": 2,
         "train.max_iters": 6, "train.eval_interval": 2, "train.eval_iters": 1, "train.ckpt_interval": 0,
         "log.layer_interval": 2, "log.log_interval": 2}
@@ -118,7 +120,8 @@ def full_sweep(name):
     f["base"] = os.path.join("..", q["base"])
 
     f["out_dir"] = "runs/deep_stacking_full/" + name
-    f["seeds"] = FULL_SEEDS
+    first = (q.get("seeds") or [0])[0]
+    f["seeds"] = [first + s for s in FULL_SEEDS]
     f["description"] = (f"Full tier of {name}.json (written by scripts/tier.py full-configs; edit the quick file "
                         f"and rerun): " + q.get("description", ""))
     if q.get("mode", "train") == "train":

@@ -41,15 +41,16 @@ for path in sorted(glob.glob("configs/experiments/full/*.json")):
     s = json.load(open(path))
     pts = math.prod(len(v) for v in s.get("grid", {}).values()) * max(1, len(s.get("variants", [])))
     n = pts * (len(s["seeds"]) if s.get("mode", "train") == "train" else 1)
-    m = re.search(rf"^sweep {s['name']}: (\d+) (train|probe) runs", log, re.M)
+    m = re.search(rf"^sweep {s['name']}: (\d+) (train|probe) runs?\b", log, re.M)
     assert m and int(m.group(1)) == n, f"{path}: expected {n} runs, dry-run says {m.group(0) if m else 'nothing'}"
     total += n
     if s["name"] in tier.FULL_ADD_DEPTHS:
         assert set(tier.FULL_ADD_DEPTHS[s["name"]]) <= set(s["grid"]["model.n_layer"]), f"{path}: no L=96"
     if s.get("mode", "train") == "train":
         assert len(s["seeds"]) >= 5, f"{path}: {len(s['seeds'])} seeds"
+        assert s["seeds"][0] == json.load(open(path.replace("/full/", "/")))["seeds"][0], f"{path}: first seed"
         q = json.load(open(path.replace("/full/", "/")))
-        if s["name"] in tier.OWN_RATES:  # claims.json's rates (stability map, C6, C7), kept as written
+        if s["name"] in tier.OWN_RATES:  # the claims' rates (stability map, C6, C7, C4r2, C7r2), kept as written
             assert s.get("grid", {}).get("optim.learning_rate") == q.get("grid", {}).get("optim.learning_rate"), path
             assert s.get("variants") == q.get("variants"), f"{path}: variants differ from the quick file's"
         else:

@@ -25,8 +25,8 @@ BASE="$PWD/configs/base.json"
 TINY='"model.n_embd": 16, "model.n_head": 2, "model.block_size": 16, "model.norm": "layernorm",
       "train.batch_size": 2, "train.max_iters": 4, "train.eval_interval": 2, "train.eval_iters": 1,
       "train.ckpt_interval": 0, "log.layer_interval": 2, "log.log_interval": 2'
-VARIANTS='[{"name": "a", "model.norm_position": "pre", "model.residual": true},
-           {"name": "b", "model.norm_position": "pre", "model.residual": false}]'
+VARIANTS='[{"name": "pre-res", "model.norm_position": "pre", "model.residual": true},
+           {"name": "pre-nores", "model.norm_position": "pre", "model.residual": false}]'
 cat >"$tmp/probe_grid.json" <<EOF
 {"name": "probe_grid", "base": "$BASE", "mode": "probe", "out_dir": "$tmp/study/probe_grid", "seeds": [0, 1],
  "overrides": {$TINY}, "grid": {"model.n_layer": [1, 2, 4]},
@@ -95,15 +95,21 @@ for fid, f in enumerate(fj["findings"], 1):
     folded = sec.split(f"<summary>Every number of finding {fid}")[1].split("</details>")[0]
     assert all(m in folded for m in f["measured"]), f"finding {fid}: its numbers are not all folded under it"
     assert f["deciding"] and f["title"], f"finding {fid}: findings.json without title or deciding"
-# Every claim is in the summary: a row with its verdict where it ran, else in the one line that says
-# how to run them (--claims and its time), never as rows of missing configs.
-claims = [l for l in md.splitlines() if re.match(r"\| \[C[0-9]+\]\(#claim-c[0-9]+\) \|", l)]
+# Every claim of both rounds is in the summary: a row with its verdict where it ran (C1-C7, C1r2-...),
+# else in the one line that says how to run them (--claims and its time), never as rows of missing configs.
+claims = [l for l in md.splitlines() if re.match(r"\| \[C[0-9]+(r2)?\]\(#claim-c[0-9]+(r2)?\) \|", l)]
+n_all = sum(len(json.load(open(f"configs/experiments/{n}"))["claims"]) for n in ("claims.json", "claims_round2.json"))
 for r in claims:
     assert r.split(" | ")[-1].strip(" |") in ("**seen**", "**not seen**"), f"claim verdict: {r[:60]}"
 summary = md.split('<a id="summary"></a>')[1].split("<a id=")[0]
 line = next((l for l in summary.splitlines() if "not run at this tier" in l), "")
-assert len(claims) >= 7 or ("`bash scripts/reproduce.sh --claims` runs them (" in line and "minutes" in line), \
-    f"the summary lists {len(claims)} claims and no line for the others: {line!r}"
+if len(claims) == n_all:  # the claims ran: a row each, round 1 then round 2, and no line
+    assert not line, f"every claim has a row, yet a not-run line: {line!r}"
+else:
+    assert "`bash scripts/reproduce.sh --claims` runs them (" in line and "minutes" in line, \
+        f"the summary lists {len(claims)} of {n_all} claims and no line for the others: {line!r}"
+    assert claims or ("`configs/experiments/claims.json`" in line and "`configs/experiments/claims_round2.json`" in line), \
+        f"no claim ran, yet the line does not name both rounds' files: {line!r}"
 assert "runs missing" not in summary, "a claim's missing configs are listed in the summary"
 # The pre- vs post-norm row (study_rules.json's rule P) with its verdict ("not run": no map cells here).
 p = next((l for l in summary.splitlines() if l.startswith("| [P](#pre-post) |")), None)

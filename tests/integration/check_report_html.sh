@@ -5,8 +5,9 @@
 # page loads, its inline script counts every <img> that decoded (complete, naturalWidth > 0), and
 # that count must equal the number of figures in report.md (the count is written at the page's foot).
 # The page must be self-contained (no http(s) URL in a src or href, no <link>), hold every table of
-# the Markdown, and open with the summary: a row per finding (1-5) and per claim of claims.json,
-# each linking to its section; in the rendered page every in-page link must resolve to an element;
+# the Markdown, and open with the summary: a row per finding (1-5), rule P's, and per claim of
+# claims.json and claims_round2.json that ran (those not run: one line under the table), each
+# linking to its section; in the rendered page every in-page link must resolve to an element;
 # every HTML view the plotting wrote (figures/**/view.html) is linked by its relative path.
 # Then one figure is broken on purpose, and one link's target renamed, and each check must fail.
 # Run by scripts/test.sh from the repo root. Exit 0 pass, 77 skip (no binary, numpy or chromium), 1 fail.
@@ -102,10 +103,11 @@ if figures_ok "$tmp/broken.html" "$N"; then
 fi
 
 # links_ok FILE: in the rendered page (FILE.dom), the summary holds a row per finding 1-5, rule P and
-# each claim of claims.json that ran (the others in the line under the table), in that order, each row's link names its section, and every in-page link
+# each claim of claims.json and claims_round2.json that ran (all 12 when the claims ran; the others in the
+# one line under the table), in that order, each row's link names its section, and every in-page link
 # resolves (the page's script counted them with getElementById).
 links_ok() {
-  "$PY" - "$1.dom" configs/experiments/claims.json <<'EOF'
+  "$PY" - "$1.dom" configs/experiments/claims.json configs/experiments/claims_round2.json <<'EOF'
 import json, re, sys
 dom = open(sys.argv[1]).read()
 m = re.search(r'id="link-check" data-resolved="(-?\d+)" data-links="(\d+)" data-broken="([^"]*)"', dom)
@@ -114,12 +116,16 @@ ok, total, broken = int(m.group(1)), int(m.group(2)), m.group(3)
 assert total > 0 and ok == total, f"{ok} of {total} in-page links resolve; broken: {broken}"
 summary = dom.split('id="summary"', 1)[1].split("</table>", 1)[0]
 rows = re.findall(r'<tr class="(seen|notseen|notrun)"><td><a href="#([-\w]+)">([^<]+)</a></td>', summary)
-claims = json.load(open(sys.argv[2]))["claims"]
+claims = json.load(open(sys.argv[2]))["claims"] + json.load(open(sys.argv[3]))["claims"]  # round 1, round 2
 # A claim this tier did not run is in the one line under the table (how to run it), not a row.
 after = dom.split('id="summary"', 1)[1].split("<h2", 1)[0]
 line = next((p for p in re.findall(r"<p>(.*?)</p>", after, re.S) if "not run at this tier" in p), "")
-ran = [f"claim-{c['id'].lower()}" for c in claims if f"claim-{c['id'].lower()}" in summary]
-assert len(ran) == len(claims) or "--claims" in line, f"claims neither in rows nor in the one line: {line!r}"
+ran = [f"claim-{c['id'].lower()}" for c in claims if f'href="#claim-{c["id"].lower()}"' in summary]
+if len(ran) == len(claims):  # the claims ran: 12 rows (round 1, round 2), no line
+    assert not line, f"every claim has a row, yet a not-run line: {line!r}"
+else:
+    assert "--claims" in line, f"claims neither in rows nor in the one line: {line!r}"
+    assert ran or ("claims.json" in line and "claims_round2.json" in line), f"the line misses a round: {line!r}"
 want = [f"finding-{i}" for i in range(1, 6)] + ["pre-post"] + ran
 got = [target for _, target, _ in rows]
 assert got == want, f"summary rows link to {got}, expected {want}"

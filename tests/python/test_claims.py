@@ -18,17 +18,21 @@ from stacklab import claims as cl
 from stacklab import runlog, tier
 
 DOC = cl.load_claims()
-CLAIM = {c["id"]: c for c in DOC["claims"]}
+DOC2 = cl.load_claims(cl.ROUND2_PATH)
+CLAIM = {c["id"]: c for c in DOC["claims"] + DOC2["claims"]}
+ROUND2_IDS = ["C1r2", "C2r2", "C3r2", "C4r2", "C7r2"]
 SEEDS = (0, 1, 2)
 BIN = os.environ.get("STACKLAB_BIN") or os.path.join(tier.ROOT, "build", "stacklab")
 
 
 def judge(cid, runs, tier_name="quick"):
-    return cl.evaluate(CLAIM[cid], cl.RunSet(runs, tier_name, DOC))
+    return cl.evaluate(CLAIM[cid], cl.RunSet(runs, tier_name, DOC2 if cid in ROUND2_IDS else DOC))
 
 
-def probes(cid, metric, value, seeds=SEEDS, skip=()):
-    """One probe per point of a claim; value(variant name, point, seed) -> that metric's list."""
+def probes(cid, metric, value, seeds=None, skip=()):
+    """One probe per point of a claim; value(variant name, point, seed) -> that metric's list; seeds
+    default to the claim's round's quick seeds."""
+    seeds = seeds if seeds is not None else seeds_of(cid)
     out = []
     for name, p in cl.points(CLAIM[cid], "quick"):
         if (name, p.get("model.n_layer"), p.get("model.init")) in skip:
@@ -37,8 +41,14 @@ def probes(cid, metric, value, seeds=SEEDS, skip=()):
     return out
 
 
-def trainings(cid, final, seeds=SEEDS, steps=150, layers=None, tier_name="quick"):
-    """One run per point and seed; final(name, point, seed) -> final loss, "diverged" or None (no run)."""
+def seeds_of(cid, tier_name="quick"):
+    return tuple((DOC2 if cid in ROUND2_IDS else DOC)["definitions"]["seeds"][tier_name])
+
+
+def trainings(cid, final, seeds=None, steps=150, layers=None, tier_name="quick"):
+    """One run per point and seed; final(name, point, seed) -> final loss, "diverged" or None (no run);
+    seeds default to the claim's round's seeds at the tier."""
+    seeds = seeds if seeds is not None else seeds_of(cid, tier_name)
     out = []
     for name, p in cl.points(CLAIM[cid], tier_name):
         for s in seeds:
@@ -244,7 +254,7 @@ class C4PostNormNeedsWarmup(unittest.TestCase):
         self.assertIn("pre n_layer=32 init=xavier learning_rate=0.01: seed 2", v.value)
         v = judge("C4", trainings("C4", c4_final(2), steps=100))
         self.assertEqual(v.verdict, "not run")
-        self.assertIn("ran 100 steps, the quick tier's horizon is 150", v.details)
+        self.assertIn("ran 100 steps, the claim's horizon at the quick tier is 150", v.details)
 
 
 def c5_rank(attn_at_8=(0.01, 0.01, 0.01), residual=0.5):
@@ -357,16 +367,18 @@ class FromAnOutputDirectory(unittest.TestCase):
             rs = cl.load_runset(out, "quick", DOC)
             self.assertEqual(sorted(rs.probe(p)), [0, 1, 2])
             verdicts = cl.evaluate_all(out)
-            self.assertEqual([v.id for v in verdicts], [f"C{i}" for i in range(1, 8)])
+            self.assertEqual([v.id for v in verdicts], [f"C{i}" for i in range(1, 8)] + ROUND2_IDS)
+            self.assertEqual([v.round for v in verdicts], [1] * 7 + [2] * 5)
             self.assertEqual({v.verdict for v in verdicts}, {"not run"})
             self.assertNotIn("post-xavier", next(v for v in verdicts if v.id == "C3").value)  # that one is there
             with contextlib.redirect_stdout(io.StringIO()) as printed:
                 self.assertEqual(cl.main([out, "--json", os.path.join(out, "v.json")]), 0)
-            self.assertIn("| C6 | Bachlechner et al. 2020, arXiv 2003.04887 | **not run** | runs missing (1 config): "
-                          "rezero n_layer=96", printed.getvalue())
-            self.assertIn("| C2 | Xiong et al. 2020, arXiv 2002.04745, Lemma 1", printed.getvalue())
+            self.assertIn("| C6 | 1 | Bachlechner et al. 2020, arXiv 2003.04887 | **not run** | "
+                          "runs missing (1 config): rezero n_layer=96", printed.getvalue())
+            self.assertIn("| C2 | 1 | Xiong et al. 2020, arXiv 2002.04745, Lemma 1", printed.getvalue())
+            self.assertIn("| C4r2 | 2 | Xiong et al. 2020", printed.getvalue())
             with open(os.path.join(out, "v.json")) as fh:
-                self.assertEqual(len(json.load(fh)["claims"]), 7)
+                self.assertEqual(len(json.load(fh)["claims"]), 12)
 
 
 class OverSeveralRuns(unittest.TestCase):
@@ -382,12 +394,12 @@ class OverSeveralRuns(unittest.TestCase):
                 self.assertEqual(cl.main([a, "--compare", b, "--json", os.path.join(a, "v.json")]), 0)
             lines = printed.getvalue().splitlines()
             self.assertEqual(lines[0], f"| claim | `{a}` | `{b}` | over the runs |")
-            self.assertEqual(len(lines), 2 + 7)
+            self.assertEqual(len(lines), 2 + 12)
             self.assertTrue(all(line.endswith("| **not run** |") for line in lines[2:]), lines)
             with open(os.path.join(a, "v.json")) as fh:
                 doc = json.load(fh)
             self.assertEqual(doc["dirs"], [a, b])
-            self.assertEqual([c["over_runs"] for c in doc["claims"]], ["not run"] * 7)
+            self.assertEqual([c["over_runs"] for c in doc["claims"]], ["not run"] * 12)
             self.assertEqual(len(doc["claims"][0]["verdicts"]), 2)
 
     def test_compare_says_mixed_where_the_dirs_verdicts_differ(self):
@@ -418,27 +430,37 @@ def sweep_points(path):
 
 
 class TheClaimsSweepsHoldTheClaimsConfigs(unittest.TestCase):
+    """Each claims sweep runs at one round's seeds; per round, every config its claims name is one
+    point of its sweeps, at the claim's horizon; no sweep point is left over (the map aside)."""
+
     def check(self, tier_name, folder):
-        rs = cl.RunSet([], tier_name, DOC)
-        made = []
-        for name in tier.CLAIMS_SWEEPS:
-            pts, s = sweep_points(os.path.join(folder, name + ".json"))
-            self.assertEqual(s["seeds"], DOC["definitions"]["seeds"][tier_name], name)
-            if s.get("mode", "train") == "train":
-                self.assertEqual(s["overrides"]["train.max_iters"], DOC["definitions"]["horizon"][tier_name], name)
-                o = s["overrides"]
-                self.assertEqual((o["train.eval_interval"], o["train.save_best"]), (25, False), name)
-            made += [(name, s.get("mode", "train"), fabricate.claim_config(p)) for p in pts]
+        sweeps = {name: sweep_points(os.path.join(folder, name + ".json")) for name in tier.CLAIMS_SWEEPS}
         used = set()
-        for c in DOC["claims"]:
-            for vname, p in cl.points(c, tier_name):
-                probe = c["configs"]["mode"] == "probe"
-                hits = [i for i, (_, mode, cfg) in enumerate(made)
-                        if (mode == "probe") == probe and rs.matches(runlog.Run(path="x", config=cfg), p, probe)]
-                self.assertEqual(len(hits), 1, f"{tier_name}: {c['id']} {vname} {p}: in {len(hits)} sweep points")
-                used.update(hits)
-        extra = [(n, cfg["model"]) for i, (n, _, cfg) in enumerate(made) if i not in used and n != "stability_map"]
-        self.assertEqual(extra, [], "sweep points no claim names (the stability map aside)")
+        for rnd, doc in cl.rounds():
+            rs = cl.RunSet([], tier_name, doc)
+            mine = [n for n, (_, s) in sweeps.items() if s["seeds"] == doc["definitions"]["seeds"][tier_name]]
+            self.assertTrue(mine, f"round {rnd}: no sweep at its seeds")
+            made = [(n, sweeps[n][1].get("mode", "train"), fabricate.claim_config(p)) for n in mine
+                    for p in sweeps[n][0]]
+            horizons = {rs.horizon_of(c) for c in doc["claims"] if c["configs"]["mode"] == "train"}
+            for n in mine:
+                o = sweeps[n][1].get("overrides") or {}
+                if sweeps[n][1].get("mode", "train") == "train":
+                    self.assertIn(o["train.max_iters"], horizons, n)
+                    self.assertFalse(o["train.save_best"], n)
+            for c in doc["claims"]:
+                for vname, p in cl.points(c, tier_name):
+                    probe = c["configs"]["mode"] == "probe"
+                    hits = [i for i, (_, mode, cfg) in enumerate(made)
+                            if (mode == "probe") == probe and rs.matches(runlog.Run(path="x", config=cfg), p, probe)
+                            and (probe or cfg["train"]["max_iters"] == rs.horizon_of(c))]
+                    self.assertEqual(len(hits), 1, f"{tier_name}: {c['id']} {vname} {p}: in {len(hits)} sweep points")
+                    used.update((rnd, i) for i in hits)
+            extra = [(n, cfg["model"]) for i, (n, _, cfg) in enumerate(made)
+                     if (rnd, i) not in used and n != "stability_map"]
+            self.assertEqual(extra, [], f"round {rnd}: sweep points no claim names (the stability map aside)")
+        for n, (_, s) in sweeps.items():
+            self.assertIn(s["seeds"], [d["definitions"]["seeds"][tier_name] for _, d in cl.rounds()], n)
 
     def test_quick_tier(self):
         self.check("quick", tier.QUICK_DIR)

@@ -13,11 +13,12 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("STACKLAB_BIN") or os.path.join(ROOT, "build", "stacklab")
 CLAIMS = os.path.join(ROOT, "configs", "experiments", "claims.json")
+ROUND2 = os.path.join(ROOT, "configs", "experiments", "claims_round2.json")  # round 2 (test_claims_round2.py)
 LIST_KEYS = ("model.n_layer", "model.init", "optim.learning_rate")  # grid axes of a claim's configs
 
 
-def load():
-    with open(CLAIMS, encoding="utf-8") as f:
+def load(path=CLAIMS):
+    with open(path, encoding="utf-8") as f:
         return json.load(f)
 
 
@@ -69,8 +70,8 @@ class ClaimsFile(unittest.TestCase):
             self.assertIn(f"| `{m}` |", out, f"{m} is not a layer metric of stacklab registry")
 
     @unittest.skipUnless(os.access(BIN, os.X_OK), f"no stacklab binary at {BIN} (build it first)")
-    def test_every_config_a_claim_names_is_valid(self):
-        for c in self.doc["claims"]:
+    def test_every_config_a_claim_of_either_round_names_is_valid(self):
+        for c in self.doc["claims"] + load(ROUND2)["claims"]:
             for name, o in overrides(c):
                 flags = [f"--{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in o.items()]
                 norm = [] if "model.norm" in o else ["--model.norm=layernorm"]  # the claims' common norm

@@ -4,6 +4,7 @@ summary (report_sections.py): a row per finding and per claim, each linked to a 
 the numbers folded under it, claims from any object with a claim verdict's fields."""
 import importlib.util
 import json
+import os
 import re
 import sys
 import types
@@ -166,6 +167,14 @@ class Summary(unittest.TestCase):
             self.assertIn(f"- line 2.{k}: {k}.5", folded)
         self.assertEqual(html.count("<details>"), 5 + 2)  # each finding, each claim that ran
 
+    def test_a_claim_not_seen_says_why_and_one_without_a_reason_says_nothing(self):
+        # The reason is data (claims_round2.json's why_not_seen, read by claims.py into `why`).
+        why = Verdict("C2", "Claim 2 holds.", "S 2020", "seen if x", "x = 2.5", "not seen", "")
+        why.why = "Category b, the rule asked more than the paper states: the paper says y."
+        md, html, _, _ = page([why, self.claims[0]])
+        self.assertIn("Why not seen: Category b, the rule asked more than the paper states: the paper says y.", md)
+        self.assertEqual(md.count("Why not seen:"), 1)
+
     def test_a_claims_markdown_details_become_a_table_in_both_outputs(self):
         md, html, _, _ = page(self.claims)
         self.assertEqual(md.splitlines().count("|---|---|"), 2)
@@ -175,14 +184,17 @@ class Summary(unittest.TestCase):
         if importlib.util.find_spec("stacklab.claims") is not None:
             self.skipTest("claims.py is present: its verdicts are used")
         rows, where = sections.claim_verdicts("/nonexistent")
-        with open(sections.CLAIMS_PATH, encoding="utf-8") as f:
-            ids = [c["id"] for c in json.load(f)["claims"]]
+        ids = []
+        for name in ("claims.json", "claims_round2.json"):  # round 1, then round 2
+            with open(os.path.join(os.path.dirname(sections.CLAIMS_PATH), name), encoding="utf-8") as f:
+                ids += [c["id"] for c in json.load(f)["claims"]]
         self.assertEqual([r.id for r in rows], ids)
         self.assertEqual({r.verdict for r in rows}, {"not run"})
         self.assertIn("no claims.py", where)
         md, _, page_ids, hrefs = page(rows)
         self.assertEqual(hrefs[5:], [])  # one line for all of them, no row each
-        self.assertIn(f"Claims {ids[0]}-{ids[-1]} of `configs/experiments/claims.json`: not run at this tier", md)
+        self.assertIn("Claims C1-C7 of `configs/experiments/claims.json` and C1r2-C4r2, C7r2 of "
+                      "`configs/experiments/claims_round2.json`: not run at this tier", md)
 
     def test_with_claims_py_its_verdicts_and_outcomes_are_used(self):
         fake = types.ModuleType("stacklab.claims")

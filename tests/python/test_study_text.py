@@ -110,6 +110,20 @@ class Summary(unittest.TestCase):
         self.assertNotIn("runs missing", md)
         self.assertNotIn("(#claim-c", md)
 
+    def test_claims_of_both_rounds_not_run_are_one_line_naming_each_rounds_file(self):
+        ids = [f"C{i}" for i in range(1, 8)] + ["C1r2", "C2r2", "C3r2", "C4r2", "C7r2"]
+        claims = [sections.ClaimRow(c, f"Claim {c}.", "s", "r", "runs missing", "not run", "", 2 if "r2" in c else 1)
+                  for c in ids]
+        md = summary_md(claims)
+        self.assertIn("Claims C1-C7 of `configs/experiments/claims.json` and C1r2-C4r2, C7r2 of "
+                      "`configs/experiments/claims_round2.json`: not run at this tier; "
+                      "`bash scripts/reproduce.sh --claims` runs them (60.9 minutes", md)
+        self.assertIn("round 2 adds 49 runs", md)
+        self.assertNotIn("(#claim-c", md)
+        ran = [sections.ClaimRow(c.id, c.claim, "s", "r", "x = 1", "seen", "", c.round) for c in claims]
+        self.assertEqual(sections.claims_not_run_line(ran), "")
+        self.assertEqual(len([line for line in summary_md(ran).splitlines() if line.startswith("| [C")]), 12)
+
     def test_a_claim_that_ran_keeps_its_row_and_only_the_others_are_in_the_line(self):
         claims = [sections.ClaimRow("C1", "Claim 1.", "s", "r", "x = 1", "seen", ""),
                   sections.ClaimRow("C2", "Claim 2.", "s", "r", "runs missing", "not run", "")]

@@ -66,6 +66,20 @@ class CostModel(unittest.TestCase):
         self.assertAlmostEqual(secs[0], (150 * 90 + 2 * 16 * 30) / 1000)
 
 
+class FullTierSeeds(unittest.TestCase):
+    def test_the_full_tier_takes_five_seeds_from_the_quick_files_first(self):
+        # Round 2 of the claims runs at seeds 5-7 (quick), so 5-9 in the full tier; before, every
+        # full file ran seeds 0-4 and round 2's full tier would have rerun round 1's seeds.
+        self.assertEqual(tier.full_sweep("claims2_probe")["seeds"], [5, 6, 7, 8, 9])
+        self.assertEqual(tier.full_sweep("claims_probe")["seeds"], tier.FULL_SEEDS)
+
+    def test_the_claims_sweeps_of_both_rounds_are_in_the_full_tier_and_with_claims(self):
+        for name in ("claims_probe", "stability_map", "claims2_probe", "claims2_train", "claims2_qknorm"):
+            self.assertIn(name, tier.CLAIMS_SWEEPS)
+            self.assertIn(name, tier.FULL_SWEEPS)
+        self.assertEqual(tier.full_sweep("claims2_train")["overrides"]["train.max_iters"], 2000)
+
+
 class SizeFlags(unittest.TestCase):
     def test_jobs_below_one_is_refused_with_the_value(self):
         with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit) as ex:
