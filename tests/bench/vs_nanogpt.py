@@ -26,7 +26,8 @@ falls at every evaluation, as it does in this recipe; the step is recorded); sta
 stacklab.load_run(RUN, "latest"), the package's PyTorch mirror with the run's final weights.
 
     PYTHONPATH=scripts /usr/bin/python3 tests/bench/vs_nanogpt.py --nanogpt /tmp/nanogpt --out /tmp/vs_nanogpt \
-        [--seeds 3] [--threads 1,2] [--stacklab build/stacklab] [--iters 2000] [--programs nanogpt,stacklab]
+        [--seeds 3] [--first-seed 0] [--threads 1,2] [--stacklab build/stacklab] [--iters 2000] \
+        [--programs nanogpt,stacklab] [--rescore] [--no-common-eval]
 """
 import argparse
 import json
@@ -182,6 +183,7 @@ def main():
     ap.add_argument("--nanogpt", required=True, help="a copy of nanoGPT's public repository")
     ap.add_argument("--out", required=True, help="where the runs go")
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--iters", type=int, default=2000)
     ap.add_argument("--programs", default="nanogpt,stacklab")
@@ -203,7 +205,7 @@ def main():
         programs = []
     with open(os.path.join(args.out, "runs.jsonl"), "a") as log:
         for threads in [int(t) for t in args.threads.split(",")] if programs else []:
-            for seed in range(args.seeds):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
                 for prog in programs:
                     if prog == "nanogpt":
                         r = run_nanogpt(work, args.out, args.python, seed, threads, args.iters)

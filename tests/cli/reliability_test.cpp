@@ -162,7 +162,7 @@ TEST(BadText, InvalidUtf8NamesTheByteOffset) {
 TEST(BadText, AMissingTextFileIsNamed) {
   const std::string dir = make_temp_dir("rel");
   expect_refused(train(base_config(), text_args(dir + "/gone.txt"), dir + "/run"),
-                 {dir + "/gone.txt", "missing or unreadable"}, dir + "/run");
+                 {dir + "/gone.txt", "no such file", "scripts/get_data.py"}, dir + "/run");
 }
 
 // ---- checkpoints and resume -----------------------------------------------------------------
