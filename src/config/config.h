@@ -72,7 +72,7 @@ struct OptimConfig {
   OptimizerKind name = OptimizerKind::AdamW;  // adamw | sgd
   double learning_rate = 1e-3;
   double weight_decay = 0.0;
-  bool decay_exempt = true;  // no decay on biases, norm gains and embeddings
+  bool decay_exempt = true;       // no decay on biases, norm gains and embeddings
   bool decay_embeddings = false;  // with decay_exempt: embeddings decay too (nanoGPT: dim >= 2)
   double beta1 = 0.9;
   double beta2 = 0.95;
