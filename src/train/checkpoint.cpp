@@ -137,7 +137,7 @@ void check_checkpoint_config(const std::string& path, const nlohmann::json& writ
   std::string list;
   for (const std::string& k : keys)
     list += (list.empty() ? "" : "; ") +
-            ("'" + k + "' is " + value_at(filled, k) + " in the checkpoint but " +
+            ("'" + k + "' is " + value_at(written, k) + " in the checkpoint but " +
              value_at(expected, k) + " in " + expected_where);
   throw Error(path + ": written with a different config: " + list);
 }
