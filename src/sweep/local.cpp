@@ -97,8 +97,10 @@ class LocalPool {
 
   int run() {
     // Without restarting system calls: a restarted blocking waitpid() would let the stop reach
-    // the children only when one of them happened to finish.
-    const StopSignals stop_signals(g_sweep_stop, {.restart_system_calls = false});
+    // the children only when one of them happened to finish. A closed stdout (`stacklab sweep
+    // ... | head`) stops the sweep as SIGINT does, with its manifest written.
+    const StopSignals stop_signals(g_sweep_stop,
+                                   {.restart_system_calls = false, .stop_on_closed_output = true});
     bool forwarded = false;
     while (true) {
       while (!g_sweep_stop.load() && static_cast<int>(running_.size()) < jobs_ &&
@@ -106,7 +108,9 @@ class LocalPool {
         start(next_++);
       if (running_.empty()) break;
       if (g_sweep_stop.load() && !forwarded) {
-        for (const auto& [pid, i] : running_) kill(pid, g_sweep_stop.load());
+        // The runs write to their own logs, not the closed pipe: they get SIGTERM for it.
+        const int sig = g_sweep_stop.load() == SIGPIPE ? SIGTERM : g_sweep_stop.load();
+        for (const auto& [pid, i] : running_) kill(pid, sig);
         forwarded = true;
         std::printf(
             "\nsweep: stopping; the running runs checkpoint and can be resumed by running the "

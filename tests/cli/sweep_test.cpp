@@ -53,6 +53,29 @@ TEST(SweepCommand, ASecondInvocationOnARunningOutDirIsRefusedNamingItAndTheHolde
   fs::remove_all(dir);
 }
 
+// `stacklab sweep ... | head -1` used to die of SIGPIPE at its next progress line, before writing
+// its manifest: a run completed on disk stayed "new" there. A closed stdout now stops the sweep as
+// SIGINT does (exit 141), no further run starts, and the manifest says what each run did.
+TEST(SweepCommand, APipeClosedByHeadStopsTheSweepWithItsManifestWritten) {
+  const std::string dir = make_temp_dir("sweep_pipe");
+  const std::string sweep = write_sweep(dir, 200, "[1, 2, 3, 4, 5]");
+  const std::string cmd = "{ '" + kStacklab + "' sweep '" + sweep + "' --jobs 1; echo $? > '" +
+                          dir + "/rc'; } | head -1 > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  EXPECT_EQ(read_text(dir + "/rc"), "141\n");
+  const nlohmann::json manifest = read_json(dir + "/out/manifest.json");
+  int completed = 0;
+  for (const nlohmann::json& r : manifest.at("runs")) {
+    const std::string summary = dir + "/out/" + r.at("dir").get<std::string>() + "/summary.json";
+    const std::string on_disk =
+        fs::exists(summary) ? read_json(summary).at("status").get<std::string>() : "new";
+    EXPECT_EQ(r.at("status").get<std::string>(), on_disk) << r.at("id");
+    completed += on_disk == "completed";
+  }
+  EXPECT_LT(completed, 5) << "the sweep went on after its stdout closed";
+  fs::remove_all(dir);
+}
+
 TEST(SweepCommand, TheLockIsNotStuckOnTheRecordOfASweepThatDied) {
   const std::string dir = make_temp_dir("sweep_stale");
   const std::string sweep = write_sweep(dir, 40, "[1, 2]");
