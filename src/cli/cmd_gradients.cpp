@@ -16,6 +16,7 @@
 #include "nn/weights.h"
 #include "train/checkpoint.h"
 #include "train/setup.h"
+#include "train/trainer.h"
 
 namespace sl {
 
@@ -30,7 +31,12 @@ int cmd_gradients(const ArgList& argv) {
   model.init_weights(cfg.train.seed);
   if (a.has("checkpoint")) {  // a trained model: checked like `sample` and `train --resume` read it
     const std::string ckpt = a.get("checkpoint", "");
-    load_module_state(model, read_checkpoint_file(ckpt), ckpt, "optim.");
+    const TensorFile file = read_checkpoint_file(ckpt);
+    // Its weights run through CONFIG's wiring only if they were trained with it (as in sample).
+    check_checkpoint_config(ckpt, checkpoint_metadata(file, ckpt, "config"), run_config_json(cfg),
+                            {"optim.lr_decay_iters", "train.name", "train.out_dir"},
+                            a.positional[0]);
+    load_module_state(model, file, ckpt, "optim.");
   }
 
   Rng rng(cfg.train.seed);

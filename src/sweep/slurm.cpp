@@ -55,7 +55,8 @@ void prepare_run(const SweepPlan& plan, const SweepRun& run, int threads) {
   if (plan.mode == SweepMode::Probe)
     write_provenance(run.dir, run.config, run.run_info);  // train writes its own
   if (plan.mode != SweepMode::Train || fs::exists(run.dir + "/config.json")) return;
-  const Config cfg = load_config(plan.base, run_overrides(run, threads));
+  Config cfg = load_config(plan.base, run_overrides(run, threads));
+  cfg.train.out_dir = fs::path(run.dir).parent_path().string();  // where it lies, as --out records
   write_file_atomic(run.dir + "/config.json", run_config_json(cfg).dump(2) + "\n");
 }
 

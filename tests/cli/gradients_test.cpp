@@ -45,6 +45,23 @@ TEST(GradientsCommand, WithACheckpointWritesTheTrainedWeightsAndTheirLogits) {
                            *load_safetensors(root + "/init/outputs.safetensors").find("logits")));
 }
 
+// The logits load_run_check.py compares against must come from the wiring the weights were
+// trained with: post-norm weights through a pre-norm config were accepted because the shapes match.
+TEST(GradientsCommand, RefusesACheckpointWrittenWithAnotherConfigNamingTheKey) {
+  const std::string root = testing::make_temp_dir("gradients_other");
+  const std::string run = root + "/run";
+  const auto t =
+      run_stacklab(concat(concat({"train", testing::base_config()}, testing::tiny_model_args()),
+                          {"--train.max_iters=2", "--model.norm_position=post", "--out", run}));
+  ASSERT_EQ(t.exit_code, 0) << t;
+  const auto r =
+      run_stacklab({"gradients", run + "/config.json", "--model.norm_position=pre", "--checkpoint",
+                    run + "/checkpoints/latest.safetensors", "--out", root + "/out"});
+  EXPECT_NE(r.exit_code, 0) << r;
+  EXPECT_NE(r.output.find("'model.norm_position' is \"post\" in the checkpoint"), std::string::npos)
+      << r;
+}
+
 TEST(GradientsCommand, RefusesACheckpointThatIsNotOneByName) {
   const std::string root = testing::make_temp_dir("gradients_bad");
   testing::write_text(root + "/x.safetensors", "not a safetensors file");

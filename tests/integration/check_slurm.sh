@@ -189,6 +189,8 @@ if manifest.get("slurm", {}).get("job") != job or [r.get("job") for r in manifes
 for r in RUNS:
     if not os.path.exists(os.path.join(SLURM, r, "config.json")):
         fail(f"{r}: no config.json written at submission")
+    elif json.load(open(os.path.join(SLURM, r, "config.json")))["train"]["out_dir"] != SLURM:
+        fail(f"{r}: config.json does not record where the run lies (train.out_dir {SLURM}), as a local run's does")
 status({"queued": 4}, 0, "held")
 for executor in ("slurm", "local"):
     rc, out = run(BIN, "sweep", SW, "--executor", executor)

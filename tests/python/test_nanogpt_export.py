@@ -92,7 +92,8 @@ class NanoGPTExport(unittest.TestCase):
                  ({"tie_weights": False}, "model.tie_weights=False: nanoGPT's head is tied to wte"),
                  ({"norm": "rmsnorm", "qk_norm": True},
                   "model.norm='rmsnorm': nanoGPT's blocks use LayerNorm only; model.qk_norm=True"),
-                 ({"activation": "relu"}, "model.activation='relu': nanoGPT's MLP uses exact GELU"))
+                 ({"activation": "relu"}, "model.activation='relu': nanoGPT's MLP uses exact GELU"),
+                 ({"emb_scale": "unit"}, r"model.emb_scale='unit': nanoGPT's embeddings have no sqrt\(C\) factor"))
         for over, said in cases:
             with self.subTest(over=over):
                 write_run(self.run_dir, {**NANO, **over})
