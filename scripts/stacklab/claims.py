@@ -355,16 +355,23 @@ def c3(claim, rs):
     tests = {"post-xavier": lambda x: x is not None and x < rule["post_xavier_max"],
              "deepnorm-xavier": lambda x: x is not None and x > rule["deepnorm_xavier_min"],
              "post-scaled": lambda x: inside(x, rule["post_scaled_range"])}
+    parts, ok, table = first_last_ratios(claim, rs, tests, n_layer=L)
+    return "; ".join(parts), ok, table
+
+
+def first_last_ratios(claim, rs, tests, **where):
+    """C3's measurement, both rounds: per variant of the claim (probed with `where`), each seed's
+    g_block[0] / g_block[L-1] judged by tests[variant]; (value parts, all good, Markdown table)."""
     ok, parts, rows = True, [], []
     for name in claim["configs"]["variants"]:
-        per = rs.probe(variant(claim, name, n_layer=L))
+        per = rs.probe(variant(claim, name, **where))
         ratios = [(lambda g: g[0] / g[-1] if g and g[-1] else None)(per[s].get("grad_norm")) for s in rs.seeds]
         good = [tests[name](x) for x in ratios]
         ok &= all(good)
         parts.append(f"{name} {fmt(mean(ratios))} ({spread(ratios)})")
         rows.append(f"| {name} | " + ", ".join(fmt(x) for x in ratios) + f" | {sum(good)} of {len(good)} |")
     head = "| wiring | g_block[0] / g_block[L-1] per seed | seeds within the rule |\n|---|---|---|\n"
-    return "; ".join(parts), ok, head + "\n".join(rows)
+    return parts, ok, head + "\n".join(rows)
 
 
 def c3r2(claim, rs):
@@ -374,17 +381,9 @@ def c3r2(claim, rs):
     L, init = cfg["model.n_layer"][0], cfg["model.init"][0]
     tests = {"post": lambda x: x is not None and x < rule["post_max"],
              "deepnorm": lambda x: x is not None and x > rule["deepnorm_min"]}
-    ok, parts, rows = True, [], []
-    for name in cfg["variants"]:
-        per = rs.probe(variant(claim, name, n_layer=L, init=init))
-        ratios = [(lambda g: g[0] / g[-1] if g and g[-1] else None)(per[s].get("grad_norm")) for s in rs.seeds]
-        good = [tests[name](x) for x in ratios]
-        ok &= all(good)
-        parts.append(f"{name} {fmt(mean(ratios))} ({spread(ratios)})")
-        rows.append(f"| {name} | " + ", ".join(fmt(x) for x in ratios) + f" | {sum(good)} of {len(good)} |")
-    head = "| wiring | g_block[0] / g_block[L-1] per seed | seeds within the rule |\n|---|---|---|\n"
+    parts, ok, table = first_last_ratios(claim, rs, tests, n_layer=L, init=init)
     value = "; ".join(parts) + f" (need post < {rule['post_max']:g}, deepnorm > {rule['deepnorm_min']:g} in every seed)"
-    return value, ok, head + "\n".join(rows)
+    return value, ok, table
 
 
 def c4(claim, rs):
