@@ -355,6 +355,10 @@ def cost_model(binary, runs, floor=False):
 
 def cmd_size(args):
     t0 = time.time()
+    if not (os.path.isfile(args.binary) and os.access(args.binary, os.X_OK)):
+        raise TierError(f"size: the first argument names the stacklab binary, and '{args.binary}' is not an "
+                        "executable file (e.g. `python3 scripts/tier.py size build/stacklab "
+                        "$(python3 scripts/tier.py files quick)`)")
     # Newer binaries also time the sgemm ceiling in every bench; the cost model needs only the steps.
     helptext = subprocess.run([args.binary, "bench", "--help"], capture_output=True, text=True).stdout
     NO_CEILING[:] = ["--no-ceiling"] if "--no-ceiling" in helptext else []
@@ -456,7 +460,7 @@ def main(argv=None):
     a.add_argument("files", nargs="+")
     a.add_argument("--tiny", action="store_true", help="scale down (for tests)")
     a = sub.add_parser("size", help="print the runs, how many are done and the estimated core-hours")
-    a.add_argument("binary")
+    a.add_argument("binary", help="the stacklab binary whose `bench` times the steps (e.g. build/stacklab)")
     a.add_argument("files", nargs="+")
     a.add_argument("--timing", help="append a 'size' record to this timing.jsonl")
     a.add_argument("--floor", action="store_true",

@@ -87,6 +87,13 @@ class SizeFlags(unittest.TestCase):
         self.assertEqual(ex.exception.code, 2)
         self.assertIn("--jobs: expected a whole number >= 1, got '0'", err.getvalue())
 
+    def test_a_size_whose_first_argument_is_not_the_binary_names_it(self):
+        # The tier's name where the binary goes used to end in a FileNotFoundError traceback.
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            code = tier.main(["size", "quick", "sweep.json"])
+        self.assertEqual(code, 1)
+        self.assertIn("'quick' is not an executable file", err.getvalue())
+
 
 class Tiers(unittest.TestCase):
     def test_the_quick_tier_holds_the_map_core_and_the_text_point(self):
