@@ -16,10 +16,11 @@ from . import runlog, stability_map
 
 CLAIMS_PATH = stability_map.CLAIMS_PATH
 CLAIMS_COMMAND = stability_map.RUN_COMMAND
-# What `--claims` costs: round 1 as measured (docs/study.md, "Measurements"; configs/experiments/README.md),
-# round 2 as estimated (README.md); said once, in the one line that stands for the claims a tier did not run.
+# What `--claims` costs, as measured (docs/study.md, "Measurements" and "Round 2's verdicts";
+# configs/experiments/README.md); said once, in the one line that stands for the claims a tier did not run.
 CLAIMS_TIME = "60.9 minutes from a fresh clone on a 2-core Intel Xeon (Ice Lake)"
-CLAIMS2_TIME = "round 2 adds 49 runs, an estimated 13 minutes there, not yet run"
+CLAIMS2_TIME = ("round 2 adds 49 runs, 40 core-minutes of training on a 2-core Intel Xeon (model 167): "
+                "20 minutes with two at once")
 CLAIMS_FILES = {1: "claims.json", 2: "claims_round2.json"}  # by round
 MAP_ANCHOR = "stability-map"
 MAP_TITLE = "Where pre-norm and post-norm train"
