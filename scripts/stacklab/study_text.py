@@ -21,8 +21,8 @@ RULES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."
 TEXT_ANCHOR = "on-real-text"
 PRE_POST_ANCHOR = "pre-post"
 TEXT_COMMAND = "bash scripts/reproduce.sh --text"
-# What `--text` costs, estimated before its first run (docs/study.md, "The study on real text").
-TEXT_TIME = "estimated at about 45 more minutes on a 2-core Xeon or EPYC"
+# What `--text` costs, from its first runs' measured times (docs/study.md, "Measured on tiny Shakespeare").
+TEXT_TIME = "about 40 more minutes on a 2-core Intel Xeon (model 167), from its runs' measured times"
 # The text point's wirings, in the order the quick tier's text_point.json names them.
 POINT_WIRINGS = ("pre-layernorm-res", "post-layernorm-res", "pre-layernorm-nores")
 POINT_DEPTH = 32  # text_point.json's depth (a --tiny tier caps it: point_depth reads the runs)
