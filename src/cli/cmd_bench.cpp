@@ -1,11 +1,14 @@
 // `stacklab bench CONFIG [--steps N] [--warmup W] [--threads T] [--rounds R] [--no-ceiling]
-// [--json]
+// [--profile] [--json]
 // [--section.key=value ...]` times full training steps (forward, backward, optimizer) and reports
 // ms/step, its split, tokens/s, GFLOP/s (formula in train/bench.h), peak RSS, and the ratio to the
 // sgemm ceiling on the model's own Linear shapes, timed in R rounds between blocks of the steps.
 // `stacklab bench --sgemm [CONFIG] [--threads T] [--json]` times OpenBLAS sgemm on the shapes of
 // CONFIG's Linear layers (default: configs/bench/b5.json from the current directory): the
 // machine's own ceiling.
+// --profile: then N more steps with the op profile on (core/profile.h), printed as a table of
+// every op's forward and backward time per step, each split into sgemm and the rest.
+#include <algorithm>
 #include <cstdio>
 
 #include "cli/args.h"
@@ -74,11 +77,30 @@ int run_sgemm(const Args& a, const Config& cfg) {
   return kExitOk;
 }
 
+// The op profile as a table, the costliest rows first.
+void print_profile(const BenchResult& r) {
+  std::vector<ProfileRow> rows = r.profile;
+  auto total = [](const ProfileRow& p) { return p.forward_ms + p.backward_ms; };
+  std::stable_sort(rows.begin(), rows.end(),
+                   [&](const ProfileRow& a, const ProfileRow& b) { return total(a) > total(b); });
+  double sgemm = 0;
+  for (const ProfileRow& p : rows) sgemm += p.forward_sgemm_ms + p.backward_sgemm_ms;
+  std::printf(
+      "  op profile, %.2f ms per profiled step (%.2f ms of it in sgemm, %.0f %%); ms per step, "
+      "each split as sgemm + rest:\n",
+      r.profiled_step_ms, sgemm, 100.0 * sgemm / r.profiled_step_ms);
+  std::printf("    %-42s %7s %17s %17s %6s\n", "op", "calls", "forward", "backward", "share");
+  for (const ProfileRow& p : rows)
+    std::printf("    %-42s %7.0f %7.2f (%7.2f) %7.2f (%7.2f) %5.1f%%\n", p.op.c_str(), p.calls,
+                p.forward_ms, p.forward_sgemm_ms, p.backward_ms, p.backward_sgemm_ms,
+                100.0 * total(p) / r.profiled_step_ms);
+}
+
 }  // namespace
 
 int cmd_bench(const ArgList& argv) {
   Args a = parse_args("bench", argv, {"steps", "warmup", "threads", "rounds"},
-                      {"json", "sgemm", "no-ceiling"}, true);
+                      {"json", "sgemm", "no-ceiling", "profile"}, true);
   if (a.positional.size() > 1) throw Error("expected one CONFIG file");
   if (a.positional.empty() && !a.has("sgemm")) throw Error("expected a CONFIG file (or --sgemm)");
   const std::string path =
@@ -94,6 +116,7 @@ int cmd_bench(const ArgList& argv) {
   opt.rounds = static_cast<int>(a.get_int("rounds", opt.rounds));
   if (opt.rounds < 1) throw Error("--rounds must be >= 1, got " + std::to_string(opt.rounds));
   opt.ceiling = !a.has("no-ceiling");
+  opt.profile = a.has("profile");
   const BenchResult r = run_bench(cfg, opt);
   const nlohmann::json j = to_json(r, cfg);
   if (a.has("json")) {
@@ -132,6 +155,7 @@ int cmd_bench(const ArgList& argv) {
         j["ceiling_build_ratio"].get<double>());
   std::printf("  numerics   matrix products %s; OpenBLAS kernels %s; vector loops %s\n",
               matmul_path().c_str(), openblas_core().c_str(), simd_clone().c_str());
+  if (!r.profile.empty()) print_profile(r);
   return kExitOk;
 }
 

@@ -68,7 +68,8 @@ const Command kCommands[] = {
      "  --quiet                no table (default: off)\n"
      "  --section.key=value    config overrides (none)\n"},
     {"bench", sl::cmd_bench,
-     "bench CONFIG [--steps N] [--warmup W] [--threads T] [--rounds R] [--no-ceiling] [--json] "
+     "bench CONFIG [--steps N] [--warmup W] [--threads T] [--rounds R] [--no-ceiling] [--profile] "
+     "[--json] "
      "[--section.key=value ...] | bench --sgemm "
      "[CONFIG] [--threads T] [--json]   time training steps; sgemm ceiling",
      "  --steps N              timed steps (default: 20)\n"
@@ -77,6 +78,9 @@ const Command kCommands[] = {
      "  --rounds R             times the sgemm ceiling R times (at most --steps), between blocks "
      "of the steps (default: 3)\n"
      "  --no-ceiling           steps only, no sgemm ceiling or step/ceiling ratio (default: off)\n"
+     "  --profile              then --steps more steps with every op timed: forward and backward\n"
+     "                         ms per step of each op, split into sgemm and the rest (default: "
+     "off)\n"
      "  --json                 one JSON object instead of the table (default: off)\n"
      "  --sgemm                time sgemm on the config's Linear shapes (default: off)\n"
      "  --section.key=value    config overrides, e.g. --train.flush_subnormals=false to time with\n"

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/profile.h"
 
 namespace sl {
 namespace {
@@ -35,6 +36,7 @@ void attach(Tensor& out, const char* op, std::vector<Tensor> inputs,
   TensorImpl* impl = out.impl();
   impl->node = std::move(node);
   impl->requires_grad = true;
+  op_profile::forward_done(op);
 }
 
 float* grad_of(const Tensor& t) {
@@ -106,10 +108,14 @@ void run_backward(Tensor& root) {
       view->shape = impl->shape;
       view->data = impl->grad;
       Tensor g(std::move(view));
+      op_profile::backward_begin();
       for (auto& hook : impl->hooks) hook(g);
+      op_profile::backward_done("(gradient hooks)");
     }
     if (auto& node = impl->node) {
+      op_profile::backward_begin();
       node->backward(*impl);
+      op_profile::backward_done(node->op);
       node->backward = nullptr;
       node->inputs.clear();
       node->released = true;

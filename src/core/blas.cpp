@@ -26,6 +26,7 @@
 #endif
 
 #include "core/error.h"
+#include "core/profile.h"
 
 extern "C" {
 // Provided by OpenBLAS; declared here because cblas.h from Debian's alternatives may not.
@@ -68,9 +69,9 @@ libxsmm_smmfunction xsmm_kernel(bool ta, int64_t M, int64_t N, int64_t K, int64_
 }
 #endif
 
-void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-           bool openblas_only) {
+void sgemm_leaf(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+                bool openblas_only) {
 #ifdef STACKLAB_HAVE_LIBXSMM
   if (!openblas_only && xsmm_covers(ta, tb, M, N, alpha, beta))
     if (const libxsmm_smmfunction f = xsmm_kernel(ta, M, N, K, lda, ldb, ldc, beta)) {
@@ -83,6 +84,19 @@ void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A,
               static_cast<int>(lda), B, static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
+}
+
+// The leaf product, timed when the op profile is on (core/profile.h).
+void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+           bool openblas_only) {
+  if (!op_profile::on()) {
+    sgemm_leaf(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, openblas_only);
+    return;
+  }
+  const int64_t t0 = op_profile::now_ns();
+  sgemm_leaf(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, openblas_only);
+  op_profile::add_sgemm_ns(op_profile::now_ns() - t0);
 }
 
 }  // namespace
@@ -156,9 +170,26 @@ void gemm_rows(bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, co
   };
 #ifdef _OPENMP
   const int nt = omp_get_max_threads();
-  if (nt > 1 && !omp_in_parallel() && M >= 2 * 16 &&
+  if (nt > 1 && !omp_in_parallel() &&
       static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) >= kSplitWork) {
-    const int64_t block = thread_block(M, nt);  // the rows gemm_ld would give each thread
+    const int64_t block = thread_block(M, nt);
+    if (M < N) {
+      // gemm_ld cuts a wide C by columns; so does this product, so that its bits are gemm_ld's
+      // (a cut by rows can change OpenBLAS's kernel, and so the rounding). The prologue and the
+      // epilogue then run on row blocks before and after the whole product.
+      if (before) before(ctx, 0, M);
+      gemm_split(false, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, N, false);
+      if (after) {
+#pragma omp parallel num_threads(nt)
+        {
+          const int64_t lo = omp_get_thread_num() * block;
+          const int64_t hi = lo + block < M ? lo + block : M;
+          if (lo < hi) after(ctx, lo, hi);
+        }
+      }
+      return;
+    }
+    // the rows gemm_ld would give each thread
 #pragma omp parallel num_threads(nt)
     {
       const int64_t lo = omp_get_thread_num() * block;

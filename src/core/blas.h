@@ -18,8 +18,10 @@ void gemm_ld(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float 
 // C (M, N) = A (M, K) op(B) + beta C, with a prologue and an epilogue on each thread's block of
 // rows that run on that thread right before and after its product, while its rows of C are in
 // cache: before(ctx, lo, hi) may fill rows lo..hi of C (a bias the product adds to with beta 1),
-// after(ctx, lo, hi) reads or rewrites them (an activation). The threads get the rows gemm_ld
-// would give them; either callback may be null. A is not transposed.
+// after(ctx, lo, hi) reads or rewrites them (an activation). The product is cut over the threads
+// exactly as gemm_ld cuts it (so C holds gemm_ld's bits): by rows when M >= N, each thread's
+// callbacks on its own rows; when C is wider than tall, by columns, with the callbacks on row
+// blocks before and after the whole product. Either callback may be null. A is not transposed.
 using RowBlockFn = void (*)(void* ctx, int64_t lo, int64_t hi);
 void gemm_rows(bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B,
                float beta, float* C, RowBlockFn before, RowBlockFn after, void* ctx);

@@ -10,6 +10,7 @@
 #include "core/blas.h"
 #include "core/error.h"
 #include "core/fpmode.h"
+#include "core/profile.h"
 #include "core/rng.h"
 #include "nn/dropout.h"
 #include "nn/model.h"
@@ -35,6 +36,51 @@ void time_ceiling(BenchResult& r, const std::vector<GemmShape>& shapes) {
   if (has_libxsmm())
     r.ceiling_build_gflops.push_back(
         gemm_ceiling_gflops(time_gemms(shapes, r.threads, 0.02, false)));
+}
+
+// `steps` more training steps with the op profile on: r.profile and r.profiled_step_ms. Apart
+// from the timed steps, so that the profile's clocks never touch their figures.
+void profile_steps(BenchResult& r, Model& model, Optimizer& optimizer, const Batch& batch, int B,
+                   int T, float lr, int steps) {
+  double fwd_ms = 0, bwd_ms = 0, opt_ms = 0;
+  std::vector<op_profile::Row> rows;
+  {
+    op_profile::Scope scope;
+    for (int s = 0; s < steps; ++s) {
+      const auto t0 = Clock::now();
+      op_profile::mark();
+      Tensor loss = Model::loss(model.forward(batch.x, B, T, ForwardMode::eval()), batch.y);
+      const auto t1 = Clock::now();
+      loss.backward();
+      const auto t2 = Clock::now();
+      optimizer.step(lr);
+      optimizer.zero_grad();
+      const auto t3 = Clock::now();
+      fwd_ms += ms_between(t0, t1);
+      bwd_ms += ms_between(t1, t2);
+      opt_ms += ms_between(t2, t3);
+    }
+    rows = op_profile::rows();
+  }
+  const double n = steps;
+  double fwd_rows = 0, bwd_rows = 0;
+  for (const auto& row : rows) {
+    ProfileRow p{
+        row.op,
+        static_cast<double>(row.forward_calls ? row.forward_calls : row.backward_calls) / n,
+        row.forward_ms / n,
+        row.forward_sgemm_ms / n,
+        row.backward_ms / n,
+        row.backward_sgemm_ms / n};
+    fwd_rows += p.forward_ms;
+    bwd_rows += p.backward_ms;
+    r.profile.push_back(p);
+  }
+  r.profile.push_back({"optimizer (step + zero_grad)", 1, 0, 0, opt_ms / n, 0});
+  r.profile.push_back({"(forward: after the last recorded op)", 1, fwd_ms / n - fwd_rows, 0, 0, 0});
+  r.profile.push_back(
+      {"(backward: the sweep's sort and release)", 1, 0, 0, bwd_ms / n - bwd_rows, 0});
+  r.profiled_step_ms = (fwd_ms + bwd_ms + opt_ms) / n;
 }
 
 }  // namespace
@@ -126,6 +172,7 @@ BenchResult run_bench(Config cfg, const BenchOptions& opt) {
   if (r.peak_rss_kb == 0) r.peak_rss_kb = ru.ru_maxrss;
   r.page_faults_per_step = static_cast<double>(ru.ru_minflt + ru.ru_majflt + faults) / opt.steps;
   if (opt.ceiling) time_ceiling(r, shapes);  // the last round
+  if (opt.profile) profile_steps(r, model, *optimizer, batch, B, T, lr, opt.steps);
   return r;
 }
 
@@ -163,6 +210,18 @@ nlohmann::json to_json(const BenchResult& r, const Config& cfg) {
     j["ceiling_gflops"] = ceiling;
     j["ceiling_rounds"] = r.ceiling_gflops.size();
     j["ceiling_ratio"] = j["gflops"].get<double>() / ceiling;
+  }
+  if (!r.profile.empty()) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const ProfileRow& p : r.profile)
+      rows.push_back({{"op", p.op},
+                      {"calls_per_step", p.calls},
+                      {"forward_ms", p.forward_ms},
+                      {"forward_sgemm_ms", p.forward_sgemm_ms},
+                      {"backward_ms", p.backward_ms},
+                      {"backward_sgemm_ms", p.backward_sgemm_ms}});
+    j["profile"] = rows;
+    j["profiled_ms_per_step"] = r.profiled_step_ms;
   }
   if (!r.ceiling_build_gflops.empty()) {
     j["ceiling_build_gflops"] = median(r.ceiling_build_gflops);

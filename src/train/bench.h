@@ -23,9 +23,17 @@ namespace sl {
 struct BenchOptions {
   int steps = 20;
   int warmup = 3;
-  int threads = 0;      // 0 = train.threads (0 there = all cores)
-  bool ceiling = true;  // time the sgemm ceiling too, alternating with the steps
-  int rounds = 3;       // ceiling timings: after each of `rounds` blocks of steps
+  int threads = 0;       // 0 = train.threads (0 there = all cores)
+  bool ceiling = true;   // time the sgemm ceiling too, alternating with the steps
+  int rounds = 3;        // ceiling timings: after each of `rounds` blocks of steps
+  bool profile = false;  // then `steps` more steps with the op profile on (core/profile.h)
+};
+
+// One line of the op profile, per training step (the profiled steps' sums over their count).
+struct ProfileRow {
+  std::string op;
+  double calls = 0;  // forward calls per step (backward ones when the op has no forward)
+  double forward_ms = 0, forward_sgemm_ms = 0, backward_ms = 0, backward_sgemm_ms = 0;
 };
 
 struct BenchResult {
@@ -38,6 +46,10 @@ struct BenchResult {
   double final_loss = 0.0;
   std::vector<double> ceiling_gflops;        // OpenBLAS sgemm on the Linear shapes, one per round
   std::vector<double> ceiling_build_gflops;  // the build's own path on them (libxsmm builds only)
+  // With BenchOptions::profile: the ops, then "optimizer" and the unattributed rest of forward
+  // and backward, so that the rows add up to profiled_step_ms (the profiled steps' mean).
+  std::vector<ProfileRow> profile;
+  double profiled_step_ms = 0.0;
 };
 
 // FLOPs of one training step of `m` on B x T tokens (formula above).

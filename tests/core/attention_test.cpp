@@ -120,5 +120,61 @@ TEST(CausalAttention, WithoutTheTapeGivesBitIdenticalOutputsOnOneAndTwoThreads) 
   set_num_threads(before);
 }
 
+// The tiled kernels (head size a multiple of 16) against the per-head sgemm path, forward and
+// backward, for lengths that fill the 16-key chunks and lengths that do not, with the gradient
+// both written fresh and added to an existing one (a second backward into the same leaf).
+struct AttentionRun {
+  std::vector<float> y, grad_once, grad_twice;
+};
+AttentionRun run_attention(const Tensor& qkv, int64_t NH, bool gemm_path) {
+  attention_force_gemm() = gemm_path;
+  Tensor a = qkv.detach().clone().set_requires_grad(true);
+  const Tensor r = randn({qkv.size(0), qkv.size(1), qkv.size(2) / 3}, 77, 1.0f, false);
+  AttentionRun out;
+  Tensor y = causal_attention(a, NH);
+  out.y = y.to_vector();
+  sum(mul(y, r)).backward();
+  out.grad_once = a.grad().to_vector();
+  sum(mul(causal_attention(a, NH), r)).backward();
+  out.grad_twice = a.grad().to_vector();
+  attention_force_gemm() = false;
+  return out;
+}
+
+TEST(CausalAttention, TiledKernelsMatchTheGemmPathForwardAndBackward) {
+  struct Case {
+    int64_t B, T, C, NH;
+  };
+  for (const Case c : {Case{2, 5, 32, 2}, Case{2, 16, 32, 2}, Case{1, 37, 64, 2},
+                       Case{2, 64, 64, 4}, Case{1, 70, 96, 2}}) {
+    ASSERT_TRUE(attention_tiled(c.C / c.NH, nullptr)) << "head size " << c.C / c.NH;
+    const Tensor qkv = randn({c.B, c.T, 3 * c.C}, 90 + c.T, 1.0f, false);
+    const AttentionRun tiled = run_attention(qkv, c.NH, false);
+    const AttentionRun gemm = run_attention(qkv, c.NH, true);
+    const std::string where = "B " + std::to_string(c.B) + ", T " + std::to_string(c.T) + ", C " +
+                              std::to_string(c.C) + ", NH " + std::to_string(c.NH);
+    for (size_t i = 0; i < tiled.y.size(); ++i)
+      ASSERT_NEAR(tiled.y[i], gemm.y[i], 2e-6f) << where << ", y[" << i << "]";
+    for (size_t i = 0; i < tiled.grad_once.size(); ++i) {
+      ASSERT_NEAR(tiled.grad_once[i], gemm.grad_once[i], 2e-5f) << where << ", grad[" << i << "]";
+      ASSERT_NEAR(tiled.grad_twice[i], gemm.grad_twice[i], 4e-5f)
+          << where << ", 2 grad[" << i << "]";
+    }
+  }
+}
+
+TEST(CausalAttention, TiledKernelsMatchFiniteDifferences) {
+  ASSERT_TRUE(attention_tiled(16, nullptr));
+  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return causal_attention(in[0], 2); },
+                         {randn({2, 19, 96}, 14)}));
+}
+
+TEST(CausalAttention, TakesTheGemmPathForHeadSizesOtherThanMultiplesOf16OrWithDropout) {
+  EXPECT_FALSE(attention_tiled(8, nullptr));
+  EXPECT_FALSE(attention_tiled(24, nullptr));
+  const float mask = 1.0f;
+  EXPECT_FALSE(attention_tiled(16, &mask));
+}
+
 }  // namespace
 }  // namespace sl

@@ -105,6 +105,13 @@ def variants(quick, registry):
         for depth, tied in shapes:
             out.append((f"{name} L{depth}{' tied' if tied else ''}",
                         ov + [f"--model.n_layer={depth}", f"--model.tie_weights={str(tied).lower()}"]))
+    # Head sizes 16 and 32 take the tiled attention kernels (src/core/ops/attention.cpp: head sizes
+    # that are multiples of 16; the base config's 8 takes the per-head sgemms). A length of 20
+    # fills one 16-key chunk and part of the next.
+    for width in (32, 64):
+        out.append((f"tiled attention HS{width // 2} T20 L2",
+                    [f"--model.n_embd={width}", "--model.n_head=2", "--model.block_size=20",
+                     "--model.n_layer=2"]))
     return out
 
 

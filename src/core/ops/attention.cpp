@@ -7,6 +7,15 @@
 //   forward Y = (P * M) V;  backward dV += (P * M)^T dY,  dP = (dY V^T) * M, the rest unchanged.
 // The rows of P above the diagonal are 0, so dS is 0 there too and the full-square gemms add
 // nothing from the future. Y and dY are (T, HS) column blocks of (B, T, C) (row stride C).
+//
+// Two paths compute this. The reference one (attention_*_gemm) is a few strided sgemms over the
+// full (T, T) square plus the causal softmax. The tiled one (attention_head_*), taken when HS is
+// a multiple of 16 and there is no dropout mask, runs each (batch, head) as one loop over the
+// query rows with 16-float vectors: the scores of row i only over the key chunks that reach i,
+// the softmax, and P V, in one pass while the row is in registers and cache; backward likewise
+// (dP, dS, dQ for row i, dK and dV accumulated in a (T, HS) scratch). At T = 64, HS = 16 the
+// per-head sgemms are too small for BLAS to reach its speed, and half their work is above the
+// diagonal. Both paths give the same values to float rounding (tests/core/attention_test.cpp).
 #include "core/ops/attention.h"
 
 // GCC if-converts (and so vectorises) the clamps and selects of core/fastmath.h only when FP
@@ -24,8 +33,248 @@
 #include "core/fastmath.h"
 #include "core/parallel.h"
 
+// The v16 helpers below are always inlined into the SL_SIMD_CLONES kernels, which compile them at
+// their own vector width; no v16 crosses a call, so the ABI note does not apply.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
 namespace sl {
 namespace {
+
+// 16 floats: one AVX-512 register, two AVX2 or four SSE ones in the other clones. Unaligned.
+typedef float v16 __attribute__((vector_size(64), aligned(4)));
+constexpr int64_t kW = 16;
+#define SL_VINLINE inline __attribute__((always_inline))
+SL_VINLINE v16 vload(const float* p) {
+  v16 v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+SL_VINLINE void vstore(float* p, v16 v) { __builtin_memcpy(p, &v, sizeof v); }
+SL_VINLINE v16 vsplat(float x) { return v16{} + x; }
+int64_t padded(int64_t T) { return (T + kW - 1) / kW * kW; }
+
+// xt (HS, Tp) = X^T for the (T, HS) rows of x (row stride ld), zero past T.
+SL_VINLINE void transpose_rows(float* xt, const float* x, int64_t ld, int64_t T, int64_t HS) {
+  const int64_t Tp = padded(T);
+  for (int64_t d = 0; d < HS; ++d) {
+    for (int64_t j = 0; j < T; ++j) xt[d * Tp + j] = x[j * ld + d];
+    for (int64_t j = T; j < Tp; ++j) xt[d * Tp + j] = 0.0f;
+  }
+}
+
+// The kernels below take the query rows R at a time (R = 4, and 1 for the last T % 4): each
+// vector of K^T, V or K loaded once serves R independent sums, whose chains of adds then overlap.
+// Rows i0..i0+3 (i0 a multiple of 4) reach the same key chunks. Every element's sum still runs
+// in one fixed order (over d, or over j), whatever R and whatever the clone.
+constexpr int kRowBlock = 4;
+
+// fast_exp (core/fastmath.h) on 16 lanes: the same operations, so each lane has its bits.
+typedef int32_t v16i __attribute__((vector_size(64), aligned(4)));
+SL_VINLINE v16 vexp(v16 x) {
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
+  const v16 lo = vsplat(-87.0f), hi = vsplat(88.0f);
+  x = x < lo ? lo : x;
+  x = x > hi ? hi : x;
+  const v16 shifted = x * 1.44269504f + kRound;
+  const v16 n = shifted - kRound;
+  const v16i ni = __builtin_bit_cast(v16i, shifted) - __builtin_bit_cast(int32_t, kRound);
+  const v16 r = (x - n * 0.693145752f) - n * 1.42860677e-6f;
+  v16 p = vsplat(1.0f / 720.0f);
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  return p * __builtin_bit_cast(v16, (ni + 127) << 23);
+}
+// The lanes of v summed (or maxed) in one fixed tree, the same in every clone.
+SL_VINLINE float hsum(v16 v) {
+  float a[kW];
+  __builtin_memcpy(a, &v, sizeof a);
+  for (int w = kW / 2; w > 0; w /= 2)
+    for (int l = 0; l < w; ++l) a[l] += a[l + w];
+  return a[0];
+}
+SL_VINLINE float hmax(v16 v) {
+  float a[kW];
+  __builtin_memcpy(a, &v, sizeof a);
+  for (int w = kW / 2; w > 0; w /= 2)
+    for (int l = 0; l < w; ++l) a[l] = a[l + w] > a[l] ? a[l + w] : a[l];
+  return a[0];
+}
+SL_VINLINE v16 lane_index() { return v16{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}; }
+
+// Causal softmax of row i's scores sc[0..i] into pi (T): the probabilities, zeros after i. When
+// T is a multiple of 16, whole 16-key chunks (the lanes past i masked out), with no scalar tail.
+SL_VINLINE void softmax_row(float* pi, float* sc, int64_t i, int64_t T) {
+  if (T % kW == 0) {
+    const int64_t chunks = i / kW + 1, last = chunks - 1;
+    const v16i past = lane_index() > static_cast<float>(i - last * kW);  // of the last chunk
+    const v16 minus_inf = vsplat(-__builtin_inff());
+    v16 m = minus_inf;
+    for (int64_t c = 0; c < chunks; ++c) {
+      v16 x = vload(sc + c * kW);
+      if (c == last) x = past ? minus_inf : x;
+      m = x > m ? x : m;
+    }
+    const float mx = hmax(m);
+    v16 sum = v16{};
+    for (int64_t c = 0; c < chunks; ++c) {
+      v16 e = vexp(vload(sc + c * kW) - mx);
+      if (c == last) e = past ? v16{} : e;
+      vstore(pi + c * kW, e);
+      sum += e;
+    }
+    const float inv = 1.0f / hsum(sum);
+    for (int64_t c = 0; c < chunks; ++c) vstore(pi + c * kW, vload(pi + c * kW) * inv);
+    for (int64_t c = chunks; c < T / kW; ++c) vstore(pi + c * kW, v16{});
+    return;
+  }
+  float mx = sc[0];
+#pragma omp simd reduction(max : mx)
+  for (int64_t j = 1; j <= i; ++j) mx = sc[j] > mx ? sc[j] : mx;
+  for (int64_t j = 0; j <= i; ++j) sc[j] = fast_exp(sc[j] - mx);
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j <= i; ++j) sum += sc[j];
+  const float inv = 1.0f / sum;
+  for (int64_t j = 0; j <= i; ++j) pi[j] = sc[j] * inv;
+  for (int64_t j = i + 1; j < T; ++j) pi[j] = 0.0f;
+}
+
+// out (R, Tp) row r, chunks 0..i_last/16: scale * (x_{i0+r} . Y_j), with yt (HS, Tp) = Y^T and
+// x rows of stride ldx.
+template <int R>
+SL_VINLINE void row_dots(float* out, const float* x, int64_t ldx, const float* yt, int64_t i0,
+                         int64_t Tp, int64_t HS, float scale) {
+  const int64_t chunks = (i0 + R - 1) / kW + 1;
+  for (int64_t c = 0; c < chunks; ++c) {
+    v16 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = v16{};
+    for (int64_t d = 0; d < HS; ++d) {
+      const v16 yv = vload(yt + d * Tp + c * kW);
+      for (int r = 0; r < R; ++r) acc[r] += vsplat(x[(i0 + r) * ldx + d]) * yv;
+    }
+    for (int r = 0; r < R; ++r) vstore(out + r * Tp + c * kW, acc[r] * scale);
+  }
+}
+
+// Forward of rows i0..i0+R-1 of one (batch, head); see attention_head_forward.
+template <int R>
+SL_VINLINE void forward_rows(float* y, int64_t ldy, float* p, const float* q, const float* v,
+                             int64_t ld, int64_t i0, int64_t T, int64_t HS, float s,
+                             const float* kt, float* sc) {
+  const int64_t Tp = padded(T), last = i0 + R - 1;
+  row_dots<R>(sc, q, ld, kt, i0, Tp, HS, s);  // sc[r][j] = s q_{i0+r} . k_j
+  for (int r = 0; r < R; ++r) softmax_row(p + (i0 + r) * T, sc + r * Tp, i0 + r, T);
+  for (int64_t c = 0; c < HS; c += kW) {  // y_i = sum_{j <= i} p_ij v_j (p_ij = 0 past i)
+    v16 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = v16{};
+    for (int64_t j = 0; j <= last; ++j) {
+      const v16 vj = vload(v + j * ld + c);
+      for (int r = 0; r < R; ++r) acc[r] += vsplat(p[(i0 + r) * T + j]) * vj;
+    }
+    for (int r = 0; r < R; ++r) vstore(y + (i0 + r) * ldy + c, acc[r]);
+  }
+}
+
+// Forward of one (batch, head): p (T, T) the probabilities (0 above the diagonal), y (T, HS).
+// q, k, v (T, HS) rows of stride ld; y rows of stride ldy. kt: (HS, Tp) scratch, sc: (4, Tp).
+SL_SIMD_CLONES void attention_head_forward(float* y, int64_t ldy, float* p, const float* q,
+                                           const float* k, const float* v, int64_t ld, int64_t T,
+                                           int64_t HS, float s, float* kt, float* sc) {
+  transpose_rows(kt, k, ld, T, HS);
+  int64_t i0 = 0;
+  for (; i0 + kRowBlock <= T; i0 += kRowBlock)
+    forward_rows<kRowBlock>(y, ldy, p, q, v, ld, i0, T, HS, s, kt, sc);
+  for (; i0 < T; ++i0) forward_rows<1>(y, ldy, p, q, v, ld, i0, T, HS, s, kt, sc);
+}
+
+// Backward of rows i0..i0+R-1 of one (batch, head); see attention_head_backward.
+template <int R>
+SL_VINLINE void backward_rows(float* dq, float* dk_acc, float* dv_acc, const float* dy, int64_t ldy,
+                              const float* p, const float* q, const float* k, int64_t ld,
+                              int64_t i0, int64_t T, int64_t HS, float s, bool accumulate,
+                              const float* vt, float* ds) {
+  const int64_t Tp = padded(T), last = i0 + R - 1;
+  row_dots<R>(ds, dy, ldy, vt, i0, Tp, HS, 1.0f);  // ds[r][j] = dP_ij = dy_i . v_j
+  for (int r = 0; r < R; ++r) {  // ds[r][j] = s dS_ij = s P_ij (dP_ij - <dP_i, P_i>), 0 past i
+    const int64_t i = i0 + r;
+    const float* pi = p + i * T;
+    float* dsr = ds + r * Tp;
+    if (T % kW == 0) {  // whole chunks: P_ij = 0 past i, so those lanes add 0 and give 0
+      const int64_t chunks = i / kW + 1;
+      v16 acc = v16{};
+      for (int64_t c = 0; c < chunks; ++c) acc += vload(dsr + c * kW) * vload(pi + c * kW);
+      const float dot = hsum(acc);
+      for (int64_t c = 0; c < chunks; ++c)
+        vstore(dsr + c * kW, s * (vload(pi + c * kW) * (vload(dsr + c * kW) - dot)));
+      continue;
+    }
+    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t j = 0; j <= i; ++j) dot += dsr[j] * pi[j];
+    for (int64_t j = 0; j <= i; ++j) dsr[j] = s * (pi[j] * (dsr[j] - dot));
+    for (int64_t j = i + 1; j <= last; ++j) dsr[j] = 0.0f;
+  }
+  for (int64_t c = 0; c < HS; c += kW) {
+    v16 dyc[R], qc[R], acc[R];
+    for (int r = 0; r < R; ++r) {
+      dyc[r] = vload(dy + (i0 + r) * ldy + c);
+      qc[r] = vload(q + (i0 + r) * ld + c);
+      acc[r] = v16{};
+    }
+    for (int64_t j = 0; j <= last; ++j) {
+      const v16 kj = vload(k + j * ld + c);
+      v16 gk = vload(dk_acc + j * HS + c), gv = vload(dv_acc + j * HS + c);
+      for (int r = 0; r < R; ++r) {
+        const v16 dsj = vsplat(ds[r * Tp + j]);
+        acc[r] += dsj * kj;                          // dq_i += s dS_ij k_j
+        gk += dsj * qc[r];                           // dk_j += s dS_ij q_i
+        gv += vsplat(p[(i0 + r) * T + j]) * dyc[r];  // dv_j += P_ij dy_i
+      }
+      vstore(dk_acc + j * HS + c, gk);
+      vstore(dv_acc + j * HS + c, gv);
+    }
+    for (int r = 0; r < R; ++r) {
+      float* dqi = dq + (i0 + r) * ld + c;
+      vstore(dqi, accumulate ? vload(dqi) + acc[r] : acc[r]);
+    }
+  }
+}
+
+// Backward of one (batch, head): dq, dk, dv (T, HS) rows of stride ld, = (beta 0) or += (beta 1)
+// the gradients, given p (T, T) and dy (T, HS) rows of stride ldy.
+// scratch: 2 T HS + HS Tp + 4 Tp floats.
+SL_SIMD_CLONES void attention_head_backward(float* dq, float* dk, float* dv, const float* dy,
+                                            int64_t ldy, const float* p, const float* q,
+                                            const float* k, const float* v, int64_t ld, int64_t T,
+                                            int64_t HS, float s, bool accumulate, float* scratch) {
+  const int64_t Tp = padded(T);
+  float* dk_acc = scratch;          // (T, HS): sum_i s dS_ij q_i
+  float* dv_acc = dk_acc + T * HS;  // (T, HS): sum_i P_ij dy_i
+  float* vt = dv_acc + T * HS;      // (HS, Tp): V^T
+  float* ds = vt + HS * Tp;         // (4, Tp): dP, then s dS, of the block's rows
+  transpose_rows(vt, v, ld, T, HS);
+  for (int64_t n = 0; n < 2 * T * HS; ++n) scratch[n] = 0.0f;
+  int64_t i0 = 0;
+  for (; i0 + kRowBlock <= T; i0 += kRowBlock)
+    backward_rows<kRowBlock>(dq, dk_acc, dv_acc, dy, ldy, p, q, k, ld, i0, T, HS, s, accumulate, vt,
+                             ds);
+  for (; i0 < T; ++i0)
+    backward_rows<1>(dq, dk_acc, dv_acc, dy, ldy, p, q, k, ld, i0, T, HS, s, accumulate, vt, ds);
+  for (int64_t j = 0; j < T; ++j)
+    for (int64_t c = 0; c < HS; c += kW) {
+      float* dkj = dk + j * ld + c;
+      float* dvj = dv + j * ld + c;
+      const v16 gk = vload(dk_acc + j * HS + c), gv = vload(dv_acc + j * HS + c);
+      vstore(dkj, accumulate ? vload(dkj) + gk : gk);
+      vstore(dvj, accumulate ? vload(dvj) + gv : gv);
+    }
+}
 
 // Causal softmax of one (T, T) block in place: row i over columns 0..i, zeros after. The max
 // and the sum are `omp simd` reductions (lane partials, combined at the end: a fixed order, so
@@ -66,10 +315,32 @@ void masked_copy(float* out, const float* p, const float* m, int64_t n) {
 
 }  // namespace
 
+bool& attention_force_gemm() {
+  static bool force = false;
+  return force;
+}
+
+bool attention_tiled(int64_t HS, const float* drop) {
+  return HS % kW == 0 && drop == nullptr && !attention_force_gemm();
+}
+
 void attention_forward(float* y, float* att, const float* qkv, int64_t B, int64_t T, int64_t C,
                        int64_t NH, const float* drop, bool keep_att) {
   const int64_t HS = C / NH, C3 = 3 * C;
   const float s = 1.0f / std::sqrt(static_cast<float>(HS));
+  if (attention_tiled(HS, drop)) {
+    const int64_t per_thread = (HS + kRowBlock) * padded(T);  // K^T and 4 score rows
+    auto scratch = make_buffer(static_cast<size_t>(num_threads() * per_thread));
+    parallel_for(B * NH, B * NH * T * T * HS, [&](int64_t bh) {
+      const int64_t b = bh / NH, h = bh % NH;
+      const float* q = qkv + b * T * C3 + h * HS;
+      float* kt = scratch->data() + thread_index() * per_thread;  // (HS, Tp), then sc (4, Tp)
+      attention_head_forward(y + b * T * C + h * HS, C,
+                             att + (keep_att ? bh : thread_index()) * T * T, q, q + C, q + 2 * C,
+                             C3, T, HS, s, kt, kt + HS * padded(T));
+    });
+    return;
+  }
   auto scratch =
       drop ? make_buffer(static_cast<size_t>(num_threads() * T * T)) : nullptr;  // P * M per thread
   blas_serial_for(B * NH, [&](int64_t bh) {
@@ -95,6 +366,19 @@ void attention_backward(float* dqkv, const float* dy, const float* att, const fl
   const int64_t HS = C / NH, C3 = 3 * C;
   const float s = 1.0f / std::sqrt(static_cast<float>(HS));
   const float beta = overwrite ? 0.0f : 1.0f;  // each head's dQ, dK, dV columns are written once
+  if (attention_tiled(HS, drop)) {
+    const int64_t per_thread = 2 * T * HS + (HS + kRowBlock) * padded(T);
+    auto scratch = make_buffer(static_cast<size_t>(num_threads() * per_thread));
+    parallel_for(B * NH, B * NH * T * T * HS, [&](int64_t bh) {
+      const int64_t b = bh / NH, h = bh % NH;
+      const int64_t off = b * T * C3 + h * HS;
+      attention_head_backward(dqkv + off, dqkv + off + C, dqkv + off + 2 * C,
+                              dy + b * T * C + h * HS, C, att + bh * T * T, qkv + off,
+                              qkv + off + C, qkv + off + 2 * C, C3, T, HS, s, !overwrite,
+                              scratch->data() + thread_index() * per_thread);
+    });
+    return;
+  }
   const int64_t per_thread = (drop ? 2 : 1) * T * T;  // dP, and P * M with dropout
   auto scratch = make_buffer(static_cast<size_t>(num_threads() * per_thread));
   blas_serial_for(B * NH, [&](int64_t bh) {

@@ -22,6 +22,13 @@ void attention_backward(float* dqkv, const float* dy, const float* att, const fl
                         int64_t T, int64_t C, int64_t NH, bool overwrite = false,
                         const float* drop = nullptr);
 
+// Whether attention_forward / attention_backward run the tiled kernels (core/ops/attention.cpp:
+// HS a multiple of 16, no dropout mask) rather than the per-head sgemms. Setting
+// attention_force_gemm() to true sends every call down the sgemm path, the reference that the
+// tests and `stacklab bench` compare the tiled one with.
+bool attention_tiled(int64_t HS, const float* drop);
+bool& attention_force_gemm();
+
 // drop_mask: undefined (no dropout) or a constant (B, NH, T, T) mask. When no gradient is recorded
 // the probabilities live in per-thread scratch instead of a (B, NH, T, T) buffer.
 Tensor causal_attention(const Tensor& qkv, int64_t n_head, const Tensor& drop_mask = Tensor());
