@@ -32,8 +32,8 @@ import numpy as np
 
 from . import runlog, views
 from . import study_stats as stats
-from .plot_common import (REF_STYLE, arr, column_summary, depth_axis, legend_below, save, separate_labels,
-                          wiring_colors, wiring_label, wiring_styles)
+from .plot_common import (REF_STYLE, arr, column_summary, depth_axis, legend_below, make_out_dir, save,
+                          separate_labels, wiring_colors, wiring_label, wiring_styles)
 from .plot_study import plot_deepest_curves, plot_escape, plot_loss_vs_lr
 
 matplotlib.use("Agg")  # files only, no display: also when MPLBACKEND is unset
@@ -377,7 +377,10 @@ def main(argv=None):
     first = args.paths[0]
     single_sweep = len(args.paths) == 1 and os.path.isdir(first) and not runlog._is_run_dir(first)
     out_dir = args.out or (os.path.join(first, "plots") if single_sweep else "compare_plots")
-    os.makedirs(out_dir, exist_ok=True)
+    bad_out = make_out_dir(out_dir)
+    if bad_out:
+        print(f"plot_compare: {bad_out}", file=sys.stderr)
+        return 2
     print(f"plot_compare: {len(runs)} run(s), wirings: {', '.join(sorted({r.wiring for r in runs}))}")
     warn_mixed_data(runs)
     # The depth plots compare one learning rate: with several, the one run at the most (wiring,

@@ -267,3 +267,16 @@ class MixedDataSets(unittest.TestCase):
                 json.dump({"data": {"source": "text", "file": {"bytes": 10, "fnv1a64": "ab"}}}, f)
         self.assertEqual(runlog.data_set(runlog.load_run(a))[0], runlog.data_set(runlog.load_run(b))[0])
         self.assertNotIn("data sets", self.stderr_of([a, b]))
+
+
+# Found with issue 37's last paragraph: --out naming an existing file raised FileExistsError.
+class OutIsAFile(unittest.TestCase):
+    def test_plot_run_and_plot_compare_say_so_and_exit_2(self):
+        with tempfile.NamedTemporaryFile() as f:
+            for prog, main in (("plot_run", plot_run.main), ("plot_compare", plot_compare.main)):
+                with self.subTest(prog=prog):
+                    err = io.StringIO()
+                    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+                        code = main([FIXTURE, "--out", f.name])
+                    self.assertEqual(code, 2)
+                    self.assertIn(f"{prog}: --out {f.name}: exists and is not a folder", err.getvalue())
