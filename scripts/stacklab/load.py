@@ -6,6 +6,9 @@ directory's checkpoint, with its trained weights and, for text runs, its vocabul
     logits, _ = model(torch.tensor([model.vocab.encode("To be")]))
     model.vocab.decode(logits[0].argmax(-1).tolist())
 
+The checkpoint must have been written with the run's config.json, as `stacklab sample` requires
+(checkpoint_config.py: the binary's comparison, the same keys allowed to differ): another run's
+checkpoint is refused by the keys that differ.
 Not here: the model's definition (torch_model.py), training, checksum verification (the
 checkpoint's format is checked; `stacklab sample` also verifies its checksum).
 """
@@ -15,7 +18,7 @@ from typing import List, Optional
 
 import torch
 
-from . import io_util, torch_model
+from . import checkpoint_config, io_util, torch_model
 
 CHECKPOINT_FORMATS = ("stacklab.checkpoint.v1", "stacklab.checkpoint.v2")
 VOCAB_FORMAT = "stacklab.char_vocab"  # src/data/text.cpp, kVocabFormat
@@ -85,10 +88,30 @@ def read_checkpoint(path: str):
     return {k: v for k, v in tensors.items() if not k.startswith(OPTIM_PREFIX)}, config, state
 
 
+def read_run_config(run_dir: str) -> dict:
+    """The run's config.json as the binary reads it (keys it lacks at their defaults, no derived
+    section); a folder without one is not a run directory, as `stacklab sample` says."""
+    path = os.path.join(run_dir, "config.json")
+    if not os.path.isfile(path):
+        raise RunLoadError(f"[load_run] {run_dir}: not a run directory (no config.json)")
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        raise RunLoadError(f"[load_run] {path}: cannot read the run's config: {e}") from e
+    if not isinstance(config, dict):
+        raise RunLoadError(f"[load_run] {path}: not a config (expected a JSON object)")
+    return checkpoint_config.with_defaults(config)
+
+
 def build_from_checkpoint(path: str, dtype=torch.float32):
     """The mirror of a checkpoint's model section with its weights, eval mode; a wiring the mirror
     lacks is refused by its config key and name."""
-    weights, config, state = read_checkpoint(path)
+    return build_model(path, *read_checkpoint(path), dtype)
+
+
+def build_model(path: str, weights: dict, config: dict, state: dict, dtype=torch.float32):
+    """build_from_checkpoint of a checkpoint already read (read_checkpoint)."""
     try:
         model = torch_model.build_model(config.get("model", {})).to(dtype)
     except ValueError as e:
@@ -117,13 +140,20 @@ def load_run(run_dir: str, checkpoint: str = "latest", dtype=torch.float32) -> t
         model.train_state     where training stood (step, optimizer_steps, ...)
         model.checkpoint_path the file read
 
-    checkpoint: 'latest' (default), 'best' (lowest val loss so far) or a path. Forward:
+    checkpoint: 'latest' (default), 'best' (lowest val loss so far) or a path: a checkpoint
+    written with another config than the run's config.json (another run's, a Markov one in a text
+    run) is refused naming the keys that differ, as `stacklab sample` refuses it. Forward:
     `logits, loss = model(idx, targets=None)`, idx (B, T) int64 token ids, T <= block_size.
     """
     if not os.path.isdir(run_dir):
         raise RunLoadError(f"[load_run] {run_dir}: not a directory (expected a run dir of `stacklab train`)")
+    run_config = read_run_config(run_dir)
     path = checkpoint_path(run_dir, checkpoint)
-    model, config, state = build_from_checkpoint(path, dtype)
+    weights, config, state = read_checkpoint(path)
+    wrong = checkpoint_config.mismatch(path, config, run_config, os.path.join(run_dir, "config.json"))
+    if wrong:
+        raise RunLoadError(f"[load_run] {wrong}")
+    model, config, state = build_model(path, weights, config, state, dtype)
     vocab: Optional[Vocab] = None
     if config.get("data", {}).get("source") == "text":
         vocab = read_vocab(os.path.join(run_dir, "vocab.json"))

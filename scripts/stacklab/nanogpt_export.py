@@ -1,13 +1,17 @@
 """Writes a stacklab run as a nanoGPT checkpoint (`ckpt.pt`: nanoGPT's parameter names and
 model_args), loadable by nanoGPT's GPT and its sample.py; reads one back into the mirror.
 
-    python3 -m stacklab.nanogpt_export RUN_DIR OUT_DIR [--checkpoint latest|best|PATH]
+    python3 -m stacklab.nanogpt_export RUN_DIR OUT_DIR [--checkpoint latest|best|PATH] [--force]
     cd nanoGPT && python3 sample.py --out_dir=OUT_DIR --device=cpu --compile=False
 
 Only nanoGPT's own wiring exports (NANOGPT_WIRING: pre-norm LayerNorm, GELU, learned positions,
-tied head, bias on or off); any other is refused by the keys nanoGPT's model lacks. A text run's
-vocabulary goes into OUT_DIR/meta.pkl (nanoGPT's char-level {stoi, itos, vocab_size}), which
-sample.py finds through config['dataset'] (an absolute path, so os.path.join('data', ...) keeps it).
+tied head, bias on or off); any other is refused by the keys nanoGPT's model lacks. Only a text
+run exports: its vocabulary goes into OUT_DIR/meta.pkl (nanoGPT's char-level {stoi, itos,
+vocab_size}), which sample.py finds through config['dataset'] (an absolute path, so
+os.path.join('data', ...) keeps it); a Markov run's integer tokens have no characters, and without
+meta.pkl sample.py falls back to GPT-2's tokenizer, so it is refused. The checkpoint is checked
+against the run's config as load_run checks it; an OUT_DIR/ckpt.pt or meta.pkl already there (a
+nanoGPT out_dir's training checkpoint) is replaced only with --force.
 Not here: nanoGPT's optimizer state (the file samples and evaluates; it does not resume nanoGPT
 training), any code of nanoGPT's (the layout below is written from its checkpoint format).
 """
@@ -19,7 +23,7 @@ import sys
 import torch
 
 from . import torch_model
-from .load import RunLoadError, checkpoint_path, load_run
+from .load import RunLoadError, load_run
 
 # The stacklab model keys whose values make nanoGPT's GPT (model.py); bias is free (GPTConfig.bias).
 NANOGPT_WIRING = {
@@ -50,6 +54,26 @@ BLOCK_NAMES = {"norm1": "ln_1", "attn.qkv": "attn.c_attn", "attn.proj": "attn.c_
 
 class ExportError(ValueError):
     """A run nanoGPT's model cannot hold; the message names the keys and what nanoGPT lacks."""
+
+
+class OutDirError(ExportError):
+    """An OUT_DIR the export cannot use as given (a file, or files it would replace without
+    --force): a usage error, exit 2."""
+
+
+OUT_FILES = ("ckpt.pt", "meta.pkl")
+
+
+def check_out_dir(out_dir: str, force: bool = False) -> None:
+    """Refuses an OUT_DIR that is not a folder, and one holding ckpt.pt or meta.pkl unless force."""
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise OutDirError(f"[nanogpt_export] {out_dir}: exists and is not a folder (OUT_DIR is the folder "
+                          "ckpt.pt and meta.pkl are written to, nanoGPT's --out_dir)")
+    there = [os.path.join(out_dir, f) for f in OUT_FILES if os.path.lexists(os.path.join(out_dir, f))]
+    if there and not force:
+        raise OutDirError(f"[nanogpt_export] {out_dir}: already holds {', '.join(there)} (a nanoGPT out_dir's "
+                          "training checkpoint?); refusing to replace it: choose another OUT_DIR, or pass "
+                          "--force to overwrite")
 
 
 def refusals(m) -> list:
@@ -87,14 +111,25 @@ def state_dict(model, mask_buffers: bool) -> dict:
     return sd
 
 
-def export(run_dir: str, out_dir: str, checkpoint: str = "latest", mask_buffers=None) -> str:
-    """Writes OUT_DIR/ckpt.pt (and meta.pkl for a text run); returns the ckpt.pt path."""
+def export(run_dir: str, out_dir: str, checkpoint: str = "latest", mask_buffers=None,
+           force: bool = False) -> str:
+    """Writes OUT_DIR/ckpt.pt and meta.pkl of a text run; returns the ckpt.pt path. Refuses (before
+    writing anything) an OUT_DIR that check_out_dir refuses, a checkpoint load_run refuses, a wiring
+    other than nanoGPT's and a run without a character vocabulary (Markov data)."""
+    check_out_dir(out_dir, force)
     model = load_run(run_dir, checkpoint)
     m = model.cfg
     refused = refusals(m)
     if refused:
         wiring = model.run_config.get("derived", {}).get("wiring", "?")
         raise ExportError(f"[nanogpt_export] {run_dir}: not nanoGPT's wiring ({wiring}): " + "; ".join(refused))
+    if model.vocab is None:
+        source = model.run_config.get("data", {}).get("source", "?")
+        raise ExportError(f"[nanogpt_export] {run_dir}: data.source is {source!r}, not 'text': its tokens are "
+                          "integer ids with no characters, so there is no meta.pkl for nanoGPT's sample.py, "
+                          "which would then encode with GPT-2's tokenizer and draw ids above the run's "
+                          f"vocab_size {m['vocab_size']}; only text runs export (sample this run with "
+                          "`stacklab sample` or stacklab.load_run)")
     os.makedirs(out_dir, exist_ok=True)
     out_abs = os.path.abspath(out_dir)
     mask = mask_buffers_wanted() if mask_buffers is None else mask_buffers
@@ -112,10 +147,9 @@ def export(run_dir: str, out_dir: str, checkpoint: str = "latest", mask_buffers=
     }
     path = os.path.join(out_dir, "ckpt.pt")
     torch.save(ckpt, path)
-    if model.vocab is not None:
-        itos = dict(enumerate(model.vocab.chars))
-        with open(os.path.join(out_dir, "meta.pkl"), "wb") as f:
-            pickle.dump({"vocab_size": len(itos), "itos": itos, "stoi": dict(model.vocab.stoi)}, f)
+    itos = dict(enumerate(model.vocab.chars))
+    with open(os.path.join(out_dir, "meta.pkl"), "wb") as f:
+        pickle.dump({"vocab_size": len(itos), "itos": itos, "stoi": dict(model.vocab.stoi)}, f)
     return path
 
 
@@ -148,12 +182,20 @@ def main(argv=None):
     p.add_argument("--mask-buffers", choices=("auto", "yes", "no"), default="auto",
                    help="write nanoGPT's attn.bias mask buffers (auto: when this torch has no "
                    "scaled_dot_product_attention, as nanoGPT then expects them)")
+    p.add_argument("--force", action="store_true",
+                   help="replace an OUT_DIR/ckpt.pt or meta.pkl already there (refused without it)")
     a = p.parse_args(argv)
     try:
-        checkpoint_path(a.run_dir, a.checkpoint)
-        path = export(a.run_dir, a.out_dir, a.checkpoint, {"auto": None, "yes": True, "no": False}[a.mask_buffers])
+        path = export(a.run_dir, a.out_dir, a.checkpoint, {"auto": None, "yes": True, "no": False}[a.mask_buffers],
+                      force=a.force)
+    except OutDirError as e:  # the command line's OUT_DIR: usage, as argparse's errors
+        print(f"nanogpt_export: {e}", file=sys.stderr)
+        return 2
     except (RunLoadError, ExportError) as e:
         print(f"nanogpt_export: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # OUT_DIR not writable, a full disk: named, no traceback
+        print(f"nanogpt_export: {a.out_dir}: cannot write the export: {e}", file=sys.stderr)
         return 1
     print(path)
     return 0

@@ -120,6 +120,18 @@ def overlapping_texts(fig):
             if ba.overlaps(bb)]
 
 
+def make_out_dir(out_dir: str):
+    """Creates an entry point's --out folder; None, or why it cannot (an existing file, no
+    permission) for the one-line message and exit 2 of a usage error."""
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        return f"--out {out_dir}: exists and is not a folder"
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as e:
+        return f"--out {out_dir}: cannot create the folder ({e.strerror or e})"
+    return None
+
+
 def save(fig, out_dir, name, written):
     path = os.path.join(out_dir, name)
     fig.savefig(path, dpi=110, bbox_inches="tight")

@@ -16,6 +16,8 @@ with a min-max band. Diverged runs (summary.json status: runlog.is_diverged) are
 per-layer figures, as the report leaves them out of its numbers, and marked in
 final_loss_vs_depth.png and final_loss_vs_lr.png. Runs at several learning rates: the depth figures
 use the rate run at the most points (study_stats.reference_rate), the learning-rate figure all.
+Runs on more than one data set (runlog.data_set: another text file, another Markov source) get a
+warning on stderr: their losses share the loss figures' axes.
 Not here: one run's curves (plot_run.py).
 """
 import argparse
@@ -30,8 +32,8 @@ import numpy as np
 
 from . import runlog, views
 from . import study_stats as stats
-from .plot_common import (REF_STYLE, arr, column_summary, depth_axis, legend_below, save, separate_labels,
-                          wiring_colors, wiring_label, wiring_styles)
+from .plot_common import (REF_STYLE, arr, column_summary, depth_axis, legend_below, make_out_dir, save,
+                          separate_labels, wiring_colors, wiring_label, wiring_styles)
 from .plot_study import plot_deepest_curves, plot_escape, plot_loss_vs_lr
 
 matplotlib.use("Agg")  # files only, no display: also when MPLBACKEND is unset
@@ -332,6 +334,24 @@ def layer_figure_runs(runs, note):
     return [r for r in runs if not runlog.is_diverged(r)]
 
 
+def warn_mixed_data(runs) -> bool:
+    """Warns (stderr) when the runs trained on more than one data set: the loss figures put them on
+    one axis, where a loss is in units of its own data's difficulty. True when it warned."""
+    sets = defaultdict(list)
+    for r in runs:
+        ds = runlog.data_set(r)
+        if ds is not None:
+            sets[ds[0]].append((ds[1], r))
+    if len(sets) < 2:
+        return False
+    listed = "; ".join(f"{v[0][0]} ({len(v)} run{'s' if len(v) != 1 else ''})" for v in sets.values())
+    print(f"plot_compare: warning: the runs trained on {len(sets)} data sets ({listed}); the loss figures "
+          "(final_loss_vs_depth.png, final_loss_vs_lr.png, loss_curves_deepest.png, the view's loss panel) "
+          "put their losses on one axis, though each is in units of its own data's difficulty: compare "
+          "runs of one data set (give plot_compare the runs of one set)", file=sys.stderr)
+    return True
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description="Compare stacklab runs across depth and wiring.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="run dir, sweep dir or probe JSON")
@@ -357,8 +377,12 @@ def main(argv=None):
     first = args.paths[0]
     single_sweep = len(args.paths) == 1 and os.path.isdir(first) and not runlog._is_run_dir(first)
     out_dir = args.out or (os.path.join(first, "plots") if single_sweep else "compare_plots")
-    os.makedirs(out_dir, exist_ok=True)
+    bad_out = make_out_dir(out_dir)
+    if bad_out:
+        print(f"plot_compare: {bad_out}", file=sys.stderr)
+        return 2
     print(f"plot_compare: {len(runs)} run(s), wirings: {', '.join(sorted({r.wiring for r in runs}))}")
+    warn_mixed_data(runs)
     # The depth plots compare one learning rate: with several, the one run at the most (wiring,
     # depth) points (study_stats.reference_rate); the rate plot shows them all.
     all_runs = runs

@@ -21,7 +21,7 @@ from matplotlib.colors import LogNorm
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from . import runlog, views
-from .plot_common import save, separate_labels  # the figure helpers every plot module shares
+from .plot_common import make_out_dir, save, separate_labels  # the figure helpers every plot module shares
 
 matplotlib.use("Agg")  # files only, no display: also when MPLBACKEND is unset
 
@@ -338,9 +338,12 @@ def main(argv=None):
                   file=sys.stderr)
             return 2
 
-    run = runlog.load_run(args.run_dir)
     out_dir = args.out or os.path.join(args.run_dir, "plots")
-    os.makedirs(out_dir, exist_ok=True)
+    bad_out = make_out_dir(out_dir)
+    if bad_out:
+        print(f"plot_run: {bad_out}", file=sys.stderr)
+        return 2
+    run = runlog.load_run(args.run_dir)
     written = []
 
     plot_loss(run, out_dir, written)

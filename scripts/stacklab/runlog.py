@@ -343,6 +343,24 @@ def status_mark(run):
     return f" [incomplete{where}]"
 
 
+def data_set(run):
+    """(key, label) of the data a run trained on, None when its config does not say (a probe, a
+    run without config.json). Runs of different keys have losses in different units of difficulty:
+    a text file (its size and hash from provenance.json when there, else its data.path) or a
+    Markov source of its own order, alpha and seed."""
+    d = run.config.get("data") if not run.is_probe else None
+    if not isinstance(d, dict) or "source" not in d:
+        return None
+    if d["source"] == "text":
+        prov = _read_json(os.path.join(run.path, "provenance.json"), "provenance") or {}
+        f = (prov.get("data") or {}).get("file") if isinstance(prov, dict) else None
+        path = d.get("path", "")
+        key = ("text", f.get("bytes"), f.get("fnv1a64")) if isinstance(f, dict) else ("text", os.path.normpath(path))
+        return key, f"text {path}"
+    params = tuple((k, d.get(k)) for k in ("order", "alpha", "seed") if k in d)
+    return (d["source"], *params), " ".join([d["source"], *(f"{k}={v}" for k, v in params)])
+
+
 def label(run):
     """The wiring formula with depth, marked when the run did not complete."""
     depth = run.n_layer if run.n_layer is not None else "?"

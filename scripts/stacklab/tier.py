@@ -241,7 +241,10 @@ def absolute_data_path(sweep, folder):
 
 def cmd_prepare(args):
     out = os.path.abspath(args.out)
-    os.makedirs(os.path.join(out, "sweeps"), exist_ok=True)
+    try:
+        os.makedirs(os.path.join(out, "sweeps"), exist_ok=True)
+    except OSError as e:  # OUT (or OUT/sweeps) an existing file, no permission: named, no traceback
+        raise TierError(f"{args.out}: cannot make {os.path.join(out, 'sweeps')} ({e.strerror or e})") from e
     for path in args.files:
         s = read_json(path)
         for key in ("name", "base"):

@@ -89,8 +89,10 @@ def loss_figure(run):
     import plotly.graph_objects as go
     fig = go.Figure()
     tr = [r for r in run.records["train"] if num(r.get("loss")) is not None]
+    # One point in "lines" mode draws nothing (a 1-step run): then a marker, as the eval traces have.
     fig.add_trace(go.Scatter(x=[r["step"] for r in tr], y=[num(r["loss"], 6) for r in tr], name="train loss (batch)",
-                             mode="lines", line={"width": 1, "color": "rgba(31,119,180,0.6)"},
+                             mode="lines" if len(tr) > 1 else "lines+markers",
+                             line={"width": 1, "color": "rgba(31,119,180,0.6)"},
                              hovertemplate=LOSS_HOVER.format(name="train loss (batch)")))
     for key, name, color in (("val_loss", "val loss", "#d62728"), ("train_loss", "train loss (eval)", "#1f77b4")):
         ev = [r for r in run.records["eval"] if num(r.get(key)) is not None]

@@ -117,8 +117,7 @@ int cmd_sample(const ArgList& argv) {
   // The weights run through the run's wiring only if they were trained with it: any difference
   // but where the run lies and how long it trains (what a resume may change) is refused.
   check_checkpoint_config(ckpt, checkpoint_metadata(file, ckpt, "config"), run_config_json(cfg),
-                          {"optim.lr_decay_iters", "train.name", "train.out_dir"},
-                          dir + "/config.json");
+                          reader_may_differ(), dir + "/config.json");
   load_module_state(model, file, ckpt, "optim.");
 
   Rng rng(static_cast<uint64_t>(a.get_int("seed", 0)));

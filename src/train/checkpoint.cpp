@@ -125,14 +125,27 @@ nlohmann::json checkpoint_metadata(const TensorFile& file, const std::string& pa
   }
 }
 
+const std::vector<std::string>& reader_may_differ() {
+  static const std::vector<std::string> keys = {"optim.lr_decay_iters", "train.name",
+                                                "train.out_dir"};
+  return keys;
+}
+
+std::vector<std::string> checkpoint_config_differences(const nlohmann::json& written,
+                                                       const nlohmann::json& expected,
+                                                       const std::vector<std::string>& may_differ) {
+  // A key the checkpoint lacks (added to stacklab after it was written) counts as its default.
+  const nlohmann::json filled = with_added_keys(written);
+  return config_differences(resume_invariant(expected, may_differ),
+                            resume_invariant(filled, may_differ));
+}
+
 void check_checkpoint_config(const std::string& path, const nlohmann::json& written,
                              const nlohmann::json& expected,
                              const std::vector<std::string>& may_differ,
                              const std::string& expected_where) {
-  // A key the checkpoint lacks (added to stacklab after it was written) counts as its default.
-  const nlohmann::json filled = with_added_keys(written);
-  const std::vector<std::string> keys = config_differences(resume_invariant(expected, may_differ),
-                                                           resume_invariant(filled, may_differ));
+  const std::vector<std::string> keys =
+      checkpoint_config_differences(written, expected, may_differ);
   if (keys.empty()) return;
   std::string list;
   for (const std::string& k : keys)

@@ -49,6 +49,18 @@ void check_checkpoint_config(const std::string& path, const nlohmann::json& writ
                              const std::vector<std::string>& may_differ,
                              const std::string& expected_where);
 
+// The dotted keys of check_checkpoint_config's comparison that differ (none when it passes); the
+// cases of tests/fixtures/checkpoint_config_cases.json pin it, and stacklab.checkpoint_config (the
+// Python package's copy, for load_run and the nanoGPT export) against the same cases.
+std::vector<std::string> checkpoint_config_differences(const nlohmann::json& written,
+                                                       const nlohmann::json& expected,
+                                                       const std::vector<std::string>& may_differ);
+
+// What a reader of a run's checkpoint (`stacklab sample`, `gradients --checkpoint`, and the Python
+// package's load_run) lets differ beyond a resume: where the run lies (train.name, train.out_dir)
+// and the decay an extension moved (optim.lr_decay_iters).
+const std::vector<std::string>& reader_may_differ();
+
 // Every dotted key whose value differs between two configs (none when they are equal).
 std::vector<std::string> config_differences(const nlohmann::json& a, const nlohmann::json& b,
                                             const std::string& prefix = "");

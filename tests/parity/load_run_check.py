@@ -6,8 +6,9 @@ checkpoint on a batch (`stacklab gradients RUN/config.json --checkpoint ... --ou
 them with load_run(RUN)'s logits on the same tokens: max|ours - ref| / max|ref| < 1e-4 (the
 parity check's tolerance; float32 stacklab against the float64 mirror). A text run also checks the
 vocabulary (the batch decodes to a piece of the corpus) and the best checkpoint, and its nanoGPT
-export read back into the mirror gives the binary's logits too; a run whose
-checkpoint names a wiring the mirror lacks must be refused by name.
+export read back into the mirror gives the binary's logits too; another run's checkpoint must be
+refused by load_run as by `stacklab sample`, and a run whose checkpoint names a wiring the mirror
+lacks by name.
 
     PYTHONPATH=scripts /usr/bin/python3 tests/parity/load_run_check.py [--stacklab build/stacklab]
 Run by tests/integration/check_load_run.sh. Not here: gradients (torch_parity.py).
@@ -101,12 +102,32 @@ def main():
         print(f"{'text run exported to nanoGPT, read back':44s} logits rel err {err:9.2e}  {verdict}")
         failed += not err < TOL
 
-        # A wiring the mirror lacks is refused by name (the checkpoint's config edited to one).
+        # Another run's checkpoint (a Markov one, as the binary wrote it) is refused by the keys
+        # that differ, as `stacklab sample` and `gradients --checkpoint` refuse it.
+        markov = load.checkpoint_path(os.path.join(root, slug(cases[0][0])), "latest")
+        try:
+            load.load_run(text_run, markov)
+            print("another run's checkpoint was loaded: FAIL")
+            failed += 1
+        except load.RunLoadError as e:
+            ok = "written with a different config: 'data.path'" in str(e) and "'data.source' is \"markov\"" in str(e)
+            print(f"{'checkpoint of another run refused':44s} {str(e)[-90:]}  {'PASS' if ok else 'FAIL'}")
+            failed += not ok
+        r = subprocess.run([binary, "sample", text_run, "--checkpoint", markov, "--tokens", "1"],
+                           capture_output=True, text=True)
+        ok = r.returncode != 0 and "written with a different config: 'data.path'" in r.stderr
+        print(f"{'  ... and by stacklab sample':44s} exit {r.returncode}  {'PASS' if ok else 'FAIL'}")
+        failed += not ok
+
+        # A wiring the mirror lacks is refused by name (the run's config and its checkpoint's
+        # edited to one, so that they still agree).
         path = load.checkpoint_path(text_run, "latest")
         tensors, meta = io_util.load(path)
         cfg = json.loads(meta["config"])
         cfg["model"]["norm_position"] = "peri"
         io_util.save(path, tensors, {**meta, "config": json.dumps(cfg)})
+        with open(os.path.join(text_run, "config.json"), "w") as f:
+            json.dump(cfg, f)
         try:
             load.load_run(text_run)
             print("a wiring the mirror lacks was loaded: FAIL")
@@ -115,7 +136,7 @@ def main():
             ok = "model.norm_position: no mirror of 'peri'" in str(e)
             print(f"{'unmirrored wiring refused':44s} {str(e)[:90]}  {'PASS' if ok else 'FAIL'}")
             failed += not ok
-    print(f"load_run check: {len(cases) + 4 - failed} passed, {failed} failed")
+    print(f"load_run check: {len(cases) + 6 - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 

@@ -14,17 +14,21 @@ try:
     import torch
 except ImportError:  # the python stage's interpreter needs only numpy and matplotlib
     raise unittest.SkipTest("needs torch (apt-get install python3-torch)")
-from stacklab import io_util, load, torch_model
+from stacklab import checkpoint_config, io_util, load, torch_model
 
 TINY = {"n_layer": 2, "n_head": 2, "n_embd": 8, "block_size": 6, "vocab_size": 5}
 
 
-def write_run(root, model_cfg, text=None, which="latest", seed=0, fmt="stacklab.checkpoint.v2"):
+def write_run(root, model_cfg, text=None, which="latest", seed=0, fmt="stacklab.checkpoint.v2",
+              data_path="input.txt"):
     """A run dir with config.json and checkpoints/WHICH.safetensors of a random mirror model; a
-    text run (text: its characters) also gets vocab.json. Returns the model written."""
+    text run (text: its characters, data.path data_path) also gets vocab.json. Returns the model
+    written."""
     model = torch_model.build_model(model_cfg)
     torch_model.randomize_(model, 0.3, torch.Generator().manual_seed(seed))
-    config = {"model": dict(model_cfg), "data": {"source": "text" if text else "markov"},
+    data = {"source": "text", "path": data_path} if text else {"source": "markov"}
+    # Every key, as the binary writes a run's config (to_json of the resolved Config).
+    config = {**checkpoint_config.with_defaults({"model": dict(model_cfg), "data": data}),
               "derived": {"wiring": "pre-layernorm-res"}}
     os.makedirs(os.path.join(root, "checkpoints"), exist_ok=True)
     with open(os.path.join(root, "config.json"), "w") as f:
@@ -89,12 +93,57 @@ class LoadRun(unittest.TestCase):
         config["model"]["norm"] = "batchnorm"
         meta["config"] = json.dumps(config)
         io_util.save(path, tensors, meta)
+        with open(os.path.join(self.dir, "config.json"), "w") as f:
+            json.dump(config, f)
         with self.assertRaisesRegex(load.RunLoadError, r"model\.norm: no mirror of 'batchnorm'"):
             load.load_run(self.dir)
 
     def test_a_file_that_is_not_a_checkpoint_is_refused(self):
         write_run(self.dir, TINY, fmt="something.else")
         with self.assertRaisesRegex(load.RunLoadError, "not a stacklab checkpoint .*'something.else'"):
+            load.load_run(self.dir)
+
+    # Pins issue 37 item 1: another run's checkpoint loaded into this run (decoded with this run's
+    # vocab.json), and a Markov checkpoint into a text run, where `stacklab sample` refuses both.
+    def test_another_runs_checkpoint_is_refused_naming_the_keys_that_differ(self):
+        other = os.path.join(self.dir, "other")
+        write_run(self.dir, TINY, text="abcde", data_path="a/input.txt")
+        write_run(other, TINY, text="abcd@", data_path="b/input.txt", seed=4)
+        ckpt = os.path.join(other, "checkpoints", "latest.safetensors")
+        with self.assertRaisesRegex(load.RunLoadError, r"latest.safetensors: written with a different config: "
+                                    r"'data.path' is \"b/input.txt\" in the checkpoint but \"a/input.txt\" in "
+                                    r".*config.json$"):
+            load.load_run(self.dir, checkpoint=ckpt)
+
+    def test_a_markov_checkpoint_in_a_text_run_is_refused(self):
+        markov = os.path.join(self.dir, "markov")
+        write_run(self.dir, TINY, text="abcde")
+        write_run(markov, TINY)
+        with self.assertRaisesRegex(load.RunLoadError, "'data.path' .*; 'data.source' is \"markov\" in the "
+                                    "checkpoint but \"text\""):
+            load.load_run(self.dir, checkpoint=os.path.join(markov, "checkpoints", "latest.safetensors"))
+
+    def test_a_checkpoint_differing_only_where_a_reader_may_loads(self):
+        write_run(self.dir, TINY, text="abcde")
+        path = os.path.join(self.dir, "checkpoints", "latest.safetensors")
+        tensors, meta = io_util.load(path)
+        config = json.loads(meta["config"])
+        config["train"] = {"name": "old", "out_dir": "elsewhere", "max_iters": 5, "threads": 3}
+        config["optim"] = {"lr_decay_iters": 5}
+        config["model"].pop("vocab_size")  # a key it lacks counts as its default... which differs here
+        meta["config"] = json.dumps(config)
+        io_util.save(path, tensors, meta)
+        with self.assertRaisesRegex(load.RunLoadError, "'model.vocab_size' is \\(absent\\) in the checkpoint but 5"):
+            load.load_run(self.dir)
+        config["model"]["vocab_size"] = 5
+        meta["config"] = json.dumps(config)
+        io_util.save(path, tensors, meta)
+        self.assertEqual(load.load_run(self.dir).train_state["step"], 7)
+
+    def test_a_folder_without_config_json_is_not_a_run(self):
+        write_run(self.dir, TINY)
+        os.remove(os.path.join(self.dir, "config.json"))
+        with self.assertRaisesRegex(load.RunLoadError, "not a run directory \\(no config.json\\)"):
             load.load_run(self.dir)
 
     def test_a_vocabulary_of_the_wrong_size_is_refused(self):

@@ -221,3 +221,62 @@ class ZeroGradients(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# Pins issue 37 item 9: plot_compare put runs on three data sets on one loss axis without a word.
+class MixedDataSets(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def copy_run(self, name, **data):
+        """The fixture run under TMP/NAME with these data.* keys."""
+        path = os.path.join(self.tmp.name, name)
+        shutil.copytree(FIXTURE, path)
+        with open(os.path.join(path, "config.json")) as f:
+            cfg = json.load(f)
+        cfg["data"].update(data)
+        with open(os.path.join(path, "config.json"), "w") as f:
+            json.dump(cfg, f)
+        return path
+
+    def stderr_of(self, paths):
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            plot_compare.main([*paths, "--out", os.path.join(self.tmp.name, "out")])
+        return err.getvalue()
+
+    def test_runs_on_several_data_sets_are_warned_about(self):
+        paths = [self.copy_run("markov"), self.copy_run("markov3", order=3),
+                 self.copy_run("text", source="text", path="a/input.txt")]
+        err = self.stderr_of(paths)
+        self.assertIn("warning: the runs trained on 3 data sets (markov order=2 alpha=0.5 seed=1234 (1 run); "
+                      "markov order=3 alpha=0.5 seed=1234 (1 run); text a/input.txt (1 run))", err)
+
+    def test_runs_on_one_data_set_are_not(self):
+        err = self.stderr_of([self.copy_run("a"), self.copy_run("b")])
+        self.assertNotIn("data sets", err)
+
+    def test_a_text_file_is_known_by_its_hash_where_provenance_gives_it(self):
+        a = self.copy_run("a", source="text", path="input.txt")
+        b = self.copy_run("b", source="text", path="/elsewhere/input.txt")
+        for p in (a, b):
+            with open(os.path.join(p, "provenance.json"), "w") as f:
+                json.dump({"data": {"source": "text", "file": {"bytes": 10, "fnv1a64": "ab"}}}, f)
+        self.assertEqual(runlog.data_set(runlog.load_run(a))[0], runlog.data_set(runlog.load_run(b))[0])
+        self.assertNotIn("data sets", self.stderr_of([a, b]))
+
+
+# Found with issue 37's last paragraph: --out naming an existing file raised FileExistsError.
+class OutIsAFile(unittest.TestCase):
+    def test_plot_run_and_plot_compare_say_so_and_exit_2(self):
+        with tempfile.NamedTemporaryFile() as f:
+            for prog, main in (("plot_run", plot_run.main), ("plot_compare", plot_compare.main)):
+                with self.subTest(prog=prog):
+                    err = io.StringIO()
+                    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+                        code = main([FIXTURE, "--out", f.name])
+                    self.assertEqual(code, 2)
+                    self.assertIn(f"{prog}: --out {f.name}: exists and is not a folder", err.getvalue())

@@ -94,6 +94,13 @@ class SizeFlags(unittest.TestCase):
         self.assertEqual(code, 1)
         self.assertIn("'quick' is not an executable file", err.getvalue())
 
+    def test_prepare_into_an_existing_file_names_it(self):
+        # Found with issue 37's last paragraph: OUT an existing file raised NotADirectoryError.
+        with tempfile.NamedTemporaryFile() as f, contextlib.redirect_stderr(io.StringIO()) as err:
+            code = tier.main(["prepare", f.name, os.path.join(tier.QUICK_DIR, "claims.json")])
+        self.assertEqual(code, 1)
+        self.assertIn(f"tier.py: {f.name}: cannot make {f.name}/sweeps (Not a directory)", err.getvalue())
+
 
 class Tiers(unittest.TestCase):
     def test_the_quick_tier_holds_the_map_core_and_the_text_point(self):

@@ -79,6 +79,14 @@ class Views(unittest.TestCase):
         self.assertEqual([t["name"] for t in metrics], [d["name"] for d in self.run.layer_metrics
                                                         if any(isinstance(r.get(d["name"]), list) for r in layers)])
 
+    # Pins issue 37 item 9: a 1-step run's one train-loss point, in "lines" mode, drew nothing.
+    def test_a_one_step_runs_train_loss_is_drawn_as_a_marker(self):
+        self.run.records["train"] = self.run.records["train"][:1]
+        train = next(t for t in chart_data(views.write_run_view(self.run, self.out))[0]
+                     if t["name"] == "train loss (batch)")
+        self.assertEqual(len(train["x"]), 1)
+        self.assertIn("markers", train["mode"])
+
     def test_a_metric_spanning_more_than_30x_is_coloured_on_a_log_scale(self):
         self.assertTrue(views.log_scaled([0.01, 0.5, 2.0]))
         self.assertFalse(views.log_scaled([0.1, 0.5, 2.0]))

@@ -1,6 +1,7 @@
 // Checkpoint config checks (train/checkpoint.h) at library level: a checkpoint written before a
 // config key existed resumes under that key's default, and under no other value. The command-level
-// checks (corrupt files, edited configs) are in tests/cli/reliability_test.cpp.
+// checks (corrupt files, edited configs) are in tests/cli/reliability_test.cpp. The comparison's
+// cases are shared with the Python package (tests/fixtures/checkpoint_config_cases.json).
 #include "train/checkpoint.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+#include "config/loader.h"
 #include "core/error.h"
 
 namespace sl {
@@ -68,6 +70,73 @@ TEST(Checkpoint, AKeyAddedAfterTheCheckpointWasWrittenCountsAsItsDefault) {
         << e.what();
   }
   fs::remove(path);
+}
+
+// A dotted key ("model.qk_norm") of a config: set (objects made on the way) or removed.
+void set_dotted(nlohmann::json& j, const std::string& dotted, const nlohmann::json& value) {
+  nlohmann::json* cur = &j;
+  size_t start = 0;
+  for (size_t dot = dotted.find('.'); dot != std::string::npos; dot = dotted.find('.', start)) {
+    cur = &(*cur)[dotted.substr(start, dot - start)];
+    start = dot + 1;
+  }
+  (*cur)[dotted.substr(start)] = value;
+}
+
+void erase_dotted(nlohmann::json& j, const std::string& dotted) {
+  const size_t dot = dotted.find('.');
+  if (dot == std::string::npos) {
+    j.erase(dotted);
+    return;
+  }
+  erase_dotted(j.at(dotted.substr(0, dot)), dotted.substr(dot + 1));
+}
+
+// stacklab's defaults (train.name "run") with a case's dotted keys set.
+nlohmann::json case_config(const nlohmann::json& keys) {
+  nlohmann::json j = config_schema();
+  j["train"]["name"] = "run";
+  for (const auto& [k, v] : keys.items()) set_dotted(j, k, v);
+  return j;
+}
+
+const std::string kCasesPath =
+    std::string(STACKLAB_SOURCE_DIR) + "/tests/fixtures/checkpoint_config_cases.json";
+
+TEST(CheckpointConfig, EveryReaderLetsTheFixturesKeysDiffer) {
+  const nlohmann::json cases = read_json_file(kCasesPath);
+  EXPECT_EQ(cases.at("reader_may_differ").get<std::vector<std::string>>(), reader_may_differ());
+}
+
+// The same cases pin stacklab.checkpoint_config (tests/python/test_checkpoint_config.py).
+TEST(CheckpointConfig, DifferencesAreTheSharedFixturesCases) {
+  const nlohmann::json cases = read_json_file(kCasesPath);
+  ASSERT_GE(cases.at("cases").size(), 10u);
+  for (const auto& c : cases.at("cases")) {
+    nlohmann::json written = case_config(c.value("written", nlohmann::json::object()));
+    for (const auto& k : c.value("written_lacks", nlohmann::json::array()))
+      erase_dotted(written, k.get<std::string>());
+    const nlohmann::json expected = case_config(c.at("expected"));
+    const std::vector<std::string> may_differ =
+        c.at("may_differ") == "reader" ? reader_may_differ()
+                                       : c.at("may_differ").get<std::vector<std::string>>();
+    EXPECT_EQ(checkpoint_config_differences(written, expected, may_differ),
+              c.at("differences").get<std::vector<std::string>>())
+        << c.at("name").get<std::string>();
+  }
+}
+
+// The Python package fills a key a checkpoint lacks from its copy of the defaults: that copy is
+// `stacklab validate --defaults` (Config{} without train.name), regenerated with
+// `build/stacklab validate --defaults > scripts/stacklab/config_defaults.json`.
+TEST(CheckpointConfig, ThePythonPackagesDefaultsAreStacklabs) {
+  nlohmann::json schema = config_schema();
+  schema["train"].erase("name");
+  const nlohmann::json copy =
+      read_json_file(std::string(STACKLAB_SOURCE_DIR) + "/scripts/stacklab/config_defaults.json");
+  EXPECT_EQ(config_differences(copy, schema), std::vector<std::string>{})
+      << "scripts/stacklab/config_defaults.json is not `stacklab validate --defaults`; regenerate "
+         "it: build/stacklab validate --defaults > scripts/stacklab/config_defaults.json";
 }
 
 }  // namespace
