@@ -7,6 +7,7 @@
 #   bash scripts/reproduce.sh                    # quick tier -> runs/deep_stacking (2 runs at once)
 #   bash scripts/reproduce.sh --claims           # quick tier plus the sweeps of claims.json's configs
 #   bash scripts/reproduce.sh --text             # quick tier plus the study on tiny Shakespeare (data step first)
+#   bash scripts/reproduce.sh --converge         # quick tier plus the convergence study (issue 36; hours)
 #   bash scripts/reproduce.sh --full --jobs 2    # full tier (configs/experiments/full/) -> runs/deep_stacking_full
 #   bash scripts/reproduce.sh --full --executor slurm --slurm-partition cpu --slurm-time 04:00:00
 #   bash scripts/reproduce.sh --full --report-only          # after the Slurm jobs: figures and report
@@ -22,7 +23,7 @@ cd "$ROOT"
 
 usage() {
   cat <<'EOF'
-usage: bash scripts/reproduce.sh [--full] [--claims] [--text] [--out DIR] [--jobs N] [--executor local|slurm]
+usage: bash scripts/reproduce.sh [--full] [--claims] [--text] [--converge] [--out DIR] [--jobs N] [--executor local|slurm]
                                  [--slurm-* VALUE ...] [--max-parallel K] [--wait] [--report-only] [--tiny]
 
   --full            the full tier: configs/experiments/full/*.json (5 seeds, 4 learning rates at every
@@ -39,6 +40,11 @@ usage: bash scripts/reproduce.sh [--full] [--claims] [--text] [--out DIR] [--job
                     map_core's cells, which then do not run twice)
   --text            add the study on tiny Shakespeare to the quick tier (text_probe, text_train, text_map:
                     tier.py's TEXT_SWEEPS; text_train holds text_point's runs). The full tier always holds it
+  --converge        add the convergence study (configs/experiments/convergence_rules.json: converge_synth,
+                    converge_synth_map, converge_text, converge_text_map, then converge_synth_long, which
+                    continues converge_synth's runs without a residual from H to 4H with `stacklab train
+                    --resume` on copies of them: tier.py's CONVERGE_SWEEPS, EXTENDS); prints its size first.
+                    Opt-in: no tier runs it by default. Hours on 2 cores (docs/study.md, "Convergence")
   --out DIR         where the runs, figures and report go (default runs/deep_stacking, with --full
                     runs/deep_stacking_full); a second numeric path needs its own DIR
   --jobs N          local runs at once, each single-threaded (default: STACKLAB_JOBS or 2)
@@ -66,7 +72,7 @@ bad() { printf 'reproduce: %s (see --help)\n' "$*" >&2; exit 2; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
-TIER=quick OUT="" JOBS="${STACKLAB_JOBS:-2}" EXECUTOR=local REPORT_ONLY=0 TINY=0 WAIT=0 CLAIMS=0 TEXT=0
+TIER=quick OUT="" JOBS="${STACKLAB_JOBS:-2}" EXECUTOR=local REPORT_ONLY=0 TINY=0 WAIT=0 CLAIMS=0 TEXT=0 CONVERGE=0
 SLURM_ARGS=()
 while (($#)); do
   case "$1" in
@@ -74,6 +80,7 @@ while (($#)); do
     --full) TIER=full ;;
     --claims) CLAIMS=1 ;;
     --text) TEXT=1 ;;
+    --converge) CONVERGE=1 ;;
     --report-only) REPORT_ONLY=1 ;;
     --tiny) TINY=1 ;;
     --wait) WAIT=1; SLURM_ARGS+=(--wait) ;;
@@ -117,7 +124,7 @@ T_SETUP="$(now)"
 PY="$(bash scripts/find_python.sh --plot)" || die "no Python with numpy and matplotlib (see above)"
 # The tier's sweep files (scripts/stacklab/tier.py: QUICK_SWEEPS, CLAIMS_SWEEPS, FULL_SWEEPS).
 mapfile -t SRC_FILES < <("$PY" scripts/tier.py files "$TIER" $([[ $CLAIMS == 1 ]] && echo --claims) \
-  $([[ $TEXT == 1 ]] && echo --text))
+  $([[ $TEXT == 1 ]] && echo --text) $([[ $CONVERGE == 1 ]] && echo --converge))
 ((${#SRC_FILES[@]})) || die "scripts/tier.py files $TIER failed (see above)"
 
 # The text sweeps (configs/experiments/text_*.json) read tiny Shakespeare, which the repository does
@@ -125,7 +132,8 @@ mapfile -t SRC_FILES < <("$PY" scripts/tier.py files "$TIER" $([[ $CLAIMS == 1 ]
 # network; STACKLAB_DATA_LOCAL names a local copy). Without it the tier stops here, except --tiny
 # (the tests' path) outside CI, which drops its text sweeps and says so.
 TEXT_FILES=()
-for f in "${SRC_FILES[@]}"; do [[ "$(basename "$f")" == text_* ]] && TEXT_FILES+=("$f"); done
+is_text() { [[ "$(basename "$1")" == text_* || "$(basename "$1")" == converge_text* ]]; }
+for f in "${SRC_FILES[@]}"; do is_text "$f" && TEXT_FILES+=("$f"); done
 if ((${#TEXT_FILES[@]})) && ((!REPORT_ONLY)); then
   say "data step for the text sweeps ($(basename -a "${TEXT_FILES[@]}" | tr '\n' ' ' | sed 's/ $//')): scripts/get_data.py${STACKLAB_DATA_LOCAL:+ (STACKLAB_DATA_LOCAL=$STACKLAB_DATA_LOCAL)}"
   if ! "$PY" scripts/get_data.py shakespeare_char; then
@@ -133,7 +141,7 @@ if ((${#TEXT_FILES[@]})) && ((!REPORT_ONLY)); then
     if ((TINY)) && [[ "${CI:-}" != "true" ]]; then
       say "SKIPPING the text sweeps: $why"
       KEEP=()
-      for f in "${SRC_FILES[@]}"; do [[ "$(basename "$f")" == text_* ]] || KEEP+=("$f"); done
+      for f in "${SRC_FILES[@]}"; do is_text "$f" || KEEP+=("$f"); done
       SRC_FILES=("${KEEP[@]}")
     else
       die "$why"
@@ -152,6 +160,14 @@ trap 'rm -f "$LIST"' EXIT
 mapfile -t SWEEP_FILES <"$LIST"
 SWEEPS=()
 for f in "${SWEEP_FILES[@]}"; do SWEEPS+=("$(basename "$f" .json)"); done
+# Extension sweeps (tier.py later: converge_synth_long) run after the others, on copies of their runs.
+mapfile -t LATER_NAMES < <("$PY" scripts/tier.py later)
+FIRST_FILES=() LATER_FILES=()
+for f in "${SWEEP_FILES[@]}"; do
+  later=0
+  for n in "${LATER_NAMES[@]}"; do [[ "$(basename "$f" .json)" == "$n" ]] && later=1; done
+  if ((later)); then LATER_FILES+=("$f"); else FIRST_FILES+=("$f"); fi
+done
 
 # One JSON line per stage, appended: each invocation starts with a "start" line (a re-run that
 # resumes finished sweeps shows up as a second, shorter invocation). The report states these,
@@ -189,7 +205,7 @@ if ((REPORT_ONLY)); then
   say "--report-only: running nothing"
   "$BIN" sweep --status "${SWEEPS[@]/#/$OUT/}" || say "not every run completed (see above)"
 else
-  if [[ "$TIER" == full || $TINY == 1 ]]; then
+  if [[ "$TIER" == full || $TINY == 1 || $CONVERGE == 1 ]]; then
     "$PY" scripts/tier.py size "$BIN" "${SWEEP_FILES[@]}" --timing "$TIMING" || die "scripts/tier.py size failed"
   fi
   # All sweeps in one `stacklab sweep` call: one pool of $JOBS slots, so no core idles at the end of
@@ -200,9 +216,18 @@ else
   say "sweeps ${SWEEPS[*]} ($([[ $EXECUTOR == slurm ]] && echo "Slurm" || echo "$JOBS runs at once"))"
   rc=0
   if [[ "$EXECUTOR" == slurm ]]; then
-    "$BIN" sweep "${SWEEP_FILES[@]}" --executor slurm "${SLURM_ARGS[@]}" || rc=$?
+    "$BIN" sweep "${FIRST_FILES[@]}" --executor slurm "${SLURM_ARGS[@]}" || rc=$?
+    ((${#LATER_FILES[@]} == 0)) || say "not submitted: $(basename -a "${LATER_FILES[@]}" | tr '\n' ' ')(they extend runs that must finish first: run this script again, locally, once the jobs are done)"
   else
-    "$BIN" sweep "${SWEEP_FILES[@]}" --jobs "$JOBS" || rc=$?
+    "$BIN" sweep "${FIRST_FILES[@]}" --jobs "$JOBS" || rc=$?
+    if ((${#LATER_FILES[@]})) && ((rc < 128)); then
+      # Copy each completed source run and continue it to the extension's horizon (tier.py extend),
+      # $JOBS at once; then the extension sweep records them in its manifest (and trains from step 0
+      # any run whose source did not complete).
+      "$PY" scripts/tier.py extend "$BIN" "$OUT" | xargs -r -P "$JOBS" -n 2 sh -c \
+        '"$0" train --resume "$1" --train.max_iters="$2" --optim.lr_decay_iters="$2" --train.threads=1 >"$1/extend.log" 2>&1 || echo "reproduce: extending $1 failed (see $1/extend.log)"' "$BIN" || rc=1
+      "$BIN" sweep "${LATER_FILES[@]}" --jobs "$JOBS" || rc=$?
+    fi
   fi
   printf '{"stage": "sweep", "sweep": "%s", "executor": "%s", "seconds": %s, "exit": %s}\n' "${SWEEPS[*]}" "$EXECUTOR" \
     "$(since "$t")" "$rc" >>"$TIMING"
@@ -215,7 +240,7 @@ else
   if [[ "$EXECUTOR" == slurm && $WAIT == 0 ]]; then
     printf '{"stage": "submitted", "time": %s}\n' "$(now)" >>"$TIMING"
     say "submitted. Follow: $BIN sweep --status ${SWEEPS[*]/#/$OUT/}"
-    say "when the jobs are done: bash scripts/reproduce.sh $([[ $TIER == full ]] && echo '--full ')$([[ $CLAIMS == 1 ]] && echo '--claims ')$([[ $TEXT == 1 ]] && echo '--text ')--out $OUT --report-only"
+    say "when the jobs are done: bash scripts/reproduce.sh $([[ $TIER == full ]] && echo '--full ')$([[ $CLAIMS == 1 ]] && echo '--claims ')$([[ $TEXT == 1 ]] && echo '--text ')$([[ $CONVERGE == 1 ]] && echo '--converge ')--out $OUT --report-only"
     exit "$status"
   fi
 fi

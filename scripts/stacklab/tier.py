@@ -2,7 +2,9 @@
 invocation, and the size and estimated cost of a tier before it runs.
 
     python3 scripts/tier.py full-configs [--check]   # configs/experiments/full/*.json from the quick tier
-    python3 scripts/tier.py files quick|full [--claims] [--text]   # a tier's sweep files (reproduce.sh runs these)
+    python3 scripts/tier.py files quick|full [--claims] [--text] [--converge]   # a tier's sweep files
+    python3 scripts/tier.py later                      # the extension sweeps, run after their sources
+    python3 scripts/tier.py extend BIN OUT             # copy the runs an extension sweep continues
     python3 scripts/tier.py prepare OUT FILE... [--tiny]   # OUT/sweeps/<name>.json, out_dir OUT/<name>
     python3 scripts/tier.py size BIN FILE... [--timing OUT/timing.jsonl] [--floor [--jobs N]]   # runs, core-hours
     python3 scripts/tier.py deepest OUT                # the deepest pre-norm res/no-res runs, seed 0
@@ -38,6 +40,12 @@ QUICK_SWEEPS = ("probe_grid", "train_grid", "lr_grid", "map_core", "text_point")
 CLAIMS_SWEEPS = ("claims_probe", "claims_probe_rank", "claims_probe_l32", "claims_train", "stability_map",
                  "claims2_probe", "claims2_probe_l32", "claims2_train", "claims2_qknorm")  # round 1, round 2
 TEXT_SWEEPS = ("text_probe", "text_train", "text_map")
+# The convergence study (issue 36, configs/experiments/convergence_rules.json; `reproduce.sh --converge`,
+# opt-in, in no tier by default). converge_synth_long continues converge_synth's runs without a residual
+# from H to 4H: EXTENDS names each extension sweep's source, whose completed runs `extend` copies and
+# `stacklab train --resume --train.max_iters=N` continues, so nothing is trained twice.
+CONVERGE_SWEEPS = ("converge_synth", "converge_synth_map", "converge_text", "converge_text_map", "converge_synth_long")
+EXTENDS = {"converge_synth_long": "converge_synth"}
 COVERED_BY = {"map_core": "stability_map", "text_point": "text_train"}
 # The full tier: >= 5 training seeds (from the quick file's first seed: round 2 of the claims runs
 # at seeds 5-7, so 5-9), these rates at every wiring and depth, twice the
@@ -161,26 +169,27 @@ def cmd_full_configs(args):
     return 0
 
 
-def tier_sweeps(tier, claims=False, text=False):
+def tier_sweeps(tier, claims=False, text=False, converge=False):
     """The sweep names of a tier: the full tier's, or the quick tier's with the claims sweeps
-    (--claims) and the text study's (--text) added; a quick sweep whose cells a added sweep holds
-    (COVERED_BY) is left out, so no config runs twice."""
+    (--claims), the text study's (--text) and the convergence study's (--converge) added; a quick
+    sweep whose cells a added sweep holds (COVERED_BY) is left out, so no config runs twice."""
+    extra = CONVERGE_SWEEPS if converge else ()
     if tier == "full":
-        return FULL_SWEEPS
-    names = QUICK_SWEEPS + (CLAIMS_SWEEPS if claims else ()) + (TEXT_SWEEPS if text else ())
+        return FULL_SWEEPS + extra
+    names = QUICK_SWEEPS + (CLAIMS_SWEEPS if claims else ()) + (TEXT_SWEEPS if text else ()) + extra
     return tuple(n for n in names if COVERED_BY.get(n) not in names)
 
 
 def text_sweeps(names):
     """The sweeps among `names` that read tiny Shakespeare (reproduce.sh runs the data step first)."""
-    return [n for n in names if n.startswith("text_")]
+    return [n for n in names if n.startswith("text_") or n.startswith("converge_text")]
 
 
 def cmd_files(args):
     """The source sweep files of a tier, one per line, relative to the repository (reproduce.sh's
     working directory): the quick tier's (with --claims also the claims sweeps, with --text the
     text study's) or the full tier's."""
-    names = tier_sweeps(args.tier, args.claims, args.text)
+    names = tier_sweeps(args.tier, args.claims, args.text, args.converge)
     paths = [os.path.join(FULL_DIR if args.tier == "full" else QUICK_DIR, n + ".json") for n in names]
     missing = [p for p in paths if not os.path.isfile(p)]
     if missing:
@@ -188,6 +197,60 @@ def cmd_files(args):
         raise TierError("no such sweep file: " + ", ".join(os.path.relpath(p, ROOT) for p in missing) + hint)
     for p in paths:
         print(os.path.relpath(p, ROOT))
+    return 0
+
+
+def cmd_later(args):
+    """The extension sweeps (EXTENDS), one name a line: reproduce.sh runs them after the others."""
+    for name in EXTENDS:
+        print(name)
+    return 0
+
+
+def extension_plan(binary, sweep_file, out):
+    """[(run dir, max_iters, source run dir)] of an extension sweep prepared into OUT/sweeps/: its runs
+    as `stacklab sweep --dry-run` lists them for an empty out_dir (a copy of the file pointing at a
+    scratch folder, so the copies already made cannot make the listing refuse them as changed)."""
+    import tempfile
+    s = read_json(sweep_file)
+    src = EXTENDS[s["name"]]
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = os.path.join(tmp, s["name"] + ".json")
+        with open(probe, "w", encoding="utf-8") as fh:
+            json.dump(dict(s, out_dir=os.path.join(tmp, "runs")), fh)
+        runs = dry_run(binary, [probe])
+    return [(os.path.join(out, s["name"], rid.split("/")[-1]), int(kv["train.max_iters"]),
+             os.path.join(out, src, rid.split("/")[-1])) for rid, _, _, _, kv, _, _ in runs]
+
+
+def run_status(run_dir):
+    """(summary status or None, config max_iters or None) of a run directory."""
+    summ = os.path.join(run_dir, "summary.json")
+    cfg = os.path.join(run_dir, "config.json")
+    status = read_json(summ).get("status") if os.path.isfile(summ) else None
+    iters = get_key(read_json(cfg), "train.max_iters") if os.path.isfile(cfg) else None
+    return status, iters
+
+
+def cmd_extend(args):
+    """For each extension sweep prepared into OUT/sweeps/: copy each completed source run not yet
+    copied (without its lock), and print `RUN_DIR MAX_ITERS` for every copy not yet completed at the
+    extension's horizon (reproduce.sh resumes each with --train.max_iters and --optim.lr_decay_iters at
+    MAX_ITERS, as the extension sweep's config says: a constant rate, so the decay changes nothing). A
+    source run that did not complete is not copied: the extension sweep then trains it from step 0 (a
+    diverged one diverges where it did)."""
+    import shutil
+    for name in EXTENDS:
+        path = os.path.join(args.out, "sweeps", name + ".json")
+        if not os.path.isfile(path):
+            continue
+        for dst, iters, src in extension_plan(args.binary, path, args.out):
+            if not os.path.isdir(dst):
+                if run_status(src)[0] != "completed":
+                    continue
+                shutil.copytree(src, dst, ignore=shutil.ignore_patterns("train.lock"))
+            if run_status(dst) != ("completed", iters):
+                print(f"{dst} {iters}")
     return 0
 
 
@@ -254,7 +317,17 @@ def cmd_prepare(args):
         s = dict(absolute_data_path(s, folder), base=os.path.abspath(os.path.join(folder, s["base"])),
                  out_dir=os.path.join(out, s["name"]))
         if args.tiny:
+            src = EXTENDS.get(s["name"])
+            factor = 1
+            if src is not None:  # an extension keeps its ratio to its source's horizon, so --tiny extends too
+                src_path = os.path.join(folder, src + ".json")
+                factor = (base_value(path, read_json(path), "train.max_iters")
+                          // base_value(src_path, read_json(src_path), "train.max_iters"))
             s = tiny(s)
+            if factor > 1:
+                for key in ("train.max_iters", "optim.lr_decay_iters"):
+                    if key == "train.max_iters" or key in s["overrides"]:
+                        s["overrides"][key] = factor * TINY["train.max_iters"]
         dst = os.path.join(out, "sweeps", s["name"] + ".json")
         with open(dst, "w", encoding="utf-8") as fh:
             json.dump(s, fh, indent=2)
@@ -356,6 +429,25 @@ def cost_model(binary, runs, floor=False):
     return secs, timed
 
 
+def extension_steps(runs, files):
+    """The runs with each extension sweep's (EXTENDS) new runs costed at their steps past the source
+    sweep's horizon, the part `extend` trains (max_iters minus the source's; the evals counted are
+    then those of that many steps)."""
+    horizon = {}
+    for f in files:
+        s = read_json(f)
+        horizon[s.get("name")] = base_value(f, s, "train.max_iters")
+    out = []
+    for r in runs:
+        rid, state, mode, base, kv, run_dir, nseeds = r
+        sweep = rid.split("/", 1)[0] if "/" in rid else next(iter(horizon))
+        src = horizon.get(EXTENDS.get(sweep))
+        if src is not None and state == "new" and "train.max_iters" in kv:
+            kv = dict(kv, **{"train.max_iters": str(int(kv["train.max_iters"]) - int(src))})
+        out.append((rid, state, mode, base, kv, run_dir, nseeds))
+    return out
+
+
 def cmd_size(args):
     t0 = time.time()
     if not (os.path.isfile(args.binary) and os.access(args.binary, os.X_OK)):
@@ -366,6 +458,7 @@ def cmd_size(args):
     helptext = subprocess.run([args.binary, "bench", "--help"], capture_output=True, text=True).stdout
     NO_CEILING[:] = ["--no-ceiling"] if "--no-ceiling" in helptext else []
     runs = dry_run(args.binary, args.files)
+    runs = extension_steps(runs, args.files)
     secs, timed = cost_model(args.binary, runs)
     shapes = len(timed)
     done = [i for i, r in enumerate(runs) if r[1] in ("completed", "diverged")]
@@ -458,6 +551,13 @@ def main(argv=None):
     a.add_argument("--claims", action="store_true", help="quick tier: add the claims sweeps (the full tier has them)")
     a.add_argument("--text", action="store_true",
                    help="quick tier: add the text study's sweeps on tiny Shakespeare (the full tier has them)")
+    a.add_argument("--converge", action="store_true",
+                   help="add the convergence study's sweeps (issue 36; in no tier by default)")
+    sub.add_parser("later", help="print the extension sweeps' names (run after their sources)")
+    a = sub.add_parser("extend", help="copy the completed runs each extension sweep in OUT/sweeps continues; "
+                                      "print RUN_DIR MAX_ITERS for each to resume")
+    a.add_argument("binary")
+    a.add_argument("out")
     a = sub.add_parser("prepare", help="write OUT/sweeps/<name>.json with out_dir OUT/<name>")
     a.add_argument("out")
     a.add_argument("files", nargs="+")
@@ -474,7 +574,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     try:
         return {"full-configs": cmd_full_configs, "files": cmd_files, "prepare": cmd_prepare, "size": cmd_size,
-                "deepest": cmd_deepest}[args.cmd](args)
+                "deepest": cmd_deepest, "later": cmd_later, "extend": cmd_extend}[args.cmd](args)
     except TierError as e:
         print(f"tier.py: {e}", file=sys.stderr)
         return 1

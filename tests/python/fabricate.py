@@ -130,3 +130,35 @@ def map_run(variant, init, depth, lr, seed, outcome, final=None):
     r.config["model"].update(model, init=init, residual=True)
     r.config["optim"].update({"schedule": "constant", "warmup_iters": 0}, **optim)
     return r
+
+
+# ---- runs of the convergence study (configs/experiments/convergence_rules.json) -------------------
+
+def curve(steps, every, escape_at=None, start=3.45, floor=1.0, tau=None, plateau=3.44):
+    """[(step, val loss)] at every `every` steps up to `steps`: on the plateau (above unigram 3.412)
+    until `escape_at`, then falling from the plateau toward `floor` with time constant tau (steps)."""
+    out = []
+    for s in range(0, steps + 1, every):
+        if escape_at is None or s < escape_at:
+            out.append((s, start if s == 0 else plateau))
+        else:
+            t = (s - escape_at) / (tau or steps)
+            out.append((s, floor + (3.30 - floor) * math.exp(-t)))  # 3.30 <= 3.412 - 0.1: escaped
+    return out
+
+
+def long_run(wiring, depth, lr, seed, evals, init="scaled", source="markov", status="completed", norm="layernorm"):
+    """A convergence run: its config says its horizon (train.max_iters, the last eval step), init and
+    source; a map wiring's position and residual are in its config as stability_map reads them."""
+    steps = evals[-1][0] if evals else 0
+    final = evals[-1][1] if evals and status == "completed" else None
+    r = run(wiring, depth, lr, seed, final, status=status, diverged_step=steps // 2 if status == "diverged" else None,
+            evals=evals)
+    r.path += f"-{init}-{source}-{steps}"
+    r.config["model"].update(init=init, norm=norm, residual=wiring.endswith("-res"),
+                             norm_position=wiring.split("-")[0] if wiring.split("-")[0] in ("pre", "post") else "pre",
+                             residual_scale="none")
+    r.config["optim"].update(schedule="constant", warmup_iters=0)
+    r.config["train"]["max_iters"] = steps
+    r.config["data"] = {"source": source}
+    return r

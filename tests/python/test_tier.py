@@ -150,5 +150,56 @@ class Tiers(unittest.TestCase):
         self.assertEqual([v["data.path"] for v in out["variants"]], [os.path.join(src, "y.txt"), "/abs.txt"])
 
 
+class ConvergeTier(unittest.TestCase):
+    """The convergence study's sweeps (convergence_rules.json): opt-in, their configs as the rules
+    name them, the extension costed at its steps past the source's horizon."""
+
+    def setUp(self):
+        from stacklab import convergence
+        self.rules = convergence.load_rules()
+        self.files = {n: tier.read_json(os.path.join(tier.QUICK_DIR, n + ".json")) for n in tier.CONVERGE_SWEEPS}
+
+    def test_no_tier_runs_it_unless_asked(self):
+        for t in ("quick", "full"):
+            self.assertFalse(set(tier.CONVERGE_SWEEPS) & set(tier.tier_sweeps(t, claims=True, text=True)))
+        quick = tier.tier_sweeps("quick", converge=True)
+        self.assertEqual(quick[-len(tier.CONVERGE_SWEEPS):], tier.CONVERGE_SWEEPS)
+        self.assertIn("converge_text", tier.text_sweeps(tier.CONVERGE_SWEEPS))
+
+    def test_the_sweeps_run_the_rules_rates_seeds_and_horizons(self):
+        H, factor = self.rules["horizon"]["measured"]["H"], self.rules["extend_factor"]
+        for name, src, steps in (("converge_synth", "synthetic", H), ("converge_text", "text", 2000)):
+            f = self.files[name]
+            self.assertEqual(f["seeds"], self.rules["seeds"]["runs"])
+            self.assertEqual(f["overrides"]["train.max_iters"], steps)
+            got = {(v["name"].rsplit("-L", 1)[0], v["model.n_layer"]): v["optim.learning_rate"] for v in f["variants"]}
+            want = {(w.replace("-layernorm", ""), int(d)): lr
+                    for w, by in self.rules["rates"][src].items() for d, lr in by.items()}
+            self.assertEqual(got, want, name)
+        long = self.files["converge_synth_long"]
+        self.assertEqual(long["overrides"]["train.max_iters"], factor * H)
+        self.assertEqual({(v["name"], v["optim.learning_rate"]) for v in long["variants"]},
+                         {(v["name"], v["optim.learning_rate"]) for v in self.files["converge_synth"]["variants"]
+                          if "nores" in v["name"] and v["model.n_layer"] >= 8})
+        for name in ("converge_synth_map", "converge_text_map"):  # the scaled cell is the main sweep's L = 32
+            self.assertEqual(self.files[name]["grid"], {"model.init": ["xavier"]})
+
+    def test_an_extension_costs_only_its_steps_past_the_source(self):
+        paths = [os.path.join(tier.QUICK_DIR, n + ".json") for n in ("converge_synth", "converge_synth_long")]
+        runs = [("converge_synth_long/L8-x-s20", "new", "train", "b", {"train.max_iters": "22000"}, None, 1),
+                ("converge_synth/L8-x-s20", "new", "train", "b", {"train.max_iters": "5500"}, None, 1)]
+        out = tier.extension_steps(runs, paths)
+        self.assertEqual([r[4]["train.max_iters"] for r in out], ["16500", "5500"])
+
+    def test_tiny_keeps_the_extensions_ratio_to_its_source(self):
+        with tempfile.TemporaryDirectory() as d:
+            with contextlib.redirect_stdout(io.StringIO()):
+                tier.main(["prepare", d, os.path.join(tier.QUICK_DIR, "converge_synth_long.json"), "--tiny"])
+            out = tier.read_json(os.path.join(d, "sweeps", "converge_synth_long.json"))
+        steps = tier.TINY["train.max_iters"] * self.rules["extend_factor"]
+        self.assertEqual((out["overrides"]["train.max_iters"], out["overrides"]["optim.lr_decay_iters"]),
+                         (steps, steps))
+
+
 if __name__ == "__main__":
     unittest.main()

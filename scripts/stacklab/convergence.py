@@ -1,0 +1,339 @@
+"""The convergence study (issue 36), judged by configs/experiments/convergence_rules.json (fixed
+before its runs): each run converged, still learning, never escaped or diverged; each point
+(source, wiring, depth, rate, horizon) by its seeds' majority; the escape step of the stacks
+without a residual against depth, fitted as exponential or polynomial growth with its spread over
+seeds; pre- vs post-norm at L = 32 per init and source (rule P and which ends lower); and each
+short-horizon statement beside its long verdict, reversals named. Every threshold is read from
+the rules file. Not here: loading sweeps, tables and figures (the report), running anything.
+
+    rules = load_rules()
+    points = point_verdicts(runs, rules)          # [Point], one per (source, wiring, depth, lr, horizon)
+    fits = escape_fits(runs, rules)               # {(source, wiring): Fit} for the stacks without a residual
+    cells = pre_post(runs, rules, "synthetic")    # rule P and which ends lower, per init
+"""
+import json
+import math
+import os
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import runlog
+from . import stability_map
+from . import study_stats as stats
+from .study_findings import fmt
+from .study_text import pre_post as rule_p  # the short horizon's rule P, on the cells named here
+
+RULES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs", "experiments",
+                          "convergence_rules.json")
+OUTCOMES = ("converged", "still learning", "never escaped", "diverged")
+
+
+def load_rules(path=None) -> dict:
+    with open(path or RULES_PATH, encoding="utf-8") as f:
+        return json.load(f)
+
+
+# ---- what a run is ---------------------------------------------------------------------------
+
+def source_of(run) -> str:
+    """"text" for a run on a text file, else "synthetic" (configs/base.json's Markov source)."""
+    return "text" if (run.config.get("data") or {}).get("source") == "text" else "synthetic"
+
+
+def horizon_of(run):
+    """The run's horizon: its train.max_iters, else its last eval step."""
+    n = (run.config.get("train") or {}).get("max_iters")
+    if n is None:
+        evals = [r["step"] for r in run.records["eval"] if isinstance(r.get("step"), (int, float))]
+        n = max(evals) if evals else None
+    return n
+
+
+def evals_of(run):
+    return sorted((r["step"], r["val_loss"]) for r in run.records["eval"]
+                  if r.get("val_loss") is not None and isinstance(r.get("step"), (int, float))
+                  and math.isfinite(r["val_loss"]))
+
+
+def last_improvement(run, fraction: float):
+    """How much the best val loss so far fell over the last `fraction` of the run's last eval step N:
+    min(val at steps <= (1 - fraction) N) - min(every val); None without an eval in both parts."""
+    ev = evals_of(run)
+    if not ev:
+        return None
+    n = ev[-1][0]
+    before = [v for s, v in ev if s <= (1 - fraction) * n]
+    if not before or n <= 0:
+        return None
+    return min(before) - min(v for _, v in ev)
+
+
+def run_outcome(run, rules: dict) -> str | None:
+    """One of OUTCOMES, or None for a run that neither finished nor diverged (not judged)."""
+    if runlog.is_diverged(run):
+        return "diverged"
+    if not runlog.is_completed(run):
+        return None
+    step, _ = stats.escape_step(run, run.reference_losses.get("unigram"), rules["escaped"]["margin"])
+    if step is None:
+        return "never escaped"
+    c = rules["converged"]
+    gain = last_improvement(run, c["last_fraction"])
+    return "converged" if gain is not None and gain < c["max_improvement"] else "still learning"
+
+
+def majority(outcomes) -> str:
+    """The outcome of more than half the judged seeds; "mixed" without one, "not run" without any."""
+    judged = [o for o in outcomes if o is not None]
+    if not judged:
+        return "not run"
+    top, k = Counter(judged).most_common(1)[0]
+    return top if 2 * k > len(judged) else "mixed"
+
+
+# ---- verdicts per point ----------------------------------------------------------------------
+
+@dataclass
+class Point:
+    source: str
+    wiring: str
+    depth: int
+    lr: float
+    horizon: int
+    verdict: str
+    seeds: list = field(default_factory=list)  # [(seed, outcome, escape step or None, last eval step, final)]
+
+    @property
+    def counts(self) -> str:
+        c = Counter(o for _, o, _, _, _ in self.seeds)
+        return ", ".join(f"{c[o]} {o}" for o in OUTCOMES if c[o]) or "none judged"
+
+    @property
+    def finals(self):
+        return [f for _, o, _, _, f in self.seeds if o not in (None, "diverged") and f is not None]
+
+
+def point_key(run):
+    return (source_of(run), run.wiring, run.n_layer, stats.learning_rate(run), horizon_of(run))
+
+
+def point_verdicts(runs, rules: dict, init: str = "scaled") -> list:
+    """[Point] over the training runs under `init` (the study's; the pre- vs post-norm cells judge
+    xavier), in source, wiring, depth, horizon order."""
+    groups = defaultdict(list)
+    for r in runs:
+        if not r.is_probe and (r.config.get("model") or {}).get("init", init) == init:
+            groups[point_key(r)].append(r)
+    out = []
+    for (src, w, d, lr, h), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0,
+                                                                         kv[0][4] or 0)):
+        seeds = []
+        for r in sorted(rs, key=lambda r: stats.seed_of(r) or 0):
+            step, last = stats.escape_step(r, r.reference_losses.get("unigram"), rules["escaped"]["margin"])
+            seeds.append((stats.seed_of(r), run_outcome(r, rules), step, last, r.final_val_loss))
+        out.append(Point(src, w, d, lr, h, majority(o for _, o, _, _, _ in seeds), seeds))
+    return out
+
+
+# ---- the escape step against depth -----------------------------------------------------------
+
+def _fit(x, y):
+    """Least squares y = a + b x: (b, a, residual sum of squares)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    b, a = np.polyfit(x, y, 1)
+    return float(b), float(a), float(((y - (a + b * x)) ** 2).sum())
+
+
+def growth_fit(points, min_ratio: float) -> dict:
+    """The escape-fit rule on [(depth, escape step or None, horizon)]: the verdict, the exponential
+    fit ln s = a + b L (factor exp(b) per layer), the polynomial one ln s = c + p ln L, and for a depth
+    that never escaped the lower bounds its censoring gives beside the deepest shallower escaped one."""
+    pts = sorted(points)
+    esc = [(d, s) for d, s, _ in pts if s is not None and s > 0]
+    out = {"escaped": len(esc), "depths": [d for d, _, _ in pts], "factor": None, "p": None,
+           "ssr_exp": None, "ssr_poly": None, "bounds": []}
+    for d, s, h in pts:
+        if s is not None or h is None:
+            continue
+        below = [(d0, s0) for d0, s0 in esc if d0 < d]
+        if below:
+            d0, s0 = below[-1]
+            out["bounds"].append({"depth": d, "horizon": h, "from": d0, "factor_above": (h / s0) ** (1 / (d - d0)),
+                                  "p_above": math.log(h / s0) / math.log(d / d0)})
+    if len(esc) >= 2:
+        ds, ls = [d for d, _ in esc], [math.log(s) for _, s in esc]
+        b, _, ssr_e = _fit(ds, ls)
+        p, _, ssr_p = _fit([math.log(d) for d in ds], ls)
+        out.update(factor=math.exp(b), p=p, ssr_exp=ssr_e, ssr_poly=ssr_p)
+    if not esc:
+        out["verdict"] = "never escaped"
+    elif len(esc) < 2:
+        out["verdict"] = "no fit"
+    elif len(esc) == 2:
+        out["verdict"] = "grows, form not told apart (2 depths)" if esc[1][1] > esc[0][1] else "no growth"
+    else:
+        exp_better = out["ssr_exp"] <= out["ssr_poly"]
+        best, other = (out["ssr_exp"], out["ssr_poly"]) if exp_better else (out["ssr_poly"], out["ssr_exp"])
+        slope = math.log(out["factor"]) if exp_better else out["p"]
+        if slope <= 0:
+            out["verdict"] = "no growth"
+        elif best <= min_ratio * other:
+            out["verdict"] = "exponential" if exp_better else "polynomial"
+        else:
+            out["verdict"] = "not told apart"
+    return out
+
+
+@dataclass
+class Fit:
+    source: str
+    wiring: str
+    rows: list          # [(depth, lr, horizon, [escape step or None per seed], median or None)]
+    median_fit: dict
+    seed_fits: dict     # seed -> growth_fit of that seed's own escape steps
+
+
+def escape_fits(runs, rules: dict) -> dict:
+    """{(source, wiring): Fit} for the wirings of escape_fit.wirings, each depth at its longest horizon
+    (the synthetic L = 8 and 32 stacks at 4H, L = 2 at H), scaled init."""
+    rule = rules["escape_fit"]
+    longest = {}
+    for pt in point_verdicts(runs, rules):
+        if pt.wiring not in rule["wirings"]:
+            continue
+        key = (pt.source, pt.wiring, pt.depth)
+        if key not in longest or (pt.horizon or 0) > (longest[key].horizon or 0):
+            longest[key] = pt
+    out = {}
+    for src, w in sorted({(s, w) for s, w, _ in longest}):
+        pts = [longest[k] for k in sorted(k for k in longest if k[:2] == (src, w))]
+        rows, per_seed = [], defaultdict(list)
+        for pt in pts:
+            judged = [(sd, o, s, last) for sd, o, s, last, _ in pt.seeds if o is not None and o != "diverged"]
+            med, _ = stats.median_escape([(s, last) for _, _, s, last in judged])
+            rows.append((pt.depth, pt.lr, pt.horizon, [s for _, _, s, _ in judged], med))
+            for sd, _, s, last in judged:
+                per_seed[sd].append((pt.depth, s, last))
+        med_fit = growth_fit([(d, m, h) for d, _, h, _, m in rows], rule["min_ratio"])
+        seed_fits = {sd: growth_fit(p, rule["min_ratio"])
+                     for sd, p in sorted(per_seed.items(), key=lambda kv: kv[0] or 0)}
+        out[(src, w)] = Fit(src, w, rows, med_fit, seed_fits)
+    return out
+
+
+def fit_text(f: Fit) -> str:
+    """One line: the verdict on the medians, its fits, and their spread over seeds."""
+    m = f.median_fit
+    steps = "; ".join(f"L={d}: " + (fmt(med, 4) if med is not None else f"> {h}") + " (seeds "
+                      + ", ".join(str(s) if s is not None else f"> {h}" for s in ss) + ")"
+                      for d, _, h, ss, med in f.rows)
+    line = f"{f.wiring} ({f.source}): median escape step {steps}; **{m['verdict']}**"
+    if m["factor"] is not None:
+        line += (f" (exp(b) = {fmt(m['factor'])} per layer, SSR {fmt(m['ssr_exp'])}; p = {fmt(m['p'])}, "
+                 f"SSR {fmt(m['ssr_poly'])})")
+    for b in m["bounds"]:
+        line += (f"; L={b['depth']} never escaped within {b['horizon']}: exp(b) > {fmt(b['factor_above'])}, "
+                 f"p > {fmt(b['p_above'])} from L={b['from']}")
+    factors = [s["factor"] for s in f.seed_fits.values() if s["factor"] is not None]
+    ps = [s["p"] for s in f.seed_fits.values() if s["p"] is not None]
+    verdicts = Counter(s["verdict"] for s in f.seed_fits.values())
+    if f.seed_fits:
+        line += "; per seed: " + ", ".join(f"{k} {v}" for k, v in verdicts.items())
+        if factors:
+            line += f", exp(b) {fmt(min(factors))}-{fmt(max(factors))}, p {fmt(min(ps))}-{fmt(max(ps))}"
+    return line
+
+
+# ---- pre- vs post-norm at convergence --------------------------------------------------------
+
+@dataclass
+class PrePost:
+    source: str
+    p_verdict: str      # rule P at convergence: seen / not seen / not run
+    p_deciding: str
+    lower: dict         # init -> "post lower" | "pre lower" | "not told apart" | "not both trained" | "not run"
+    lines: list
+
+
+def which_lower(pre: list, post: list) -> str:
+    """The rule's second part (which ends lower) on two lists of final losses."""
+    if not pre or not post:
+        return "not run"
+    sp, so = stats.summarize_loss(pre), stats.summarize_loss(post)
+
+    def apart(lo, hi, s_lo, s_hi):
+        every = max(lo) < min(hi)
+        ci = s_lo["ci"] is not None and s_hi["ci"] is not None and s_lo["ci"][1] < s_hi["ci"][0]
+        return every or ci
+    if so["mean"] < sp["mean"] and apart(post, pre, so, sp):
+        return "post lower"
+    if sp["mean"] < so["mean"] and apart(pre, post, sp, so):
+        return "pre lower"
+    return "not told apart"
+
+
+def pre_post(runs, rules: dict, source: str) -> PrePost:
+    """Rule P at convergence (study_text.pre_post on the cells named here) and which ends lower per init."""
+    p = rules["pre_post"]
+    d, lr, inits = p["depth"], p["learning_rate"], p["inits"]
+    mine = [r for r in runs if not r.is_probe and source_of(r) == source]
+    data = stability_map.build(mine)
+    v = rule_p(data, {"pre_post": {"id": "P at convergence", "depth": d, "inits": inits, "rates": [lr]}}, source)
+    lower, lines = {}, list(v.lines)
+    for i in inits:
+        pre, post = data.cell("pre", i, d, lr), data.cell("post", i, d, lr)
+        if not pre.n or not post.n:
+            lower[i] = "not run"
+        elif pre.majority != "trained" or post.majority != "trained":
+            lower[i] = "not both trained"
+        else:
+            lower[i] = which_lower(pre.finals, post.finals)
+        s_pre, s_post = stats.summarize_loss(pre.finals), stats.summarize_loss(post.finals)
+        lines.append(f"{source}, init {i}, L={d}, lr {lr:g}: pre {stats.fmt_summary(s_pre, 4)}, post "
+                     f"{stats.fmt_summary(s_post, 4)}: **{lower[i]}**")
+    return PrePost(source, v.verdict, v.deciding, lower, lines)
+
+
+# ---- short against long ------------------------------------------------------------------------
+
+def long_statements(points: list, pp: dict, rules: dict) -> dict:
+    """The long-horizon verdict of each short statement (short_vs_long.statements), per source:
+    {(id, source): "seen" | "not seen" | "not run"}. F3i: every residual point's majority escaped
+    (converged or still learning); F3ii: no point without a residual at L >= 8 escaped within its
+    longest horizon; P and post_lower from pre_post (`pp`: source -> PrePost)."""
+    out = {}
+    for src in sorted({p.source for p in points} | set(pp)):
+        pts = [p for p in points if p.source == src]
+        res = [p for p in pts if p.wiring.endswith("-res")]
+        longest = {}
+        for p in pts:
+            if p.wiring.endswith("-nores") and p.depth >= 8:
+                k = (p.wiring, p.depth)
+                if k not in longest or (p.horizon or 0) > (longest[k].horizon or 0):
+                    longest[k] = p
+        escaped = ("converged", "still learning")
+        out[("F3i", src)] = ("not run" if not res else
+                             "seen" if all(p.verdict in escaped for p in res) else "not seen")
+        out[("F3ii", src)] = ("not run" if not longest else
+                              "seen" if all(p.verdict == "never escaped" for p in longest.values()) else "not seen")
+        if src in pp:
+            out[("P", src)] = pp[src].p_verdict
+            low = pp[src].lower.get("scaled", "not run")
+            out[("post_lower", src)] = "not run" if low == "not run" else "seen" if low == "post lower" else "not seen"
+    return out
+
+
+def compare(short: dict, long: dict, rules: dict) -> list:
+    """[(id, source, statement, short verdict, long verdict, note)] over every statement judged at
+    the long horizon; the note says 'reversed at the long horizon: <short> -> <long>' where they differ
+    (both judged), and nothing is left out: a statement without a short verdict shows 'not run'."""
+    texts = {s["id"]: s["short"] for s in rules["short_vs_long"]["statements"]}
+    rows = []
+    for (sid, src), lv in sorted(long.items(), key=lambda kv: (kv[0][1], list(texts).index(kv[0][0]))):
+        sv = short.get((sid, src), "not run")
+        judged = sv != "not run" and lv != "not run"
+        note = f"reversed at the long horizon: {sv} -> {lv}" if judged and sv != lv else ""
+        rows.append((sid, src, texts[sid], sv, lv, note))
+    return rows
