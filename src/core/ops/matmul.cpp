@@ -131,15 +131,26 @@ Shape linear_out_shape(const Tensor& x, int64_t out) {
   return Shape(dims);
 }
 
-// dw (out, in) = or += dy^T x;  db (out) = or += dy^T 1 (a gemm against a ones vector).
+// db[lo..hi) (out) += the column sums of dy (rows, out), the rows added in order, so that every
+// column's sum is the same whatever the thread count. (A gemm against a ones vector did this
+// before: OpenBLAS packed all of dy for a product with one column.)
+SL_SIMD_CLONES void column_sums(float* db, const float* dy, int64_t rows, int64_t out, int64_t lo,
+                                int64_t hi) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = lo; j < hi; ++j) db[j] += dy[r * out + j];
+}
+
+// dw (out, in) = or += dy^T x;  db (out) = or += dy^T 1.
 void linear_param_grads(const Tensor& x, const Tensor& w, const Tensor& b, const float* dy,
                         LinearDims d) {
   if (const GradSlot dw = grad_slot(w); dw.data)
     gemm(true, false, d.out, d.in, d.rows, 1.0f, dy, x.data(), dw.beta(), dw.data);
   if (const GradSlot db = grad_slot(b); db.data) {
-    auto ones = make_buffer(static_cast<size_t>(d.rows));
-    std::fill(ones->data(), ones->data() + d.rows, 1.0f);
-    gemm(true, false, d.out, 1, d.rows, 1.0f, dy, ones->data(), db.beta(), db.data);
+    if (db.fresh) std::fill(db.data, db.data + d.out, 0.0f);
+    float* dbp = db.data;
+    parallel_chunks(
+        d.out, 64, [=](int64_t lo, int64_t hi) { column_sums(dbp, dy, d.rows, d.out, lo, hi); },
+        d.rows);
   }
 }
 
