@@ -11,13 +11,14 @@ Not here: tokenising (stacklab reads the text itself, one token per character).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
+import json
 import os
 import socket
 import sys
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable, Optional
 
@@ -31,7 +32,7 @@ CHUNK = 1 << 16
 EXIT_CHECK, EXIT_USAGE, EXIT_UNREACHABLE = 1, 2, 3
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Dataset:
     name: str  # what users type: get_data.py shakespeare_char
     url: str  # the public source
@@ -43,23 +44,33 @@ class Dataset:
     about: str
 
 
-# Every data set the project fetches, defined once: the configs, the docs and the tests read it.
-DATASETS = {
-    d.name: d
-    for d in [
-        Dataset(
-            name="shakespeare_char",
-            url="https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt",
-            rel_path="tinyshakespeare/input.txt",
-            dest="shakespeare_char/input.txt",
-            size=1_115_394,
-            sha256="86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
-            distinct_chars=65,
-            about="tiny Shakespeare: 40,000 lines of Shakespeare's plays (char-rnn's file, the one nanoGPT's "
-            "shakespeare_char prepare step downloads); public domain",
-        )
-    ]
-}
+MANIFEST_FORMAT = "stacklab.datasets"
+
+
+def repo_data_dir() -> Path:
+    """The repository's data/ folder (this file is scripts/stacklab/datasets.py)."""
+    return Path(__file__).resolve().parents[2] / "data"
+
+
+def load_manifest(path: Path) -> dict[str, Dataset]:
+    """The data sets of a manifest (data/datasets.json), by name. The binary compiles the same file
+    in (src/data/known_data.h): a run on a file at a data set's place that fails its check is
+    flagged in its log and summary.json. A malformed manifest is a ValueError naming the file."""
+    j = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(j, dict) or j.get("format") != MANIFEST_FORMAT or j.get("version") != 1:
+        raise ValueError(f"{path}: not a data set manifest (format {MANIFEST_FORMAT!r}, version 1)")
+    fields = [f.name for f in dataclasses.fields(Dataset)]
+    out = {}
+    for i, d in enumerate(j.get("datasets", [])):
+        if not isinstance(d, dict) or sorted(d) != sorted(fields):
+            raise ValueError(f"{path}: datasets[{i}] must have exactly the keys {', '.join(fields)}")
+        out[d["name"]] = Dataset(**d)
+    return out
+
+
+# Every data set the project fetches, defined once in data/datasets.json: the data step, the
+# binary's check of a run's data, the docs and the tests read it.
+DATASETS = load_manifest(repo_data_dir() / "datasets.json")
 
 
 class DataStepError(Exception):
@@ -68,11 +79,6 @@ class DataStepError(Exception):
     def __init__(self, message: str, code: int) -> None:
         super().__init__(message)
         self.code = code
-
-
-def repo_data_dir() -> Path:
-    """The repository's data/ folder (this file is scripts/stacklab/datasets.py)."""
-    return Path(__file__).resolve().parents[2] / "data"
 
 
 def sha256_of(path: Path) -> str:
@@ -106,8 +112,15 @@ def local_candidates(ds: Dataset, folder: Path) -> list[Path]:
 
 
 def open_local(ds: Dataset, folder: Path) -> tuple[BinaryIO, str]:
+    """`folder` holds a copy (see local_candidates), or is the copy itself (--local PATH/input.txt)."""
+    if folder.is_file():
+        return open(folder, "rb"), str(folder)
+    if not folder.exists():
+        raise DataStepError(f"local copy '{folder}' (--local / {LOCAL_ENV}): no such folder or file", EXIT_UNREACHABLE)
     if not folder.is_dir():
-        raise DataStepError(f"local copy folder '{folder}' (--local / {LOCAL_ENV}): not a folder", EXIT_UNREACHABLE)
+        raise DataStepError(
+            f"local copy '{folder}' (--local / {LOCAL_ENV}): not a folder or a regular file", EXIT_USAGE
+        )
     for c in local_candidates(ds, folder):
         if c.is_file():
             return open(c, "rb"), str(c)
@@ -153,16 +166,45 @@ def fetch(
     say: Callable[[str], None] = print,
 ) -> Path:
     """Brings `ds` to dest_root/ds.dest, checked; returns its path. A file already there is
-    checked again and kept when it passes. Nothing half-written is ever at the final path: the
+    checked again and kept when it passes; when it fails, a verified copy replaces it, and if
+    none can be had the error says the failing file was kept. A destination that is a folder is
+    EXIT_USAGE. Nothing half-written is ever at the final path: the
     bytes go to a temporary file beside it, which is checked, synced and renamed into place."""
     final = dest_root / ds.dest
+    if final.exists() and not final.is_file():
+        raise DataStepError(
+            f"destination '{final}' is a folder or another non-file; move it away, or choose another "
+            "destination root with --dest",
+            EXIT_USAGE,
+        )
     if final.exists():
         try:
             check_file(ds, final, str(final))
             say(f"{ds.name}: {final} is already there, {ds.size:,} bytes, SHA-256 OK")
             return final
         except DataStepError as e:
-            say(f"{ds.name}: replacing the file already there, which fails its check: {e}")
+            say(f"{ds.name}: the file already there fails its check, fetching a copy to replace it: {e}")
+        try:
+            return bring(ds, final, local, url, timeout, say)
+        except DataStepError as e:
+            # The failing file stays (it may be someone's own edit); a run on it is flagged.
+            raise DataStepError(
+                f"{e}; KEPT the file already at '{final}', which fails its check, because nothing "
+                "verified replaced it: a run on it warns and says so in summary.json (data_check)",
+                e.code,
+            )
+    return bring(ds, final, local, url, timeout, say)
+
+
+def bring(
+    ds: Dataset,
+    final: Path,
+    local: Optional[Path],
+    url: Optional[str],
+    timeout: float,
+    say: Callable[[str], None],
+) -> Path:
+    """fetch's copy: from the local copy or the URL to a temporary file, checked, renamed to `final`."""
     if local is not None:
         src, origin = open_local(ds, local)
         say(f"{ds.name}: copying the local copy {origin}")
@@ -203,11 +245,17 @@ def main(argv: Optional[list[str]] = None) -> int:
         "into a git-ignored folder under data/, and checks its size and SHA-256.",
         epilog=f"Data sets: {names}. On a machine without internet (CI, a cluster's compute nodes) name a folder "
         f"holding a copy with --local DIR or {LOCAL_ENV}=DIR; a copy is looked for as DIR/<source layout> "
-        "(tinyshakespeare/input.txt) and then DIR/input.txt. Exit codes: 0 done, 1 a check failed, "
+        "(tinyshakespeare/input.txt) and then DIR/input.txt; DIR may also be the file itself. A file already at "
+        "the destination that fails its check is replaced by a verified copy, or kept (and said so) when none "
+        "can be had. Exit codes: 0 done, 1 a check failed, "
         "2 bad usage or unwritable folder, 3 source unreachable.",
     )
     ap.add_argument("name", nargs="?", default="shakespeare_char", help=f"the data set ({names}; default %(default)s)")
-    ap.add_argument("--local", metavar="DIR", help=f"copy from this folder instead of downloading (env {LOCAL_ENV})")
+    ap.add_argument(
+        "--local",
+        metavar="DIR",
+        help=f"copy from this folder (or this file) instead of downloading (env {LOCAL_ENV})",
+    )
     ap.add_argument("--dest", metavar="DIR", help="the destination root (default: the repository's data/)")
     ap.add_argument("--url", help="download from this URL instead of the public source (a mirror)")
     ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds before giving up (%(default)s)")
@@ -235,4 +283,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     except DataStepError as e:
         print(f"get_data.py: {ds.name}: {e}", file=sys.stderr)
         return e.code
+    except OSError as e:  # a file or folder it cannot read or write that no check above foresaw
+        where = f"'{e.filename}'" if e.filename else "a file"
+        print(f"get_data.py: {ds.name}: cannot use {where}: {e.strerror or e}; choose another folder with --dest "
+              "or --local", file=sys.stderr)
+        return EXIT_USAGE
     return 0

@@ -2,6 +2,7 @@
 // [--tokens N] [--temperature T] [--top-k K] [--seed S]`: loads a checkpoint of the run and
 // generates tokens autoregressively (the context is cropped to model.block_size), printing each
 // token as soon as it is drawn. Markov runs print "PROMPT | t1 t2 ...", text runs the text.
+// A text run needs only its vocab.json (the ids it trained with), not its data file.
 // The checkpoint is read through read_checkpoint_file, the integrity check `train --resume` uses,
 // and must have been written with the run's config (check_checkpoint_config, as for a resume).
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "core/error.h"
 #include "core/ops.h"
 #include "core/rng.h"
+#include "data/text.h"
 #include "nn/model.h"
 #include "nn/weights.h"
 #include "train/checkpoint.h"
@@ -74,7 +76,7 @@ int32_t draw_next(const Model& model, const std::vector<int32_t>& ids, const Sam
 }
 
 // One sample, streamed: the prompt, then every token as it is drawn.
-void stream_sample(const Model& model, const DataSource& data, bool text, std::vector<int32_t> ids,
+void stream_sample(const Model& model, const TokenCodec& data, bool text, std::vector<int32_t> ids,
                    const SampleOptions& o, Rng& rng) {
   std::vector<double> p(static_cast<size_t>(model.config().vocab_size));
   std::printf("%s%s", data.decode(ids).c_str(), text ? "" : " | ");
@@ -90,6 +92,16 @@ void stream_sample(const Model& model, const DataSource& data, bool text, std::v
     std::fflush(stdout);
   }
   std::printf("\n");
+}
+
+// How ids become text: a text run's saved vocabulary (its data file may be gone; sampling does
+// not read it), or the synthetic source's integer ids. Sets cfg.model.vocab_size for text runs.
+std::unique_ptr<TokenCodec> run_codec(Config& cfg, const std::string& dir) {
+  if (cfg.data.source != SourceKind::Text) return make_data(cfg);
+  const std::string vocab_path = dir + "/vocab.json";
+  auto codec = std::make_unique<CharCodec>(TextSource::load_vocab(vocab_path), vocab_path);
+  cfg.model.vocab_size = codec->size();  // a checkpoint of another size is refused below
+  return codec;
 }
 
 }  // namespace
@@ -110,7 +122,7 @@ int cmd_sample(const ArgList& argv) {
   if (samples < 1) throw Error("--num-samples: must be >= 1");
   set_num_threads(1);  // one sequence at a time: more threads only add overhead
   const bool text = cfg.data.source == SourceKind::Text;
-  auto data = make_data(cfg, text ? dir + "/vocab.json" : "");
+  const std::unique_ptr<TokenCodec> data = run_codec(cfg, dir);
   Model model(cfg.model);
   const std::string ckpt = checkpoint_path(dir, a.get("checkpoint", "latest"));
   const TensorFile file = read_checkpoint_file(ckpt);

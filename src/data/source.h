@@ -32,10 +32,17 @@ struct ReferenceLosses {
 
 nlohmann::json to_json(const ReferenceLosses& r);  // optimal is null when not known
 
-class DataSource {
+// Text <-> token ids: what sampling needs of a data source (and all that a text run's saved
+// vocabulary gives, data/text.h CharCodec).
+class TokenCodec {
  public:
-  virtual ~DataSource() = default;
+  virtual ~TokenCodec() = default;
+  virtual std::string decode(const std::vector<int32_t>& ids) const = 0;
+  virtual std::vector<int32_t> encode(const std::string& text) const = 0;
+};
 
+class DataSource : public TokenCodec {
+ public:
   virtual int vocab_size() const = 0;
 
   // Draws with the caller's rng (the trainer's, saved in checkpoints), so a resumed run
@@ -56,8 +63,8 @@ class DataSource {
   virtual void check_context_length(int T) const;
 
   // Default: ids as space-separated integers, and back (ids checked against vocab_size()).
-  virtual std::string decode(const std::vector<int32_t>& ids) const;
-  virtual std::vector<int32_t> encode(const std::string& text) const;
+  std::string decode(const std::vector<int32_t>& ids) const override;
+  std::vector<int32_t> encode(const std::string& text) const override;
 };
 
 // source: "markov" (uses vocab_size, order, alpha, seed) or "text" (uses path, val_fraction,

@@ -35,19 +35,57 @@ void check_vocab(const std::vector<char32_t>& vocab, const std::string& what) {
 
 }  // namespace
 
+CharCodec::CharCodec(std::vector<char32_t> vocab, std::string origin)
+    : vocab_(std::move(vocab)), origin_(std::move(origin)) {
+  check_vocab(vocab_, "vocabulary of " + origin_);
+  for (size_t i = 0; i < vocab_.size(); ++i) id_of_[vocab_[i]] = static_cast<int32_t>(i);
+}
+
+int32_t CharCodec::id_of(char32_t cp) const {
+  const auto it = id_of_.find(cp);
+  return it == id_of_.end() ? -1 : it->second;
+}
+
+std::string CharCodec::decode(const std::vector<int32_t>& ids) const {
+  std::string s;
+  for (int32_t id : ids) {
+    if (id < 0 || static_cast<size_t>(id) >= vocab_.size())
+      throw Error("decode: token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                  std::to_string(vocab_.size()) + ")");
+    utf8_append(s, vocab_[static_cast<size_t>(id)]);
+  }
+  return s;
+}
+
+std::vector<int32_t> CharCodec::encode(const std::string& text) const {
+  const std::vector<char32_t> cps = utf8_decode(text, "encode input");
+  std::vector<int32_t> ids;
+  ids.reserve(cps.size());
+  for (size_t i = 0; i < cps.size(); ++i) {
+    const int32_t id = id_of(cps[i]);
+    if (id < 0)
+      throw Error("encode: character " + describe_code_point(cps[i]) + " at index " +
+                  std::to_string(i) + " of the input (counting from 0) is not in the vocabulary (" +
+                  std::to_string(vocab_.size()) + " characters, from " + origin_ + ")");
+    ids.push_back(id);
+  }
+  return ids;
+}
+
 TextSource::TextSource(const std::string& path, double val_fraction, uint64_t seed)
     : path_(path), val_fraction_(val_fraction), seed_(seed) {
-  load(path, /*build_vocab=*/true);
+  load(path, {});
 }
 
 TextSource::TextSource(const std::string& path, double val_fraction, uint64_t seed,
                        std::vector<char32_t> vocab)
-    : path_(path), val_fraction_(val_fraction), seed_(seed), vocab_(std::move(vocab)) {
-  check_vocab(vocab_, "text source vocabulary");
-  load(path, /*build_vocab=*/false);
+    : path_(path), val_fraction_(val_fraction), seed_(seed) {
+  check_vocab(vocab, "text source vocabulary");
+  load(path, std::move(vocab));
 }
 
-void TextSource::load(const std::string& path, bool build_vocab) {
+// `vocab` empty: the file's own characters.
+void TextSource::load(const std::string& path, std::vector<char32_t> vocab) {
   if (!(val_fraction_ > 0.0 && val_fraction_ < 1.0))
     throw Error("data.val_fraction: must be in (0, 1), got " + std::to_string(val_fraction_));
   const std::string what = "data.path '" + path + "'";
@@ -60,23 +98,23 @@ void TextSource::load(const std::string& path, bool build_vocab) {
     throw Error(what + ": file is empty; a text source needs characters to train on");
   const std::vector<char32_t> cps = utf8_decode(bytes, what);
 
-  if (build_vocab) {
-    vocab_ = cps;
-    std::sort(vocab_.begin(), vocab_.end());
-    vocab_.erase(std::unique(vocab_.begin(), vocab_.end()), vocab_.end());
+  const bool saved = !vocab.empty();
+  if (!saved) {
+    vocab = cps;
+    std::sort(vocab.begin(), vocab.end());
+    vocab.erase(std::unique(vocab.begin(), vocab.end()), vocab.end());
   }
-  id_of_.clear();
-  for (size_t i = 0; i < vocab_.size(); ++i) id_of_[vocab_[i]] = static_cast<int32_t>(i);
+  codec_ = CharCodec(std::move(vocab), saved ? "a saved vocabulary" : "'" + path + "'");
 
   tokens_.resize(cps.size());
   size_t byte_off = 0;
   for (size_t i = 0; i < cps.size(); ++i) {
-    const auto it = id_of_.find(cps[i]);
-    if (it == id_of_.end())
+    const int32_t id = codec_.id_of(cps[i]);
+    if (id < 0)
       throw Error(what + ": character " + describe_code_point(cps[i]) + " at byte offset " +
                   std::to_string(byte_off) + " is not in the saved vocabulary of " +
-                  std::to_string(vocab_.size()) + " characters");
-    tokens_[i] = it->second;
+                  std::to_string(codec_.size()) + " characters");
+    tokens_[i] = id;
     byte_off += cps[i] < 0x80 ? 1 : cps[i] < 0x800 ? 2 : cps[i] < 0x10000 ? 3 : 4;
   }
 
@@ -84,7 +122,7 @@ void TextSource::load(const std::string& path, bool build_vocab) {
   const auto n_val = static_cast<size_t>(std::llround(static_cast<double>(n) * val_fraction_));
   n_train_ = n - std::min(n_val, n);
 
-  std::vector<double> counts(vocab_.size(), 0.0);
+  std::vector<double> counts(codec_.vocab().size(), 0.0);
   for (size_t i = 0; i < n_train_; ++i) counts[static_cast<size_t>(tokens_[i])] += 1.0;
   unigram_ = 0.0;
   for (double c : counts)
@@ -95,12 +133,13 @@ void TextSource::load(const std::string& path, bool build_vocab) {
 }
 
 void TextSource::save_vocab(const std::string& path) const {
-  std::vector<uint32_t> cps(vocab_.begin(), vocab_.end());
+  const std::vector<char32_t>& vocab = codec_.vocab();
+  std::vector<uint32_t> cps(vocab.begin(), vocab.end());
   std::string chars;
-  for (char32_t cp : vocab_) utf8_append(chars, cp);
+  for (char32_t cp : vocab) utf8_append(chars, cp);
   const nlohmann::json j = {{"format", kVocabFormat},
                             {"version", 1},
-                            {"vocab_size", vocab_.size()},
+                            {"vocab_size", vocab.size()},
                             {"code_points", cps},
                             {"chars", chars}};  // for people reading the file; not loaded
   // Temp file then rename, so a crash never leaves a half-written vocabulary in a run dir.
@@ -188,7 +227,7 @@ std::vector<Batch> TextSource::eval_batches(int n, int B, int T, bool train_spli
 
 ReferenceLosses TextSource::reference_losses(int /*T*/) const {
   ReferenceLosses r;
-  r.uniform = std::log(static_cast<double>(vocab_.size()));
+  r.uniform = std::log(static_cast<double>(codec_.size()));
   r.unigram = unigram_;
   r.optimal_known = false;
   return r;
@@ -197,40 +236,14 @@ ReferenceLosses TextSource::reference_losses(int /*T*/) const {
 nlohmann::json TextSource::describe() const {
   return {{"source", "text"},
           {"path", path_},
-          {"vocab_size", vocab_.size()},
+          {"vocab_size", codec_.size()},
           {"characters", tokens_.size()},
           {"train_characters", n_train_},
           {"val_characters", val_size()},
           {"val_fraction", val_fraction_},
           {"seed", seed_},
-          {"uniform", std::log(static_cast<double>(vocab_.size()))},
+          {"uniform", std::log(static_cast<double>(codec_.size()))},
           {"unigram", unigram_}};
-}
-
-std::string TextSource::decode(const std::vector<int32_t>& ids) const {
-  std::string s;
-  for (int32_t id : ids) {
-    if (id < 0 || static_cast<size_t>(id) >= vocab_.size())
-      throw Error("decode: token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                  std::to_string(vocab_.size()) + ")");
-    utf8_append(s, vocab_[static_cast<size_t>(id)]);
-  }
-  return s;
-}
-
-std::vector<int32_t> TextSource::encode(const std::string& text) const {
-  const std::vector<char32_t> cps = utf8_decode(text, "encode input");
-  std::vector<int32_t> ids;
-  ids.reserve(cps.size());
-  for (size_t i = 0; i < cps.size(); ++i) {
-    const auto it = id_of_.find(cps[i]);
-    if (it == id_of_.end())
-      throw Error("encode: character " + describe_code_point(cps[i]) + " (character " +
-                  std::to_string(i) + " of the input) is not in the vocabulary of " +
-                  std::to_string(vocab_.size()) + " characters from '" + path_ + "'");
-    ids.push_back(it->second);
-  }
-  return ids;
 }
 
 }  // namespace sl

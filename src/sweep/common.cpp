@@ -7,11 +7,14 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <thread>
+#include <tuple>
 
 #include "core/duration.h"
 #include "core/error.h"
 #include "core/fsutil.h"
+#include "data/source.h"
 #include "sweep/exec.h"
 
 namespace sl {
@@ -29,6 +32,24 @@ std::string read_fd(int fd) {
 }
 
 }  // namespace
+
+void check_sweep_data(const std::vector<SweepPlan>& plans) {
+  std::set<std::tuple<std::string, double, int>> checked;
+  for (const SweepPlan& plan : plans)
+    for (const SweepRun& run : plan.runs) {
+      const DataConfig& d = run.config.data;
+      const int T = run.config.model.block_size;
+      if (d.source != SourceKind::Text || !checked.insert({d.path, d.val_fraction, T}).second)
+        continue;
+      try {
+        make_data_source(name_of(d.source), run.config.model.vocab_size, d.order, d.alpha, d.seed,
+                         d.path, d.val_fraction)
+            ->check_context_length(T);
+      } catch (const Error& e) {  // the data's own message, said of the sweep and run
+        throw Error(plan.source + ": run " + run.id + ": " + e.what());
+      }
+    }
+}
 
 std::vector<SweepItem> collect_items(const std::vector<SweepPlan>& plans, bool compare) {
   std::vector<SweepItem> items;

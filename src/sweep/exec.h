@@ -51,6 +51,12 @@ struct SweepItem {
 // The one decision the real run, --dry-run and --status share.
 std::vector<SweepItem> collect_items(const std::vector<SweepPlan>& plans, bool compare = true);
 
+// The text every run reads, made once per distinct (data.path, data.val_fraction, block_size) as
+// `stacklab validate` makes it: a missing, non-UTF-8 or too short file is an Error naming the
+// sweep file and the first run that reads it, before a plan is printed (also with --dry-run) or a
+// run starts.
+void check_sweep_data(const std::vector<SweepPlan>& plans);
+
 // "" when no item has changes; else what `stacklab sweep` refuses with: each changed run's
 // directory and changes, and the hint to rerun them with --on-change rerun.
 std::string changed_runs_message(const std::vector<SweepItem>& items);

@@ -240,6 +240,7 @@ int run_local(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& items
 
 int run_sweeps(const std::vector<std::string>& files, const SweepOptions& opt) {
   std::vector<SweepPlan> plans = expand_plans(files);
+  check_sweep_data(plans);  // a missing data file stops a --dry-run too, as it stops validate
   // Every out_dir is locked before its run states are read or a changed run is moved aside, so
   // another invocation's runs are neither re-run from a stale state nor moved while they run.
   std::vector<SweepLock> locks;

@@ -55,7 +55,10 @@ const std::vector<RecordKind>& metrics_record_kinds() {
             {"tokens_per_step", T::kInt, "batch_size x block_size x grad_accum_steps"},
             {"numeric_path", T::kObject,
              "matmul, openblas_core, vector_loops, threads, flush_subnormals"},
-            {"layer_metrics", T::kArray, "the descriptors of the layers records' metric keys"}})},
+            {"layer_metrics", T::kArray, "the descriptors of the layers records' metric keys"},
+            {"data_check", T::kObjectOrNull,
+             "text data at a known data set's place (data/datasets.json): dataset, ok, bytes, "
+             "expected_bytes, sha256, expected_sha256 of the file now; null otherwise"}})},
       {{"train"},
        "every log.log_interval steps and at the last step",
        with_step_and_kind(
@@ -113,6 +116,9 @@ const std::vector<RecordField>& summary_fields() {
       {"n_layer", T::kInt, "number of blocks"},
       {"version", T::kString, "the stacklab version that wrote it"},
       {"command", T::kString, "the command line"},
+      {"data_check", T::kObjectOrNull,
+       "as in the start record (of this process); ok = false: the file fails the data set's "
+       "size or SHA-256 check"},
   };
   return fields;
 }

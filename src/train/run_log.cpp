@@ -63,7 +63,8 @@ int64_t RunLog::tokens_per_step() const {
 
 void RunLog::open_metrics() { metrics_ = std::make_unique<LineLog>(dir_ + "/metrics.jsonl"); }
 
-void RunLog::start(int64_t step, bool resumed, int64_t n_params, const nlohmann::json& refs) {
+void RunLog::start(int64_t step, bool resumed, int64_t n_params, const nlohmann::json& refs,
+                   const nlohmann::json& data_check) {
   std::printf("%s\n%s%s -> %s\n", describe_model(cfg_, n_params).c_str(),
               resumed ? "resuming at step " : "training",
               resumed ? std::to_string(step).c_str() : "", dir_.c_str());
@@ -81,9 +82,11 @@ void RunLog::start(int64_t step, bool resumed, int64_t n_params, const nlohmann:
                                                      {"reference_losses", refs},
                                                      {"tokens_per_step", tokens_per_step()},
                                                      {"numeric_path", numeric_path_json()},
-                                                     {"layer_metrics", layer_metrics_json()}})
+                                                     {"layer_metrics", layer_metrics_json()},
+                                                     {"data_check", data_check}})
                            .dump());
   refs_ = refs;
+  data_check_ = data_check;
   window_start_ = Clock::now();
 }
 
@@ -175,7 +178,8 @@ void RunLog::summary(RunState state, int64_t steps, int64_t start_step, double w
       {"wiring", wiring_id(cfg_.model)},
       {"n_layer", cfg_.model.n_layer},
       {"version", STACKLAB_VERSION},
-      {"command", command_line_}};
+      {"command", command_line_},
+      {"data_check", data_check_}};
   write_file_atomic(dir_ + "/summary.json",
                     checked_fields(s, summary_fields(), "summary.json").dump(2) + "\n");
 }

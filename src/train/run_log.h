@@ -36,8 +36,10 @@ class RunLog {
 
   // Appends to dir/metrics.jsonl from here on (after the file was prepared or rewound).
   void open_metrics();
-  // The console header (model, reference losses) and the start (or resume) record.
-  void start(int64_t step, bool resumed, int64_t n_params, const nlohmann::json& reference_losses);
+  // The console header (model, reference losses) and the start (or resume) record. `data_check`:
+  // data/known_data.h check_known_data of a text run's file (null for others), kept for summary().
+  void start(int64_t step, bool resumed, int64_t n_params, const nlohmann::json& reference_losses,
+             const nlohmann::json& data_check);
   void eval(int64_t step, double val_loss, double train_loss);
   // A layers record: `metrics` from to_json(LayerStats, ...), plus step, kind and loss.
   void layers(int64_t step, nlohmann::json metrics, double loss);
@@ -61,7 +63,8 @@ class RunLog {
   std::string dir_, command_line_;
   bool progress_tty_;
   std::unique_ptr<LineLog> metrics_;
-  nlohmann::json refs_ = nullptr;  // the reference losses, from start()
+  nlohmann::json refs_ = nullptr;        // the reference losses, from start()
+  nlohmann::json data_check_ = nullptr;  // from start()
   std::chrono::steady_clock::time_point window_start_ = std::chrono::steady_clock::now();
   int64_t window_steps_ = 0;
   double ms_avg_ = 0.0;

@@ -24,6 +24,7 @@
 #include "core/fpmode.h"
 #include "core/fsutil.h"
 #include "core/ops.h"
+#include "data/known_data.h"
 #include "data/text.h"
 #include "nn/dropout.h"
 #include "nn/model.h"
@@ -137,7 +138,7 @@ class Run {
   RunState run() {
     open_run_dir();
     restore_or_init();
-    log_.start(start_step_, resumed_, model_->num_parameters(), refs_json_);
+    log_.start(start_step_, resumed_, model_->num_parameters(), refs_json_, data_check_);
     t_start_ = Clock::now();
     write_summary(RunState::Running, start_step_);
     try {
@@ -195,6 +196,7 @@ class Run {
     const bool reuse_vocab = opt_.resume && cfg_.data.source == SourceKind::Text &&
                              std::filesystem::exists(dir_ + "/vocab.json");
     data_ = make_data(cfg_, reuse_vocab ? dir_ + "/vocab.json" : "");
+    check_data_file();
     limit_ = divergence_limit(cfg_.model);  // text data has just set vocab_size
     make_dirs(dir_ + "/checkpoints");
     remove_stale_temp_files(dir_);
@@ -203,6 +205,16 @@ class Run {
     for (const auto& p : model_->parameters())
       refs_.push_back({p.name, p.tensor, param_decays(p.info, cfg_.optim)});
     optimizer_ = make_optimizer(cfg_.optim, refs_);
+  }
+
+  // A text file at a known data set's place (data/known_data.h) that fails its size or SHA-256
+  // check trains on, but never silently: a warning now, data_check in the start record and
+  // summary.json.
+  void check_data_file() {
+    if (cfg_.data.source != SourceKind::Text) return;
+    data_check_ = check_known_data(cfg_.data.path);
+    const std::string warning = data_check_warning(data_check_, cfg_.data.path);
+    if (!warning.empty()) std::fprintf(stderr, "warning: %s\n", warning.c_str());
   }
 
   void restore_or_init() {
@@ -375,6 +387,7 @@ class Run {
   std::vector<ParamRef> refs_;
   std::unique_ptr<Optimizer> optimizer_;
   nlohmann::json config_json_, refs_json_;
+  nlohmann::json data_check_ = nullptr;  // check_data_file()
   std::vector<Batch> val_batches_, train_eval_batches_;
   Rng rng_, dropout_rng_;  // batches; dropout masks (a stream of its own: dropout 0 draws nothing)
   RunLog log_;             // reads cfg_: declared after it

@@ -108,5 +108,30 @@ TEST(SampleCommand, RefusesACorruptCheckpointGivenByPathOrAsBest) {
   EXPECT_EQ(run_stacklab({"sample", run, "--tokens", "5"}).exit_code, 0) << "latest is intact";
 }
 
+// A text run keeps its vocabulary (vocab.json): sampling needs that, not the data file.
+TEST(SampleCommand, ATextRunSamplesFromItsVocabularyWhenItsDataFileIsGone) {
+  const std::string tmp = testing::make_temp_dir("sample_text");
+  std::string text;
+  while (text.size() < 3000) text += "the cat sat on the mat. ";
+  testing::write_text(tmp + "/corpus.txt", text);
+  const auto train = run_stacklab(
+      concat(concat({"train", testing::base_config()}, testing::tiny_model_args()),
+             {"--data.source=text", "--data.path=" + tmp + "/corpus.txt", "--out", tmp + "/run"}));
+  ASSERT_EQ(train.exit_code, 0) << train;
+  std::filesystem::remove(tmp + "/corpus.txt");
+  const auto r =
+      run_stacklab({"sample", tmp + "/run", "--prompt", "the ", "--tokens", "30", "--seed", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  ASSERT_EQ(r.out.rfind("the ", 0), 0u) << r;
+  const std::string sample = r.out.substr(0, r.out.find_last_not_of('\n') + 1);
+  EXPECT_EQ(sample.size(), 34u) << r;
+  EXPECT_EQ(sample.find_first_not_of("the casonm."), std::string::npos) << r;
+  const auto unknown = run_stacklab({"sample", tmp + "/run", "--prompt", "xyz", "--tokens", "1"});
+  EXPECT_EQ(unknown.exit_code, 1) << unknown;
+  EXPECT_NE(unknown.output.find("at index 0 of the input"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.output.find(tmp + "/run/vocab.json"), std::string::npos) << unknown;
+  std::filesystem::remove_all(tmp);
+}
+
 }  // namespace
 }  // namespace sl

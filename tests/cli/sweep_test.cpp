@@ -161,6 +161,28 @@ TEST(SweepCommand, RefusesTrainSeedInTheGridNamingTheFileTheKeyAndSeeds) {
   fs::remove_all(dir);
 }
 
+// `validate` refuses a config whose data.path is missing; a sweep (and its --dry-run, which users
+// run to check a plan) refuses it too, naming the file, the sweep and a run, before planning.
+TEST(SweepCommand, AMissingDataPathIsRefusedBeforePlanningAlsoByTheDryRun) {
+  const std::string dir = make_temp_dir("sweep_nodata");
+  const std::string sweep = dir + "/text.json", text = dir + "/data/shakespeare_char/input.txt";
+  write_text(
+      sweep,
+      R"({"name": "text", "base": ")" + base_config() + R"(", "out_dir": ")" + dir +
+          R"(/out", "overrides": {"data.source": "text", "data.path": ")" + text +
+          R"(", "train.max_iters": 3, "model.n_embd": 16}, "grid": {"model.n_layer": [1, 2]}})");
+  for (const std::vector<std::string>& extra : {std::vector<std::string>{"--dry-run"}, {}}) {
+    const RunResult r = run_stacklab(concat({"sweep", sweep}, extra));
+    EXPECT_EQ(r.exit_code, 1) << r;
+    EXPECT_NE(r.output.find(sweep + ": run "), std::string::npos) << r;
+    EXPECT_NE(r.output.find("data.path '" + text + "': no such file"), std::string::npos) << r;
+    EXPECT_NE(r.output.find("get_data.py"), std::string::npos) << r;
+    EXPECT_EQ(r.out.find("would"), std::string::npos) << "no plan printed: " << r;
+  }
+  EXPECT_FALSE(fs::exists(dir + "/out"));
+  fs::remove_all(dir);
+}
+
 // Real tiny runs: each child's config.json holds the seed, name and grid values its id names,
 // and two seeds give two different losses.
 TEST(SweepCommand, EachChildsConfigHoldsTheValuesItsRunIdNames) {

@@ -187,6 +187,25 @@ TEST(TextSource, EncodeNamesAnUnknownCharacterAndDecodeRejectsBadIds) {
   EXPECT_EQ(src.decode(src.encode("cab a")), "cab a");
 }
 
+TEST(TextSource, AnUnknownFirstCharacterIsNamedByItsIndexCountingFromZero) {
+  const TextSource src(write_temp("enc0.txt", "abc abc"), 0.3, 1);
+  const std::string first = error_of([&] { src.encode("zab"); });
+  EXPECT_TRUE(contains(first, "'z' (U+007A) at index 0 of the input (counting from 0)")) << first;
+  EXPECT_FALSE(contains(first, "character 0")) << first;
+  const std::string third = error_of([&] { src.encode("abz"); });
+  EXPECT_TRUE(contains(third, "at index 2 of the input")) << third;
+}
+
+TEST(CharCodec, AVocabularyAloneEncodesAndDecodesAndNamesWhereItCameFrom) {
+  const CharCodec codec({U' ', U'a', U'b', U'\u00e9'}, "'runs/x/vocab.json'");
+  EXPECT_EQ(codec.size(), 4);
+  EXPECT_EQ(codec.encode("ab \u00e9"), (std::vector<int32_t>{1, 2, 0, 3}));
+  EXPECT_EQ(codec.decode({3, 1}), "\u00e9a");
+  const std::string msg = error_of([&] { codec.encode("q"); });
+  EXPECT_TRUE(contains(msg, "'runs/x/vocab.json'")) << msg;
+  EXPECT_TRUE(contains(error_of([&] { CharCodec({U'b', U'a'}, "v"); }), "sorted")) << "unsorted";
+}
+
 TEST(TextSource, CommittedCorpusLoadsAndFitsAContextOf256) {
   const std::string path = std::string(STACKLAB_SOURCE_DIR) + "/data/corpus.txt";
   TextSource src(path, 0.1, 1);

@@ -8,6 +8,9 @@
 #     characters), and the val loss ends below that unigram loss (the model learned more than
 #     character frequencies).
 #  3. `stacklab sample` on the run prints text made only of the file's characters.
+#  4. The run's summary.json says data_check ok (the binary's SHA-256 agrees with the data step's);
+#     a truncated copy the data step could not replace is kept and said so, and a run on it warns
+#     and records data_check.ok false; --local may name the file itself.
 # Without a copy and outside CI it is a loud skip naming what to set; in CI (CI=true) it fails.
 set -euo pipefail
 
@@ -45,13 +48,39 @@ trap 'rm -rf "$work"' EXIT
 "$BIN" sample "$work/run" --tokens 80 --prompt "ROMEO:" --seed 1 >"$work/sample.txt" ||
   { echo "check_text: FAIL: stacklab sample on the text run" >&2; exit 1; }
 
-"$PY" - "$TEXT" "$work/run" "$work/sample.txt" <<'PYEOF'
+# The data step's keep-and-say and the run's data check, end to end (issue 37): a truncated copy
+# at the data set's place, which a bad local copy cannot replace, is kept and said so (exit 1);
+# a run on it warns and records data_check.ok false. --local may name the file itself.
+bad="$work/bad_dest/shakespeare_char/input.txt"
+mkdir -p "$(dirname "$bad")" "$work/bad_local"
+head -c 600000 "$TEXT" >"$bad"
+head -c 1000 "$TEXT" >"$work/bad_local/input.txt"
+rc=0
+"$PY" scripts/get_data.py --local "$work/bad_local" --dest "$work/bad_dest" >"$work/kept.log" 2>&1 || rc=$?
+if [[ $rc -ne 1 ]] || ! grep -q "KEPT the file already at '$bad'" "$work/kept.log" || [[ $(wc -c <"$bad") -ne 600000 ]]; then
+  cat "$work/kept.log" >&2; echo "check_text: FAIL: a failing file kept by the data step is not said so (exit $rc)" >&2; exit 1
+fi
+"$BIN" train configs/shakespeare_char.json --data.path="$bad" --train.max_iters=2 --optim.warmup_iters=1 --optim.lr_decay_iters=2 --train.eval_interval=2 \
+  --train.eval_iters=1 --train.threads=2 --out "$work/bad_run" >"$work/bad_train.log" 2>&1 ||
+  { cat "$work/bad_train.log" >&2; echo "check_text: FAIL: training on the kept file" >&2; exit 1; }
+grep -q "warning: data.path '$bad' is where the data set shakespeare_char goes, but it fails its check" \
+  "$work/bad_train.log" || { cat "$work/bad_train.log" >&2; echo "check_text: FAIL: no data check warning" >&2; exit 1; }
+"$PY" scripts/get_data.py --local "$(dirname "$TEXT")/input.txt" --dest "$work/file_dest" >/dev/null ||
+  { echo "check_text: FAIL: --local naming the file itself" >&2; exit 1; }
+
+"$PY" - "$TEXT" "$work/run" "$work/sample.txt" "$work/bad_run" <<'PYEOF'
 import collections, json, math, sys
 
-text_path, run, sample_path = sys.argv[1:]
+text_path, run, sample_path, bad_run = sys.argv[1:]
 text = open(text_path, encoding="utf-8").read()
 fails = []
 summary = json.load(open(f"{run}/summary.json"))
+check = summary.get("data_check") or {}
+if not (check.get("dataset") == "shakespeare_char" and check.get("ok") is True):
+    fails.append(f"data_check of the checked file: {check!r}, expected shakespeare_char ok (SHA-256 as the data step's)")
+bad = json.load(open(f"{bad_run}/summary.json")).get("data_check") or {}
+if not (bad.get("ok") is False and bad.get("bytes") == 600000):
+    fails.append(f"data_check of the truncated file: {bad!r}, expected ok false, 600000 bytes")
 config = json.load(open(f"{run}/config.json"))
 vocab = sorted(set(text))
 if config["model"]["vocab_size"] != 65 or len(vocab) != 65:

@@ -197,8 +197,48 @@ class DataStepTest(unittest.TestCase):
         self.final().write_bytes(b"damaged")
         said = []
         datasets.fetch(self.ds, self.dest, local=self.local, say=said.append)
-        self.assertIn("replacing", said[0])
+        self.assertIn("fails its check", said[0])
+        self.assertIn("replace it", said[0])
         self.assertEqual(self.final().read_bytes(), TEXT)
+
+    def test_a_failing_file_that_nothing_verified_replaces_is_kept_and_the_error_says_so(self):
+        self.final().parent.mkdir(parents=True)
+        self.final().write_bytes(TEXT[:100])  # truncated
+        self.put_local(TEXT.replace(b"speak", b"speek", 1))  # a bad local copy: exit 1
+        with self.assertRaises(DataStepError) as cm:
+            datasets.fetch(self.ds, self.dest, local=self.local, say=quiet)
+        self.assertEqual(cm.exception.code, datasets.EXIT_CHECK)
+        self.assertIn(f"KEPT the file already at '{self.final()}'", str(cm.exception))
+        self.assertIn("data_check", str(cm.exception))
+        self.assertEqual(self.final().read_bytes(), TEXT[:100])
+        with self.assertRaises(DataStepError) as cm:  # no source at all: exit 3, same words
+            datasets.fetch(self.ds, self.dest, url="http://127.0.0.1:9/x", timeout=2, say=quiet)
+        self.assertEqual(cm.exception.code, datasets.EXIT_UNREACHABLE)
+        self.assertIn("KEPT", str(cm.exception))
+
+    def test_a_destination_that_is_a_folder_is_usage_exit_2_naming_it_without_a_traceback(self):
+        real = datasets.DATASETS["shakespeare_char"]
+        blocked = self.dest / real.dest
+        blocked.mkdir(parents=True)
+        self.local.mkdir()
+        with contextlib.redirect_stderr(io.StringIO()) as err, contextlib.redirect_stdout(io.StringIO()):
+            rc = datasets.main(["--local", str(self.local), "--dest", str(self.dest)])
+        self.assertEqual(rc, datasets.EXIT_USAGE)
+        self.assertIn(f"destination '{blocked}' is a folder", err.getvalue())
+        self.assertNotIn("Traceback", err.getvalue())
+
+    def test_local_may_name_the_file_itself(self):
+        copy = self.put_local(TEXT)
+        self.assertEqual(datasets.fetch(self.ds, self.dest, local=copy, say=quiet).read_bytes(), TEXT)
+
+    def test_a_local_path_that_does_not_exist_is_unreachable_and_a_non_file_is_usage(self):
+        with self.assertRaises(DataStepError) as cm:
+            datasets.fetch(self.ds, self.dest, local=self.tmp / "nowhere", say=quiet)
+        self.assertEqual(cm.exception.code, datasets.EXIT_UNREACHABLE)
+        self.assertIn("nowhere", str(cm.exception))
+        with self.assertRaises(DataStepError) as cm:
+            datasets.fetch(self.ds, self.dest, local=Path("/dev/null"), say=quiet)
+        self.assertEqual(cm.exception.code, datasets.EXIT_USAGE)
 
     def test_main_exit_codes_and_the_environment_variable(self):
         with contextlib.redirect_stderr(io.StringIO()) as err:
@@ -220,6 +260,24 @@ class DataStepTest(unittest.TestCase):
                 os.environ[datasets.LOCAL_ENV] = old
         self.assertEqual(rc, datasets.EXIT_UNREACHABLE)
         self.assertIn(str(self.local), err.getvalue())
+
+
+class ManifestTest(unittest.TestCase):
+    """data/datasets.json is the one list of data sets: the data step and the binary read it."""
+
+    def test_the_data_sets_come_from_the_manifest_the_binary_compiles_in(self):
+        path = datasets.repo_data_dir() / "datasets.json"
+        self.assertEqual(datasets.load_manifest(path), datasets.DATASETS)
+        self.assertIn("shakespeare_char", datasets.DATASETS)
+
+    def test_a_malformed_manifest_is_an_error_naming_the_file_and_the_entry(self):
+        with tempfile.TemporaryDirectory() as d:
+            bad = Path(d) / "datasets.json"
+            bad.write_text('{"format": "stacklab.datasets", "version": 1, "datasets": [{"name": "x"}]}')
+            with self.assertRaises(ValueError) as cm:
+                datasets.load_manifest(bad)
+            self.assertIn(str(bad), str(cm.exception))
+            self.assertIn("datasets[0]", str(cm.exception))
 
 
 class RealTextTest(unittest.TestCase):
