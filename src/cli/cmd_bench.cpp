@@ -89,6 +89,11 @@ void print_profile(const BenchResult& r) {
       "  op profile, %.2f ms per profiled step (%.2f ms of it in sgemm, %.0f %%); ms per step, "
       "each split as sgemm + rest:\n",
       r.profiled_step_ms, sgemm, 100.0 * sgemm / r.profiled_step_ms);
+  if (r.threads > 1)
+    std::printf(
+        "    (%d threads: the sgemm columns add up the time of every thread in a split product, so "
+        "they can exceed the op's wall time)\n",
+        r.threads);
   std::printf("    %-42s %7s %17s %17s %6s\n", "op", "calls", "forward", "backward", "share");
   for (const ProfileRow& p : rows)
     std::printf("    %-42s %7.0f %7.2f (%7.2f) %7.2f (%7.2f) %5.1f%%\n", p.op.c_str(), p.calls,

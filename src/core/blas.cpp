@@ -52,8 +52,6 @@ constexpr double kSplitWork = 1 << 20;
 // but 35 against 93 on a transposed-A product with a small output and a long inner dimension
 // (64 x 64 x 512: the dW of a 64 x 64 Linear); hence the output-size floor for transposed A.
 constexpr int64_t kXsmmMinTransOut = 8192;
-// Below this many rows of C a transposed B stays with OpenBLAS (its copy would not pay).
-constexpr int64_t kXsmmMinRowsForCopy = 32;
 
 bool xsmm_covers(bool ta, bool tb, int64_t M, int64_t N, float alpha, float beta) {
   if (tb || alpha != 1.0f || (beta != 0.0f && beta != 1.0f) || M < 2 || N < 2) return false;
@@ -82,11 +80,11 @@ void sgemm_leaf(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, 
       return;
     }
   // B stored transposed (a Linear's forward, x w^T) has no JIT in libxsmm 1.17: op(B) (K, N) is
-  // copied once into this thread's scratch and the product runs untransposed. The copy is K N
-  // floats against 2 M N K FLOPs, so it is worth it from a few rows on (b1-b3 forward: 36 ms of
-  // OpenBLAS sgemm per b3 step become about 20; docs/benchmarks.md).
-  if (!openblas_only && tb && !ta && M >= kXsmmMinRowsForCopy &&
-      xsmm_covers(false, false, M, N, alpha, beta))
+  // copied into this thread's scratch and the product runs untransposed. The copy is K N floats
+  // against 2 M N K FLOPs (b3's forward: 87.6 ms per step in the libxsmm build before, 66.8
+  // after; docs/benchmarks.md). No row threshold: which library runs a block of rows must not
+  // depend on how gemm_split cut it. The scratch keeps the largest op(B) a thread has seen.
+  if (!openblas_only && tb && !ta && xsmm_covers(false, false, M, N, alpha, beta))
     if (const libxsmm_smmfunction f = xsmm_kernel(false, M, N, K, lda, N, ldc, beta)) {
       thread_local std::vector<float> bt;  // (K, N)
       bt.resize(static_cast<size_t>(K * N));

@@ -25,7 +25,7 @@ void attention_backward(float* dqkv, const float* dy, const float* att, const fl
 // Whether attention_forward / attention_backward run the tiled kernels (core/ops/attention.cpp:
 // HS a multiple of 16, no dropout mask) rather than the per-head sgemms. Setting
 // attention_force_gemm() to true sends every call down the sgemm path, the reference that the
-// tests and `stacklab bench` compare the tiled one with.
+// tests compare the tiled one with.
 bool attention_tiled(int64_t HS, const float* drop);
 bool& attention_force_gemm();
 
