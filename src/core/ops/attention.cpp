@@ -35,7 +35,9 @@
 
 // The v16 helpers below are always inlined into the SL_SIMD_CLONES kernels, which compile them at
 // their own vector width; no v16 crosses a call, so the ABI note does not apply.
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wpsabi"
+#elif defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
