@@ -153,7 +153,7 @@ def growth_fit(points, min_ratio: float) -> dict:
     pts = sorted(points)
     esc = [(d, s) for d, s, _ in pts if s is not None and s > 0]
     out = {"escaped": len(esc), "depths": [d for d, _, _ in pts], "factor": None, "p": None,
-           "ssr_exp": None, "ssr_poly": None, "bounds": []}
+           "ssr_exp": None, "ssr_poly": None, "intercept_exp": None, "intercept_poly": None, "bounds": []}
     for d, s, h in pts:
         if s is not None or h is None:
             continue
@@ -164,9 +164,9 @@ def growth_fit(points, min_ratio: float) -> dict:
                                   "p_above": math.log(h / s0) / math.log(d / d0)})
     if len(esc) >= 2:
         ds, ls = [d for d, _ in esc], [math.log(s) for _, s in esc]
-        b, _, ssr_e = _fit(ds, ls)
-        p, _, ssr_p = _fit([math.log(d) for d in ds], ls)
-        out.update(factor=math.exp(b), p=p, ssr_exp=ssr_e, ssr_poly=ssr_p)
+        b, a, ssr_e = _fit(ds, ls)
+        p, c, ssr_p = _fit([math.log(d) for d in ds], ls)
+        out.update(factor=math.exp(b), p=p, ssr_exp=ssr_e, ssr_poly=ssr_p, intercept_exp=a, intercept_poly=c)
     if not esc:
         out["verdict"] = "never escaped"
     elif len(esc) < 2:
@@ -276,10 +276,15 @@ def which_lower(pre: list, post: list) -> str:
 
 def pre_post(runs, rules: dict, source: str) -> PrePost:
     """Rule P at convergence (study_text.pre_post on the cells named here) and which ends lower per init."""
+    return pre_post_map(stability_map.build([r for r in runs if not r.is_probe and source_of(r) == source]),
+                        rules, source)
+
+
+def pre_post_map(data: stability_map.MapData, rules: dict, source: str) -> PrePost:
+    """pre_post on a map already built: the long runs' map, or a short horizon's (map_core, text_map),
+    so that the short verdict beside the long one is judged on the same cells by the same rule."""
     p = rules["pre_post"]
     d, lr, inits = p["depth"], p["learning_rate"], p["inits"]
-    mine = [r for r in runs if not r.is_probe and source_of(r) == source]
-    data = stability_map.build(mine)
     v = rule_p(data, {"pre_post": {"id": "P at convergence", "depth": d, "inits": inits, "rates": [lr]}}, source)
     lower, lines = {}, list(v.lines)
     for i in inits:
@@ -320,9 +325,15 @@ def long_statements(points: list, pp: dict, rules: dict) -> dict:
                               "seen" if all(p.verdict == "never escaped" for p in longest.values()) else "not seen")
         if src in pp:
             out[("P", src)] = pp[src].p_verdict
-            low = pp[src].lower.get("scaled", "not run")
-            out[("post_lower", src)] = "not run" if low == "not run" else "seen" if low == "post lower" else "not seen"
+            out[("post_lower", src)] = post_lower(pp[src])
     return out
+
+
+def post_lower(pp: PrePost) -> str:
+    """The statement 'post-norm ends lower under the scaled init at L = 32' on one PrePost: seen where
+    its scaled cell says 'post lower', not run where that cell was not run, else not seen."""
+    low = pp.lower.get("scaled", "not run")
+    return "not run" if low == "not run" else "seen" if low == "post lower" else "not seen"
 
 
 def compare(short: dict, long: dict, rules: dict) -> list:
