@@ -41,7 +41,7 @@ COLOURS = {"trained": "#9fd89a", "diverged": "#f08a80", "plateau": "#f7d379", "t
 def wiring_of(run) -> str | None:
     """The map's wiring of a run, from its config (not its directory name); None for any other."""
     m, o = run.config.get("model") or {}, run.config.get("optim") or {}
-    if not m.get("residual", True):
+    if not m.get("residual", True) or m.get("norm") == "none":  # every map wiring has a norm: x + f(x) is none
         return None
     pos, scale = m.get("norm_position"), m.get("residual_scale") or "none"
     warm = (o.get("warmup_iters") or 0) > 0 and (o.get("schedule") or "constant") != "constant"

@@ -12,6 +12,8 @@ from stacklab import runlog
 
 REFS = {"uniform": round(math.log(32), 5), "unigram": 3.412, "optimal": 2.251}
 FORMULAS = {"pre-layernorm-res": "pre-norm residual: x + f(layernorm(x))",
+            "post-layernorm-res": "post-norm residual: layernorm(x + f(x))",
+            "none-res": "no norm, residual: x + f(x)",
             "pre-layernorm-nores": "pre-norm, no residual: f(layernorm(x))",
             "post-layernorm-nores": "post-norm, no residual: layernorm(f(x))",
             "none-nores": "no norm, no residual: f(x)"}
@@ -147,7 +149,7 @@ def curve(steps, every, escape_at=None, start=3.45, floor=1.0, tau=None, plateau
     return out
 
 
-def long_run(wiring, depth, lr, seed, evals, init="scaled", source="markov", status="completed", norm="layernorm"):
+def long_run(wiring, depth, lr, seed, evals, init="scaled", source="markov", status="completed", norm=None):
     """A convergence run: its config says its horizon (train.max_iters, the last eval step), init and
     source; a map wiring's position and residual are in its config as stability_map reads them."""
     steps = evals[-1][0] if evals else 0
@@ -155,10 +157,12 @@ def long_run(wiring, depth, lr, seed, evals, init="scaled", source="markov", sta
     r = run(wiring, depth, lr, seed, final, status=status, diverged_step=steps // 2 if status == "diverged" else None,
             evals=evals)
     r.path += f"-{init}-{source}-{steps}"
+    norm = norm or ("none" if wiring.startswith("none-") else "layernorm")
     r.config["model"].update(init=init, norm=norm, residual=wiring.endswith("-res"),
                              norm_position=wiring.split("-")[0] if wiring.split("-")[0] in ("pre", "post") else "pre",
                              residual_scale="none")
     r.config["optim"].update(schedule="constant", warmup_iters=0)
     r.config["train"]["max_iters"] = steps
     r.config["data"] = {"source": source}
+    r.summary["steps"] = steps
     return r

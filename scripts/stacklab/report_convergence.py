@@ -1,0 +1,286 @@
+"""The report's convergence part (issue 36), from the converge sweeps in OUT judged by
+convergence.py under configs/experiments/convergence_rules.json: per source a table of wiring x depth
+with each point's verdict, its seeds' counts, final loss and horizon (H and 4H where extended), the
+escape step of the stacks without a residual against depth with its fit, pre vs post at L = 32 per
+init, and each short-horizon statement beside its long verdict with every reversal named (also in
+the summary). Without converge sweeps, one line saying how to run them. Used by report.py.
+Not here: the rules (convergence.py), the figures (plot_convergence.py), the front page (report_front.py).
+"""
+from dataclasses import dataclass
+
+from . import convergence as cv
+from . import stability_map
+from . import study_stats as stats
+from .study_findings import GRID_WIRINGS, finding_3
+from .tier import CONVERGE_SWEEPS
+
+ANCHOR = "convergence"
+SHORT_LONG_ANCHOR = "convergence-short-long"
+COMMAND = "bash scripts/reproduce.sh --converge"
+SOURCE_NAMES = {"synthetic": "Synthetic source (order-2 Markov)", "text": "Tiny Shakespeare"}
+RULES_FILE = "configs/experiments/convergence_rules.json"
+# Where a short verdict the output folder does not hold was measured, and what runs it here.
+NOT_HERE = {"synthetic": "the quick tier's train_grid and map_core run it",
+            "text": "docs/study.md, 'Measured on tiny Shakespeare', gives the measured one; "
+                    "`bash scripts/reproduce.sh --text` runs it here"}
+
+
+@dataclass
+class Study:
+    """The convergence runs judged, and the short verdicts set beside them."""
+    rules: dict
+    sweeps: list        # the converge sweeps OUT holds
+    runs: list          # every run they list that was loaded (finished, diverged or not)
+    points: list        # [convergence.Point]
+    fits: dict          # (source, wiring) -> convergence.Fit
+    pp: dict            # source -> convergence.PrePost
+    short_pp: dict      # source -> convergence.PrePost on the short horizon's map
+    short: dict         # (statement id, source) -> short verdict
+    short_from: dict    # (statement id, source) -> where the short verdict was read
+    rows: list          # convergence.compare's rows
+
+    @property
+    def present(self) -> bool:
+        return bool(self.points)
+
+    @property
+    def sources(self) -> list:
+        return [s for s in SOURCE_NAMES if any(p.source == s for p in self.points)]
+
+    @property
+    def reversals(self) -> list:
+        return [r for r in self.rows if r[5]]
+
+
+def sweep_runs(sweep) -> list:
+    """A report.Sweep's usable runs and its excluded ones that were loaded (diverged, unfinished):
+    the convergence rules judge a diverged run, and count an unfinished one as not judged."""
+    return list(sweep.runs) + [r for r in getattr(sweep, "excluded_runs", {}).values() if r.config]
+
+
+def short_statements(syn_tr, text_tr, syn_map, syn_map_name, text_map, text_map_name, rules):
+    """({(id, source): short verdict}, {(id, source): where from}, {source: PrePost}) from what this
+    output folder holds: finding 3's parts (i) and (ii) on the training sweeps (synthetic) and on
+    text_train (text); rule P and post-lower on the short map's cells the long rule names."""
+    short, where, pps = {}, {}, {}
+    for src, tr, name in (("synthetic", syn_tr, "train_grid/lr_grid"), ("text", text_tr, "text_train")):
+        if tr is None or not tr.runs:
+            continue
+        parts = finding_3(tr).get("parts", {})
+        steps = "/".join(str(s) for s in sorted({r.summary.get("steps") for r in tr.runs if r.summary} - {None}))
+        for sid, part in (("F3i", "i"), ("F3ii", "ii")):
+            if parts.get(part, "not run") != "not run":
+                short[(sid, src)] = parts[part]
+                where[(sid, src)] = f"finding 3 on {name}, {steps or '?'} steps"
+    cells = f"cells at L={rules['pre_post']['depth']}, lr {rules['pre_post']['learning_rate']:g}"
+    for src, data, name in (("synthetic", syn_map, syn_map_name), ("text", text_map, text_map_name)):
+        if data is None or data.empty:
+            continue
+        pp = cv.pre_post_map(data, rules, src)
+        pps[src] = pp
+        for sid, v in (("P", pp.p_verdict), ("post_lower", cv.post_lower(pp))):
+            if v != "not run":
+                short[(sid, src)] = v
+                where[(sid, src)] = f"{name}'s {cells}"
+    return short, where, pps
+
+
+def judge(sweeps: dict, short_args: dict) -> Study:
+    """The convergence study from the converge sweeps among `sweeps` (name -> report.Sweep), and
+    the short statements from `short_args` (short_statements' keyword arguments but rules)."""
+    rules = cv.load_rules()
+    present = [n for n in CONVERGE_SWEEPS if n in sweeps]
+    runs = [r for n in present for r in sweep_runs(sweeps[n])]
+    points = cv.point_verdicts(runs, rules)
+    fits = cv.escape_fits(runs, rules)
+    pp = {src: cv.pre_post(runs, rules, src) for src in sorted({cv.source_of(r) for r in runs})}
+    short, where, short_pp = short_statements(rules=rules, **short_args)
+    rows = cv.compare(short, cv.long_statements(points, pp, rules), rules) if points else []
+    return Study(rules, present, runs, points, fits, pp, short_pp, short, where, rows)
+
+
+# ---- text pieces -----------------------------------------------------------------------------
+
+def loss_range(values, nd=4) -> str:
+    """"2.1234 (2.1000-2.1500)": mean (min-max) over seeds; one seed: the value; none: "-"."""
+    s = stats.summarize_loss(values)
+    if not s["n"]:
+        return "-"
+    num = stats.fmt_num
+    return num(s["mean"], nd) if s["n"] == 1 else f"{num(s['mean'], nd)} ({num(s['min'], nd)}-{num(s['max'], nd)})"
+
+
+def steps_text(steps, horizon) -> str:
+    """A depth's escape steps over its seeds: "350-450" when every seed escaped, else each, "> N"
+    for a seed that did not within its horizon."""
+    if steps and all(s is not None for s in steps):
+        return f"{min(steps)}" if min(steps) == max(steps) else f"{min(steps)}-{max(steps)}"
+    return ", ".join(str(s) if s is not None else f"> {horizon}" for s in steps) or "none judged"
+
+
+def formulas(runs) -> dict:
+    """{wiring id: its formula without the words before it} from the runs: `x + f(layernorm(x))`."""
+    out = {}
+    for r in runs:
+        out.setdefault(r.wiring, r.formula.split(": ", 1)[-1])
+    return out
+
+
+def point_cell(pt) -> list:
+    """One line per horizon of a table cell: verdict, counts, final loss mean (min-max), rate."""
+    return [f"{pt.horizon} steps: **{pt.verdict}** ({pt.counts}); final {loss_range(pt.finals)}; lr {pt.lr:g}"]
+
+
+def verdict_table(study: Study, source: str):
+    """Wiring x depth: each cell a line per horizon (H, and 4H where extended)."""
+    pts = [p for p in study.points if p.source == source]
+    depths = sorted({p.depth for p in pts})
+    names = formulas(study.runs)
+    wirings = [w for w in GRID_WIRINGS if any(p.wiring == w for p in pts)]
+    wirings += sorted({p.wiring for p in pts} - set(wirings))
+    rows = []
+    for w in wirings:
+        cells = []
+        for d in depths:
+            here = sorted((p for p in pts if p.wiring == w and p.depth == d), key=lambda p: p.horizon or 0)
+            cells.append([line for p in here for line in point_cell(p)] or "-")
+        rows.append([f"`{names.get(w, w)}`"] + cells)
+    return ["wiring"] + [f"L={d}" for d in depths], rows
+
+
+def rules_text(rules: dict) -> str:
+    """Every threshold the verdicts turn on, read from the rules file."""
+    c, e, f = rules["converged"], rules["escaped"], rules["escape_fit"]
+    return (f"Rules fixed in `{RULES_FILE}` on {rules['fixed_on']}, before its runs. A run escaped the plateau at its "
+            f"first eval at or below its unigram loss - {e['margin']:g}; it converged if its best val loss so far "
+            f"improved by less than {c['max_improvement']:g} nats over the last {100 * c['last_fraction']:g} % of its "
+            f"horizon, else it is still learning; never escaped and diverged are the others. A point (wiring, depth, "
+            f"rate, horizon) takes its seeds' majority, else mixed. The escape step against depth: a form "
+            f"(exponential in L, or a power of L) wins when its residual sum of squares in ln(step) is at most "
+            f"{f['min_ratio']:g} of the other's. Horizons: synthetic H = {rules['horizon']['measured']['H']} (fixed "
+            f"by a pilot) and {rules['extend_factor']}H where a run was extended (the table gives both); text "
+            f"{rules['sources']['text']['horizon']} steps.")
+
+
+def statement_row(row, where) -> list:
+    sid, src, text, sv, lv, note = row
+    origin = where.get((sid, src))
+    short = f"**{sv}**" + (f" ({origin})" if origin else f" (not in this output folder: {NOT_HERE[src]})")
+    return [text, src, short, f"**{lv}**", note or "same"]
+
+
+# ---- the section, the summary rows, findings.json ----------------------------------------------
+
+def section(doc, study: Study, figures: dict):
+    """The report's section "Convergence"; `figures`: plot_convergence's {key: (rel path, caption)}."""
+    doc.h(2, "Convergence: do deep stacks without a residual escape the plateau?", anchor=ANCHOR)
+    if not study.present:
+        doc.p(f"The convergence study (issue 36: 10-30x the steps) was not run: `{COMMAND}` runs it.")
+        return
+    doc.p(rules_text(study.rules) + f" Sweeps: {', '.join(study.sweeps)}.")
+    for src in study.sources:
+        doc.h(3, SOURCE_NAMES[src], anchor=f"{ANCHOR}-{src}")
+        doc.p("Per wiring and depth, each horizon's verdict, its seeds' outcomes, the final val loss mean "
+              "(min-max over the seeds that did not diverge) and the rate:")
+        doc.table(*verdict_table(study, src))
+        if f"curves_{src}" in figures:
+            doc.figure(*figures[f"curves_{src}"])
+        fits = [f for (s, _), f in sorted(study.fits.items()) if s == src]
+        if fits:
+            doc.p("The escape step of the stacks without a residual against depth, each depth at its longest "
+                  "horizon (median over seeds, a censored seed counting as never), its fits and their spread "
+                  "over seeds:")
+            doc.ul([cv.fit_text(f) for f in fits])
+            if f"escape_{src}" in figures:
+                doc.figure(*figures[f"escape_{src}"])
+        pp = study.pp.get(src)
+        if pp is not None:
+            doc.p(f"Pre- vs post-norm at convergence ({src}): rule P **{pp.p_verdict}** ({pp.p_deciding}); "
+                  + "; ".join(f"init {i}: **{v}**" for i, v in pp.lower.items()) + ".")
+            doc.ul(pp.lines)
+    doc.h(3, "Short horizon against long", anchor=SHORT_LONG_ANCHOR)
+    n = len(study.reversals)
+    doc.p(f"{study.rules['short_vs_long']['text']} Here: {n} of {len(study.rows)} statements reversed"
+          + (": " + "; ".join(f"{r[0]} ({r[1]}) {r[5]}" for r in study.reversals) if n else "") + ".")
+    doc.table(["statement", "source", "short verdict", "long verdict", "reversal"],
+              [statement_row(r, study.short_from) for r in study.rows])
+
+
+def summary_rows(study: Study) -> list:
+    """The summary's rows: each short statement beside its long verdict, a reversal named on its row."""
+    rows = []
+    for sid, src, text, sv, lv, note in study.rows:
+        nums = f"short: {sv}; long: {lv}" + (f"; **{note}**" if note else "")
+        rows.append([f"[{sid} long]({'#' + SHORT_LONG_ANCHOR})", f"{text}, at the long horizon ({src})", nums,
+                     f"**{lv}**"])
+    return rows
+
+
+def summary_line(study: Study) -> str:
+    """One line under the summary: the reversals (none dropped), or that the study was not run."""
+    if not study.present:
+        return f"[Convergence](#{ANCHOR}): not run (`{COMMAND}` runs it)."
+    rev = study.reversals
+    return (f"[Convergence](#{ANCHOR}): {len(rev)} of {len(study.rows)} short-horizon statements reversed at the long "
+            "horizon" + (": " + "; ".join(f"{r[0]} ({r[1]}): {r[5]}" for r in rev) if rev else "")
+            + "; no verdict is dropped.")
+
+
+def findings_json(study: Study) -> dict:
+    """findings.json's "convergence": every point, fit, pre/post cell and short/long row."""
+    if not study.present:
+        return {"present": False, "how": COMMAND, "rules": RULES_FILE}
+    return {
+        "present": True, "rules": RULES_FILE, "fixed_on": study.rules["fixed_on"], "sweeps": study.sweeps,
+        "points": [{"source": p.source, "wiring": p.wiring, "depth": p.depth, "learning_rate": p.lr,
+                    "horizon": p.horizon, "verdict": p.verdict, "counts": p.counts,
+                    "final_val_loss": stats.summarize_loss(p.finals),
+                    "seeds": [{"seed": sd, "outcome": o, "escape_step": s, "last_eval_step": last, "final_val_loss": f}
+                              for sd, o, s, last, f in p.seeds]} for p in study.points],
+        "escape_fits": [{"source": f.source, "wiring": f.wiring, "verdict": f.median_fit["verdict"],
+                         "rows": [{"depth": d, "learning_rate": lr, "horizon": h, "escape_steps": ss, "median": m}
+                                  for d, lr, h, ss, m in f.rows],
+                         "median_fit": f.median_fit, "seed_fits": {str(k): v for k, v in f.seed_fits.items()}}
+                        for f in study.fits.values()],
+        "pre_post": [vars(p) for p in study.pp.values()],
+        "short_vs_long": [{"id": sid, "source": src, "statement": text, "short": sv,
+                           "short_from": study.short_from.get((sid, src)), "long": lv, "reversal": note}
+                          for sid, src, text, sv, lv, note in study.rows],
+        "reversals": [{"id": r[0], "source": r[1], "note": r[5]} for r in study.reversals],
+    }
+
+
+def short_map(map_data, map_name, fallback_runs, fallback_name):
+    """(map, its name) for the short horizon's pre vs post: the map sweep when it holds cells, else
+    the cells the training runs hold (train_grid's L = 32; text_train's or text_point's)."""
+    if map_data is not None and not map_data.empty:
+        return map_data, map_name
+    return stability_map.build(fallback_runs), fallback_name
+
+
+def figures(root: str, study: Study, written: list) -> dict:
+    """Draws the section's figures (plot_convergence.py) into root/figures/convergence/:
+    {key: (rel path, caption)}, key curves_<source> or escape_<source>."""
+    from . import plot_convergence as pc  # matplotlib only where figures are drawn
+    out = {}
+    names = formulas(study.runs)
+    for src in study.sources:
+        pts = [p for p in study.points if p.source == src]
+        seeds = sorted({sd for p in pts for sd, *_ in p.seeds} - {None})
+        rel = pc.draw(root, pc.CURVES.format(src), pc.curves_figure(study.runs, src, study.rules), written)
+        depths = ", ".join(str(d) for d in sorted({p.depth for p in pts}))
+        hs = "/".join(str(h) for h in sorted({p.horizon for p in pts}))
+        seeds = "/".join(map(str, seeds))
+        if rel:
+            out[f"curves_{src}"] = (rel, f"Validation loss over the whole horizon ({src}), log step axis, one panel "
+                                    f"per depth (L={depths}), every seed a thin line (seeds {seeds}), "
+                                    f"each wiring and depth at its longest horizon ({hs} steps), scaled init; the "
+                                    "unigram line and the escape line below it.")
+        fits = [f for (s, _), f in sorted(study.fits.items()) if s == src]
+        rel = pc.draw(root, pc.ESCAPE.format(src), pc.escape_figure(fits, names), written)
+        if rel:
+            out[f"escape_{src}"] = (rel, f"Escape step against depth of the stacks without a residual ({src}): each "
+                                    "seed (an open triangle at its horizon where it never escaped), the median over "
+                                    "seeds (bar), and the exponential and polynomial least-squares fits on the "
+                                    "medians where two or more depths escaped; the panel's title is the fit's verdict.")
+    return out

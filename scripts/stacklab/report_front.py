@@ -1,0 +1,200 @@
+"""The report's front page: the headline figure (final val loss against depth per wiring, one panel
+per source, the short horizon dashed and the convergence runs' long horizon solid) and under it one
+paragraph answering issue 36's question in words, every number from the runs: which wirings train,
+escape or converge at which depth and horizon, with the min-max over seeds; without the convergence
+runs, what the short horizon shows and that the long one was not run. Used by report.py.
+Not here: the verdicts (study_findings.py, convergence.py), the drawing (plot_convergence.py).
+"""
+from collections import defaultdict
+
+from . import plot_convergence as pc
+from .report_convergence import COMMAND, formulas, loss_range, steps_text
+from .study_findings import GRID_WIRINGS, NORES, RES, fmt
+from .study_stats import fmt_num
+from .study_text import outcome_of
+
+QUESTION = ("Do deep stacks without a residual ever escape the plateau given 10-30x the steps, how does the "
+            "escape step grow with depth, and do rule P and post-norm's lower loss at L = 32 hold at convergence?")
+
+
+def steps_of(runs) -> str:
+    return "/".join(str(s) for s in sorted({r.summary.get("steps") for r in runs if r.summary} - {None})) or "?"
+
+
+def short_values(tr, point_runs=()) -> dict:
+    """{wiring: {depth: [finals]}} at each wiring's best rate per depth (a Training), else the
+    text point's runs as they are (one rate)."""
+    out = defaultdict(dict)
+    if tr is not None and tr.runs:
+        for w in GRID_WIRINGS:
+            for d in tr.depths:
+                lr = tr.best(w, d)
+                if lr is not None:
+                    out[w][d] = tr.finals(w, d, lr)
+    else:
+        for r in point_runs:
+            out[r.wiring].setdefault(r.n_layer, []).append(r.final_val_loss)
+    return dict(out)
+
+
+def long_values(study, source) -> dict:
+    """{kind: {wiring: {depth: [finals]}}}: each (wiring, depth) at its first horizon ("long") and,
+    where continued, its later one ("extended")."""
+    by = defaultdict(list)
+    for p in study.points:
+        if p.source == source:
+            by[(p.wiring, p.depth)].append(p)
+    out = {"long": defaultdict(dict), "extended": defaultdict(dict)}
+    for (w, d), pts in by.items():
+        pts.sort(key=lambda p: p.horizon or 0)
+        for kind, p in zip(("long", "extended"), pts):
+            out[kind][w][d] = p.finals
+    return out
+
+
+def horizons(study, source) -> dict:
+    """{"long": H, "extended": 4H or None} of a source, from its points."""
+    hs = sorted({p.horizon for p in study.points if p.source == source and p.horizon})
+    return {"long": hs[0] if hs else None, "extended": hs[-1] if len(hs) > 1 else None}
+
+
+def panels(tr, text, study):
+    """({source: [Series]}, {source: reference losses}, the runs whose wirings colour the figure)."""
+    names = formulas(list(tr.runs) + list(study.runs) + list(text["point_runs"]))
+    text_tr = text["tr"]
+    shorts = {"synthetic": (short_values(tr), steps_of(tr.runs))}
+    text_short = short_values(text_tr, text["point_runs"])
+    if text_short:
+        shorts["text"] = (text_short, steps_of(text_tr.runs if text_tr is not None else text["point_runs"]))
+    out, refs = {}, {"synthetic": tr.refs}
+    for src in ("synthetic", "text"):
+        series = []
+        if src in shorts:
+            vals, steps = shorts[src]
+            series += [pc.Series(w, names.get(w, w), "short", f"{steps} steps", v) for w, v in vals.items()]
+        hz = horizons(study, src)
+        for kind, by_w in long_values(study, src).items():
+            series += [pc.Series(w, names.get(w, w), kind, f"{hz[kind]} steps", v) for w, v in by_w.items()]
+        if series:
+            out[src] = sorted(series, key=lambda s: (list(GRID_WIRINGS).index(s.wiring) if s.wiring in GRID_WIRINGS
+                                                     else len(GRID_WIRINGS), s.kind))
+    runs = [r for r in list(study.runs) + list(text["point_runs"]) + (list(text_tr.runs) if text_tr else [])
+            if r.reference_losses]
+    if "text" in out:
+        refs["text"] = next((r.reference_losses for r in runs if (r.config.get("data") or {}).get("source") == "text"),
+                            {})
+    return out, refs, list(tr.runs) + list(study.runs) + list(text["point_runs"])
+
+
+# ---- the paragraph ---------------------------------------------------------------------------
+
+def group_text(items, names) -> str:
+    """"`x + f(x)` at L=2, 8; `f(x)` at L=32" from [(wiring, depth)]."""
+    by = defaultdict(list)
+    for w, d in items:
+        by[w].append(d)
+    return "; ".join(f"`{names.get(w, w)}` at L={', '.join(map(str, sorted(ds)))}" for w, ds in by.items())
+
+
+def short_sentence(src, values, steps, unigram, names) -> str:
+    """What the short horizon shows on one source: residual wirings that train, no-residual ones on the
+    plateau (finding 3's margins, study_text.outcome_of), exceptions named with their losses."""
+    parts = []
+    for group, want, what in ((RES, "trains", "residual wiring trains"),
+                              (NORES, "stuck", "wiring without a residual stays on the plateau")):
+        pts = [(w, d, v) for w in group for d, v in sorted(values.get(w, {}).items()) if v]
+        if not pts:
+            continue
+        odd = [(w, d, outcome_of(v, unigram), v) for w, d, v in pts if outcome_of(v, unigram) != want]
+        finals = [x for _, _, v in pts for x in v if x is not None]
+        depths = sorted({d for _, d, _ in pts})
+        text = (f"every {what} at L={', '.join(map(str, depths))} (final val loss {fmt_num(min(finals))}-"
+                f"{fmt_num(max(finals))} over wirings, depths and seeds)" if not odd else
+                f"every {what} except " + ", ".join(f"`{names.get(w, w)}` at L={d} ({o}: {loss_range(v, 3)})"
+                                                    for w, d, o, v in odd))
+        parts.append(text)
+    return (f"At {steps} steps on the {src} source (unigram {fmt_num(unigram)}), " + "; ".join(parts) + "."
+            if parts else "")
+
+
+def long_sentence(src, study, names, short_steps) -> str:
+    """What the convergence runs show on one source: the residual points' verdicts, each wiring
+    without a residual per depth (verdict, escape step with its seeds' spread), its growth fit,
+    pre vs post at convergence."""
+    hz = horizons(study, src)
+    pts = [p for p in study.points if p.source == src]
+    first = [p for p in pts if p.horizon == hz["long"]]
+    ratio = f", {hz['long'] / float(short_steps):.0f}x the short horizon" if short_steps.isdigit() else ""
+    out = [f"Given {hz['long']} steps{ratio}"
+           + (f", and {hz['extended']} for the stacks continued there" if hz["extended"] else "") + f" ({src}):"]
+    res = [p for p in first if p.wiring.endswith("-res")]
+    by_verdict = defaultdict(list)
+    for p in res:
+        by_verdict[p.verdict].append(p)
+    if res:
+        out.append("residual wirings " + "; ".join(
+            f"{v}: {group_text([(p.wiring, p.depth) for p in ps], names)} "
+            f"(final {loss_range([x for p in ps for x in p.finals], 3)})" for v, ps in by_verdict.items()) + ".")
+    for (s, w), f in sorted(study.fits.items()):
+        if s != src:
+            continue
+        depth_parts = []
+        for d, _, h, steps, med in f.rows:
+            pt = next((p for p in pts if p.wiring == w and p.depth == d and p.horizon == h), None)
+            verdict = pt.verdict if pt else "not run"
+            escaped = f", escape step {fmt(med, 4)} (seeds {steps_text(steps, h)})" if med is not None else ""
+            depth_parts.append(f"L={d} {verdict} within {h}{escaped}")
+        m = f.median_fit
+        growth = f"escape step against depth: **{m['verdict']}**" + (
+            f" (x{fmt(m['factor'])} per layer or L^{fmt(m['p'])})" if m["factor"] is not None else "")
+        out.append(f"`{names.get(w, w)}`: " + "; ".join(depth_parts) + f"; {growth}.")
+    pp = study.pp.get(src)
+    if pp is not None:
+        out.append(f"Pre vs post at L = {study.rules['pre_post']['depth']}: rule P **{pp.p_verdict}**; which ends "
+                   "lower: " + ", ".join(f"{i} init {v}" for i, v in pp.lower.items()) + ".")
+    return " ".join(out)
+
+
+def answer(tr, text, study) -> str:
+    """The one paragraph under the headline figure."""
+    names = formulas(list(tr.runs) + list(study.runs) + list(text["point_runs"]))
+    syn_steps = steps_of(tr.runs)
+    out = [f"**{QUESTION}**", short_sentence("synthetic", short_values(tr), syn_steps, tr.unigram, names)]
+    text_tr = text["tr"]
+    tv = short_values(text_tr, text["point_runs"])
+    if tv:
+        runs = text_tr.runs if text_tr is not None else text["point_runs"]
+        uni = next((r.reference_losses.get("unigram") for r in runs if r.reference_losses), None)
+        out.append(short_sentence("text", tv, steps_of(runs), uni, names))
+    if not study.present:
+        out.append(f"The long horizon (10-30x the steps) was not run: `{COMMAND}` runs it (hours).")
+        return " ".join(o for o in out if o)
+    for src in study.sources:
+        text_runs = text_tr.runs if text_tr is not None else text["point_runs"]
+        short = syn_steps if src == "synthetic" else steps_of(text_runs) if tv else "?"
+        out.append(long_sentence(src, study, names, short))
+    rev = study.reversals
+    out.append(f"{len(rev)} of the {len(study.rows)} short-horizon statements judged again are reversed at the "
+               "long horizon" + (": " + "; ".join(f"{r[0]} ({r[1]}) {r[5]}" for r in rev) if rev else "") + ".")
+    return " ".join(o for o in out if o)
+
+
+def caption(panels_: dict) -> str:
+    kinds = {}
+    for src, series in panels_.items():
+        for s in series:
+            kinds.setdefault((src, s.kind), s.horizon)
+    said = "; ".join(f"{src} {kind} {h}" for (src, kind), h in kinds.items())
+    return ("Final validation loss against depth per wiring, mean over seeds (band: min-max at the long horizons); "
+            "each wiring at its best rate per depth at the short horizon, at the convergence rules' rate at the long "
+            f"one. Dashed: short horizon; solid: long; dotted: extended. Horizons: {said}.")
+
+
+def front(doc, root, tr, text, study, written) -> str | None:
+    """The headline figure and the paragraph under it; returns the figure's path (None: not drawn)."""
+    p, refs, colour_runs = panels(tr, text, study)
+    rel = pc.draw(root, pc.FRONT, pc.front_figure(p, refs, colour_runs) if p else None, written)
+    if rel:
+        doc.figure(rel, caption(p))
+    doc.p(answer(tr, text, study))
+    return rel
