@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Reproduces the deep-stacking study end to end: builds (scripts/setup.sh), runs a tier's sweeps into
 # OUT/<sweep>/, plots them into OUT/figures/, then scripts/report.py writes OUT/report.md,
-# OUT/report.html and OUT/findings.json. Re-running resumes: completed runs are skipped,
+# OUT/report.html and OUT/findings.json (and draws its front page's and convergence section's figures). Re-running resumes: completed runs are skipped,
 # interrupted ones continue.
 #
 #   bash scripts/reproduce.sh                    # quick tier -> runs/deep_stacking (2 runs at once)

@@ -1,12 +1,15 @@
-"""Writes the deep-stacking report: findings computed from the sweeps' data, each marked seen or
+"""Writes the deep-stacking report: the front page (report_front.py: the headline figure, final val
+loss against depth per wiring at the short and the long horizon, and one generated paragraph answering
+the question), findings computed from the sweeps' data, each marked seen or
 not seen against a criterion stated in the report, the claims of configs/experiments/claims.json
 with their verdicts and the stability map (report_sections.py: the summary that opens the report,
 a section per finding with its figure, every number folded), the tables (final loss, learning
-rates, escape time, extras), the numeric path, and every figure with a caption.
+rates, escape time, extras), the convergence study (report_convergence.py), the numeric path, and
+every figure with a caption.
 
     /usr/bin/python3 scripts/report.py runs/deep_stacking [--out report.md]
 
-Reads <dir>/<sweep>/manifest.json (probe_grid, the training sweeps train_grid and lr_grid, extras*),
+Reads <dir>/<sweep>/manifest.json (probe_grid, the training sweeps train_grid and lr_grid, extras*, converge_*),
 the runs they list (via runlog.py), <dir>/stability_map/ when present (stability_map.py),
 <dir>/figures/**.png and <dir>/timing.jsonl (written by reproduce.sh). Training points are
 (wiring, depth, learning rate), pooled over the training sweeps, seeds aggregated within a point
@@ -14,8 +17,9 @@ the runs they list (via runlog.py), <dir>/stability_map/ when present (stability
 the interval clears it). Writes <dir>/report.md, <dir>/report.html
 (self-contained: report_doc.py) and <dir>/findings.json. Runs that diverged, failed or are
 incomplete are left out of every number and listed. No number in the report is typed in: each
-comes from the data of this run. Not here: running anything (reproduce.sh), plotting
-(plot_compare.py).
+comes from the data of this run. It draws the figures of its own front page and convergence section
+(plot_convergence.py) into <dir>/figures/front/ and <dir>/figures/convergence/; the other figures are
+plot_compare.py's. Not here: running anything (reproduce.sh), the per-sweep figures (plot_compare.py).
 """
 import argparse
 import glob
