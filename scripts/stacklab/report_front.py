@@ -93,7 +93,7 @@ def group_text(items, names) -> str:
     by = defaultdict(list)
     for w, d in items:
         by[w].append(d)
-    return "; ".join(f"`{names.get(w, w)}` at L={', '.join(map(str, sorted(ds)))}" for w, ds in by.items())
+    return "; ".join(f"`{names.get(w, w)}` at L={', '.join(map(str, sorted(set(ds))))}" for w, ds in by.items())
 
 
 def short_sentence(src, values, steps, unigram, names) -> str:
@@ -182,7 +182,7 @@ def answer(tr, text, study) -> str:
 def caption(panels_: dict) -> str:
     kinds = {}
     for src, series in panels_.items():
-        for s in series:
+        for s in sorted(series, key=lambda s: list(pc.HORIZON_STYLE).index(s.kind)):
             kinds.setdefault((src, s.kind), s.horizon)
     said = "; ".join(f"{src} {kind} {h}" for (src, kind), h in kinds.items())
     return ("Final validation loss against depth per wiring, mean over seeds (band: min-max at the long horizons); "
