@@ -8,7 +8,7 @@ Not here: the verdicts (study_findings.py, convergence.py), the drawing (plot_co
 from collections import defaultdict
 
 from . import plot_convergence as pc
-from .report_convergence import COMMAND, formulas, loss_range, steps_text
+from .report_convergence import COMMAND, SOURCE_NAMES, formulas, loss_range, steps_text
 from .study_findings import GRID_WIRINGS, NORES, RES, fmt
 from .study_stats import fmt_num
 from .study_text import outcome_of
@@ -67,7 +67,7 @@ def panels(tr, text, study):
     if text_short:
         shorts["text"] = (text_short, steps_of(text_tr.runs if text_tr is not None else text["point_runs"]))
     out, refs = {}, {"synthetic": tr.refs}
-    for src in ("synthetic", "text"):
+    for src in SOURCE_NAMES:
         series = []
         if src in shorts:
             vals, steps = shorts[src]

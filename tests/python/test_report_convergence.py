@@ -36,15 +36,18 @@ def short_run(w, d, s):
 
 
 def converge_sweeps(text=True):
-    """converge_synth at H: residual stacks converge, without a residual L=2 escapes at 300 and L=8, 32
-    never within H; converge_synth_long at 4H: L=8 escapes at 2000 (0.1 nats a seed apart) and converges,
-    L=32 never. converge_text (2000 steps): pre-norm converges, f(layernorm(x)) never escapes."""
+    """converge_synth at H: residual stacks converge (one x + f(x) seed at L=32 diverges), without a
+    residual L=2 escapes at 300 and L=8, 32 never within H; converge_synth_long at 4H: L=8 escapes at
+    2000-2200 (100 steps a seed apart) and converges, L=32 never. converge_text (2000 steps): pre-norm
+    converges, f(layernorm(x)) never escapes."""
     conv = []
     for w in GRID_WIRINGS:
         for d in DEPTHS:
             for s in SEEDS:
                 esc = 100 + 50 * (s - 20) if w.endswith("-res") else 300 if d == 2 else None
-                conv.append(long_run(w, d, 1e-3 if w.endswith("-res") else 3e-4, s, curve(H, 50, esc, tau=50)))
+                status = "diverged" if (w, d, s) == ("none-res", 32, 22) else "completed"
+                conv.append(long_run(w, d, 1e-3 if w.endswith("-res") else 3e-4, s, curve(H, 50, esc, tau=50),
+                                     status=status))
     ext = [long_run(w, d, 3e-4, s, curve(LONG, 50, 2000 + 100 * (s - 20) if d == 8 else None, tau=50))
            for w in GRID_WIRINGS if w.endswith("-nores") for d in (8, 32) for s in SEEDS]
     out = {"converge_synth": fabricate.FakeSweep("converge_synth", conv),
@@ -105,6 +108,10 @@ class FrontPage(Written):
         self.assertLess(fig, table)
         self.assertLess(fig, count)
         self.assertIn("figures/front/final_loss_vs_depth_horizons.png", lines[fig])
+        caption = lines[fig + 2]
+        for part in ("synthetic short 150 steps", "synthetic long 1000 steps", "synthetic extended 4000 steps",
+                     "text long 2000 steps"):
+            self.assertIn(part, caption)
         self.assertTrue(os.path.isfile(os.path.join(self.root, "figures", "front", "final_loss_vs_depth_horizons.png")))
 
     def test_report_html_shows_the_same_order(self):
@@ -139,6 +146,8 @@ class Section(Written):
         self.assertTrue(row["L=8"].split("<br>")[1].startswith("4000 steps: **converged** (3 converged)"), row["L=8"])
         self.assertTrue(row["L=32"].split("<br>")[1].startswith("4000 steps: **never escaped**"), row["L=32"])
         self.assertTrue(self.table_row("x + f(layernorm(x))")["L=32"].startswith("1000 steps: **converged**"))
+        self.assertTrue(self.table_row("x + f(x)")["L=32"].startswith(
+            "1000 steps: **converged** (2 converged, 1 diverged)"), self.table_row("x + f(x)")["L=32"])
 
     def test_each_source_has_its_table_fits_and_figures(self):
         for src in ("synthetic", "text"):
