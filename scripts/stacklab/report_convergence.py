@@ -198,6 +198,12 @@ def section(doc, study: Study, figures: dict):
             doc.p(f"Pre- vs post-norm at convergence ({src}): rule P **{pp.p_verdict}** ({pp.p_deciding}); "
                   + "; ".join(f"init {i}: **{v}**" for i, v in pp.lower.items()) + ".")
             doc.ul(pp.lines)
+        short = study.short_pp.get(src)
+        if short is not None:
+            where = study.short_from.get(("P", src)) or study.short_from.get(("post_lower", src)) or "the short map"
+            doc.p(f"The same cells at the short horizon ({where}): rule P **{short.p_verdict}**; "
+                  + "; ".join(f"init {i}: **{v}**" for i, v in short.lower.items()) + ".")
+            doc.ul(short.lines)
     doc.h(3, "Short horizon against long", anchor=SHORT_LONG_ANCHOR)
     n = len(study.reversals)
     doc.p(f"{study.rules['short_vs_long']['text']} Here: {n} of {len(study.rows)} statements reversed"
@@ -243,6 +249,7 @@ def findings_json(study: Study) -> dict:
                          "median_fit": f.median_fit, "seed_fits": {str(k): v for k, v in f.seed_fits.items()}}
                         for f in study.fits.values()],
         "pre_post": [vars(p) for p in study.pp.values()],
+        "pre_post_short": [vars(p) for p in study.short_pp.values()],
         "short_vs_long": [{"id": sid, "source": src, "statement": text, "short": sv,
                            "short_from": study.short_from.get((sid, src)), "long": lv, "reversal": note}
                           for sid, src, text, sv, lv, note in study.rows],

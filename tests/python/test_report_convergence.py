@@ -159,6 +159,11 @@ class Section(Written):
         self.assertIn("**grows, form not told apart (2 depths)**", self.md)
         self.assertIn("- pre-layernorm-nores (text): median escape step L=2: > 2000", self.md)
 
+    def test_pre_vs_post_shows_the_short_horizon_on_the_same_cells(self):
+        sec = section_of(self.md, "convergence-synthetic").split("<a id=", 1)[0]
+        self.assertIn("The same cells at the short horizon (train_grid's cells at L=32, lr 0.001): rule P **not run**; "
+                      "init scaled: **not told apart**; init xavier: **not run**.", sec)
+
     def test_a_reversal_is_named_in_the_summary_and_nothing_is_dropped(self):
         summary = section_of(self.md, "summary")
         row = next(ln for ln in summary.splitlines() if ln.startswith("| [F3ii long]") and "(synthetic)" in ln)
