@@ -226,7 +226,7 @@ def escape_fits(runs, rules: dict) -> dict:
 def fit_text(f: Fit) -> str:
     """One line: the verdict on the medians, its fits, and their spread over seeds."""
     m = f.median_fit
-    steps = "; ".join(f"L={d}: " + (fmt(med, 4) if med is not None else f"> {h}") + " (seeds "
+    steps = "; ".join(f"L={d}: " + (f"{med:g}" if med is not None else f"> {h}") + " (seeds "
                       + ", ".join(str(s) if s is not None else f"> {h}" for s in ss) + ")"
                       for d, _, h, ss, med in f.rows)
     line = f"{f.wiring} ({f.source}): median escape step {steps}; **{m['verdict']}**"

@@ -142,7 +142,7 @@ def long_sentence(src, study, names, short_steps) -> str:
         for d, _, h, steps, med in f.rows:
             pt = next((p for p in pts if p.wiring == w and p.depth == d and p.horizon == h), None)
             verdict = pt.verdict if pt else "not run"
-            escaped = f", escape step {fmt(med, 4)} (seeds {steps_text(steps, h)})" if med is not None else ""
+            escaped = f", escape step {med:g} (seeds {steps_text(steps, h)})" if med is not None else ""
             depth_parts.append(f"L={d} {verdict} within {h}{escaped}")
         m = f.median_fit
         growth = f"escape step against depth: **{m['verdict']}**" + (

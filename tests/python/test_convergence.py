@@ -119,6 +119,10 @@ class EscapeFits(unittest.TestCase):
         self.assertAlmostEqual(f.seed_fits[22]["factor"], 10 ** (1 / 6))
         text = cv.fit_text(f)
         self.assertIn("L=32: > 4000", text)
+        self.assertIn("L=8: 1000 (seeds 800, 1000, 3000)", text)  # a step as a whole number, also past 1e4
+        self.assertIn("median escape step L=32: 13000 (seeds 12500, 13000, > 22000)",
+                      cv.fit_text(cv.Fit("synthetic", NORES, [(32, 3e-4, 22000, [12500, 13000, None], 13000)],
+                                         cv.growth_fit([(32, 13000, 22000)], 0.5), {})))
         self.assertIn("per seed: grows, form not told apart (2 depths) 3", text)
 
 
