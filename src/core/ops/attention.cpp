@@ -92,20 +92,29 @@ SL_VINLINE v16 vexp(v16 x) {
   p = p * r + 1.0f;
   return p * __builtin_bit_cast(v16, (ni + 127) << 23);
 }
-// The lanes of v summed (or maxed) in one fixed tree, the same in every clone.
+// The lanes of v summed (or maxed) in one fixed tree, the same in every clone: lane l with lane
+// l + 8, then l with l + 4, l + 2, l + 1 (halves added as vectors, not through memory).
+typedef float v8 __attribute__((vector_size(32), aligned(4)));
+typedef float v4 __attribute__((vector_size(16), aligned(4)));
+typedef float v2 __attribute__((vector_size(8), aligned(4)));
+SL_VINLINE v4 halves_to4(v16 v, bool max) {
+  const v8 lo = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
+  const v8 hi = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+  const v8 a = max ? (hi > lo ? hi : lo) : lo + hi;
+  const v4 alo = __builtin_shufflevector(a, a, 0, 1, 2, 3),
+           ahi = __builtin_shufflevector(a, a, 4, 5, 6, 7);
+  return max ? (ahi > alo ? ahi : alo) : alo + ahi;
+}
 SL_VINLINE float hsum(v16 v) {
-  float a[kW];
-  __builtin_memcpy(a, &v, sizeof a);
-  for (int w = kW / 2; w > 0; w /= 2)
-    for (int l = 0; l < w; ++l) a[l] += a[l + w];
-  return a[0];
+  const v4 b = halves_to4(v, false);
+  const v2 c = __builtin_shufflevector(b, b, 0, 1) + __builtin_shufflevector(b, b, 2, 3);
+  return c[0] + c[1];
 }
 SL_VINLINE float hmax(v16 v) {
-  float a[kW];
-  __builtin_memcpy(a, &v, sizeof a);
-  for (int w = kW / 2; w > 0; w /= 2)
-    for (int l = 0; l < w; ++l) a[l] = a[l + w] > a[l] ? a[l + w] : a[l];
-  return a[0];
+  const v4 b = halves_to4(v, true);
+  const v2 lo = __builtin_shufflevector(b, b, 0, 1), hi = __builtin_shufflevector(b, b, 2, 3);
+  const v2 c = hi > lo ? hi : lo;
+  return c[1] > c[0] ? c[1] : c[0];
 }
 SL_VINLINE v16 lane_index() { return v16{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}; }
 
