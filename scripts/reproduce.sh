@@ -217,16 +217,24 @@ else
   rc=0
   if [[ "$EXECUTOR" == slurm ]]; then
     "$BIN" sweep "${FIRST_FILES[@]}" --executor slurm "${SLURM_ARGS[@]}" || rc=$?
-    ((${#LATER_FILES[@]} == 0)) || say "not submitted: $(basename -a "${LATER_FILES[@]}" | tr '\n' ' ')(they extend runs that must finish first: run this script again, locally, once the jobs are done)"
+    if ((${#LATER_FILES[@]})); then
+      # The extension sweeps continue their sources' completed runs (tier.py extend copies them; the
+      # sweep's --on-change extend submits `train --resume DIR --train.max_iters=N ...` tasks): only
+      # once every source run has settled, so that none still queued is trained again from step 0.
+      if "$PY" scripts/tier.py extend "$BIN" "$OUT" --settled >/dev/null; then
+        "$BIN" sweep "${LATER_FILES[@]}" --executor slurm "${SLURM_ARGS[@]}" --on-change extend || rc=$?
+      else
+        say "not submitted yet: $(basename -a "${LATER_FILES[@]}" | tr '\n' ' ')(they extend runs that must finish first: run this script again with the same flags once the jobs are done)"
+      fi
+    fi
   else
     "$BIN" sweep "${FIRST_FILES[@]}" --jobs "$JOBS" || rc=$?
     if ((${#LATER_FILES[@]})) && ((rc < 128)); then
-      # Copy each completed source run and continue it to the extension's horizon (tier.py extend),
-      # $JOBS at once; then the extension sweep records them in its manifest (and trains from step 0
-      # any run whose source did not complete).
-      "$PY" scripts/tier.py extend "$BIN" "$OUT" | xargs -r -P "$JOBS" -n 2 sh -c \
-        '"$0" train --resume "$1" --train.max_iters="$2" --optim.lr_decay_iters="$2" --train.threads=1 >"$1/extend.log" 2>&1 || echo "reproduce: extending $1 failed (see $1/extend.log)"' "$BIN" || rc=1
-      "$BIN" sweep "${LATER_FILES[@]}" --jobs "$JOBS" || rc=$?
+      # Copy each completed source run (tier.py extend); the extension sweep continues each copy to
+      # its horizon with `train --resume` (--on-change extend: its one change is a longer
+      # train.max_iters), $JOBS at once, and trains from step 0 any run whose source did not complete.
+      "$PY" scripts/tier.py extend "$BIN" "$OUT" >/dev/null || rc=1
+      "$BIN" sweep "${LATER_FILES[@]}" --jobs "$JOBS" --on-change extend || rc=$?
     fi
   fi
   printf '{"stage": "sweep", "sweep": "%s", "executor": "%s", "seconds": %s, "exit": %s}\n' "${SWEEPS[*]}" "$EXECUTOR" \

@@ -232,19 +232,33 @@ def run_status(run_dir):
     return status, iters
 
 
+SETTLED = ("completed", "diverged")  # a source run that will not change any more
+
+
 def cmd_extend(args):
     """For each extension sweep prepared into OUT/sweeps/: copy each completed source run not yet
     copied (without its lock), and print `RUN_DIR MAX_ITERS` for every copy not yet completed at the
-    extension's horizon (reproduce.sh resumes each with --train.max_iters and --optim.lr_decay_iters at
-    MAX_ITERS, as the extension sweep's config says: a constant rate, so the decay changes nothing). A
-    source run that did not complete is not copied: the extension sweep then trains it from step 0 (a
-    diverged one diverges where it did)."""
+    extension's horizon. `stacklab sweep EXTENSION --on-change extend` then continues each copy to
+    MAX_ITERS with `train --resume` (its config differs from the sweep's in the horizon alone), on
+    either executor. A source run that did not complete is not copied: the extension sweep then trains
+    it from step 0 (a diverged one diverges where it did). With --settled, nothing is copied and the
+    exit code is 3 unless every source run has completed or diverged (the Slurm path submits the
+    extension only then: a source run still queued would otherwise be trained again from step 0)."""
     import shutil
+    plans = []
     for name in EXTENDS:
         path = os.path.join(args.out, "sweeps", name + ".json")
-        if not os.path.isfile(path):
-            continue
-        for dst, iters, src in extension_plan(args.binary, path, args.out):
+        if os.path.isfile(path):
+            plans.append(extension_plan(args.binary, path, args.out))
+    if args.settled:
+        waiting = [src for plan in plans for dst, _, src in plan
+                   if not os.path.isdir(dst) and run_status(src)[0] not in SETTLED]
+        if waiting:
+            print(f"tier.py: {len(waiting)} source run(s) of the extension sweeps have not completed yet, "
+                  f"e.g. {waiting[0]}", file=sys.stderr)
+            return 3
+    for plan in plans:
+        for dst, iters, src in plan:
             if not os.path.isdir(dst):
                 if run_status(src)[0] != "completed":
                     continue
@@ -558,6 +572,8 @@ def main(argv=None):
                                       "print RUN_DIR MAX_ITERS for each to resume")
     a.add_argument("binary")
     a.add_argument("out")
+    a.add_argument("--settled", action="store_true",
+                   help="copy nothing and exit 3 unless every source run has completed or diverged")
     a = sub.add_parser("prepare", help="write OUT/sweeps/<name>.json with out_dir OUT/<name>")
     a.add_argument("out")
     a.add_argument("files", nargs="+")

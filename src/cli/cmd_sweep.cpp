@@ -1,7 +1,7 @@
 // `stacklab sweep SWEEP.json [SWEEP.json ...] [--executor local|slurm] [--jobs N] [--dry-run]
-// [--on-change rerun|fail]` and `stacklab sweep --status SWEEP_DIR [...]`: the flags, checked
-// here, then src/sweep does the rest (sweep/exec.h run_sweeps: expansion, the out_dir lock, the
-// local and Slurm executors; sweep_status: --status).
+// [--on-change fail|rerun|extend]` and `stacklab sweep --status SWEEP_DIR [...]`: the flags,
+// checked here, then src/sweep does the rest (sweep/exec.h run_sweeps: expansion, the out_dir lock,
+// the local and Slurm executors; sweep_status: --status).
 #include <algorithm>
 #include <sstream>
 #include <thread>
@@ -47,10 +47,7 @@ int cmd_sweep(const ArgList& argv) {
   if (opt.executor == Executor::Slurm && a.has("jobs"))
     throw Error("--jobs: only with --executor local (Slurm: --max-parallel K)");
   if (a.positional.empty()) throw Error("expected a SWEEP.json file (or several, run in one pool)");
-  const std::string on_change = a.get("on-change", "fail");
-  if (on_change != "fail" && on_change != "rerun")
-    throw Error("--on-change: expected rerun or fail, got '" + on_change + "'");
-  opt.rerun_changed = on_change == "rerun";
+  opt.on_change = parse_named<OnChange>(a.get("on-change", name_of(OnChange::Fail)), "--on-change");
   opt.dry_run = a.has("dry-run");
   opt.wait = a.has("wait");
   if (opt.executor == Executor::Slurm) opt.slurm = slurm_options(a);

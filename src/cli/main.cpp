@@ -87,7 +87,7 @@ const Command kCommands[] = {
      "                         subnormal floats kept (none)\n"},
     {"sweep", sl::cmd_sweep,
      "sweep SWEEP.json [SWEEP.json ...] [--executor local|slurm] [--jobs N] [--dry-run] "
-     "[--on-change rerun|fail] "
+     "[--on-change fail|rerun|extend] "
      "| sweep --status SWEEP_DIR [...]   run grids of train or probe runs (locally or as Slurm job "
      "arrays); "
      "where they stand",
@@ -114,8 +114,11 @@ const Command kCommands[] = {
      "(default: off)\n"
      "  --on-change WHAT       a run directory holding another config's or data's result: fail "
      "(stop and\n"
-     "                         list the changed keys) or rerun (move it to <dir>.changed-N, run "
-     "again)\n"
+     "                         list the changed keys), rerun (move it to <dir>.changed-N, run "
+     "again) or\n"
+     "                         extend (a run whose one change is a longer train.max_iters, with\n"
+     "                         optim.lr_decay_iters, continues there by train --resume; others "
+     "fail)\n"
      "                         (default: fail)\n"},
     {"validate", sl::cmd_validate,
      "validate CONFIG [--section.key=value ...] | validate --defaults   check a config, print it "

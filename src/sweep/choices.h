@@ -1,7 +1,8 @@
 // The sweep's enumerated values, each with its one spelling table (config/choices.h's
 // ChoiceNames, so name_of / parse_choice / choice_names work on them): whether a sweep trains or
-// probes (the sweep file's "mode", manifest.json "mode") and which executor runs it (--executor,
-// manifest.json and task.json "executor", sweep.lock). Parsed once where the file or flag is read;
+// probes (the sweep file's "mode", manifest.json "mode"), which executor runs it (--executor,
+// manifest.json and task.json "executor", sweep.lock) and what it does with a changed run
+// (--on-change). Parsed once where the file or flag is read;
 // compared as enums everywhere after.
 #pragma once
 #include <optional>
@@ -16,6 +17,11 @@ namespace sl {
 
 enum class SweepMode { Train, Probe };
 enum class Executor { Local, Slurm };
+// What `stacklab sweep --on-change` does with a run whose directory holds another config's result:
+// refuse the sweep (fail), move it aside and train anew (rerun), or, when the one difference is a
+// longer train.max_iters (and optim.lr_decay_iters), continue it there with `train --resume`
+// (extend); any other change is still refused.
+enum class OnChange { Fail, Rerun, Extend };
 
 template <>
 struct ChoiceNames<SweepMode> {
@@ -26,6 +32,11 @@ template <>
 struct ChoiceNames<Executor> {
   static constexpr std::pair<Executor, std::string_view> table[] = {{Executor::Local, "local"},
                                                                     {Executor::Slurm, "slurm"}};
+};
+template <>
+struct ChoiceNames<OnChange> {
+  static constexpr std::pair<OnChange, std::string_view> table[] = {
+      {OnChange::Fail, "fail"}, {OnChange::Rerun, "rerun"}, {OnChange::Extend, "extend"}};
 };
 
 // The spellings for a message: "\"local\" or \"slurm\"" ("\"a\", \"b\" or \"c\"" for three).

@@ -61,7 +61,8 @@ std::vector<SweepItem> collect_items(const std::vector<SweepPlan>& plans, bool c
                        run_state(plan, r),
                        "",
                        {},
-                       false});
+                       false,
+                       {}});
       if (!compare) continue;
       RunCheck st = sweep_run_state(plan, r);
       if (st.state != RunState::Changed) continue;
@@ -118,7 +119,7 @@ std::vector<std::string> run_overrides(const SweepRun& run, int threads) {
 }
 
 std::vector<std::string> child_args(const SweepPlan& plan, const SweepRun& r, int threads,
-                                    bool fresh) {
+                                    bool fresh, const std::vector<std::string>& extend) {
   std::vector<std::string> a;
   if (plan.mode == SweepMode::Probe) {
     a = {"probe", plan.base};
@@ -133,6 +134,7 @@ std::vector<std::string> child_args(const SweepPlan& plan, const SweepRun& r, in
   } else if (!fresh && fs::exists(r.dir + "/config.json")) {
     a = {"train", "--resume",
          r.dir};  // continues from its checkpoint, or starts from its config.json
+    a.insert(a.end(), extend.begin(), extend.end());
   } else {
     a = {"train", plan.base};
     const auto ov = run_overrides(r, threads);

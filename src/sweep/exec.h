@@ -20,11 +20,11 @@ namespace sl {
 // What a `stacklab sweep` invocation asks for (cli/cmd_sweep.cpp parses the flags into it).
 struct SweepOptions {
   Executor executor = Executor::Local;
-  int jobs = 1;                // local: runs at once
-  bool rerun_changed = false;  // --on-change rerun: move a changed run aside and run it anew
-  bool dry_run = false;        // print what would run, change nothing
-  bool wait = false;           // slurm: follow the job until its tasks have left the queue
-  SlurmOptions slurm;          // slurm: sbatch's options
+  int jobs = 1;                         // local: runs at once
+  OnChange on_change = OnChange::Fail;  // --on-change: a changed run refused, rerun or extended
+  bool dry_run = false;                 // print what would run, change nothing
+  bool wait = false;                    // slurm: follow the job until its tasks have left the queue
+  SlurmOptions slurm;                   // slurm: sbatch's options
 };
 
 // Expands the sweep files, locks each out_dir (unless dry_run), compares every run with the
@@ -43,6 +43,8 @@ struct SweepItem {
   std::vector<std::string>
       changes;         // state Changed (or a failed run's): what differs, "key: stored -> now"
   bool fresh = false;  // a changed run rerun: its old directory is moved aside, it starts anew
+  std::vector<std::string>
+      extend;  // --on-change extend: the overrides its `train --resume` continues it with
 };
 
 // Every run of every plan, in order, each with run_state(); with `compare` (the plans' configs
@@ -67,10 +69,11 @@ size_t print_plans(const std::vector<SweepPlan>& plans, const std::vector<SweepI
                    const std::string& how, bool pool);
 
 // The stacklab arguments that run `run` with `threads` threads: a probe, a resume of the run's
-// config.json when there is one (and the run is not `fresh`: moved aside first), else a fresh
-// training run.
+// config.json when there is one (and the run is not `fresh`: moved aside first) with `extend`'s
+// overrides after it, else a fresh training run.
 std::vector<std::string> child_args(const SweepPlan& plan, const SweepRun& run, int threads,
-                                    bool fresh = false);
+                                    bool fresh = false,
+                                    const std::vector<std::string>& extend = {});
 
 // The overrides that make a run's config from the plan's base: the sweep's, then threads, seed,
 // name.

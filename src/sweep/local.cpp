@@ -134,7 +134,7 @@ class LocalPool {
     make_dirs(it.run->dir);
     if (it.plan->mode == SweepMode::Probe)
       write_provenance(it.run->dir, it.run->config, it.run->run_info);  // train writes its own
-    const pid_t pid = spawn(child_args(*it.plan, *it.run, 1, it.fresh), it.run->dir);
+    const pid_t pid = spawn(child_args(*it.plan, *it.run, 1, it.fresh, it.extend), it.run->dir);
     running_[pid] = i;
     started_[pid] = Clock::now();
     it.state = RunState::Running;
@@ -164,10 +164,38 @@ class LocalPool {
 // A run directory whose provenance differs from the point's config (a changed sweep file, base
 // or data file; collect_items gives it its changes) is never taken as done (train/provenance.h):
 // with rerun it is moved aside to the first free "<dir>.changed-N" and the run starts fresh;
+// with extend a run whose one change is a longer horizon (sweep_run_extension) is continued
+// there by `train --resume` (its state "resumable"), and any other change is refused;
 // with fail (the default) nothing runs and the error lists what changed. Both executors call
 // this before deciding what is pending; a dry run says the same and moves nothing.
-void handle_changed(std::vector<SweepItem>& items, bool rerun, bool dry_run) {
-  if (!rerun) {
+void handle_changed(std::vector<SweepItem>& items, OnChange on_change, bool dry_run) {
+  if (on_change == OnChange::Extend) {
+    std::vector<std::string> not_extendable;
+    for (auto& it : items) {
+      if (it.changes.empty()) continue;
+      const Extension ext = sweep_run_extension(*it.plan, *it.run);
+      if (ext.overrides.empty()) {
+        not_extendable.push_back(it.run->dir + ": " + ext.why_not);
+        continue;
+      }
+      std::printf("%s: train.max_iters %lld -> %lld: continued by train --resume%s\n",
+                  it.run->dir.c_str(), ext.from, ext.to,
+                  dry_run ? " (--dry-run: nothing runs)" : "");
+      it.extend = ext.overrides;
+      it.state = RunState::Resumable;
+      it.changes.clear();
+    }
+    if (const std::string why = changed_runs_message(items); !why.empty()) {
+      std::string reasons;
+      for (const auto& r : not_extendable) reasons += "\n  " + r;
+      throw Error((dry_run ? "--dry-run: stacklab sweep would refuse to run: " : "") + why +
+                  "\n--on-change extend continues only a run whose one change is a longer "
+                  "train.max_iters (with optim.lr_decay_iters):" +
+                  reasons);
+    }
+    return;
+  }
+  if (on_change == OnChange::Fail) {
     if (const std::string why = changed_runs_message(items); !why.empty())
       throw Error(dry_run ? "--dry-run: stacklab sweep would refuse to run: " + why : why);
     return;
@@ -212,7 +240,7 @@ int run_local(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& items
   if (dry_run) {
     for (const auto& it : items) {
       std::printf("  %-40s %-12s stacklab", it.label.c_str(), spell(it.state).c_str());
-      for (const auto& s : child_args(*it.plan, *it.run, 1, it.fresh))
+      for (const auto& s : child_args(*it.plan, *it.run, 1, it.fresh, it.extend))
         std::printf(" %s", s.c_str());
       std::printf("\n");
     }
@@ -248,7 +276,7 @@ int run_sweeps(const std::vector<std::string>& files, const SweepOptions& opt) {
     for (const auto& plan : plans)
       locks.push_back(SweepLock::acquire(plan.out_dir, opt.executor, slurm_job_alive));
   std::vector<SweepItem> items = collect_items(plans);
-  handle_changed(items, opt.rerun_changed, opt.dry_run);
+  handle_changed(items, opt.on_change, opt.dry_run);
   if (opt.executor == Executor::Slurm)
     return submit_slurm(plans, items, opt.slurm, opt.dry_run, opt.wait, locks);
   return run_local(plans, items, opt.jobs, opt.dry_run);

@@ -370,4 +370,30 @@ RunCheck sweep_run_state(const SweepPlan& plan, const SweepRun& r) {
   return check_run(r.dir, r.config, plan.mode == SweepMode::Probe, r.run_info);
 }
 
+Extension sweep_run_extension(const SweepPlan& plan, const SweepRun& r) {
+  if (plan.mode != SweepMode::Train) return {{}, "a probe is not extended"};
+  nlohmann::json stored = read_provenance(r.dir);
+  if (stored.is_null()) return {{}, "no provenance.json to compare"};
+  const long long want = r.config.train.max_iters;
+  const long long decay = r.config.optim.lr_decay_iters;
+  nlohmann::json& train = stored["config"]["train"];
+  const nlohmann::json had = train.value("max_iters", nlohmann::json());
+  if (!had.is_number_integer() || had.get<long long>() >= want)
+    return {{}, "train.max_iters is not smaller than the sweep's " + std::to_string(want)};
+  if (decay == 0)
+    return {{},
+            "the sweep leaves optim.lr_decay_iters at 0 (max_iters), which extending pins to the "
+            "run's old max_iters; set it in the sweep (e.g. to train.max_iters)"};
+  train["max_iters"] = want;
+  stored["config"]["optim"]["lr_decay_iters"] = decay;
+  if (const auto rest = provenance_changes(stored, make_provenance(r.config, r.run_info));
+      !rest.empty())
+    return {{}, "other changes than the horizon: " + rest.front()};
+  return {{"--train.max_iters=" + std::to_string(want),
+           "--optim.lr_decay_iters=" + std::to_string(decay)},
+          "",
+          had.get<long long>(),
+          want};
+}
+
 }  // namespace sl

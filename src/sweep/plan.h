@@ -50,4 +50,17 @@ std::string override_arg(const std::string& key, const nlohmann::json& value);
 // this, for every executor.
 RunCheck sweep_run_state(const SweepPlan& plan, const SweepRun& r);
 
+// What continues run `r` to the sweep's horizon when its directory holds the sweep's config but
+// for a smaller train.max_iters (and, with it, another optim.lr_decay_iters): the overrides of
+// `stacklab train --resume DIR` ("--train.max_iters=N", "--optim.lr_decay_iters=D"). Else a
+// message saying why not: the run has no provenance, its max_iters is not smaller, another key
+// differs, or the sweep leaves optim.lr_decay_iters at 0, which an extension would pin to the
+// run's old horizon (docs/usage.md, "Resume and extend"), so the run would stay changed.
+struct Extension {
+  std::vector<std::string> overrides;  // empty: not extendable
+  std::string why_not;
+  long long from = 0, to = 0;  // train.max_iters stored and the sweep's
+};
+Extension sweep_run_extension(const SweepPlan& plan, const SweepRun& r);
+
 }  // namespace sl

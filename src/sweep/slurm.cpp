@@ -60,6 +60,16 @@ void prepare_run(const SweepPlan& plan, const SweepRun& run, int threads) {
   write_file_atomic(run.dir + "/config.json", run_config_json(cfg).dump(2) + "\n");
 }
 
+// A training task's command: `train --resume DIR --train.threads=C`, then the overrides that extend
+// the run (--on-change extend), which a requeued task repeats unchanged.
+std::vector<std::string> resume_args(const std::string& dir, int cpus,
+                                     const std::vector<std::string>& extend) {
+  std::vector<std::string> a = {"train", "--resume", dir,
+                                "--train.threads=" + std::to_string(cpus)};
+  a.insert(a.end(), extend.begin(), extend.end());
+  return a;
+}
+
 std::string submit_one(const SweepPlan& plan, const std::vector<SweepItem*>& pending,
                        const SlurmOptions& opt, bool dry_run) {
   const std::string out = fs::absolute(plan.out_dir).lexically_normal().string();
@@ -70,13 +80,11 @@ std::string submit_one(const SweepPlan& plan, const std::vector<SweepItem*>& pen
     if (!dry_run) prepare_run(plan, run, opt.cpus_per_task);
     // A training task always resumes its run directory: from its checkpoint, or from the
     // config.json written here (so a requeued task and a fresh one run the same command).
-    tasks.push_back(
-        {run.id, run.dir,
-         plan.mode == SweepMode::Train  // threads: this submission's --slurm-cpus-per-task, also on
-                                        // a resubmission
-             ? std::vector<std::string>{"train", "--resume", run.dir,
-                                        "--train.threads=" + std::to_string(opt.cpus_per_task)}
-             : child_args(plan, run, opt.cpus_per_task)});
+    tasks.push_back({run.id, run.dir,
+                     plan.mode == SweepMode::Train  // threads: this submission's
+                                                    // --slurm-cpus-per-task, also on a resubmission
+                         ? resume_args(run.dir, opt.cpus_per_task, it->extend)
+                         : child_args(plan, run, opt.cpus_per_task)});
   }
   const std::string binary = fs::canonical("/proc/self/exe").string();
   const std::string script =

@@ -9,6 +9,8 @@
 namespace sl {
 namespace {
 
+using testing::contains;
+
 using nlohmann::json;
 using testing::base_config;
 using testing::concat;
@@ -17,10 +19,6 @@ using testing::read_jsonl;
 using testing::records_of;
 using testing::run_stacklab;
 using testing::tiny_model_args;
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 std::vector<std::string> tiny_run(const std::string& out,
                                   const std::vector<std::string>& extra = {}) {

@@ -19,6 +19,7 @@ namespace {
 using nlohmann::json;
 using testing::base_config;
 using testing::concat;
+using testing::contains;
 using testing::make_temp_dir;
 using testing::read_json;
 using testing::read_jsonl;
@@ -29,10 +30,6 @@ using testing::RunResult;
 using testing::tiny_model_args;
 using testing::write_text;
 namespace fs = std::filesystem;
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 // `stacklab train CONFIG tiny... extra... --out OUT`.
 RunResult train(const std::string& config, const std::vector<std::string>& extra,

@@ -4,6 +4,7 @@
 // changed, as `--status` and `--dry-run` report them; the state a failed Slurm submission leaves.
 #include <sys/file.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -274,6 +275,87 @@ TEST(SweepCommand, StatusAndDryRunReportRunsWhoseBaseConfigChangedAsTheRealRunWo
                                                                  << rerun;
   EXPECT_FALSE(fs::exists(dir + "/out/L1-pre-layernorm-res-s0.changed-1"))
       << "a dry run moves nothing";
+  fs::remove_all(dir);
+}
+
+// A sweep of 2 depths trained `iters` steps, with optim.lr_decay_iters `decay` and `extra`
+// overrides (JSON members, each with its leading comma).
+std::string write_horizon_sweep(const std::string& dir, int iters, int decay,
+                                const std::string& extra = "") {
+  const std::string path = dir + "/sweep.json";
+  write_text(path, R"({"name": "t", "base": ")" + base_config() + R"(", "out_dir": ")" + dir +
+                       R"(/out",
+    "overrides": {"model.n_embd": 16, "model.n_head": 2, "model.block_size": 16, "train.batch_size": 4,
+                  "train.eval_interval": 2, "train.ckpt_interval": 2, "train.max_iters": )" +
+                       std::to_string(iters) + R"(, "optim.lr_decay_iters": )" +
+                       std::to_string(decay) + extra + R"(},
+    "grid": {"model.n_layer": [1, 2]}})");
+  return path;
+}
+
+TEST(SweepCommand, OnChangeExtendContinuesRunsWhoseOneChangeIsALongerHorizonOnTheirOwnCheckpoints) {
+  const std::string dir = make_temp_dir("sweep_extend");
+  ASSERT_EQ(run_stacklab({"sweep", write_horizon_sweep(dir, 4, 4), "--jobs", "2"}).exit_code, 0);
+  const std::string run = dir + "/out/L2-pre-layernorm-res-s0";
+  const std::string sweep = write_horizon_sweep(dir, 8, 8);
+
+  const RunResult refused = run_stacklab({"sweep", sweep});
+  EXPECT_EQ(refused.exit_code, 1) << "a longer horizon is a change, refused by default\n"
+                                  << refused;
+  const RunResult dry = run_stacklab({"sweep", sweep, "--dry-run", "--on-change", "extend"});
+  EXPECT_EQ(dry.exit_code, 0) << dry;
+  EXPECT_TRUE(contains(dry.out, run + ": train.max_iters 4 -> 8: continued by train --resume"))
+      << dry;
+  EXPECT_TRUE(
+      contains(dry.out, "train --resume " + run + " --train.max_iters=8 --optim.lr_decay_iters=8"))
+      << dry;
+  EXPECT_TRUE(contains(dry.out, "resumable")) << dry;
+  const RunResult slurm =
+      run_stacklab({"sweep", sweep, "--executor", "slurm", "--dry-run", "--on-change", "extend"});
+  EXPECT_EQ(slurm.exit_code, 0) << slurm;
+  EXPECT_TRUE(contains(slurm.out, "'train' '--resume' '" + run +
+                                      "' '--train.threads=1' '--train.max_iters=8' "
+                                      "'--optim.lr_decay_iters=8'"))
+      << "a Slurm task continues the run as the local executor does\n"
+      << slurm;
+
+  const RunResult ext = run_stacklab({"sweep", sweep, "--on-change", "extend", "--jobs", "2"});
+  ASSERT_EQ(ext.exit_code, 0) << ext;
+  const nlohmann::json summary = read_json(run + "/summary.json");
+  EXPECT_EQ(summary.at("status"), "completed") << summary.dump();
+  EXPECT_EQ(summary.at("steps"), 8) << "continued to the sweep's horizon\n" << summary.dump();
+  const auto records = read_jsonl(run + "/metrics.jsonl");
+  EXPECT_TRUE(std::any_of(records.begin(), records.end(), [](const nlohmann::json& r) {
+    return r.value("kind", "") == "resume";
+  })) << "continued from its checkpoint, not trained again";
+  const RunResult st = run_stacklab({"sweep", "--status", dir + "/out"});
+  EXPECT_EQ(st.exit_code, 0) << st;
+  EXPECT_TRUE(contains(status_line(st), "completed 2,")) << st;
+  fs::remove_all(dir);
+}
+
+TEST(SweepCommand, OnChangeExtendRefusesAnyOtherChangeAndAnUnsetDecayHorizonNamingWhy) {
+  const std::string dir = make_temp_dir("sweep_extend_refused");
+  ASSERT_EQ(run_stacklab({"sweep", write_horizon_sweep(dir, 4, 4), "--jobs", "2"}).exit_code, 0);
+  const RunResult other =
+      run_stacklab({"sweep", write_horizon_sweep(dir, 8, 8, R"(, "optim.learning_rate": 0.002)"),
+                    "--on-change", "extend"});
+  EXPECT_EQ(other.exit_code, 1) << other;
+  EXPECT_TRUE(contains(other.output, "other changes than the horizon: optim.learning_rate"))
+      << other;
+  const RunResult unset =
+      run_stacklab({"sweep", write_horizon_sweep(dir, 8, 0), "--on-change", "extend"});
+  EXPECT_EQ(unset.exit_code, 1) << unset;
+  EXPECT_TRUE(contains(unset.output, "optim.lr_decay_iters at 0")) << unset;
+  const RunResult shorter =
+      run_stacklab({"sweep", write_horizon_sweep(dir, 2, 2), "--on-change", "extend"});
+  EXPECT_EQ(shorter.exit_code, 1) << shorter;
+  EXPECT_TRUE(contains(shorter.output, "train.max_iters is not smaller")) << shorter;
+  const RunResult bad =
+      run_stacklab({"sweep", write_horizon_sweep(dir, 8, 8), "--on-change", "grow"});
+  EXPECT_EQ(bad.exit_code, 1) << "as every other bad sweep flag\n" << bad;
+  EXPECT_TRUE(contains(bad.output, "--on-change: expected \"fail\", \"rerun\" or \"extend\""))
+      << bad;
   fs::remove_all(dir);
 }
 

@@ -18,6 +18,7 @@ namespace {
 using nlohmann::json;
 using testing::base_config;
 using testing::concat;
+using testing::contains;
 using testing::make_temp_dir;
 using testing::read_json;
 using testing::read_jsonl;
@@ -26,10 +27,6 @@ using testing::run_stacklab;
 using testing::tiny_model_args;
 using testing::write_text;
 namespace fs = std::filesystem;
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 // Train and eval records (the numbers a run reports), without timings.
 json losses(const std::string& dir) {

@@ -201,5 +201,61 @@ class ConvergeTier(unittest.TestCase):
                          (steps, steps))
 
 
+class Extend(unittest.TestCase):
+    """tier.py extend copies an extension sweep's completed source runs for `stacklab sweep
+    --on-change extend` to continue; with --settled (the Slurm path) it copies nothing while a
+    source run may still change."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.out = self.tmp.name
+        os.makedirs(os.path.join(self.out, "sweeps"))
+        name = next(iter(tier.EXTENDS))
+        with open(os.path.join(self.out, "sweeps", name + ".json"), "w", encoding="utf-8") as fh:
+            json.dump({"name": name}, fh)
+        self.src = os.path.join(self.out, tier.EXTENDS[name], "r1")
+        self.dst = os.path.join(self.out, name, "r1")
+        os.makedirs(self.src)
+        self.real_plan = tier.extension_plan
+        tier.extension_plan = lambda binary, path, out: [(self.dst, 20, self.src)]
+
+    def tearDown(self):
+        tier.extension_plan = self.real_plan
+        self.tmp.cleanup()
+
+    def status(self, status):
+        with open(os.path.join(self.src, "summary.json"), "w", encoding="utf-8") as fh:
+            json.dump({"status": status}, fh)
+        with open(os.path.join(self.src, "config.json"), "w", encoding="utf-8") as fh:
+            json.dump({"train": {"max_iters": 5}}, fh)
+
+    def extend(self, *flags):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = tier.main(["extend", "stacklab", self.out, *flags])
+        return code, out.getvalue(), err.getvalue()
+
+    def test_settled_refuses_while_a_source_run_is_still_running_and_copies_nothing(self):
+        self.status("running")
+        code, _, err = self.extend("--settled")
+        self.assertEqual(code, 3)
+        self.assertIn("have not completed yet", err)
+        self.assertFalse(os.path.exists(self.dst))
+
+    def test_a_completed_source_run_is_copied_and_listed_with_the_extensions_horizon(self):
+        self.status("completed")
+        self.assertEqual(self.extend("--settled")[0], 0)
+        code, out, _ = self.extend()
+        self.assertEqual(code, 0)
+        self.assertEqual(out.split(), [self.dst, "20"])
+        self.assertTrue(os.path.isfile(os.path.join(self.dst, "summary.json")))
+
+    def test_a_diverged_source_run_is_settled_but_not_copied(self):
+        self.status("diverged")
+        self.assertEqual(self.extend("--settled")[0], 0)
+        self.assertEqual(self.extend()[1], "")
+        self.assertFalse(os.path.exists(self.dst))
+
+
 if __name__ == "__main__":
     unittest.main()

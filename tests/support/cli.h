@@ -163,6 +163,11 @@ inline std::vector<nlohmann::json> read_jsonl(const std::string& path) {
   return out;
 }
 
+// Whether `part` occurs in `s` (a command's output, a file's text).
+inline bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
 inline nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(read_text(path));
 }
