@@ -173,6 +173,22 @@ else
   grep -q "SKIPPING the text sweeps" "$tmp/quick.log" || fail "without the text, --tiny did not say it skipped the text sweeps"
 fi
 
+# ---- the convergence study, scaled down: its extension continued by `stacklab sweep --on-change extend` ----
+C="$tmp/converge"
+STACKLAB_BIN="$BIN" bash "$tmp/repo/scripts/reproduce.sh" --tiny --converge --out "$C" >"$tmp/converge.log" 2>&1 ||
+  { tail -20 "$tmp/converge.log" >&2; fail "reproduce.sh --tiny --converge exited non-zero"; }
+long_runs=$(find "$C/converge_synth_long" -mindepth 1 -maxdepth 1 -type d | wc -l)
+((long_runs > 0)) || fail "--converge made no converge_synth_long runs"
+for r in "$C"/converge_synth_long/*/; do
+  grep -q '"kind": *"resume"' "$r/metrics.jsonl" || fail "$r was not continued from its converge_synth copy (no resume record)"
+  "$PY" -c 'import json, sys; s = json.load(open(sys.argv[1])); sys.exit(s["status"] != "completed" or s["steps"] != 24)' \
+    "$r/summary.json" || fail "$r did not complete at the extension's horizon (24 steps)"
+done
+"$BIN" sweep --status "$C/converge_synth_long" >/dev/null || fail "sweep --status does not count the extended runs as completed"
+grep -q '^## .*onvergence' "$C/report.md" || fail "report.md has no convergence section"
+[[ "$(grep -m1 -n '^!\[' "$C/report.md" | cut -d: -f1)" -lt "$(grep -m1 -n '^|' "$C/report.md" | cut -d: -f1)" ]] ||
+  fail "report.md does not open with its headline figure before its first table"
+
 if ((fails)); then
   echo "check_full_tier: $fails check(s) failed" >&2
   exit 1
