@@ -44,11 +44,15 @@ def long_values(study, source) -> dict:
     for p in study.points:
         if p.source == source:
             by[(p.wiring, p.depth)].append(p)
+    hz = horizons(study, source)
+    kind_of = {h: kind for kind, h in hz.items() if h}
     out = {"long": defaultdict(dict), "extended": defaultdict(dict)}
     for (w, d), pts in by.items():
         pts.sort(key=lambda p: p.horizon or 0)
-        for kind, p in zip(("long", "extended"), pts):
-            out[kind][w][d] = p.finals
+        for p in pts:  # by its horizon: two points at one horizon (--tiny caps depths) keep the first
+            kind = kind_of.get(p.horizon)
+            if kind is not None and d not in out[kind][w]:
+                out[kind][w][d] = p.finals
     return out
 
 
@@ -74,6 +78,8 @@ def panels(tr, text, study):
             series += [pc.Series(w, names.get(w, w), "short", f"{steps} steps", v) for w, v in vals.items()]
         hz = horizons(study, src)
         for kind, by_w in long_values(study, src).items():
+            if not by_w:
+                continue
             series += [pc.Series(w, names.get(w, w), kind, f"{hz[kind]} steps", v) for w, v in by_w.items()]
         if series:
             out[src] = sorted(series, key=lambda s: (list(GRID_WIRINGS).index(s.wiring) if s.wiring in GRID_WIRINGS
