@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks scripts/report.py end to end on a tiny real study written by `build/stacklab sweep` into
 # a temp dir (a 3-depth probe sweep and an 8-run train sweep of a 16-wide model, 4 steps, 2 seeds):
-# the report opens with the summary, a row per finding (the numbers that decide it, computed, and a
+# under its headline figure and paragraph (tests/python/test_report_convergence.py), the report opens
+# with the summary, a row per finding (the numbers that decide it, computed, and a
 # seen/not-seen mark) and per claim, each linked to its section, under which every number of the
 # finding is folded; a run made diverged as the trainer records it (summary.json status "diverged", its last loss 8324.9)
 # and one made incomplete are left out of every number, listed, and counted in their table cells;

@@ -5,7 +5,7 @@
 # page loads, its inline script counts every <img> that decoded (complete, naturalWidth > 0), and
 # that count must equal the number of figures in report.md (the count is written at the page's foot).
 # The page must be self-contained (no http(s) URL in a src or href, no <link>), hold every table of
-# the Markdown, and open with the summary: a row per finding (1-5), rule P's, and per claim of
+# the Markdown, and open (under its headline figure) with the summary: a row per finding (1-5), rule P's, and per claim of
 # claims.json and claims_round2.json that ran (those not run: one line under the table), each
 # linking to its section; in the rendered page every in-page link must resolve to an element;
 # every HTML view the plotting wrote (figures/**/view.html) is linked by its relative path.
