@@ -3,7 +3,9 @@
 // before allocating, with the memory estimate), bad text files, missing files, corrupt or foreign
 // checkpoints, an edited config on resume, an unwritable output path, a full disk (RLIMIT_FSIZE)
 // while checkpointing. Also: the summary's status after SIGTERM / SIGKILL, and determinism.
+#include <fcntl.h>  // AT_FDCWD
 #include <signal.h>
+#include <stdio.h>  // renameat2, RENAME_EXCHANGE (glibc >= 2.28)
 #include <sys/resource.h>
 
 #include <filesystem>
@@ -406,10 +408,17 @@ TEST(HonestSummary, ARunWhoseCheckpointCannotBeWrittenSaysFailedWithTheError) {
   testing::Child child(slow_run(run));
   ASSERT_TRUE(testing::wait_until(
       [&] { return !records_of(read_jsonl(run + "/metrics.jsonl"), "train").empty(); }));
-  // Renamed away in one step, not removed file by file: the running trainer may be creating a
-  // checkpoint's temp file in it at this moment, which would make a removal fail half done.
-  fs::rename(run + "/checkpoints", run + "/checkpoints.moved");
-  write_text(run + "/checkpoints", "not a directory");
+  // The directory and a file swapped in one step (renameat2's RENAME_EXCHANGE), not removed file by
+  // file: the running trainer may be creating a checkpoint's temp file in it at this moment, which
+  // would make a removal fail half done; and a rename followed by a write would leave an instant
+  // with no "checkpoints" at all, where the write fails with ENOENT instead (seen under load).
+  write_text(run + "/checkpoints.file", "not a directory");
+  const bool swapped = renameat2(AT_FDCWD, (run + "/checkpoints.file").c_str(), AT_FDCWD,
+                                 (run + "/checkpoints").c_str(), RENAME_EXCHANGE) == 0;
+  if (!swapped) {  // a file system without RENAME_EXCHANGE: the two steps, and ENOENT allowed below
+    fs::rename(run + "/checkpoints", run + "/checkpoints.moved");
+    fs::rename(run + "/checkpoints.file", run + "/checkpoints");
+  }
   child.signal(SIGTERM);
   const RunResult r = child.wait();
   EXPECT_EQ(r.exit_code, 1) << r;
@@ -422,7 +431,9 @@ TEST(HonestSummary, ARunWhoseCheckpointCannotBeWrittenSaysFailedWithTheError) {
   const std::string error_line = r.output.substr(at);
   EXPECT_TRUE(contains(error_line, "stacklab train: error: [fs] cannot ")) << r;
   EXPECT_TRUE(contains(error_line, " '" + run + "/checkpoints/")) << r;
-  EXPECT_TRUE(contains(error_line, "': Not a directory")) << r;
+  EXPECT_TRUE(contains(error_line, "': Not a directory") ||
+              (!swapped && contains(error_line, "': No such file or directory")))
+      << r;
   const json s = read_json(run + "/summary.json");
   EXPECT_EQ(s.at("status"), "failed") << s;
   ASSERT_TRUE(s.at("error").is_string()) << s;
