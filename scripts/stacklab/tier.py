@@ -355,13 +355,15 @@ def cmd_prepare(args):
 LINE = re.compile(r"^\s+(\S+)\s+(\S+)\s+stacklab (train|probe) (\S+)(.*)$")
 
 
-def dry_run(binary, files):
-    """[(id, state, mode, base, {key: value}, run_dir, seeds)] from `stacklab sweep --dry-run`. A
-    run that started lists `stacklab train --resume DIR`: its keys come from DIR/config.json, its
-    base from its sweep file."""
-    p = subprocess.run([binary, "sweep", *files, "--dry-run"], capture_output=True, text=True)
+def dry_run(binary, files, on_change=None):
+    """[(id, state, mode, base, {key: value}, run_dir, seeds)] from `stacklab sweep --dry-run`
+    (with `--on-change ON_CHANGE` when given). A run that started lists `stacklab train --resume DIR`
+    and, for an extension's copy not yet extended, the keys it is continued with (`--train.max_iters=N
+    ...`): its keys come from DIR/config.json with those on top, its base from its sweep file."""
+    cmd = [binary, "sweep", *files, "--dry-run"] + (["--on-change", on_change] if on_change else [])
+    p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
-        raise TierError(f"stacklab sweep --dry-run {' '.join(files)} failed:\n{p.stderr.strip()}")
+        raise TierError(f"{' '.join(cmd[1:])} failed:\n{p.stderr.strip()}")
     bases = {}
     for f in files:
         s = read_json(f)
@@ -374,10 +376,11 @@ def dry_run(binary, files):
         rid, state, mode, base, rest = m.groups()
         sweep = rid.split("/", 1)[0] if "/" in rid else next(iter(bases))
         if base == "--resume":
-            run_dir = rest.strip()
+            run_dir = rest.split()[0]
             cfg = read_json(os.path.join(run_dir, "config.json"))
             keys = SHAPE_KEYS + ("train.max_iters", "train.eval_interval", "train.eval_iters")
             kv = {k: get_key(cfg, k) for k in keys if get_key(cfg, k) is not None}
+            kv.update(re.findall(r"--([a-z_]+\.[a-z_0-9.]+)=(\S+)", rest))
             runs.append((rid, state, mode, bases[sweep], kv, run_dir, 1))
             continue
         kv = dict(re.findall(r"--([a-z_]+\.[a-z_0-9.]+)=(\S+)", rest))
@@ -456,7 +459,8 @@ def extension_steps(runs, files):
         rid, state, mode, base, kv, run_dir, nseeds = r
         sweep = rid.split("/", 1)[0] if "/" in rid else next(iter(horizon))
         src = horizon.get(EXTENDS.get(sweep))
-        if src is not None and state == "new" and "train.max_iters" in kv:
+        # new: trained from the source's horizon once copied; resumable: a copy still at that horizon
+        if src is not None and state in ("new", "resumable") and "train.max_iters" in kv:
             kv = dict(kv, **{"train.max_iters": str(int(kv["train.max_iters"]) - int(src))})
         out.append((rid, state, mode, base, kv, run_dir, nseeds))
     return out
@@ -471,7 +475,12 @@ def cmd_size(args):
     # Newer binaries also time the sgemm ceiling in every bench; the cost model needs only the steps.
     helptext = subprocess.run([args.binary, "bench", "--help"], capture_output=True, text=True).stdout
     NO_CEILING[:] = ["--no-ceiling"] if "--no-ceiling" in helptext else []
-    runs = dry_run(args.binary, args.files)
+    # The extension sweeps are listed as `reproduce.sh` runs them (--on-change extend): a copy not yet
+    # continued to their horizon is resumable there, not a changed run.
+    later = [f for f in args.files if read_json(f).get("name") in EXTENDS]
+    first = [f for f in args.files if f not in later]
+    runs = (dry_run(args.binary, first) if first else []) + \
+        (dry_run(args.binary, later, on_change="extend") if later else [])
     runs = extension_steps(runs, args.files)
     secs, timed = cost_model(args.binary, runs)
     shapes = len(timed)

@@ -186,6 +186,16 @@ for r in "$C"/converge_synth_long/*/; do
 done
 "$BIN" sweep --status "$C/converge_synth_long" >/dev/null || fail "sweep --status does not count the extended runs as completed"
 grep -q '^## .*onvergence' "$C/report.md" || fail "report.md has no convergence section"
+# A study stopped after an extension's copy was made and before it was continued (a copy still at the
+# source's horizon) resumes when the script runs again: its size step lists that copy as the extension
+# sweep runs it (--on-change extend), not as a changed run (which made it stop, before the fix).
+r1="$(find "$C/converge_synth_long" -mindepth 1 -maxdepth 1 -type d | sort | head -n 1)"
+rm -rf "$r1" && cp -a "$C/converge_synth/$(basename "$r1")" "$r1" && rm -f "$r1/train.lock"
+STACKLAB_BIN="$BIN" bash "$tmp/repo/scripts/reproduce.sh" --tiny --converge --out "$C" >"$tmp/converge2.log" 2>&1 ||
+  { tail -20 "$tmp/converge2.log" >&2; fail "reproduce.sh --tiny --converge did not resume a copy not yet extended"; }
+grep -q "^reproduce: size: .* 1 to run" "$tmp/converge2.log" || fail "the resumed study's size does not count the one copy to extend"
+"$PY" -c 'import json, sys; s = json.load(open(sys.argv[1])); sys.exit(s["status"] != "completed" or s["steps"] != 24)' \
+  "$r1/summary.json" || fail "$r1 was not continued to the extension's horizon when the study resumed"
 [[ "$(grep -m1 -n '^!\[' "$C/report.md" | cut -d: -f1)" -lt "$(grep -m1 -n '^|' "$C/report.md" | cut -d: -f1)" ]] ||
   fail "report.md does not open with its headline figure before its first table"
 

@@ -191,6 +191,33 @@ class ConvergeTier(unittest.TestCase):
         out = tier.extension_steps(runs, paths)
         self.assertEqual([r[4]["train.max_iters"] for r in out], ["16500", "5500"])
 
+    def test_a_copy_not_yet_extended_is_listed_with_the_horizon_it_is_continued_to(self):
+        # `stacklab sweep --dry-run --on-change extend` lists such a copy as `train --resume DIR` plus
+        # the keys it changes; its config.json still holds the source's horizon.
+        with tempfile.TemporaryDirectory() as d:
+            run = os.path.join(d, "L8-x-s20")
+            os.makedirs(run)
+            with open(os.path.join(run, "config.json"), "w", encoding="utf-8") as fh:
+                json.dump({"model": {"n_layer": 8}, "train": {"max_iters": 5500}}, fh)
+            sweep = os.path.join(d, "converge_synth_long.json")
+            with open(sweep, "w", encoding="utf-8") as fh:
+                json.dump({"name": "converge_synth_long", "base": "b.json"}, fh)
+            binary = os.path.join(d, "stacklab")
+            with open(binary, "w", encoding="utf-8") as fh:
+                fh.write("#!/bin/sh\n"
+                         "case \" $* \" in *' --on-change extend '*) ;; *) echo refused >&2; exit 2;; esac\n"
+                         f"echo '  L8-x-s20   resumable    stacklab train --resume {run} "
+                         "--train.max_iters=22000 --optim.lr_decay_iters=22000'\n")
+            os.chmod(binary, 0o755)
+            with self.assertRaisesRegex(tier.TierError, "refused"):
+                tier.dry_run(binary, [sweep])
+            (rid, state, _, _, kv, run_dir, _), = tier.dry_run(binary, [sweep], on_change="extend")
+        self.assertEqual((rid, state, run_dir), ("L8-x-s20", "resumable", run))
+        self.assertEqual((kv["model.n_layer"], kv["train.max_iters"]), (8, "22000"))
+        paths = [os.path.join(tier.QUICK_DIR, n + ".json") for n in ("converge_synth", "converge_synth_long")]
+        runs = [("converge_synth_long/L8-x-s20", state, "train", "b", kv, run_dir, 1)]
+        self.assertEqual(tier.extension_steps(runs, paths)[0][4]["train.max_iters"], "16500")
+
     def test_tiny_keeps_the_extensions_ratio_to_its_source(self):
         with tempfile.TemporaryDirectory() as d:
             with contextlib.redirect_stdout(io.StringIO()):
