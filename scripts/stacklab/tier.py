@@ -353,6 +353,7 @@ def cmd_prepare(args):
 # ---- size ------------------------------------------------------------------------------------
 
 LINE = re.compile(r"^\s+(\S+)\s+(\S+)\s+stacklab (train|probe) (\S+)(.*)$")
+FLAG = re.compile(r"--([a-z_]+\.[a-z_0-9.]+)=(\S+)")  # a listed command's --key=value
 
 
 def dry_run(binary, files, on_change=None):
@@ -380,10 +381,10 @@ def dry_run(binary, files, on_change=None):
             cfg = read_json(os.path.join(run_dir, "config.json"))
             keys = SHAPE_KEYS + ("train.max_iters", "train.eval_interval", "train.eval_iters")
             kv = {k: get_key(cfg, k) for k in keys if get_key(cfg, k) is not None}
-            kv.update(re.findall(r"--([a-z_]+\.[a-z_0-9.]+)=(\S+)", rest))
+            kv.update(FLAG.findall(rest))
             runs.append((rid, state, mode, bases[sweep], kv, run_dir, 1))
             continue
-        kv = dict(re.findall(r"--([a-z_]+\.[a-z_0-9.]+)=(\S+)", rest))
+        kv = dict(FLAG.findall(rest))
         out = re.search(r"--out (\S+)", rest)
         seeds = re.search(r"--seeds (\S+)", rest)
         runs.append((rid, state, mode, base, kv, out.group(1) if out else None,
