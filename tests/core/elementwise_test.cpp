@@ -1,7 +1,10 @@
 // add, sub, mul, scale and the activations: values and finite-difference gradients.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "core/ops.h"
 #include "support/gradcheck.h"
@@ -96,6 +99,29 @@ TEST(Gelu, BothFormsBackwardMatchFiniteDifferences) {
     EXPECT_TRUE(grad_check([approx](const std::vector<Tensor>& in) { return gelu(in[0], approx); },
                            {randn({3, 8}, 8, 2.0f)}))
         << "tanh_approx=" << approx;
+}
+
+// linear_gelu keeps g'(x) from its forward pass and multiplies by it in backward; those values
+// must be the bits gelu_forward and gelu_backward give, at every magnitude and sign (including
+// +-0, the clamps of exp at large |x| and a length that leaves a vector tail).
+TEST(Gelu, ForwardWithItsDerivativeGivesTheBitsOfForwardAndBackwardInBothForms) {
+  std::vector<float> x = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-4f, -3.5f, 7.0f, -9.0f, 20.0f, -40.0f};
+  for (float v : randn({1003}, 51, 3.0f).to_vector()) x.push_back(v);
+  const int64_t n = static_cast<int64_t>(x.size());
+  const std::vector<float> dy = randn({n}, 52).to_vector();
+  for (bool approx : {false, true}) {
+    std::vector<float> y(x.size()), dx(x.size()), y2(x.size()), g = x;
+    gelu_forward(y.data(), x.data(), n, approx);
+    gelu_backward(dx.data(), dy.data(), x.data(), n, approx, /*overwrite=*/true);
+    gelu_forward_grad_serial(y2.data(), g.data(), n, approx);
+    gelu_backward_from_grad_serial(g.data(), dy.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(y2[i]), std::bit_cast<uint32_t>(y[i]))
+          << "gelu(" << x[i] << "), tanh_approx=" << approx;
+      ASSERT_EQ(std::bit_cast<uint32_t>(g[i]), std::bit_cast<uint32_t>(dx[i]))
+          << "dy * gelu'(" << x[i] << "), tanh_approx=" << approx;
+    }
+  }
 }
 
 TEST(Reduce, SumAndMeanBackwardMatchFiniteDifferences) {

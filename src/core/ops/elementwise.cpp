@@ -124,6 +124,35 @@ inline float gelu_tanh_grad(float v) {
   const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * v * v);
   return 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du;
 }
+// y = g(x), and in place over x, g'(x): the forward of a GELU whose backward is then a product
+// (linear_gelu keeps g'(x) instead of x). Each value has the bits of gelu_forward_span and of
+// gelu_grad: the exact form evaluates erf's polynomial once for both (its argument |x|/sqrt(2)
+// is the same in each, as |x c| = |x| c for c > 0) and keeps the two exponentials they round
+// differently (e^(-a^2) and e^(-x^2/2)); the tanh form shares tanh(u) whole.
+SL_SIMD_CLONES void gelu_forward_grad_span(float* y, float* xg, int64_t lo, int64_t hi) {
+  for (int64_t i = lo; i < hi; ++i) {
+    const float v = xg[i];
+    const float z = v * kInvSqrt2, a = __builtin_fabsf(z);
+    const float poly = erf_poly(a);
+    y[i] = 0.5f * v * (1.0f + __builtin_copysignf(1.0f - poly * fast_exp(-a * a), z));
+    const float e = fast_exp(-0.5f * v * v);
+    const float cdf = 0.5f * (1.0f + __builtin_copysignf(1.0f - poly * e, v));
+    xg[i] = cdf + v * (kInvSqrt2Pi * e);
+  }
+}
+SL_SIMD_CLONES void gelu_tanh_forward_grad_span(float* y, float* xg, int64_t lo, int64_t hi) {
+  for (int64_t i = lo; i < hi; ++i) {
+    const float v = xg[i];
+    const float t = fast_tanh(kSqrt2OverPi * (v + kGeluCubic * v * v * v));
+    y[i] = 0.5f * v * (1.0f + t);
+    const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * v * v);
+    xg[i] = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du;
+  }
+}
+// dg = dy * g in place over g: the backward of gelu_forward_grad_span, which left g'(x) in g.
+SL_SIMD_CLONES void mul_in_place_span(float* g, const float* dy, int64_t lo, int64_t hi) {
+  for (int64_t i = lo; i < hi; ++i) g[i] = dy[i] * g[i];
+}
 // dx = or += dy * g'(x): the branch is outside the loops, each of which vectorises.
 SL_SIMD_CLONES void gelu_backward_span(float* dx, const float* dy, const float* x, int64_t lo,
                                        int64_t hi, bool overwrite) {
@@ -153,6 +182,15 @@ void gelu_backward_serial(float* dx, const float* dy, const float* x, int64_t n,
                           bool overwrite) {
   tanh_approx ? gelu_tanh_backward_span(dx, dy, x, 0, n, overwrite)
               : gelu_backward_span(dx, dy, x, 0, n, overwrite);
+}
+void gelu_forward_grad_serial(float* y, float* xg, int64_t n, bool tanh_approx) {
+  tanh_approx ? gelu_tanh_forward_grad_span(y, xg, 0, n) : gelu_forward_grad_span(y, xg, 0, n);
+}
+void gelu_backward_from_grad_serial(float* g, const float* dy, int64_t n) {
+  mul_in_place_span(g, dy, 0, n);
+}
+void gelu_backward_from_grad(float* g, const float* dy, int64_t n) {
+  parallel_chunks(n, kChunk, [=](int64_t lo, int64_t hi) { mul_in_place_span(g, dy, lo, hi); });
 }
 void gelu_backward(float* dx, const float* dy, const float* x, int64_t n, bool tanh_approx,
                    bool overwrite) {

@@ -26,6 +26,12 @@ void gelu_backward(float* dx, const float* dy, const float* x, int64_t n, bool t
 void gelu_forward_serial(float* y, const float* x, int64_t n, bool tanh_approx);
 void gelu_backward_serial(float* dx, const float* dy, const float* x, int64_t n, bool tanh_approx,
                           bool overwrite);
+// GELU with its derivative kept for backward: y = g(x) and g'(x) in place over xg; backward is
+// then g = dy * g in place (g becomes dL/dx). The values are gelu_forward's and
+// gelu_backward's to the bit. The _serial forms run on the calling thread only.
+void gelu_forward_grad_serial(float* y, float* xg, int64_t n, bool tanh_approx);
+void gelu_backward_from_grad_serial(float* g, const float* dy, int64_t n);
+void gelu_backward_from_grad(float* g, const float* dy, int64_t n);
 
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);

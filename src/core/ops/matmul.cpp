@@ -182,16 +182,18 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
 namespace {
 
 // The row-block callbacks of linear_gelu (core/blas.h gemm_rows): the bias rows before a block's
-// product, GELU right after it; in backward, the GELU gradient of a block's rows right before
-// the product dx = dpre w reads them.
+// product, GELU right after it, while the block is in cache; with a tape that pass also leaves
+// GELU's derivative g'(pre) in place of pre, so that backward is a product: dpre = dh * g'(pre),
+// in place over the kept g'(pre) on a block of rows right before the product dx = dpre w reads
+// it. Backward so evaluates no erf or exp, and writes no new (rows, out) buffer.
 struct LinearGeluRows {
-  float* pre;         // (rows, out): x w^T + b
-  float* h;           // (rows, out): gelu(pre); the same buffer when pre is not kept
+  float* pre;         // (rows, out): x w^T + b, then g'(pre) (with a tape), then dpre
+  float* h;           // (rows, out): gelu(pre); the same buffer when there is no tape
   const float* bias;  // (out) or null
-  float* dpre;        // backward: (rows, out) dh * gelu'(pre)
   const float* dh;    // backward: (rows, out)
   int64_t out;
   bool tanh_approx;
+  bool keep_grad;  // a tape: pre becomes g'(pre)
 };
 
 void bias_rows(void* ctx, int64_t lo, int64_t hi) {
@@ -200,12 +202,16 @@ void bias_rows(void* ctx, int64_t lo, int64_t hi) {
 }
 void gelu_rows(void* ctx, int64_t lo, int64_t hi) {
   const auto& k = *static_cast<const LinearGeluRows*>(ctx);
-  gelu_forward_serial(k.h + lo * k.out, k.pre + lo * k.out, (hi - lo) * k.out, k.tanh_approx);
+  float* pre = k.pre + lo * k.out;
+  float* h = k.h + lo * k.out;
+  if (k.keep_grad)
+    gelu_forward_grad_serial(h, pre, (hi - lo) * k.out, k.tanh_approx);
+  else
+    gelu_forward_serial(h, pre, (hi - lo) * k.out, k.tanh_approx);
 }
 void gelu_grad_rows(void* ctx, int64_t lo, int64_t hi) {
   const auto& k = *static_cast<const LinearGeluRows*>(ctx);
-  gelu_backward_serial(k.dpre + lo * k.out, k.dh + lo * k.out, k.pre + lo * k.out,
-                       (hi - lo) * k.out, k.tanh_approx, /*overwrite=*/true);
+  gelu_backward_from_grad_serial(k.pre + lo * k.out, k.dh + lo * k.out, (hi - lo) * k.out);
 }
 
 }  // namespace
@@ -215,30 +221,32 @@ Tensor linear_gelu(const Tensor& x, const Tensor& w, const Tensor& b, bool tanh_
   const LinearDims d = check_linear(op, x, w, b);
   const bool grad = needs_grad(x, w, b);
   Tensor h = Tensor::empty(linear_out_shape(x, d.out));
-  // pre is kept for backward only; without a tape GELU runs in place over the product.
-  std::shared_ptr<Buffer> pre = grad ? make_buffer(static_cast<size_t>(d.rows * d.out)) : nullptr;
-  LinearGeluRows k{pre ? pre->data() : h.data(),
+  // With a tape, gprime (rows, out) holds the product, then g'(product) for backward; without
+  // one GELU runs in place over the product.
+  std::shared_ptr<Buffer> gprime =
+      grad ? make_buffer(static_cast<size_t>(d.rows * d.out)) : nullptr;
+  LinearGeluRows k{gprime ? gprime->data() : h.data(),
                    h.data(),
                    b.defined() ? b.data() : nullptr,
                    nullptr,
-                   nullptr,
                    d.out,
-                   tanh_approx};
+                   tanh_approx,
+                   grad};
   // pre (rows, out) = x (rows, in) w^T (in, out) [+ b];  h = gelu(pre), block by block
   gemm_rows(true, d.rows, d.out, d.in, x.data(), w.data(), k.bias ? 1.0f : 0.0f, k.pre,
             k.bias ? bias_rows : nullptr, gelu_rows, &k);
   if (grad) {
-    attach(h, op, {x, w, b}, [x, w, b, d, pre, tanh_approx](TensorImpl& o) {
-      auto dpre = make_buffer(static_cast<size_t>(d.rows * d.out));  // (rows, out)
-      LinearGeluRows g{pre->data(),    nullptr, nullptr,    dpre->data(),
-                       o.grad->data(), d.out,   tanh_approx};
+    attach(h, op, {x, w, b}, [x, w, b, d, gprime, tanh_approx](TensorImpl& o) {
+      // dpre (rows, out) = dh * g'(pre), over gprime: the graph runs backward once
+      float* dpre = gprime->data();
+      LinearGeluRows g{dpre, nullptr, nullptr, o.grad->data(), d.out, tanh_approx, true};
       if (const GradSlot dx = grad_slot(x);
           dx.data)  // dx (rows, in) = dpre (rows, out) w (out, in)
-        gemm_rows(false, d.rows, d.in, d.out, dpre->data(), w.data(), dx.beta(), dx.data,
-                  gelu_grad_rows, nullptr, &g);
+        gemm_rows(false, d.rows, d.in, d.out, dpre, w.data(), dx.beta(), dx.data, gelu_grad_rows,
+                  nullptr, &g);
       else
-        gelu_backward(g.dpre, g.dh, g.pre, d.rows * d.out, tanh_approx, /*overwrite=*/true);
-      linear_param_grads(x, w, b, dpre->data(), d);
+        gelu_backward_from_grad(dpre, g.dh, d.rows * d.out);
+      linear_param_grads(x, w, b, dpre, d);
     });
   }
   return h;
