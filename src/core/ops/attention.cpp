@@ -54,7 +54,14 @@ SL_VINLINE v16 vload(const float* p) {
   return v;
 }
 SL_VINLINE void vstore(float* p, v16 v) { __builtin_memcpy(p, &v, sizeof v); }
-SL_VINLINE v16 vsplat(float x) { return v16{} + x; }
+// x in every lane, as a shuffle of lane 0: GCC then folds it into the product as an embedded
+// broadcast from memory (vmulps m32{1to16}). v16{} + x cost a scalar add of 0 (kept: 0 + -0 is
+// +0) and a broadcast, on the ports the products need; x - v16{} and a 16-x initializer built
+// the vector lane by lane under masks. Both slowed b3's attention (perf, Intel model 167).
+SL_VINLINE v16 vsplat(float x) {
+  const v16 v = {x};
+  return __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+}
 int64_t padded(int64_t T) { return (T + kW - 1) / kW * kW; }
 
 // xt (HS, Tp) = X^T for the (T, HS) rows of x (row stride ld), zero past T.
