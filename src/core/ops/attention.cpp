@@ -26,6 +26,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "core/autograd.h"
 #include "core/blas.h"
@@ -64,11 +65,41 @@ SL_VINLINE v16 vsplat(float x) {
 }
 int64_t padded(int64_t T) { return (T + kW - 1) / kW * kW; }
 
-// xt (HS, Tp) = X^T for the (T, HS) rows of x (row stride ld), zero past T.
+// A 16 x 16 block transposed in registers: r[k] row k in, column k out. Each scale B = 1, 2, 4, 8
+// swaps the off-diagonal B x B blocks of every 2B x 2B block, one two-input shuffle per row.
+template <int B, int... L>
+SL_VINLINE void swap_blocks(v16& lo, v16& hi, std::integer_sequence<int, L...>) {
+  const v16 a = lo, b = hi;
+  lo = __builtin_shufflevector(a, b, ((L & B) == 0 ? L : 16 + L - B)...);
+  hi = __builtin_shufflevector(a, b, ((L & B) == 0 ? L + B : 16 + L)...);
+}
+template <int B>
+SL_VINLINE void swap_blocks_all(v16 (&r)[kW]) {
+  for (int i = 0; i < kW; ++i)
+    if ((i & B) == 0) swap_blocks<B>(r[i], r[i + B], std::make_integer_sequence<int, kW>{});
+}
+SL_VINLINE void transpose16(v16 (&r)[kW]) {
+  swap_blocks_all<1>(r);
+  swap_blocks_all<2>(r);
+  swap_blocks_all<4>(r);
+  swap_blocks_all<8>(r);
+}
+
+// xt (HS, Tp) = X^T for the (T, HS) rows of x (row stride ld), zero past T. HS is a multiple of
+// 16 (the tiled path's condition): whole 16 x 16 blocks in registers, the last T % 16 rows one
+// by one.
 SL_VINLINE void transpose_rows(float* xt, const float* x, int64_t ld, int64_t T, int64_t HS) {
   const int64_t Tp = padded(T);
+  int64_t j0 = 0;
+  for (; j0 + kW <= T; j0 += kW)
+    for (int64_t d0 = 0; d0 < HS; d0 += kW) {
+      v16 r[kW];
+      for (int k = 0; k < kW; ++k) r[k] = vload(x + (j0 + k) * ld + d0);
+      transpose16(r);
+      for (int k = 0; k < kW; ++k) vstore(xt + (d0 + k) * Tp + j0, r[k]);
+    }
   for (int64_t d = 0; d < HS; ++d) {
-    for (int64_t j = 0; j < T; ++j) xt[d * Tp + j] = x[j * ld + d];
+    for (int64_t j = j0; j < T; ++j) xt[d * Tp + j] = x[j * ld + d];
     for (int64_t j = T; j < Tp; ++j) xt[d * Tp + j] = 0.0f;
   }
 }
