@@ -157,7 +157,10 @@ SL_VINLINE float hmax(v16 v) {
 SL_VINLINE v16 lane_index() { return v16{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}; }
 
 // Causal softmax of row i's scores sc[0..i] into pi (T): the probabilities, zeros after i. When
-// T is a multiple of 16, whole 16-key chunks (the lanes past i masked out), with no scalar tail.
+// T is a multiple of 16, whole 16-key chunks (the lanes past i masked out), with no scalar tail,
+// and the chunks past i's own are not written: the tiled kernels read row i of a 4-row block only
+// up to the block's last row, which lies in i's chunk (a block starts at a multiple of 4), so
+// storing their zeros would only write a third of P to memory for nothing (T = 64).
 SL_VINLINE void softmax_row(float* pi, float* sc, int64_t i, int64_t T) {
   if (T % kW == 0) {
     const int64_t chunks = i / kW + 1, last = chunks - 1;
@@ -179,7 +182,6 @@ SL_VINLINE void softmax_row(float* pi, float* sc, int64_t i, int64_t T) {
     }
     const float inv = 1.0f / hsum(sum);
     for (int64_t c = 0; c < chunks; ++c) vstore(pi + c * kW, vload(pi + c * kW) * inv);
-    for (int64_t c = chunks; c < T / kW; ++c) vstore(pi + c * kW, v16{});
     return;
   }
   float mx = sc[0];
@@ -230,7 +232,8 @@ SL_VINLINE void forward_rows(float* y, int64_t ldy, float* p, const float* q, co
   }
 }
 
-// Forward of one (batch, head): p (T, T) the probabilities (0 above the diagonal), y (T, HS).
+// Forward of one (batch, head): p (T, T) the probabilities (0 above the diagonal within the
+// diagonal's 16-key chunk; the chunks after it unwritten when T % 16 == 0), y (T, HS).
 // q, k, v (T, HS) rows of stride ld; y rows of stride ldy. kt: (HS, Tp) scratch, sc: (4, Tp).
 SL_SIMD_CLONES void attention_head_forward(float* y, int64_t ldy, float* p, const float* q,
                                            const float* k, const float* v, int64_t ld, int64_t T,
