@@ -106,6 +106,23 @@ void BM_Gelu(benchmark::State& st) {
 }
 BENCHMARK(BM_Gelu)->Arg(1024 * 256)->Arg(1024 * 2048);
 
+// The same through the pair linear_gelu uses: GELU and its derivative in one forward pass, then
+// backward as a product in place over the derivative (each iteration includes the copy of x into
+// the buffer the forward overwrites).
+void BM_GeluKeepingItsDerivative(benchmark::State& st) {
+  setup_threads();
+  const int64_t n = st.range(0);
+  auto x = random_vec(n, 7), dy = random_vec(n, 8);
+  std::vector<float> y(x.size()), g(x.size());
+  for (auto _ : st) {
+    g = x;
+    gelu_forward_grad_serial(y.data(), g.data(), n, false);
+    gelu_backward_from_grad_serial(g.data(), dy.data(), n);
+  }
+  st.SetItemsProcessed(st.iterations() * n);
+}
+BENCHMARK(BM_GeluKeepingItsDerivative)->Arg(1024 * 256)->Arg(1024 * 2048);
+
 // Fused softmax + cross-entropy forward + backward over (N, V). Args: N, V.
 void BM_CrossEntropy(benchmark::State& st) {
   setup_threads();
