@@ -163,6 +163,16 @@ TEST(CausalAttention, TiledKernelsMatchTheGemmPathForwardAndBackward) {
   }
 }
 
+// The tiled forward does not write P past the diagonal's chunk, which the gemm path's backward
+// would read: a backward that would switch paths stops instead of computing from it.
+TEST(CausalAttention, RefusesABackwardOnAnotherPathThanItsForward) {
+  Tensor qkv = randn({1, 32, 96}, 15);
+  Tensor y = causal_attention(qkv, 2);  // head size 16: tiled
+  attention_force_gemm() = true;
+  EXPECT_THROW(sum(y).backward(), InternalError);
+  attention_force_gemm() = false;
+}
+
 TEST(CausalAttention, TiledKernelsMatchFiniteDifferences) {
   ASSERT_TRUE(attention_tiled(16, nullptr));
   EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return causal_attention(in[0], 2); },

@@ -476,12 +476,20 @@ Tensor causal_attention(const Tensor& qkv, int64_t n_head, const Tensor& drop_ma
   auto att = make_buffer(static_cast<size_t>((grad ? B * n_head : num_threads()) * T *
                                              T));  // (B, NH, T, T), or (threads, T, T)
   attention_forward(y.data(), att->data(), qkv.data(), B, T, C, n_head, drop, grad);
+  // The tiled forward leaves P's chunks past the diagonal's unwritten, which only the tiled
+  // backward does not read: both must take the same path (they can differ only through the
+  // tests' attention_force_gemm()).
+  const bool tiled = attention_tiled(C / n_head, drop);
   if (grad)
-    attach(y, "causal_attention", {qkv}, [qkv, att, drop_mask, B, T, C, n_head](TensorImpl& o) {
-      const GradSlot dqkv = grad_slot(qkv);
-      attention_backward(dqkv.data, o.grad->data(), att->data(), qkv.data(), B, T, C, n_head,
-                         dqkv.fresh, drop_mask.defined() ? drop_mask.data() : nullptr);
-    });
+    attach(
+        y, "causal_attention", {qkv}, [qkv, att, drop_mask, B, T, C, n_head, tiled](TensorImpl& o) {
+          SL_CHECK(attention_tiled(C / n_head, drop_mask.defined() ? drop_mask.data() : nullptr) ==
+                       tiled,
+                   "causal_attention: backward would take another path than its forward");
+          const GradSlot dqkv = grad_slot(qkv);
+          attention_backward(dqkv.data, o.grad->data(), att->data(), qkv.data(), B, T, C, n_head,
+                             dqkv.fresh, drop_mask.defined() ? drop_mask.data() : nullptr);
+        });
   return y;
 }
 
