@@ -178,11 +178,6 @@ void gelu_forward(float* y, const float* x, int64_t n, bool tanh_approx) {
 void gelu_forward_serial(float* y, const float* x, int64_t n, bool tanh_approx) {
   tanh_approx ? gelu_tanh_forward_span(y, x, 0, n) : gelu_forward_span(y, x, 0, n);
 }
-void gelu_backward_serial(float* dx, const float* dy, const float* x, int64_t n, bool tanh_approx,
-                          bool overwrite) {
-  tanh_approx ? gelu_tanh_backward_span(dx, dy, x, 0, n, overwrite)
-              : gelu_backward_span(dx, dy, x, 0, n, overwrite);
-}
 void gelu_forward_grad_serial(float* y, float* xg, int64_t n, bool tanh_approx) {
   tanh_approx ? gelu_tanh_forward_grad_span(y, xg, 0, n) : gelu_forward_grad_span(y, xg, 0, n);
 }

@@ -21,11 +21,9 @@ void relu_backward(float* dx, const float* dy, const float* x, int64_t n);
 void gelu_forward(float* y, const float* x, int64_t n, bool tanh_approx);
 void gelu_backward(float* dx, const float* dy, const float* x, int64_t n, bool tanh_approx,
                    bool overwrite = false);
-// The same on the calling thread only, for kernels that run them inside their own parallel
+// The forward on the calling thread only, for kernels that run it inside their own parallel
 // blocks (the Linear + GELU epilogue of core/ops/matmul.h). y may be x (in place).
 void gelu_forward_serial(float* y, const float* x, int64_t n, bool tanh_approx);
-void gelu_backward_serial(float* dx, const float* dy, const float* x, int64_t n, bool tanh_approx,
-                          bool overwrite);
 // GELU with its derivative kept for backward: y = g(x) and g'(x) in place over xg; backward is
 // then g = dy * g in place (g becomes dL/dx). The values are gelu_forward's and
 // gelu_backward's to the bit. The _serial forms run on the calling thread only.
