@@ -1,6 +1,7 @@
 // Flag parsing with errors that name the flag (main() prefixes them with the command).
 #include "cli/args.h"
 
+#include <cstdio>
 #include <sstream>
 
 #include "config/config.h"
@@ -37,6 +38,14 @@ long long Args::get_int(const std::string& f, long long fallback) const {
   throw Error("--" + f + ": expected an integer, got '" + v + "'");
 }
 
+int Args::get_int_in(const std::string& f, int fallback, int lo, int hi) const {
+  const long long n = get_int(f, fallback);
+  if (n < lo || n > hi)
+    throw Error("--" + f + ": expected an integer from " + std::to_string(lo) + " to " +
+                std::to_string(hi) + ", got " + flags.at(f));
+  return static_cast<int>(n);
+}
+
 Args parse_args(const std::string& /*command: main() prefixes errors with it*/,
                 const std::vector<std::string>& argv, const std::set<std::string>& value_flags,
                 const std::set<std::string>& switch_flags, bool allow_overrides,
@@ -54,8 +63,19 @@ Args parse_args(const std::string& /*command: main() prefixes errors with it*/,
       if (!allow_overrides) throw Error("config overrides like " + s + " are not accepted here");
       if (eq == std::string::npos)
         throw Error("override " + s + " needs a value: --" + name + "=VALUE");
+      // Overrides apply in order, so a repeated key keeps its last value; never silently (a
+      // script's defaults followed by the user's own overrides rely on the order).
+      for (const std::string& o : a.overrides)
+        if (o.compare(0, eq + 1, s, 0, eq + 1) == 0)
+          std::fprintf(stderr,
+                       "note: --%s is given more than once (%s, then %s): the last one "
+                       "applies\n",
+                       name.c_str(), o.c_str(), s.c_str());
       a.overrides.push_back(s);
     } else if (value_flags.count(name)) {
+      if (a.flags.count(name))
+        throw Error("--" + name + " is given twice ('" + a.flags[name] + "' and then another " +
+                    "value); give it once");
       if (eq == std::string::npos && i + 1 >= argv.size())
         throw Error("--" + name + " needs a value");
       const std::string value = eq != std::string::npos ? s.substr(eq + 1) : argv[++i];
@@ -72,6 +92,7 @@ Args parse_args(const std::string& /*command: main() prefixes errors with it*/,
       }
       a.flags[name] = value;
     } else if (switch_flags.count(name) && eq == std::string::npos) {
+      if (a.flags.count(name)) throw Error("--" + name + " is given twice; give it once");
       a.flags[name] = "true";
     } else if (switch_flags.count(name)) {
       throw Error("--" + name + " is a switch and takes no value: write --" + name + ", not " + s);

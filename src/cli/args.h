@@ -19,6 +19,9 @@ struct Args {
   std::string get(const std::string& f, const std::string& fallback) const;
   double get_double(const std::string& f, double fallback) const;
   long long get_int(const std::string& f, long long fallback) const;
+  // get_int within [lo, hi], else an Error naming the flag and the range (a value past int's
+  // range would otherwise wrap when narrowed: --steps 4294967297 ran 1 step).
+  int get_int_in(const std::string& f, int fallback, int lo, int hi) const;
 };
 
 // `value_flags` take a value; `switch_flags` do not. Throws sl::Error for anything else. A value

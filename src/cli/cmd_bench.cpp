@@ -111,15 +111,22 @@ int cmd_bench(const ArgList& argv) {
   const std::string path =
       a.positional.empty() ? std::string("configs/bench/b5.json") : a.positional[0];
   Config cfg = load_config(path, a.overrides);
-  if (a.has("threads")) cfg.train.threads = static_cast<int>(a.get_int("threads", 0));
-  if (a.has("sgemm")) return run_sgemm(a, cfg);
+  // 0: every core, as train.threads (which refuses a negative count too).
+  if (a.has("threads")) cfg.train.threads = a.get_int_in("threads", 0, 0, 4096);
+  if (a.has("sgemm")) {
+    for (const char* f : {"steps", "warmup", "rounds", "no-ceiling", "profile"})
+      if (a.has(f))
+        throw Error(std::string("--") + f +
+                    " does not apply to --sgemm, which times the products alone (no steps)");
+    return run_sgemm(a, cfg);
+  }
 
   BenchOptions opt;
-  opt.steps = static_cast<int>(a.get_int("steps", opt.steps));
-  opt.warmup = static_cast<int>(a.get_int("warmup", opt.warmup));
+  constexpr int kMaxSteps = 1000000;
+  opt.steps = a.get_int_in("steps", opt.steps, 1, kMaxSteps);
+  opt.warmup = a.get_int_in("warmup", opt.warmup, 0, kMaxSteps);
   opt.threads = cfg.train.threads;
-  opt.rounds = static_cast<int>(a.get_int("rounds", opt.rounds));
-  if (opt.rounds < 1) throw Error("--rounds must be >= 1, got " + std::to_string(opt.rounds));
+  opt.rounds = a.get_int_in("rounds", opt.rounds, 1, kMaxSteps);
   opt.ceiling = !a.has("no-ceiling");
   opt.profile = a.has("profile");
   const BenchResult r = run_bench(cfg, opt);

@@ -37,7 +37,17 @@ int cmd_sweep(const ArgList& argv) {
                       {"jobs", "executor", "slurm-partition", "slurm-time", "slurm-cpus-per-task",
                        "slurm-mem", "slurm-extra", "max-parallel", "on-change"},
                       {"dry-run", "wait", "status"}, false, {"slurm-extra"});
-  if (a.has("status")) return sweep_status(a.positional);
+  if (a.has("status")) {
+    // --status reads where the runs stand; every other flag is about running them.
+    for (const char* f :
+         {"jobs", "executor", "slurm-partition", "slurm-time", "slurm-cpus-per-task", "slurm-mem",
+          "slurm-extra", "max-parallel", "on-change", "dry-run", "wait"})
+      if (a.has(f))
+        throw Error(std::string("--") + f +
+                    " does not apply to --status, which only reports where the runs stand (runs "
+                    "awaiting a longer horizon are listed as 'to extend' either way); drop it");
+    return sweep_status(a.positional);
+  }
   SweepOptions opt;
   opt.executor = parse_named<Executor>(a.get("executor", name_of(Executor::Local)), "--executor");
   for (const char* f : {"slurm-partition", "slurm-time", "slurm-cpus-per-task", "slurm-mem",

@@ -328,6 +328,19 @@ struct Validator {
   void positive(const std::string& path, double v) const {
     if (!(v > 0)) fail(path, "must be > 0, got " + json(v).dump());
   }
+  // A rate the optimizer applies in float32: one that rounds to 0 (or to a subnormal, which the
+  // flushed kernels treat as 0) or to infinity there would train nothing, or NaN, while the log
+  // shows the value as written.
+  void float32_rate(const std::string& path, double v, bool zero_ok) const {
+    if (zero_ok && v == 0) return;
+    if (!(v > 0)) fail(path, "must be > 0, got " + json(v).dump());
+    if (v < static_cast<double>(std::numeric_limits<float>::min()))
+      fail(path, json(v).dump() + " is below float32's normal range (smallest " +
+                     json(static_cast<double>(std::numeric_limits<float>::min())).dump() +
+                     "): the optimizer, which computes in float32, would apply 0");
+    if (v > static_cast<double>(std::numeric_limits<float>::max()))
+      fail(path, json(v).dump() + " is infinite in float32, in which the optimizer computes");
+  }
   void non_negative(const std::string& path, double v) const {
     if (!(v >= 0)) fail(path, "must be >= 0, got " + json(v).dump());
   }
@@ -402,7 +415,7 @@ void validate_data(const DataConfig& d, const Validator& v) {
 }
 
 void validate_optim(const OptimConfig& o, const Validator& v) {
-  v.positive("optim.learning_rate", o.learning_rate);
+  v.float32_rate("optim.learning_rate", o.learning_rate, false);
   v.non_negative("optim.weight_decay", o.weight_decay);
   v.unit("optim.beta1", o.beta1);
   v.unit("optim.beta2", o.beta2);
@@ -413,7 +426,7 @@ void validate_optim(const OptimConfig& o, const Validator& v) {
   v.non_negative("optim.grad_clip", o.grad_clip);
   v.at_least("optim.warmup_iters", o.warmup_iters, 0);
   v.at_least("optim.lr_decay_iters", o.lr_decay_iters, 0);
-  v.non_negative("optim.min_lr", o.min_lr);
+  v.float32_rate("optim.min_lr", o.min_lr, true);
   if (o.min_lr > o.learning_rate)
     v.fail("optim.min_lr",
            json(o.min_lr).dump() + " is above optim.learning_rate " + json(o.learning_rate).dump());

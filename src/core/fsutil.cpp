@@ -10,6 +10,7 @@
 #include <csignal>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -73,6 +74,16 @@ struct TempFileGuard {
   }
 };
 
+// STACKLAB_KILL_AFTER_WRITES=N (see fsutil.h): SIGKILL after the N-th completed atomic write.
+void kill_after_counted_write() {
+  static const long limit = [] {
+    const char* v = std::getenv("STACKLAB_KILL_AFTER_WRITES");
+    return v != nullptr ? std::strtol(v, nullptr, 10) : 0L;
+  }();
+  static long done = 0;
+  if (limit > 0 && ++done == limit) ::raise(SIGKILL);
+}
+
 }  // namespace
 
 void write_file_atomic(const std::string& path, std::string_view bytes) {
@@ -95,6 +106,7 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
   int err = errno;
   ::close(dfd);
   if (rc != 0) fail("cannot fsync directory of", path, err);
+  kill_after_counted_write();
 }
 
 std::string read_file(const std::string& path) {

@@ -15,6 +15,10 @@ namespace sl {
 // Writes `bytes` to `path + ".tmp.<pid>"` in the same directory, fsyncs it, renames it over
 // `path` and fsyncs the directory. On failure the temp file is removed, any previous `path` is
 // left intact, and sl::Error is thrown.
+// Fault injection for the kill tests: with STACKLAB_KILL_AFTER_WRITES=N in the environment the
+// process SIGKILLs itself right after its N-th completed write_file_atomic (N >= 1), so a test
+// can stop a run between any two of its writes, not only at a lucky instant
+// (tests/integration/check_kill_resume.sh; docs/testing.md).
 void write_file_atomic(const std::string& path, std::string_view bytes);
 
 // The whole content of `path`; sl::Error if it is missing or unreadable.

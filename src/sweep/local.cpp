@@ -233,6 +233,16 @@ std::vector<SweepPlan> expand_plans(const std::vector<std::string>& files) {
   return plans;
 }
 
+// An argument as a shell reads it: as it is when it holds only characters the shell takes
+// literally, else single-quoted (a run id or path with a space), so a dry run's line can be
+// pasted.
+std::string shell_word(const std::string& s) {
+  const bool plain = !s.empty() && s.find_first_not_of(
+                                       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                       "0123456789_-+=.,/:@%") == std::string::npos;
+  return plain ? s : shell_quote(s);
+}
+
 // `locks`: held by run_sweeps for every out_dir since before the run states were read.
 int run_local(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& items, int jobs,
               bool dry_run) {
@@ -241,7 +251,7 @@ int run_local(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& items
     for (const auto& it : items) {
       std::printf("  %-40s %-12s stacklab", it.label.c_str(), spell(it.state).c_str());
       for (const auto& s : child_args(*it.plan, *it.run, 1, it.fresh, it.extend))
-        std::printf(" %s", s.c_str());
+        std::printf(" %s", shell_word(s).c_str());
       std::printf("\n");
     }
     return kExitOk;

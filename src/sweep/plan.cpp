@@ -372,6 +372,11 @@ RunCheck sweep_run_state(const SweepPlan& plan, const SweepRun& r) {
 
 Extension sweep_run_extension(const SweepPlan& plan, const SweepRun& r) {
   if (plan.mode != SweepMode::Train) return {{}, "a probe is not extended"};
+  if (!std::filesystem::exists(r.dir + "/config.json"))
+    return {{},
+            "config.json is missing, so there is no run to continue (a copy stopped midway?); "
+            "remove " +
+                r.dir + " and copy the run again (scripts/tier.py extend) or rerun it"};
   nlohmann::json stored = read_provenance(r.dir);
   if (stored.is_null()) return {{}, "no provenance.json to compare"};
   const long long want = r.config.train.max_iters;

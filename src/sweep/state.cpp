@@ -104,13 +104,24 @@ RunState run_state(const SweepPlan& plan, const SweepRun& run) {
       summary && summary->is_object()
           ? parse_choice<RunState>(string_or(*summary, "status", "")).value_or(RunState::New)
           : RunState::New;
-  if (plan.mode == SweepMode::Train &&
+  // A summary completed short of the run's horizon (train.max_iters) belongs to a run that is
+  // to be extended or whose extension was stopped: never done.
+  const bool short_of_horizon =
+      summary_status == RunState::Completed &&
+      int_or(*summary, "steps", run.config.train.max_iters) < run.config.train.max_iters;
+  // A summary with no config.json beside it (a copy stopped midway) matches no config: not done.
+  const bool orphan = plan.mode == SweepMode::Train && summary_status != RunState::New &&
+                      !fs::exists(run.dir + "/config.json", ec);
+  if (plan.mode == SweepMode::Train && !short_of_horizon && !orphan &&
       (summary_status == RunState::Completed || summary_status == RunState::Diverged))
     return summary_status;
   if (const auto task = read_task_record(run.dir)) {
     if (task->state == TaskState::Exited) {
       const RunState exited = state_of_exit(task->exit_code);
-      return exited == RunState::Completed ? RunState::Failed : exited;
+      if (exited != RunState::Completed) return exited;
+      // Exit 0 with no summary at the horizon: a run completed at a shorter one, to be extended
+      // (or whose extension stopped before its own task record): resumable, not failed.
+      return short_of_horizon ? RunState::Interrupted : RunState::Failed;
     }
     if (task->executor == Executor::Local && task->host == host_name() && !process_alive(task->pid))
       return RunState::Interrupted;

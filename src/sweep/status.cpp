@@ -142,6 +142,18 @@ int sweep_status(const std::vector<std::string>& dirs) {
     std::vector<SweepPlan> plans = {std::move(s.plan)};
     std::vector<SweepItem> items = collect_items(plans, s.compare);
     const std::string where = status_where(dir, s.manifest, items);
+    // A run whose one change is a longer horizon (a copy awaiting its extension, or one whose
+    // extension was stopped) is resumable by --on-change extend, not a changed result.
+    std::vector<std::string> to_extend;
+    for (auto& it : items) {
+      if (it.changes.empty()) continue;
+      const Extension ext = sweep_run_extension(*it.plan, *it.run);
+      if (ext.overrides.empty()) continue;
+      to_extend.push_back(it.label + ": train.max_iters " + std::to_string(ext.from) + " -> " +
+                          std::to_string(ext.to) + " (in " + it.run->dir + ")");
+      it.changes.clear();
+      if (it.state != RunState::Failed) it.state = RunState::Resumable;  // a failed one says why
+    }
     std::map<RunState, int> count;
     for (const auto& it : items) ++count[it.state];
     std::printf("sweep %s: %zu run%s in %s (%s):", plans[0].name.c_str(), items.size(),
@@ -149,8 +161,20 @@ int sweep_status(const std::vector<std::string>& dirs) {
     for (const RunState st : kSweepRunStates)
       std::printf(" %s %d%s", spell(st).c_str(), count[st],
                   st == std::end(kSweepRunStates)[-1] ? "" : ",");
+    // Only --status says resumable (a run awaiting its longer horizon), so only when there is one.
+    if (count[RunState::Resumable] > 0)
+      std::printf(", %s %d", spell(RunState::Resumable).c_str(), count[RunState::Resumable]);
     std::printf("\n");
     if (!s.note.empty()) std::printf("  note: %s\n", s.note.c_str());
+    for (const auto& e : to_extend) std::printf("  to extend %s\n", e.c_str());
+    if (!to_extend.empty())
+      std::printf(
+          "  %zu run%s await%s a longer horizon: stacklab sweep %s --on-change extend continues "
+          "%s from %s checkpoint%s\n",
+          to_extend.size(), to_extend.size() == 1 ? "" : "s", to_extend.size() == 1 ? "s" : "",
+          plans[0].source.empty() ? "SWEEP.json" : plans[0].source.c_str(),
+          to_extend.size() == 1 ? "it" : "them", to_extend.size() == 1 ? "its" : "their",
+          to_extend.size() == 1 ? "" : "s");
     size_t changed = 0;
     for (const auto& it : items) {
       if (it.state == RunState::Failed)

@@ -10,6 +10,7 @@
 #include "core/blas.h"
 #include "core/error.h"
 #include "core/fpmode.h"
+#include "core/ops.h"
 #include "core/profile.h"
 #include "core/rng.h"
 #include "nn/dropout.h"
@@ -41,24 +42,26 @@ void time_ceiling(BenchResult& r, const std::vector<GemmShape>& shapes) {
 // `steps` more training steps with the op profile on: r.profile and r.profiled_step_ms. Apart
 // from the timed steps, so that the profile's clocks never touch their figures.
 void profile_steps(BenchResult& r, Model& model, Optimizer& optimizer, const Batch& batch, int B,
-                   int T, float lr, int steps) {
+                   int T, int accum, const ForwardMode& mode, float lr, int steps) {
   double fwd_ms = 0, bwd_ms = 0, opt_ms = 0;
   std::vector<op_profile::Row> rows;
   {
     op_profile::Scope scope;
     for (int s = 0; s < steps; ++s) {
-      const auto t0 = Clock::now();
       op_profile::mark();
-      Tensor loss = Model::loss(model.forward(batch.x, B, T, ForwardMode::eval()), batch.y);
-      const auto t1 = Clock::now();
-      loss.backward();
+      for (int m = 0; m < accum; ++m) {  // the timed step's micro-batches (run_bench)
+        const auto t0 = Clock::now();
+        Tensor loss = Model::loss(model.forward(batch.x, B, T, mode), batch.y);
+        if (accum > 1) loss = scale(loss, 1.0f / static_cast<float>(accum));
+        const auto t1 = Clock::now();
+        loss.backward();
+        fwd_ms += ms_between(t0, t1);
+        bwd_ms += ms_between(t1, Clock::now());
+      }
       const auto t2 = Clock::now();
       optimizer.step(lr);
       optimizer.zero_grad();
-      const auto t3 = Clock::now();
-      fwd_ms += ms_between(t0, t1);
-      bwd_ms += ms_between(t1, t2);
-      opt_ms += ms_between(t2, t3);
+      opt_ms += ms_between(t2, Clock::now());
     }
     rows = op_profile::rows();
   }
@@ -123,9 +126,12 @@ BenchResult run_bench(Config cfg, const BenchOptions& opt) {
   auto optimizer = make_optimizer(cfg.optim, refs);
   Rng rng(cfg.train.seed);
   const Batch batch = data->train_batch(B, T, rng);  // one fixed batch: data loading is not timed
-  r.tokens_per_step = static_cast<int64_t>(B) * T;
-  r.flops_per_step = train_step_flops(cfg.model, B, T, r.n_matmul_params);
+  const int accum = cfg.train.grad_accum_steps;
+  r.tokens_per_step = static_cast<int64_t>(B) * T * accum;
+  r.flops_per_step = accum * train_step_flops(cfg.model, B, T, r.n_matmul_params);
   const auto lr = static_cast<float>(cfg.optim.learning_rate);
+  Rng dropout_rng(cfg.train.seed ^ 0xd409c0ffee5eedULL);  // as the trainer's
+  const ForwardMode mode = ForwardMode::train(static_cast<float>(cfg.model.dropout), dropout_rng);
 
   // The ceiling is timed between blocks of steps (alternating), so that both see the same load.
   const auto shapes = model_gemm_shapes(cfg.model, B, T);
@@ -150,18 +156,28 @@ BenchResult run_bench(Config cfg, const BenchOptions& opt) {
       getrusage(RUSAGE_SELF, &ru);
       faults -= ru.ru_minflt + ru.ru_majflt;
     }
-    const auto t0 = Clock::now();  // the step without dropout masks (eval mode), as timed so far
-    Tensor loss = Model::loss(model.forward(batch.x, B, T, ForwardMode::eval()), batch.y);
-    const auto t1 = Clock::now();
-    loss.backward();
+    // The trainer's step (train/trainer.cpp accumulate): train.grad_accum_steps micro-batches
+    // (the fixed batch each time), each forward in train mode with model.dropout's masks, the
+    // loss scaled by 1/grad_accum_steps; forward_ms and backward_ms add up the micro-batches'.
+    Clock::duration fwd{}, bwd{};
+    const auto t0 = Clock::now();
+    for (int m = 0; m < accum; ++m) {
+      const auto f0 = Clock::now();
+      Tensor loss = Model::loss(model.forward(batch.x, B, T, mode), batch.y);
+      r.final_loss = static_cast<double>(loss.item());
+      if (accum > 1) loss = scale(loss, 1.0f / static_cast<float>(accum));
+      const auto f1 = Clock::now();
+      loss.backward();
+      fwd += f1 - f0;
+      bwd += Clock::now() - f1;
+    }
     const auto t2 = Clock::now();
     optimizer->step(lr);
     optimizer->zero_grad();
     const auto t3 = Clock::now();
-    r.final_loss = static_cast<double>(loss.item());
     if (s < opt.warmup) continue;
-    r.forward_ms.push_back(ms_between(t0, t1));
-    r.backward_ms.push_back(ms_between(t1, t2));
+    r.forward_ms.push_back(std::chrono::duration<double, std::milli>(fwd).count());
+    r.backward_ms.push_back(std::chrono::duration<double, std::milli>(bwd).count());
     r.optimizer_ms.push_back(ms_between(t2, t3));
     r.step_ms.push_back(ms_between(t0, t3));
   }
@@ -172,7 +188,7 @@ BenchResult run_bench(Config cfg, const BenchOptions& opt) {
   if (r.peak_rss_kb == 0) r.peak_rss_kb = ru.ru_maxrss;
   r.page_faults_per_step = static_cast<double>(ru.ru_minflt + ru.ru_majflt + faults) / opt.steps;
   if (opt.ceiling) time_ceiling(r, shapes);  // the last round
-  if (opt.profile) profile_steps(r, model, *optimizer, batch, B, T, lr, opt.steps);
+  if (opt.profile) profile_steps(r, model, *optimizer, batch, B, T, accum, mode, lr, opt.steps);
   return r;
 }
 
@@ -182,6 +198,8 @@ nlohmann::json to_json(const BenchResult& r, const Config& cfg) {
   nlohmann::json j = {{"config", cfg.source_path},
                       {"model", to_json(cfg)["model"]},
                       {"batch_size", cfg.train.batch_size},
+                      {"grad_accum_steps", cfg.train.grad_accum_steps},
+                      {"dropout", cfg.model.dropout},
                       {"threads", r.threads},
                       {"steps", r.step_ms.size()},
                       {"n_params", r.n_params},

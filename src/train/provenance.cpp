@@ -148,7 +148,19 @@ RunCheck check_run(const std::string& run_dir, const Config& expected, bool prob
   RunCheck s;
   const bool has_result =
       probe ? fs::exists(run_dir + "/probe.json") : fs::exists(run_dir + "/config.json");
-  if (!has_result) return s;  // New: nothing there to be stale
+  if (!has_result) {
+    std::error_code ec;
+    // A summary or fingerprint without the config.json it belongs to (a copy stopped midway, a
+    // file deleted by hand): no result to match with the sweep's config, so never a done run.
+    if (!probe && (fs::exists(run_dir + "/summary.json", ec) ||
+                   fs::exists(run_dir + "/provenance.json", ec))) {
+      s.state = RunState::Changed;
+      s.changes = {
+          "config.json is missing (its summary.json or provenance.json cannot be "
+          "matched with a config)"};
+    }
+    return s;  // else New: nothing there to be stale
+  }
   json stored = read_provenance(run_dir);
   if (stored.is_null() &&
       !probe) {  // a run made before fingerprints: its config.json, data unchecked
@@ -190,9 +202,17 @@ RunCheck check_run(const std::string& run_dir, const Config& expected, bool prob
     try {
       const json summary = json::parse(read_file(summary_path));  // unreadable: an error
       const json st = summary.is_object() ? summary.value("status", json()) : json();
-      const std::optional<RunState> status =
-          st.is_string() ? parse_choice<RunState>(st.get<std::string>()) : std::nullopt;
-      if (status == RunState::Completed || status == RunState::Diverged) s.state = *status;
+      const RunState status = st.is_string()
+                                  ? parse_choice<RunState>(st.get<std::string>())
+                                        .value_or(RunState::New)  // New: never a summary's
+                                  : RunState::New;
+      // Completed below the horizon (an extension stopped before it said "running"): resumable.
+      const json steps = summary.is_object() ? summary.value("steps", json()) : json();
+      const bool short_of_horizon =
+          status == RunState::Completed && steps.is_number_integer() &&
+          steps.get<long long>() < static_cast<long long>(expected.train.max_iters);
+      if ((status == RunState::Completed || status == RunState::Diverged) && !short_of_horizon)
+        s.state = status;
     } catch (const json::parse_error&) {
       // a torn summary: the run is resumed, which rewrites it
     }

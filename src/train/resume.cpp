@@ -81,7 +81,22 @@ Config load_run_config(const std::string& run_dir) {
 void check_resume_provenance(const std::string& run_dir, const nlohmann::json& stored,
                              const Config& started) {
   if (stored.is_null()) return;
-  const std::vector<std::string> changes = provenance_changes(stored, make_provenance(started));
+  // An extension writes config.json, then provenance.json: stopped between the two, the
+  // fingerprint still holds the old horizon. That difference is the extension's own (the
+  // checkpoint's config decides whether it may continue), not a changed run.
+  nlohmann::json expected = stored;
+  if (expected.contains("config") && expected["config"].is_object()) {
+    nlohmann::json& c = expected["config"];
+    const nlohmann::json had = c.contains("train") && c["train"].is_object()
+                                   ? c["train"].value("max_iters", nlohmann::json())
+                                   : nlohmann::json();
+    if (had.is_number_integer() && had.get<int64_t>() < started.train.max_iters) {
+      c["train"]["max_iters"] = started.train.max_iters;
+      if (c.contains("optim") && c["optim"].is_object())
+        c["optim"]["lr_decay_iters"] = started.optim.lr_decay_iters;
+    }
+  }
+  const std::vector<std::string> changes = provenance_changes(expected, make_provenance(started));
   if (changes.empty()) return;
   std::string list;
   for (const auto& c : changes) list += "\n  " + c;
@@ -117,7 +132,11 @@ ResumedConfig resumed_config(const Config& started, const std::vector<std::strin
                 ": a resumed run can be extended, not "
                 "shortened (it was started with train.max_iters=" +
                 std::to_string(started.train.max_iters) + ")");
-  if (decay_set && cfg.train.max_iters == started.train.max_iters)
+  // A repeat of the extension config.json already holds (a requeued Slurm task, a sweep run
+  // again after a kill) is a resume of that extension: the same horizon and the same decay.
+  const bool repeat = cfg.train.max_iters == started.train.max_iters &&
+                      resolved_lr_decay_iters(cfg) == resolved_lr_decay_iters(started);
+  if (decay_set && cfg.train.max_iters == started.train.max_iters && !repeat)
     throw Error(
         "--optim.lr_decay_iters: a resumed run keeps its schedule; its decay can move only with an "
         "extension "

@@ -8,6 +8,7 @@
 #include "core/blas.h"
 #include "core/duration.h"
 #include "core/fpmode.h"
+#include "core/fsutil.h"
 #include "nn/wiring.h"
 #include "train/layer_stats.h"
 #include "train/records.h"
@@ -182,6 +183,19 @@ void RunLog::summary(RunState state, int64_t steps, int64_t start_step, double w
       {"data_check", data_check_}};
   write_file_atomic(dir_ + "/summary.json",
                     checked_fields(s, summary_fields(), "summary.json").dump(2) + "\n");
+}
+
+void RunLog::mark_running() const {
+  const std::string path = dir_ + "/summary.json";
+  if (!std::filesystem::exists(path)) return;
+  nlohmann::json s = nlohmann::json::parse(read_file(path), nullptr, false);
+  if (!s.is_object()) s = nlohmann::json::object();  // torn: the run rewrites it anyway
+  if (s.value("status", "") == spell(RunState::Running) &&
+      s.value("max_iters", int64_t{-1}) == cfg_.train.max_iters)
+    return;
+  s["status"] = spell(RunState::Running);
+  s["max_iters"] = cfg_.train.max_iters;
+  write_file_atomic(path, s.dump(2) + "\n");
 }
 
 void RunLog::finish(RunState state, int64_t steps, const RunOutcome& o) const {

@@ -51,6 +51,12 @@ class RunLog {
   // summary.json; `state` is Running, Completed, Diverged, Interrupted or Failed.
   void summary(RunState state, int64_t steps, int64_t start_step, double wall_seconds,
                double run_seconds, const RunOutcome& o) const;
+  // A resumed run's first write, before it cuts metrics.jsonl or rewrites config.json and
+  // provenance.json: the summary.json it finds (if any) says "running", with the max_iters the
+  // run now aims at and its other fields as they were. A kill at any later write then leaves a
+  // run that reads as unfinished (and resumable), never one that reads as completed at the old
+  // step count under a config at the new horizon.
+  void mark_running() const;
   // The last console line: how the run ended (`state` as above), the step of every number.
   void finish(RunState state, int64_t steps, const RunOutcome& o) const;
 

@@ -232,6 +232,7 @@ class Run {
     if (resumed_) {
       restore();
     } else {
+      if (opt_.resume) log_.mark_running();  // before any other write (run_log.h)
       model_->init_weights(cfg_.train.seed);
       const std::string metrics = dir_ + "/metrics.jsonl";
       if (opt_.resume && std::filesystem::exists(metrics))
@@ -254,9 +255,13 @@ class Run {
   // The checkpoint's weights, optimizer and train state; metrics after it are cut off.
   void restore() {
     const std::vector<std::string> may_differ =
-        opt_.decay_changed ? std::vector<std::string>{"optim.lr_decay_iters"}
-                           : std::vector<std::string>{};
+        opt_.decay_changed || extension_in_progress()
+            ? std::vector<std::string>{"optim.lr_decay_iters"}
+            : std::vector<std::string>{};
     Checkpoint c = load_checkpoint(latest_, *model_, *optimizer_, config_json_, may_differ);
+    // The checkpoint is whole and the run's: from here on the run changes, and its first write
+    // makes it read as unfinished (run_log.h). A refused checkpoint leaves the run untouched.
+    log_.mark_running();
     const TrainState st = train_state_from_json(c.train_state, latest_, max_iters_, refs_.size());
     start_step_ = st.step;
     rng_.set_state(st.rng);
@@ -265,6 +270,20 @@ class Run {
     wall_before_ = st.wall_seconds;
     update_norms_ = st.last_update_norms;
     rewind_metrics(dir_ + "/metrics.jsonl", start_step_);
+  }
+
+  // Whether latest_ was written under a smaller train.max_iters than the run's config.json now
+  // holds: an extension whose first attempt rewrote config.json (with the decay it moved) and was
+  // stopped before its next checkpoint. Its repeat (a requeued Slurm task, the sweep run again)
+  // is a plain resume of that extension, so the checkpoint may differ in optim.lr_decay_iters.
+  bool extension_in_progress() const {
+    const nlohmann::json written =
+        checkpoint_metadata(read_checkpoint_file(latest_), latest_, "config");
+    const nlohmann::json had =
+        written.is_object() && written.contains("train") && written["train"].is_object()
+            ? written["train"].value("max_iters", nlohmann::json())
+            : nlohmann::json();
+    return had.is_number_integer() && had.get<int64_t>() < max_iters_;
   }
 
   // False when a loss is out of range (the divergence rule): the run ends here as diverged.

@@ -4,6 +4,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "support/cli.h"
 
@@ -44,6 +45,46 @@ TEST(BenchProfile, WithoutTheFlagTheReportHasNoProfile) {
                                      {"--steps", "1", "--warmup", "0", "--no-ceiling", "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r;
   EXPECT_FALSE(json::parse(r.out).contains("profile"));
+}
+
+// The step `bench` times is the trainer's: with train.grad_accum_steps = 4 it runs 4 micro-batches
+// (so tier.py size, which costs runs from it, no longer underestimates such runs 4-fold) and with
+// model.dropout its masks. Counted, not timed: the tokens and FLOPs of a step, and the config it
+// says it timed.
+TEST(BenchStep, CountsEveryMicroBatchOfGradAccumStepsAndRecordsDropout) {
+  const auto bench = [](const std::vector<std::string>& extra) {
+    const auto r =
+        run_stacklab(concat(concat(concat({"bench", base_config()}, tiny_model_args()),
+                                   {"--steps", "1", "--warmup", "0", "--no-ceiling", "--json"}),
+                            extra));
+    EXPECT_EQ(r.exit_code, 0) << r;
+    return json::parse(r.out);
+  };
+  const json one = bench({});
+  const json four = bench({"--train.grad_accum_steps=4", "--model.dropout=0.1"});
+  EXPECT_EQ(four.at("grad_accum_steps"), 4);
+  EXPECT_EQ(four.at("dropout"), 0.1);
+  EXPECT_EQ(four.at("tokens_per_step").get<long long>(),
+            4 * one.at("tokens_per_step").get<long long>());
+  EXPECT_DOUBLE_EQ(four.at("flops_per_step").get<double>(),
+                   4 * one.at("flops_per_step").get<double>());
+}
+
+// Flags out of range are refused naming the flag, as train refuses --train.threads=-2: a negative
+// thread count used to run on every core, --steps 4294967297 wrapped to 1 step, and --profile was
+// ignored with --sgemm.
+TEST(BenchFlags, OutOfRangeCountsAndFlagsThatDoNotApplyAreRefusedNamingTheFlag) {
+  const auto refused = [](const std::vector<std::string>& flags, const std::string& part) {
+    const auto r = run_stacklab(concat(concat({"bench", base_config()}, tiny_model_args()), flags));
+    EXPECT_EQ(r.exit_code, 1) << r;
+    EXPECT_NE(r.output.find(part), std::string::npos) << "missing '" << part << "'\n" << r;
+  };
+  refused({"--threads", "-3"}, "--threads: expected an integer from 0 to 4096, got -3");
+  refused({"--steps", "4294967297"}, "--steps: expected an integer from 1 to");
+  refused({"--warmup", "-1"}, "--warmup: expected an integer from 0 to");
+  refused({"--rounds", "0"}, "--rounds: expected an integer from 1 to");
+  refused({"--sgemm", "--profile"}, "--profile does not apply to --sgemm");
+  refused({"--sgemm", "--steps", "3"}, "--steps does not apply to --sgemm");
 }
 
 }  // namespace

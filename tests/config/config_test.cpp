@@ -228,6 +228,26 @@ TEST(Config, ErrorsNameTheOriginRecordedForTheKey) {
             "base.json: model.n_layer: must be >= 1, got 0");
 }
 
+// The optimizer computes in float32: 1e-50 passed the "> 0" check, was 0 there, and the log said
+// 1e-50 while the loss never moved.
+TEST(Config, ARateThatFloat32CannotHoldIsRefusedNamingTheKey) {
+  Config c;
+  c.optim.learning_rate = 1e-50;
+  EXPECT_CONTAINS(error_of([&] { validate_config(c, "cfg.json"); }),
+                  "cfg.json: optim.learning_rate: 1e-50 is below float32's normal range");
+  c.optim.learning_rate = 1e39;
+  EXPECT_CONTAINS(error_of([&] { validate_config(c, "cfg.json"); }),
+                  "cfg.json: optim.learning_rate: 1e+39 is infinite in float32");
+  c.optim.learning_rate = 1e-3;
+  c.optim.min_lr = 1e-45;
+  EXPECT_CONTAINS(error_of([&] { validate_config(c, "cfg.json"); }),
+                  "cfg.json: optim.min_lr: 1e-45 is below float32's normal range");
+  c.optim.min_lr = 0;  // 0 stays a rate of its own: the decay ends at 0
+  EXPECT_NO_THROW(validate_config(c, "cfg.json"));
+  c.optim.learning_rate = 1e-30;  // small, but a float32 normal
+  EXPECT_NO_THROW(validate_config(c, "cfg.json"));
+}
+
 TEST(Config, FinalNormIsAutoUnlessSet) {
   ModelConfig m;
   EXPECT_TRUE(m.resolved_final_norm());  // pre

@@ -57,10 +57,26 @@ TEST(RunState, AnEmptyDirectoryOrOnlyASubmittedConfigIsNew) {
 
 TEST(RunState, TheSummaryDecidesCompletedAndDiverged) {
   RunDir d;
+  d.put("config.json", "{}");
   d.put("summary.json", R"({"status": "completed"})");
   EXPECT_EQ(d.state(), RunState::Completed);
   d.put("summary.json", R"({"status": "diverged"})");
   EXPECT_EQ(d.state(), RunState::Diverged);
+}
+
+TEST(RunState, ACompletedSummaryShortOfTheHorizonOrWithoutItsConfigIsNotDone) {
+  RunDir d;
+  d.run.config.train.max_iters = 24;
+  d.put("config.json", "{}");
+  d.put("metrics.jsonl", "");
+  d.put("summary.json", R"({"status": "completed", "steps": 6})");
+  EXPECT_EQ(d.state(), RunState::Interrupted) << "a copy awaiting its extension is resumable";
+  write_task_record(d.run.dir, {Executor::Local, TaskState::Exited, 0, "", "h", 1});
+  EXPECT_EQ(d.state(), RunState::Interrupted) << "its exit 0 was at the old horizon";
+  d.put("summary.json", R"({"status": "completed", "steps": 24})");
+  EXPECT_EQ(d.state(), RunState::Completed);
+  fs::remove(d.run.dir + "/config.json");  // a copy stopped before it, or deleted by hand
+  EXPECT_NE(d.state(), RunState::Completed) << "a summary with no config matches no config";
 }
 
 TEST(RunState, MetricsWithoutAResultAreAnInterruptedRun) {
