@@ -44,6 +44,8 @@ class Run:
     probe_seeds: int = 0
     probe_layer_metrics: list | None = None  # a probe file's metric descriptors
     probe_per_seed: list = field(default_factory=list)  # a probe file's seeds: [{seed, loss, <metric>: [...]}]
+    has_config: bool = True        # config.json existed and was readable (load_run)
+    in_sweep: bool = False         # read as a run its sweep's manifest lists (load_entry)
     sweep_max_iters: int | None = None  # the horizon its sweep's manifest gives it, when it sets one
 
     @property
@@ -90,9 +92,12 @@ class Run:
         """Why a run whose summary.json says completed is not done, None when it is: a copy an
         extension sweep has not continued yet (completed below the horizon its sweep's manifest or its
         own config.json gives it, as `train --resume --train.max_iters=N` leaves it when stopped before
-        its summary says running). Such a run is in no number."""
+        its summary says running), or a run of a sweep without config.json (a copy interrupted
+        midway, a deleted config), done under no config. Such a run is in no number."""
         if self.is_probe or not self.summary or self.summary.get("status") != "completed":
             return None
+        if self.in_sweep and not self.has_config:
+            return "no config.json (a copy interrupted midway or a deleted config): done under no config"
         own = (self.config.get("train") or {}).get("max_iters")
         steps = self.summary.get("steps")
         horizon = self.sweep_max_iters if self.sweep_max_iters is not None else own
@@ -232,6 +237,7 @@ def load_run(path):
     run = Run(path=path)
     cfg = _read_json(os.path.join(path, "config.json"), "config")
     if cfg is None:
+        run.has_config = False
         warn(f"{os.path.join(path, 'config.json')}: missing or unreadable; using metrics only")
     else:
         run.derived = cfg.get("derived") or {}
@@ -276,11 +282,11 @@ class SweepEntry:
 
 
 def load_entry(e: SweepEntry):
-    """A sweep's run (load_run) that knows the horizon its sweep gives it, so that a copy not yet
-    extended reads as pending (Run.pending)."""
+    """A sweep's run (load_run) that knows it is one and the horizon its sweep gives it, so that a
+    copy not yet extended or a run without config.json reads as pending (Run.pending)."""
     run = load_run(e.path)
     if not run.is_probe:
-        run.sweep_max_iters = e.max_iters
+        run.in_sweep, run.sweep_max_iters = True, e.max_iters
     return run
 
 

@@ -235,16 +235,30 @@ def run_status(run_dir):
 SETTLED = ("completed", "diverged")  # a source run that will not change any more
 
 
+def copy_run(src, dst):
+    """Copies a run folder (without its lock) so that dst is whole or absent at every instant: into a
+    temporary folder beside it (.NAME.copying, which a copy killed midway leaves and the next one
+    removes), then one rename. A folder copied file by file and killed midway was a run with a
+    completed summary and no config.json, which the sweep took as done."""
+    import shutil
+    tmp = os.path.join(os.path.dirname(dst), f".{os.path.basename(dst)}.copying")
+    if os.path.lexists(tmp):
+        shutil.rmtree(tmp)
+    shutil.copytree(src, tmp, ignore=shutil.ignore_patterns("train.lock"))
+    os.rename(tmp, dst)
+
+
 def cmd_extend(args):
     """For each extension sweep prepared into OUT/sweeps/: copy each completed source run not yet
     copied (without its lock), and print `RUN_DIR MAX_ITERS` for every copy not yet completed at the
     extension's horizon. `stacklab sweep EXTENSION --on-change extend` then continues each copy to
     MAX_ITERS with `train --resume` (its config differs from the sweep's in the horizon alone), on
     either executor. A source run that did not complete is not copied: the extension sweep then trains
-    it from step 0 (a diverged one diverges where it did). With --settled, nothing is copied and the
+    it from step 0 (a diverged one diverges where it did). Each copy is atomic (copy_run); a copy without
+    config.json (made file by file by an older tier.py and killed midway) is refused, named, with the
+    fix. With --settled, nothing is copied and the
     exit code is 3 unless every source run has completed or diverged (the Slurm path submits the
     extension only then: a source run still queued would otherwise be trained again from step 0)."""
-    import shutil
     plans = []
     for name in EXTENDS:
         path = os.path.join(args.out, "sweeps", name + ".json")
@@ -262,7 +276,11 @@ def cmd_extend(args):
             if not os.path.isdir(dst):
                 if run_status(src)[0] != "completed":
                     continue
-                shutil.copytree(src, dst, ignore=shutil.ignore_patterns("train.lock"))
+                copy_run(src, dst)
+            elif not os.path.isfile(os.path.join(dst, "config.json")):
+                raise TierError(f"{dst}: a run folder without config.json (a copy interrupted midway?): it is done "
+                                f"under no config, so it is neither continued nor counted; remove it (rm -r {dst}) "
+                                "and run tier.py extend again, which copies it whole")
             if run_status(dst) != ("completed", iters):
                 print(f"{dst} {iters}")
     return 0

@@ -1,9 +1,9 @@
 """An extension sweep's runs on disk (issue 48), as report.Sweep and the convergence study read them:
 a copy `tier.py extend` made and the sweep has not continued yet (its summary completed at the
 source's horizon, its config at that horizon or, after a kill early in `train --resume
---train.max_iters=N`, at the new one) is pending: listed, and in no number (no seed twice in a
-point, no point at the source's horizon from the extension sweep). The sweeps are fabricated
-(fabricate.write_sweep_dir) at H = 1000 and 4H = 4000.
+--train.max_iters=N`, at the new one) and a run folder without config.json are pending: listed, and
+in no number (no seed twice in a point, no point at the source's horizon from the extension sweep).
+The sweeps are fabricated (fabricate.write_sweep_dir) at H = 1000 and 4H = 4000.
 """
 import contextlib
 import copy
@@ -87,6 +87,18 @@ class ExtensionRuns(unittest.TestCase):
                          f" [pending: completed {H} of the {LONG} steps its sweep gives it (not yet extended)]")
         alone = quiet(runlog.load_run, run.path)  # read by itself: done at its own config's horizon
         self.assertEqual(alone.status, "completed")
+
+    # Pins issue 48 item 3 (report side): a run folder without config.json but with a completed summary
+    # (a kill during tier.py extend's copy) was taken as done and --report-only ended in a TypeError.
+    def test_a_run_without_config_json_is_pending_not_done(self):
+        no_config = copy.deepcopy(source(8, 21))
+        sweeps, fj = self.extension([("L8-s21", no_config)], config={"L8-s21"})
+        long_sweep = sweeps["converge_synth_long"]
+        self.assertEqual(long_sweep.runs, [])
+        self.assertEqual(long_sweep.excluded, [("L8-s21", "pending: no config.json (a copy interrupted midway or a "
+                                                "deleted config): done under no config")])
+        self.assert_no_seed_twice(fj)
+        self.assertEqual(sorted((p["depth"], p["horizon"]) for p in fj["points"]), [(2, H), (8, H)])
 
 
 if __name__ == "__main__":

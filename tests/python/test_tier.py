@@ -283,6 +283,41 @@ class Extend(unittest.TestCase):
         self.assertEqual(self.extend()[1], "")
         self.assertFalse(os.path.exists(self.dst))
 
+    # Pins issue 48 item 3: the copy was made file by file into the run's own folder, so a kill midway
+    # left a run with a completed summary and no config.json, which the sweep took as done.
+    def test_a_copy_killed_midway_leaves_no_run_folder_and_the_next_one_is_whole(self):
+        import shutil
+        self.status("completed")
+        real, copied = shutil.copytree, []
+
+        def killed_after_one(s, d, **kw):
+            if copied:
+                raise KeyboardInterrupt  # a kill between two files of the copy
+            copied.append(d)
+            return shutil.copy2(s, d, **kw)
+        shutil.copytree = lambda *a, **kw: real(*a, **kw, copy_function=killed_after_one)
+        try:
+            with self.assertRaises(KeyboardInterrupt):
+                self.extend()
+        finally:
+            shutil.copytree = real
+        self.assertEqual(len(copied), 1)
+        self.assertFalse(os.path.exists(self.dst))
+        code, out, _ = self.extend()
+        self.assertEqual((code, out.split()), (0, [self.dst, "20"]))
+        self.assertEqual(sorted(os.listdir(self.dst)), ["config.json", "summary.json"])
+        self.assertEqual(os.listdir(os.path.dirname(self.dst)), ["r1"])  # the interrupted copy's folder is gone
+
+    def test_a_copy_without_config_json_is_refused_naming_it_and_the_fix(self):
+        self.status("completed")
+        os.makedirs(self.dst)
+        with open(os.path.join(self.dst, "summary.json"), "w", encoding="utf-8") as fh:
+            json.dump({"status": "completed"}, fh)
+        code, out, err = self.extend()
+        self.assertEqual((code, out), (1, ""))
+        self.assertIn(f"{self.dst}: a run folder without config.json", err)
+        self.assertIn(f"rm -r {self.dst}", err)
+
 
 if __name__ == "__main__":
     unittest.main()
