@@ -246,7 +246,8 @@ def findings_json(study: Study) -> dict:
         "escape_fits": [{"source": f.source, "wiring": f.wiring, "verdict": f.median_fit["verdict"],
                          "rows": [{"depth": d, "learning_rate": lr, "horizon": h, "escape_steps": ss, "median": m}
                                   for d, lr, h, ss, m in f.rows],
-                         "median_fit": f.median_fit, "seed_fits": {str(k): v for k, v in f.seed_fits.items()}}
+                         "median_fit": f.median_fit, "seed_fits": {str(k): v for k, v in f.seed_fits.items()},
+                         "not_judged": [{"depth": d, "horizon": h} for d, h in f.not_judged]}
                         for f in study.fits.values()],
         "pre_post": [vars(p) for p in study.pp.values()],
         "pre_post_short": [vars(p) for p in study.short_pp.values()],
