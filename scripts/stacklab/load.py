@@ -70,6 +70,10 @@ def checkpoint_path(run_dir: str, checkpoint: str = "latest") -> str:
     """'latest' | 'best' | a path, as `stacklab sample --checkpoint` takes it."""
     path = (os.path.join(run_dir, "checkpoints", f"{checkpoint}.safetensors")
             if checkpoint in ("latest", "best") else checkpoint)
+    if os.path.isdir(path):
+        raise RunLoadError(f"[load_run] checkpoint '{checkpoint}': {path} is a folder, not a checkpoint file "
+                           "(checkpoint is 'latest', 'best' or the path of a .safetensors file, e.g. "
+                           f"{os.path.join(path, 'latest.safetensors')})")
     if not os.path.isfile(path):
         hint = " (written at a run's first eval)" if checkpoint == "best" else ""
         raise RunLoadError(f"[load_run] checkpoint '{checkpoint}': {path} not found{hint}")
@@ -132,6 +136,22 @@ def read_checkpoint(path: str):
     return {k: v for k, v in tensors.items() if not k.startswith(OPTIM_PREFIX)}, config, state
 
 
+def not_a_run_dir(run_dir: str) -> Optional[str]:
+    """What a path given as the run directory is when it is a checkpoint instead (a run's checkpoints
+    folder, a .safetensors file), with the call that loads it; None otherwise."""
+    if os.path.isfile(run_dir) and run_dir.endswith(".safetensors"):
+        parent = os.path.dirname(os.path.abspath(run_dir))
+        run = os.path.dirname(parent) if os.path.basename(parent) == "checkpoints" else "RUN_DIR"
+        return (f"[load_run] {run_dir}: a checkpoint file, not a run directory: pass its run's folder and the "
+                f"file, load_run({run!r}, checkpoint={run_dir!r})")
+    if (os.path.isdir(run_dir) and not os.path.isfile(os.path.join(run_dir, "config.json"))
+            and any(f.endswith(".safetensors") for f in os.listdir(run_dir))):
+        run = os.path.dirname(os.path.abspath(run_dir))
+        return (f"[load_run] {run_dir}: a folder of checkpoints, not a run directory (no config.json): pass the "
+                f"run's folder, load_run({run!r}) (checkpoint='best' or a file's path picks another)")
+    return None
+
+
 def read_run_config(run_dir: str) -> dict:
     """The run's config.json as the binary reads it (keys it lacks at their defaults, no derived
     section); a folder without one is not a run directory, as `stacklab sample` says."""
@@ -189,6 +209,9 @@ def load_run(run_dir: str, checkpoint: str = "latest", dtype=torch.float32) -> t
     run) is refused naming the keys that differ, as `stacklab sample` refuses it. Forward:
     `logits, loss = model(idx, targets=None)`, idx (B, T) int64 token ids, T <= block_size.
     """
+    wrong = not_a_run_dir(run_dir)
+    if wrong:
+        raise RunLoadError(wrong)
     if not os.path.isdir(run_dir):
         raise RunLoadError(f"[load_run] {run_dir}: not a directory (expected a run dir of `stacklab train`)")
     run_config = read_run_config(run_dir)

@@ -195,6 +195,23 @@ class LoadRun(unittest.TestCase):
         io_util.save(path, tensors, meta)
         self.assertEqual(load.load_run(self.dir).train_state["step"], 7)
 
+    # Pins issue 48 item 11: a checkpoint folder given for the checkpoint said "... not found", for the
+    # run "not a run directory (no config.json)"; a checkpoint file "not a directory".
+    def test_a_checkpoint_given_where_a_run_goes_is_named_with_the_call_that_loads_it(self):
+        write_run(self.dir, TINY)
+        ckpts = os.path.join(self.dir, "checkpoints")
+        latest = os.path.join(ckpts, "latest.safetensors")
+        with self.assertRaisesRegex(load.RunLoadError, f"{ckpts}: a folder of checkpoints, not a run directory "
+                                    f".*load_run\\('{self.dir}'\\)"):
+            load.load_run(ckpts)
+        with self.assertRaisesRegex(load.RunLoadError, f"{latest}: a checkpoint file, not a run directory: .*"
+                                    f"load_run\\('{self.dir}', checkpoint='{latest}'\\)"):
+            load.load_run(latest)
+        with self.assertRaises(load.RunLoadError) as e:
+            load.load_run(self.dir, checkpoint=ckpts)
+        self.assertIn(f"{ckpts} is a folder, not a checkpoint file", str(e.exception))
+        self.assertNotIn("not found", str(e.exception))
+
     def test_a_vocabulary_of_the_wrong_size_is_refused(self):
         write_run(self.dir, TINY, text="abc")
         with self.assertRaisesRegex(load.RunLoadError, "vocab.json: 3 characters, the model's vocab_size is 5"):
