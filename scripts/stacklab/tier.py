@@ -256,14 +256,19 @@ def cmd_extend(args):
     either executor. A source run that did not complete is not copied: the extension sweep then trains
     it from step 0 (a diverged one diverges where it did). Each copy is atomic (copy_run); a copy without
     config.json (made file by file by an older tier.py and killed midway) is refused, named, with the
-    fix. With --settled, nothing is copied and the
+    fix. Every copy is made before the first line is printed, so a reader that stops early (`| head`)
+    leaves none undone. An OUT without a prepared extension sweep is refused (a mistyped OUT copied
+    nothing, silently). With --settled, nothing is copied and the
     exit code is 3 unless every source run has completed or diverged (the Slurm path submits the
     extension only then: a source run still queued would otherwise be trained again from step 0)."""
-    plans = []
-    for name in EXTENDS:
-        path = os.path.join(args.out, "sweeps", name + ".json")
-        if os.path.isfile(path):
-            plans.append(extension_plan(args.binary, path, args.out))
+    if not os.path.isdir(args.out):
+        raise TierError(f"extend: {args.out}: no such folder (OUT is the study folder reproduce.sh --converge "
+                        "--out OUT writes)")
+    files = [os.path.join(args.out, "sweeps", name + ".json") for name in EXTENDS]
+    if not any(os.path.isfile(f) for f in files):
+        raise TierError(f"extend: {args.out} holds no extension sweep ({', '.join(files)}): not a study folder of "
+                        "reproduce.sh --converge, or its sweeps not prepared yet (tier.py prepare OUT FILE...)")
+    plans = [extension_plan(args.binary, f, args.out) for f in files if os.path.isfile(f)]
     if args.settled:
         waiting = [src for plan in plans for dst, _, src in plan
                    if not os.path.isdir(dst) and run_status(src)[0] not in SETTLED]
@@ -271,6 +276,7 @@ def cmd_extend(args):
             print(f"tier.py: {len(waiting)} source run(s) of the extension sweeps have not completed yet, "
                   f"e.g. {waiting[0]}", file=sys.stderr)
             return 3
+    todo = []
     for plan in plans:
         for dst, iters, src in plan:
             if not os.path.isdir(dst):
@@ -282,7 +288,10 @@ def cmd_extend(args):
                                 f"under no config, so it is neither continued nor counted; remove it (rm -r {dst}) "
                                 "and run tier.py extend again, which copies it whole")
             if run_status(dst) != ("completed", iters):
-                print(f"{dst} {iters}")
+                todo.append(f"{dst} {iters}")
+    for line in todo:
+        print(line)
+    sys.stdout.flush()  # a closed reader is met here, in main's hands, not at exit
     return 0
 
 
@@ -622,6 +631,14 @@ def main(argv=None):
     except TierError as e:
         print(f"tier.py: {e}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # stdout closed by its reader (`tier.py extend ... | head`): what was to be done is done (extend
+        # prints after its copies); no traceback, and none at exit when Python flushes stdout again.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (AttributeError, OSError, ValueError):
+            pass
+        return 141
 
 
 if __name__ == "__main__":
