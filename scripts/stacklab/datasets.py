@@ -169,7 +169,8 @@ def fetch(
     checked again and kept when it passes; when it fails, a verified copy replaces it, and if
     none can be had the error says the failing file was kept. A destination that is a folder is
     EXIT_USAGE. Nothing half-written is ever at the final path: the
-    bytes go to a temporary file beside it, which is checked, synced and renamed into place."""
+    bytes go to a temporary file beside it, which is checked, synced and renamed into place; a
+    fetch that fails leaves no folder it made."""
     final = dest_root / ds.dest
     if final.exists() and not final.is_file():
         raise DataStepError(
@@ -204,7 +205,10 @@ def bring(
     timeout: float,
     say: Callable[[str], None],
 ) -> Path:
-    """fetch's copy: from the local copy or the URL to a temporary file, checked, renamed to `final`."""
+    """fetch's copy: from the local copy or the URL to a temporary file, checked, renamed to `final`.
+    The folders it makes for `final` are removed again when it fails (a failed copy left an empty
+    data/shakespeare_char/ behind)."""
+    made = [p for p in (final.parent, *final.parent.parents) if not p.exists()]  # deepest first
     if local is not None:
         src, origin = open_local(ds, local)
         say(f"{ds.name}: copying the local copy {origin}")
@@ -217,10 +221,12 @@ def bring(
             raise PermissionError(13, "Permission denied")
     except OSError as e:
         src.close()
+        remove_empty(made)
         raise DataStepError(
             f"cannot write to '{final.parent}': {e.strerror or e}; choose another folder with --dest", EXIT_USAGE
         )
     tmp = final.parent / f".{final.name}.partial-{os.getpid()}"
+    done = False
     try:
         with src, open(tmp, "wb") as out:
             copy_stream(src, out, ds.size, origin, f"try again, or use --local DIR (or {LOCAL_ENV}=DIR)")
@@ -228,13 +234,25 @@ def bring(
             os.fsync(out.fileno())
         check_file(ds, tmp, origin)
         os.replace(tmp, final)
+        done = True
     except OSError as e:
         raise DataStepError(f"cannot write '{tmp}': {e.strerror or e}; choose another folder with --dest", EXIT_USAGE)
     finally:
         if tmp.exists():
             tmp.unlink()
+        if not done:
+            remove_empty(made)
     say(f"{ds.name}: {final}, {ds.size:,} bytes, SHA-256 OK, {ds.distinct_chars} distinct characters")
     return final
+
+
+def remove_empty(folders: list[Path]) -> None:
+    """Removes each folder (deepest first) while it is empty: the ones a failed copy made."""
+    for p in folders:
+        try:
+            p.rmdir()
+        except OSError:
+            return
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -88,9 +88,12 @@ class DataStepTest(unittest.TestCase):
         return self.dest / self.ds.dest
 
     def assert_nothing_left(self):
+        """Not even the folder: a failed copy left an empty data/shakespeare_char/ (issue 48 item 11)."""
         folder = self.final().parent
         left = sorted(p.name for p in folder.iterdir()) if folder.exists() else []
         self.assertEqual(left, [], "a failed fetch must leave nothing where a training reads")
+        self.assertFalse(folder.exists(), f"a failed fetch left the folder {folder} it made")
+        self.assertFalse(self.dest.exists(), f"a failed fetch left the folder {self.dest} it made")
 
     def test_a_good_local_copy_lands_checked_and_says_where(self):
         self.put_local(TEXT)
