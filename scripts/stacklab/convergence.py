@@ -105,6 +105,14 @@ class Point:
     horizon: int
     verdict: str
     seeds: list = field(default_factory=list)  # [(seed, outcome, escape step or None, last eval step, final)]
+    planned: int | None = None  # the seeds its sweeps give it (their manifests), None when unknown
+
+    @property
+    def lost(self) -> str:
+        """"k of n seeds" when fewer seeds were judged than its sweeps planned (pending, running,
+        stopped, failed or never started), else ""."""
+        k = sum(o is not None for _, o, _, _, _ in self.seeds)
+        return f"{k} of {self.planned} seeds" if self.planned is not None and k < self.planned else ""
 
     @property
     def counts(self) -> str:
@@ -130,6 +138,18 @@ def point_key(run):
     return (source_of(run), run.wiring, run.n_layer, stats.learning_rate(run), horizon_of(run))
 
 
+def planned_seeds(runs):
+    """The seeds a point's sweeps give it: the sum over the sweeps its runs come from of each one's
+    seed count (run.sweep_seeds, set by the report's reader), None when a run does not say."""
+    per_sweep = {}
+    for r in runs:
+        n = getattr(r, "sweep_seeds", None)
+        if n is None:
+            return None
+        per_sweep[getattr(r, "sweep_name", None)] = n
+    return sum(per_sweep.values())
+
+
 def point_verdicts(runs, rules: dict, init: str = "scaled") -> list:
     """[Point] over the training runs under `init` (the study's; the pre- vs post-norm cells judge
     xavier), in source, wiring, depth, horizon order."""
@@ -144,7 +164,7 @@ def point_verdicts(runs, rules: dict, init: str = "scaled") -> list:
         for r in sorted(rs, key=lambda r: stats.seed_of(r) or 0):
             step, last = stats.escape_step(r, r.reference_losses.get("unigram"), rules["escaped"]["margin"])
             seeds.append((stats.seed_of(r), run_outcome(r, rules), step, last, r.final_val_loss))
-        out.append(Point(src, w, d, lr, h, majority(o for _, o, _, _, _ in seeds), seeds))
+        out.append(Point(src, w, d, lr, h, majority(o for _, o, _, _, _ in seeds), seeds, planned_seeds(rs)))
     return out
 
 

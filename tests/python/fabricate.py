@@ -57,7 +57,8 @@ class FakeSweep:
         self.runs, self.excluded, self.excluded_runs = [], [], {}
         for r in runs:
             rid = os.path.basename(r.path)
-            self.manifest["runs"].append({"id": rid})
+            seed = None if r.is_probe else (r.config.get("train") or {}).get("seed")
+            self.manifest["runs"].append({"id": rid, **({"seeds": [seed]} if seed is not None else {})})
             if r.is_probe or (runlog.is_completed(r) and r.final_val_loss is not None):
                 r.sweep_id, r.sweep_name = rid, name
                 self.runs.append(r)

@@ -77,6 +77,21 @@ class ExtensionRuns(unittest.TestCase):
         self.assertEqual(at[(8, H)]["counts"], "3 never escaped")
         self.assertEqual([(s["seed"], s["outcome"]) for s in at[(8, LONG)]["seeds"]], [(20, "converged")])
 
+    # Pins issue 48 item 11: a cell that lost seeds (pending, unfinished, never started) did not say so.
+    def test_a_cell_that_lost_seeds_says_k_of_n(self):
+        extended = long_run(WIRING, 8, 3e-4, 20, curve(LONG, 50, 2000, tau=50))
+        fabricate.write_sweep_dir(self.root, "converge_synth_long", [("L8-s20", extended), ("L8-s21", source(8, 21))],
+                                  max_iters=LONG)
+        sweeps = {n: quiet(report.Sweep, self.root, n) for n in ("converge_synth", "converge_synth_long")}
+        study = quiet(rc.judge, sweeps, NO_SHORT)
+        _, rows = rc.verdict_table(study, "synthetic")
+        l8 = rows[0][2]
+        self.assertEqual(l8[0], f"{H} steps: **never escaped** (3 never escaped); final 3.4400 (3.4400-3.4400); "
+                                "lr 0.0003")
+        self.assertEqual(l8[1], f"{LONG} steps: **converged** (1 converged; 1 of 2 seeds); final 1.0000; lr 0.0003")
+        at = {(p["depth"], p["horizon"]): p for p in rc.findings_json(study)["points"]}
+        self.assertEqual((at[(8, H)]["seeds_planned"], at[(8, LONG)]["seeds_planned"]), (3, 2))
+
     def test_a_sweeps_run_the_manifest_gives_a_longer_horizon_is_pending_in_every_reader(self):
         fabricate.write_sweep_dir(self.root, "converge_synth_long", [("L8-s21", copy.deepcopy(source(8, 21)))],
                                   max_iters=LONG)
