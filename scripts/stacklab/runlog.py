@@ -21,8 +21,8 @@ MANIFEST = "manifest.json"  # <sweep out_dir>/manifest.json, written by `stackla
 # the sweep's runs, so never read as one.
 CHANGED_DIR = re.compile(r"\.changed-[0-9]+$")
 # A manifest entry's horizon: the sweep's override of train.max_iters (src/sweep/common.cpp writes
-# each run's overrides as "key=value").
-MAX_ITERS_OVERRIDE = re.compile(r"^train\.max_iters=([0-9]+)$")
+# each run's overrides as the command line's "--key=value").
+MAX_ITERS_OVERRIDE = re.compile(r"^(?:--)?train\.max_iters=([0-9]+)$")
 # The record kinds of metrics.jsonl, as `stacklab registry --records --json` declares them
 # (tests/python/test_record_schema.py checks the two agree).
 KINDS = ("start", "resume", "train", "eval", "layers", "diverged")

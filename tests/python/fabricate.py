@@ -188,14 +188,14 @@ def write_run_dir(path, r, config=True):
 
 def write_sweep_dir(root, name, runs, max_iters=None, config=True):
     """root/name/manifest.json listing each (id, Run) of `runs` (dir = id), every one with the override
-    train.max_iters=max_iters when given (as a sweep file's overrides put it there), and their run
+    --train.max_iters=max_iters when given (as a sweep file's overrides put it there), and their run
     directories (write_run_dir; `config` a set of ids written without config.json, or a bool)."""
     d = os.path.join(root, name)
     entries = []
     for rid, r in runs:
         write_run_dir(os.path.join(d, rid), r, config=config if isinstance(config, bool) else rid not in config)
         entries.append({"id": rid, "dir": rid, "seeds": [r.config["train"]["seed"]], "status": "completed",
-                        "overrides": [f"train.max_iters={max_iters}"] if max_iters is not None else []})
+                        "overrides": [f"--train.max_iters={max_iters}"] if max_iters is not None else []})
     with open(os.path.join(d, "manifest.json"), "w", encoding="utf-8") as f:
         json.dump({"name": name, "mode": "train", "base": "base.json", "runs": entries}, f)
     return d
