@@ -150,9 +150,41 @@ def planned_seeds(runs):
     return sum(per_sweep.values())
 
 
+def same_experiment(run) -> str:
+    """A run's config without what names it (train.name, train.out_dir): two runs with the same are one
+    experiment run twice."""
+    cfg = json.loads(json.dumps(run.config))
+    for k in ("name", "out_dir"):
+        (cfg.get("train") or {}).pop(k, None)
+    return json.dumps(cfg, sort_keys=True)
+
+
+def one_per_seed(rs: list) -> list:
+    """A point's runs with each seed once. The --tiny study caps depths at 2, so its L = 8 and L = 32
+    variants become copies of its L = 2 run: one experiment, counted once (a finished copy kept
+    before an unfinished one). Two runs of one seed at one point under different configs are refused,
+    named: counted twice they would be two seeds."""
+    by = defaultdict(list)
+    for r in rs:
+        by[stats.seed_of(r)].append(r)
+    out = []
+    for seed, same in by.items():
+        if seed is None:
+            out += same
+            continue
+        same.sort(key=lambda r: (not (runlog.is_completed(r) or runlog.is_diverged(r)), r.path))
+        for r in same[1:]:
+            if same_experiment(r) != same_experiment(same[0]):
+                raise ValueError(f"convergence: {same[0].path} and {r.path} are both seed {seed} of the point "
+                                 f"{point_key(r)} but differ in config: a seed counts once, so one of them is "
+                                 "not this point's (move it out of the study folder, or give it another seed)")
+        out.append(same[0])
+    return out
+
+
 def point_verdicts(runs, rules: dict, init: str = "scaled") -> list:
     """[Point] over the training runs under `init` (the study's; the pre- vs post-norm cells judge
-    xavier), in source, wiring, depth, horizon order."""
+    xavier), in source, wiring, depth, horizon order; each seed once (one_per_seed)."""
     groups = defaultdict(list)
     for r in runs:
         if not r.is_probe and (r.config.get("model") or {}).get("init", init) == init:
@@ -161,6 +193,7 @@ def point_verdicts(runs, rules: dict, init: str = "scaled") -> list:
     for (src, w, d, lr, h), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0,
                                                                          kv[0][4] or 0)):
         seeds = []
+        rs = one_per_seed(rs)
         for r in sorted(rs, key=lambda r: stats.seed_of(r) or 0):
             step, last = stats.escape_step(r, r.reference_losses.get("unigram"), rules["escaped"]["margin"])
             seeds.append((stats.seed_of(r), run_outcome(r, rules), step, last, r.final_val_loss))

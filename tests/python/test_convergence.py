@@ -68,6 +68,25 @@ class Outcomes(unittest.TestCase):
         self.assertEqual([(p.horizon, p.verdict) for p in pts], [(1000, "never escaped"), (4000, "still learning")])
         self.assertEqual(pts[0].counts, "3 never escaped")
 
+    # Pins issue 48 item 1: findings.json listed one seed several times at one point (--tiny caps the
+    # L = 8 and 32 variants to L = 2, copies of the L = 2 run; a copy not yet extended beside its source).
+    def test_a_seed_run_twice_under_one_config_counts_once_and_under_two_is_refused(self):
+        runs = [escaping(2, s, 1000, None) for s in (20, 21)]
+        for s in (20, 21):  # the same experiment under another name
+            twin = escaping(2, s, 1000, None)
+            twin.path += "-L8-variant"
+            twin.config["train"]["name"] = "L2-pre-nores-L8"
+            runs.append(twin)
+        (pt,) = cv.point_verdicts(runs, RULES)
+        self.assertEqual([sd for sd, *_ in pt.seeds], [20, 21])
+        self.assertEqual(pt.counts, "2 never escaped")
+        other = escaping(2, 20, 1000, None)
+        other.path += "-other"
+        other.config["train"]["batch_size"] = 64
+        with self.assertRaisesRegex(ValueError, f"{other.path}.* are both seed 20 of the point .* but differ in "
+                                    "config"):
+            cv.point_verdicts(runs + [other], RULES)
+
 
 class GrowthFit(unittest.TestCase):
     def test_exponential_seen(self):
