@@ -85,10 +85,11 @@ def run_outcome(run, rules: dict) -> str | None:
 
 
 def majority(outcomes) -> str:
-    """The outcome of more than half the judged seeds; "mixed" without one, "not run" without any."""
+    """The outcome of more than half the judged seeds; "mixed" without one, "not judged" without any
+    (every seed still running, stopped or pending)."""
     judged = [o for o in outcomes if o is not None]
     if not judged:
-        return "not run"
+        return "not judged"
     top, k = Counter(judged).most_common(1)[0]
     return top if 2 * k > len(judged) else "mixed"
 
@@ -104,11 +105,29 @@ class Point:
     horizon: int
     verdict: str
     seeds: list = field(default_factory=list)  # [(seed, outcome, escape step or None, last eval step, final)]
+    planned: int | None = None  # the seeds its sweeps give it (their manifests), None when unknown
+
+    @property
+    def lost(self) -> str:
+        """"k of n seeds" when fewer seeds were judged than its sweeps planned (pending, running,
+        stopped, failed or never started), else ""."""
+        k = sum(o is not None for _, o, _, _, _ in self.seeds)
+        return f"{k} of {self.planned} seeds" if self.planned is not None and k < self.planned else ""
 
     @property
     def counts(self) -> str:
         c = Counter(o for _, o, _, _, _ in self.seeds)
         return ", ".join(f"{c[o]} {o}" for o in OUTCOMES if c[o]) or "none judged"
+
+    @property
+    def judged(self) -> bool:
+        """Some seed finished or diverged: the point says something at its horizon."""
+        return any(o is not None for _, o, _, _, _ in self.seeds)
+
+    @property
+    def escape_judged(self) -> bool:
+        """Some seed finished without diverging: the point says whether and when it escaped."""
+        return any(o not in (None, "diverged") for _, o, _, _, _ in self.seeds)
 
     @property
     def finals(self):
@@ -119,9 +138,53 @@ def point_key(run):
     return (source_of(run), run.wiring, run.n_layer, stats.learning_rate(run), horizon_of(run))
 
 
+def planned_seeds(runs):
+    """The seeds a point's sweeps give it: the sum over the sweeps its runs come from of each one's
+    seed count (run.sweep_seeds, set by the report's reader), None when a run does not say."""
+    per_sweep = {}
+    for r in runs:
+        n = getattr(r, "sweep_seeds", None)
+        if n is None:
+            return None
+        per_sweep[getattr(r, "sweep_name", None)] = n
+    return sum(per_sweep.values())
+
+
+def same_experiment(run) -> str:
+    """A run's config without what names it (train.name, train.out_dir): two runs with the same are one
+    experiment run twice."""
+    cfg = json.loads(json.dumps(run.config))
+    for k in ("name", "out_dir"):
+        (cfg.get("train") or {}).pop(k, None)
+    return json.dumps(cfg, sort_keys=True)
+
+
+def one_per_seed(rs: list) -> list:
+    """A point's runs with each seed once. The --tiny study caps depths at 2, so its L = 8 and L = 32
+    variants become copies of its L = 2 run: one experiment, counted once (a finished copy kept
+    before an unfinished one). Two runs of one seed at one point under different configs are refused,
+    named: counted twice they would be two seeds."""
+    by = defaultdict(list)
+    for r in rs:
+        by[stats.seed_of(r)].append(r)
+    out = []
+    for seed, same in by.items():
+        if seed is None:
+            out += same
+            continue
+        same.sort(key=lambda r: (not (runlog.is_completed(r) or runlog.is_diverged(r)), r.path))
+        for r in same[1:]:
+            if same_experiment(r) != same_experiment(same[0]):
+                raise ValueError(f"convergence: {same[0].path} and {r.path} are both seed {seed} of the point "
+                                 f"{point_key(r)} but differ in config: a seed counts once, so one of them is "
+                                 "not this point's (move it out of the study folder, or give it another seed)")
+        out.append(same[0])
+    return out
+
+
 def point_verdicts(runs, rules: dict, init: str = "scaled") -> list:
     """[Point] over the training runs under `init` (the study's; the pre- vs post-norm cells judge
-    xavier), in source, wiring, depth, horizon order."""
+    xavier), in source, wiring, depth, horizon order; each seed once (one_per_seed)."""
     groups = defaultdict(list)
     for r in runs:
         if not r.is_probe and (r.config.get("model") or {}).get("init", init) == init:
@@ -130,10 +193,11 @@ def point_verdicts(runs, rules: dict, init: str = "scaled") -> list:
     for (src, w, d, lr, h), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0,
                                                                          kv[0][4] or 0)):
         seeds = []
+        rs = one_per_seed(rs)
         for r in sorted(rs, key=lambda r: stats.seed_of(r) or 0):
             step, last = stats.escape_step(r, r.reference_losses.get("unigram"), rules["escaped"]["margin"])
             seeds.append((stats.seed_of(r), run_outcome(r, rules), step, last, r.final_val_loss))
-        out.append(Point(src, w, d, lr, h, majority(o for _, o, _, _, _ in seeds), seeds))
+        out.append(Point(src, w, d, lr, h, majority(o for _, o, _, _, _ in seeds), seeds, planned_seeds(rs)))
     return out
 
 
@@ -149,7 +213,8 @@ def _fit(x, y):
 def growth_fit(points, min_ratio: float) -> dict:
     """The escape-fit rule on [(depth, escape step or None, horizon)]: the verdict, the exponential
     fit ln s = a + b L (factor exp(b) per layer), the polynomial one ln s = c + p ln L, and for a depth
-    that never escaped the lower bounds its censoring gives beside the deepest shallower escaped one."""
+    that never escaped the lower bounds its censoring gives beside the deepest shallower escaped one.
+    No points (no depth has a judged seed): "not judged", never "never escaped"."""
     pts = sorted(points)
     esc = [(d, s) for d, s, _ in pts if s is not None and s > 0]
     out = {"escaped": len(esc), "depths": [d for d, _, _ in pts], "factor": None, "p": None,
@@ -167,7 +232,9 @@ def growth_fit(points, min_ratio: float) -> dict:
         b, a, ssr_e = _fit(ds, ls)
         p, c, ssr_p = _fit([math.log(d) for d in ds], ls)
         out.update(factor=math.exp(b), p=p, ssr_exp=ssr_e, ssr_poly=ssr_p, intercept_exp=a, intercept_poly=c)
-    if not esc:
+    if not pts:
+        out["verdict"] = "not judged"
+    elif not esc:
         out["verdict"] = "never escaped"
     elif len(esc) < 2:
         out["verdict"] = "no fit"
@@ -193,22 +260,27 @@ class Fit:
     rows: list          # [(depth, lr, horizon, [escape step or None per seed], median or None)]
     median_fit: dict
     seed_fits: dict     # seed -> growth_fit of that seed's own escape steps
+    not_judged: list = field(default_factory=list)  # [(depth, longest horizon)]: no seed finished at any horizon
 
 
 def escape_fits(runs, rules: dict) -> dict:
     """{(source, wiring): Fit} for the wirings of escape_fit.wirings, each depth at its longest horizon
-    (the synthetic L = 8 and 32 stacks at 4H, L = 2 at H), scaled init."""
+    with a seed that finished without diverging (the synthetic L = 8 and 32 stacks at 4H, L = 2 at H;
+    while the extension runs, or where every seed there diverged, H), scaled init. A depth with no
+    such seed at any horizon is not judged (Fit.not_judged), never "never escaped"."""
     rule = rules["escape_fit"]
-    longest = {}
+    longest, unjudged = {}, {}
     for pt in point_verdicts(runs, rules):
         if pt.wiring not in rule["wirings"]:
             continue
         key = (pt.source, pt.wiring, pt.depth)
-        if key not in longest or (pt.horizon or 0) > (longest[key].horizon or 0):
-            longest[key] = pt
+        best = longest if pt.escape_judged else unjudged
+        if key not in best or (pt.horizon or 0) > (best[key].horizon or 0):
+            best[key] = pt
     out = {}
-    for src, w in sorted({(s, w) for s, w, _ in longest}):
+    for src, w in sorted({(s, w) for s, w, _ in list(longest) + list(unjudged)}):
         pts = [longest[k] for k in sorted(k for k in longest if k[:2] == (src, w))]
+        not_judged = [(k[2], unjudged[k].horizon) for k in sorted(unjudged) if k[:2] == (src, w) and k not in longest]
         rows, per_seed = [], defaultdict(list)
         for pt in pts:
             judged = [(sd, o, s, last) for sd, o, s, last, _ in pt.seeds if o is not None and o != "diverged"]
@@ -219,7 +291,7 @@ def escape_fits(runs, rules: dict) -> dict:
         med_fit = growth_fit([(d, m, h) for d, _, h, _, m in rows], rule["min_ratio"])
         seed_fits = {sd: growth_fit(p, rule["min_ratio"])
                      for sd, p in sorted(per_seed.items(), key=lambda kv: kv[0] or 0)}
-        out[(src, w)] = Fit(src, w, rows, med_fit, seed_fits)
+        out[(src, w)] = Fit(src, w, rows, med_fit, seed_fits, not_judged)
     return out
 
 
@@ -236,6 +308,8 @@ def fit_text(f: Fit) -> str:
     for b in m["bounds"]:
         line += (f"; L={b['depth']} never escaped within {b['horizon']}: exp(b) > {fmt(b['factor_above'])}, "
                  f"p > {fmt(b['p_above'])} from L={b['from']}")
+    for d, h in f.not_judged:
+        line += f"; L={d} not judged (no seed finished without diverging, up to {h} steps)"
     factors = [s["factor"] for s in f.seed_fits.values() if s["factor"] is not None]
     ps = [s["p"] for s in f.seed_fits.values() if s["p"] is not None]
     verdicts = Counter(s["verdict"] for s in f.seed_fits.values())
@@ -307,14 +381,15 @@ def long_statements(points: list, pp: dict, rules: dict) -> dict:
     """The long-horizon verdict of each short statement (short_vs_long.statements), per source:
     {(id, source): "seen" | "not seen" | "not run"}. F3i: every residual point's majority escaped
     (converged or still learning); F3ii: no point without a residual at L >= 8 escaped within its
-    longest horizon; P and post_lower from pre_post (`pp`: source -> PrePost)."""
+    longest horizon with a seed that finished without diverging (escape_fits' horizon); P and
+    post_lower from pre_post (`pp`: source -> PrePost)."""
     out = {}
     for src in sorted({p.source for p in points} | set(pp)):
         pts = [p for p in points if p.source == src]
         res = [p for p in pts if p.wiring.endswith("-res")]
         longest = {}
-        for p in pts:
-            if p.wiring.endswith("-nores") and p.depth >= 8:
+        for p in pts:  # the longest horizon with a seed finished without diverging, as the escape fit takes
+            if p.wiring.endswith("-nores") and p.depth >= 8 and p.escape_judged:
                 k = (p.wiring, p.depth)
                 if k not in longest or (p.horizon or 0) > (longest[k].horizon or 0):
                     longest[k] = p

@@ -164,12 +164,15 @@ def fetch(
     url: Optional[str] = None,
     timeout: float = DEFAULT_TIMEOUT_S,
     say: Callable[[str], None] = print,
+    force: bool = False,
 ) -> Path:
     """Brings `ds` to dest_root/ds.dest, checked; returns its path. A file already there is
-    checked again and kept when it passes; when it fails, a verified copy replaces it, and if
-    none can be had the error says the failing file was kept. A destination that is a folder is
+    checked again and kept when it passes; when it fails it is kept too (it may be someone's own
+    edit) and the error (EXIT_CHECK) says so and how to replace it: with force, a verified copy
+    replaces it, and if none can be had the error says the failing file was kept. A destination that is a folder is
     EXIT_USAGE. Nothing half-written is ever at the final path: the
-    bytes go to a temporary file beside it, which is checked, synced and renamed into place."""
+    bytes go to a temporary file beside it, which is checked, synced and renamed into place; a
+    fetch that fails leaves no folder it made."""
     final = dest_root / ds.dest
     if final.exists() and not final.is_file():
         raise DataStepError(
@@ -183,7 +186,14 @@ def fetch(
             say(f"{ds.name}: {final} is already there, {ds.size:,} bytes, SHA-256 OK")
             return final
         except DataStepError as e:
-            say(f"{ds.name}: the file already there fails its check, fetching a copy to replace it: {e}")
+            if not force:
+                raise DataStepError(
+                    f"{e}; KEPT the file already at '{final}' (it may be your own edit; a run on it warns and says "
+                    "so in summary.json, data_check): to replace it with a verified copy, move it away or pass "
+                    "--force",
+                    e.code,
+                )
+            say(f"{ds.name}: the file already there fails its check, fetching a copy to replace it (--force): {e}")
         try:
             return bring(ds, final, local, url, timeout, say)
         except DataStepError as e:
@@ -204,7 +214,10 @@ def bring(
     timeout: float,
     say: Callable[[str], None],
 ) -> Path:
-    """fetch's copy: from the local copy or the URL to a temporary file, checked, renamed to `final`."""
+    """fetch's copy: from the local copy or the URL to a temporary file, checked, renamed to `final`.
+    The folders it makes for `final` are removed again when it fails (a failed copy left an empty
+    data/shakespeare_char/ behind)."""
+    made = [p for p in (final.parent, *final.parent.parents) if not p.exists()]  # deepest first
     if local is not None:
         src, origin = open_local(ds, local)
         say(f"{ds.name}: copying the local copy {origin}")
@@ -217,10 +230,12 @@ def bring(
             raise PermissionError(13, "Permission denied")
     except OSError as e:
         src.close()
+        remove_empty(made)
         raise DataStepError(
             f"cannot write to '{final.parent}': {e.strerror or e}; choose another folder with --dest", EXIT_USAGE
         )
     tmp = final.parent / f".{final.name}.partial-{os.getpid()}"
+    done = False
     try:
         with src, open(tmp, "wb") as out:
             copy_stream(src, out, ds.size, origin, f"try again, or use --local DIR (or {LOCAL_ENV}=DIR)")
@@ -228,13 +243,25 @@ def bring(
             os.fsync(out.fileno())
         check_file(ds, tmp, origin)
         os.replace(tmp, final)
+        done = True
     except OSError as e:
         raise DataStepError(f"cannot write '{tmp}': {e.strerror or e}; choose another folder with --dest", EXIT_USAGE)
     finally:
         if tmp.exists():
             tmp.unlink()
+        if not done:
+            remove_empty(made)
     say(f"{ds.name}: {final}, {ds.size:,} bytes, SHA-256 OK, {ds.distinct_chars} distinct characters")
     return final
+
+
+def remove_empty(folders: list[Path]) -> None:
+    """Removes each folder (deepest first) while it is empty: the ones a failed copy made."""
+    for p in folders:
+        try:
+            p.rmdir()
+        except OSError:
+            return
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -246,8 +273,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         epilog=f"Data sets: {names}. On a machine without internet (CI, a cluster's compute nodes) name a folder "
         f"holding a copy with --local DIR or {LOCAL_ENV}=DIR; a copy is looked for as DIR/<source layout> "
         "(tinyshakespeare/input.txt) and then DIR/input.txt; DIR may also be the file itself. A file already at "
-        "the destination that fails its check is replaced by a verified copy, or kept (and said so) when none "
-        "can be had. Exit codes: 0 done, 1 a check failed, "
+        "the destination that fails its check (an edit of yours?) is kept and said so (exit 1); with --force a "
+        "verified copy replaces it, or it is kept (and said so) when none can be had. Exit codes: 0 done, 1 a "
+        "check failed, "
         "2 bad usage or unwritable folder, 3 source unreachable.",
     )
     ap.add_argument("name", nargs="?", default="shakespeare_char", help=f"the data set ({names}; default %(default)s)")
@@ -260,6 +288,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--url", help="download from this URL instead of the public source (a mirror)")
     ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds before giving up (%(default)s)")
     ap.add_argument("--list", action="store_true", help="list the data sets and where each goes, then exit")
+    ap.add_argument("--force", action="store_true",
+                    help="replace a file already at the destination that fails its check (kept without it)")
     args = ap.parse_args(argv)
 
     dest_root = Path(args.dest) if args.dest else repo_data_dir()
@@ -279,7 +309,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print("get_data.py: --url and a local copy (--local or " + LOCAL_ENV + ") do not combine", file=sys.stderr)
         return EXIT_USAGE
     try:
-        fetch(ds, dest_root, Path(local) if local else None, args.url, args.timeout)
+        fetch(ds, dest_root, Path(local) if local else None, args.url, args.timeout, force=args.force)
     except DataStepError as e:
         print(f"get_data.py: {ds.name}: {e}", file=sys.stderr)
         return e.code

@@ -9,8 +9,9 @@ directory's checkpoint, with its trained weights and, for text runs, its vocabul
 The checkpoint must have been written with the run's config.json, as `stacklab sample` requires
 (checkpoint_config.py: the binary's comparison, the same keys allowed to differ): another run's
 checkpoint is refused by the keys that differ.
-Not here: the model's definition (torch_model.py), training, checksum verification (the
-checkpoint's format is checked; `stacklab sample` also verifies its checksum).
+Its checksum is verified as the binary verifies it (checkpoint_checksum: src/train/checkpoint.cpp's
+FNV-1a 64), so a flipped bit is refused naming the file, as `stacklab sample` refuses it.
+Not here: the model's definition (torch_model.py), training.
 """
 import json
 import os
@@ -21,8 +22,11 @@ import torch
 from . import checkpoint_config, io_util, torch_model
 
 CHECKPOINT_FORMATS = ("stacklab.checkpoint.v1", "stacklab.checkpoint.v2")
+CHECKSUMMED_FORMAT = "stacklab.checkpoint.v2"  # v1 predates checksums: read unchecked, as the binary does
+CHECKSUM_KEY = "checksum"
 VOCAB_FORMAT = "stacklab.char_vocab"  # src/data/text.cpp, kVocabFormat
 OPTIM_PREFIX = "optim."               # optimizer state in a checkpoint (src/train/checkpoint.cpp)
+FNV_BASIS, FNV_PRIME, MASK64 = 0xcbf29ce484222325, 0x100000001b3, (1 << 64) - 1  # src/core/hash.h
 
 
 class RunLoadError(ValueError):
@@ -66,14 +70,57 @@ def checkpoint_path(run_dir: str, checkpoint: str = "latest") -> str:
     """'latest' | 'best' | a path, as `stacklab sample --checkpoint` takes it."""
     path = (os.path.join(run_dir, "checkpoints", f"{checkpoint}.safetensors")
             if checkpoint in ("latest", "best") else checkpoint)
+    if os.path.isdir(path):
+        raise RunLoadError(f"[load_run] checkpoint '{checkpoint}': {path} is a folder, not a checkpoint file "
+                           "(checkpoint is 'latest', 'best' or the path of a .safetensors file, e.g. "
+                           f"{os.path.join(path, 'latest.safetensors')})")
     if not os.path.isfile(path):
         hint = " (written at a run's first eval)" if checkpoint == "best" else ""
         raise RunLoadError(f"[load_run] checkpoint '{checkpoint}': {path} not found{hint}")
     return path
 
 
+def fnv1a64(h: int, data: bytes) -> int:
+    """h mixed with the bytes of data (src/core/hash.h's fnv1a64); start from FNV_BASIS."""
+    for b in data:
+        h = ((h ^ b) * FNV_PRIME) & MASK64
+    return h
+
+
+def checkpoint_checksum(tensors: dict, metadata: dict) -> str:
+    """The checksum src/train/checkpoint.cpp stores: FNV-1a 64 over every metadata entry but the
+    checksum (key order, each string with its NUL), then every tensor's name, shape "(a,b)" and
+    float32 bytes in name order (the optimizer's included); 16 lower-case hex digits. Pure Python,
+    about 10 MB of checkpoint a second."""
+    h = FNV_BASIS
+    for k in sorted(metadata, key=lambda k: k.encode("utf-8")):  # std::map's byte order
+        if k != CHECKSUM_KEY:
+            h = fnv1a64(h, k.encode("utf-8") + b"\0" + metadata[k].encode("utf-8") + b"\0")
+    for name in sorted(tensors, key=lambda n: n.encode("utf-8")):
+        a = tensors[name]
+        shape = "(" + ",".join(str(d) for d in a.shape) + ")"
+        h = fnv1a64(h, name.encode("utf-8") + b"\0" + shape.encode("ascii") + b"\0")
+        h = fnv1a64(h, a.astype("<f4", copy=False).tobytes())
+    return f"{h:016x}"
+
+
+def verify_checksum(path: str, tensors: dict, meta: dict) -> None:
+    """Refuses a v2 checkpoint whose stored checksum is missing or differs from its bytes', with the
+    binary's words (read_checkpoint_file)."""
+    if meta.get("format") != CHECKSUMMED_FORMAT:
+        return
+    stored = meta.get(CHECKSUM_KEY)
+    if stored is None:
+        raise RunLoadError(f"[load_run] {path}: corrupt checkpoint: its 'checksum' metadata is missing")
+    actual = checkpoint_checksum(tensors, meta)
+    if actual != stored:
+        raise RunLoadError(f"[load_run] {path}: checksum mismatch (stored {stored}, computed {actual}): the file "
+                           "is corrupt (a flipped bit or a damaged copy); restore it or train the run again")
+
+
 def read_checkpoint(path: str):
-    """(model tensors without the optimizer's, config dict, train_state dict) of a checkpoint."""
+    """(model tensors without the optimizer's, config dict, train_state dict) of a checkpoint whose
+    format and checksum hold."""
     try:
         tensors, meta = io_util.load(path)
     except (OSError, io_util.SafetensorsError) as e:
@@ -81,11 +128,28 @@ def read_checkpoint(path: str):
     if meta.get("format") not in CHECKPOINT_FORMATS:
         raise RunLoadError(f"[load_run] {path}: not a stacklab checkpoint (metadata 'format' is "
                            f"{meta.get('format')!r}, expected one of {list(CHECKPOINT_FORMATS)})")
+    verify_checksum(path, tensors, meta)  # before the config: a corrupt file gets this message
     try:
         config, state = json.loads(meta["config"]), json.loads(meta.get("train_state", "{}"))
     except (KeyError, json.JSONDecodeError) as e:
         raise RunLoadError(f"[load_run] {path}: metadata 'config' missing or not JSON ({e})") from e
     return {k: v for k, v in tensors.items() if not k.startswith(OPTIM_PREFIX)}, config, state
+
+
+def not_a_run_dir(run_dir: str) -> Optional[str]:
+    """What a path given as the run directory is when it is a checkpoint instead (a run's checkpoints
+    folder, a .safetensors file), with the call that loads it; None otherwise."""
+    if os.path.isfile(run_dir) and run_dir.endswith(".safetensors"):
+        parent = os.path.dirname(os.path.abspath(run_dir))
+        run = os.path.dirname(parent) if os.path.basename(parent) == "checkpoints" else "RUN_DIR"
+        return (f"[load_run] {run_dir}: a checkpoint file, not a run directory: pass its run's folder and the "
+                f"file, load_run({run!r}, checkpoint={run_dir!r})")
+    if (os.path.isdir(run_dir) and not os.path.isfile(os.path.join(run_dir, "config.json"))
+            and any(f.endswith(".safetensors") for f in os.listdir(run_dir))):
+        run = os.path.dirname(os.path.abspath(run_dir))
+        return (f"[load_run] {run_dir}: a folder of checkpoints, not a run directory (no config.json): pass the "
+                f"run's folder, load_run({run!r}) (checkpoint='best' or a file's path picks another)")
+    return None
 
 
 def read_run_config(run_dir: str) -> dict:
@@ -145,6 +209,9 @@ def load_run(run_dir: str, checkpoint: str = "latest", dtype=torch.float32) -> t
     run) is refused naming the keys that differ, as `stacklab sample` refuses it. Forward:
     `logits, loss = model(idx, targets=None)`, idx (B, T) int64 token ids, T <= block_size.
     """
+    wrong = not_a_run_dir(run_dir)
+    if wrong:
+        raise RunLoadError(wrong)
     if not os.path.isdir(run_dir):
         raise RunLoadError(f"[load_run] {run_dir}: not a directory (expected a run dir of `stacklab train`)")
     run_config = read_run_config(run_dir)

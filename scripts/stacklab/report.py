@@ -16,7 +16,8 @@ the runs they list (via runlog.py), <dir>/stability_map/ when present (stability
 (study_stats.py: mean, min-max, 95% t-interval; a finding is seen when it holds for every seed or
 the interval clears it). Writes <dir>/report.md, <dir>/report.html
 (self-contained: report_doc.py) and <dir>/findings.json. Runs that diverged, failed or are
-incomplete are left out of every number and listed. No number in the report is typed in: each
+incomplete, and pending ones (runlog.Run.pending: a copy an extension sweep has not continued, a run
+without config.json), are left out of every number and listed. No number in the report is typed in: each
 comes from the data of this run. It draws the figures of its own front page and convergence section
 (plot_convergence.py) into <dir>/figures/front/ and <dir>/figures/convergence/; the other figures are
 plot_compare.py's. Not here: running anything (reproduce.sh), the per-sweep figures (plot_compare.py).
@@ -70,7 +71,13 @@ class Sweep:
                 if not os.path.isdir(path):
                     self.excluded.append((rid, f"never started (sweep status: {e.status})"))
                     continue
-                run = runlog.load_run(path)
+                run = runlog.load_entry(e)
+                # A pending run (a copy not yet extended, one without config.json) is in no number and
+                # not among the excluded runs that the convergence rules count as unjudged seeds: its
+                # config's horizon is not its sweep's, so it would stand in another point.
+                if run.status == "pending":
+                    self.excluded.append((rid, runlog.status_mark(run).strip(" []")))
+                    continue
                 # Diverged means what the run's summary.json says (runlog.is_diverged), whatever
                 # its last loss: no number here is judged by its size.
                 if not runlog.is_completed(run) or run.final_val_loss is None:
@@ -348,7 +355,8 @@ def closing(doc, root, probe, tr, sweeps, stages, shown):
           "seed (\"k of n seeds\") or the interval clears it (said so). Training points are (wiring, depth, learning "
           f"rate) pooled over {', '.join(s.name for s in training)}, {seeds_per_point(tr)}; "
           f"probes are seed means over {max((r.probe_seeds for r in probe.runs), default=0)} probe seeds. Excluded "
-          "runs (diverged, failed, incomplete) are in no number; they are listed under Excluded runs, and a table "
+          "runs (diverged, failed, incomplete, and pending: a copy an extension sweep has not continued yet, a run "
+          "without config.json) are in no number; they are listed under Excluded runs, and a table "
           "cell that lost seeds says how many of how many it holds. A run is diverged when its summary.json says "
           "status \"diverged\" (the trainer's rule: a non-finite loss, or one above 10 x ln(vocab size)); nothing "
           "here judges a loss by its size.")

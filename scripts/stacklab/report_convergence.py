@@ -54,8 +54,15 @@ class Study:
 
 def sweep_runs(sweep) -> list:
     """A report.Sweep's usable runs and its excluded ones that were loaded (diverged, unfinished):
-    the convergence rules judge a diverged run, and count an unfinished one as not judged."""
-    return list(sweep.runs) + [r for r in getattr(sweep, "excluded_runs", {}).values() if r.config]
+    the convergence rules judge a diverged run, and count an unfinished one as not judged. Each is
+    tagged with its sweep and the sweep's seed count (its manifest's), so that a point says "k of
+    n seeds" when seeds are missing."""
+    seeds = {s for e in sweep.manifest.get("runs", []) if isinstance(e, dict)
+             for s in (e.get("seeds") or []) if isinstance(e.get("seeds"), list)}
+    runs = list(sweep.runs) + [r for r in getattr(sweep, "excluded_runs", {}).values() if r.config]
+    for r in runs:
+        r.sweep_name, r.sweep_seeds = sweep.name, len(seeds) or None
+    return runs
 
 
 def short_statements(syn_tr, text_tr, syn_map, syn_map_name, text_map, text_map_name, rules):
@@ -127,8 +134,10 @@ def formulas(runs) -> dict:
 
 
 def point_cell(pt) -> list:
-    """One line per horizon of a table cell: verdict, counts, final loss mean (min-max), rate."""
-    return [f"{pt.horizon} steps: **{pt.verdict}** ({pt.counts}); final {loss_range(pt.finals)}; lr {pt.lr:g}"]
+    """One line per horizon of a table cell: verdict, counts ("k of n seeds" where seeds are missing),
+    final loss mean (min-max), rate."""
+    lost = f"; {pt.lost}" if pt.lost else ""
+    return [f"{pt.horizon} steps: **{pt.verdict}** ({pt.counts}{lost}); final {loss_range(pt.finals)}; lr {pt.lr:g}"]
 
 
 def verdict_table(study: Study, source: str):
@@ -180,8 +189,9 @@ def section(doc, study: Study, figures: dict):
     doc.p(rules_text(study.rules) + f" Sweeps: {', '.join(study.sweeps)}.")
     for src in study.sources:
         doc.h(3, SOURCE_NAMES[src], anchor=f"{ANCHOR}-{src}")
-        doc.p("Per wiring and depth, each horizon's verdict, its seeds' outcomes, the final val loss mean "
-              "(min-max over the seeds that did not diverge) and the rate:")
+        doc.p("Per wiring and depth, each horizon's verdict, its seeds' outcomes (\"k of n seeds\" where seeds its "
+              "sweep planned are not judged: pending, unfinished or not started; see Excluded runs), the final val "
+              "loss mean (min-max over the seeds that did not diverge) and the rate:")
         doc.table(*verdict_table(study, src))
         if f"curves_{src}" in figures:
             doc.figure(*figures[f"curves_{src}"])
@@ -239,14 +249,15 @@ def findings_json(study: Study) -> dict:
     return {
         "present": True, "rules": RULES_FILE, "fixed_on": study.rules["fixed_on"], "sweeps": study.sweeps,
         "points": [{"source": p.source, "wiring": p.wiring, "depth": p.depth, "learning_rate": p.lr,
-                    "horizon": p.horizon, "verdict": p.verdict, "counts": p.counts,
+                    "horizon": p.horizon, "verdict": p.verdict, "counts": p.counts, "seeds_planned": p.planned,
                     "final_val_loss": stats.summarize_loss(p.finals),
                     "seeds": [{"seed": sd, "outcome": o, "escape_step": s, "last_eval_step": last, "final_val_loss": f}
                               for sd, o, s, last, f in p.seeds]} for p in study.points],
         "escape_fits": [{"source": f.source, "wiring": f.wiring, "verdict": f.median_fit["verdict"],
                          "rows": [{"depth": d, "learning_rate": lr, "horizon": h, "escape_steps": ss, "median": m}
                                   for d, lr, h, ss, m in f.rows],
-                         "median_fit": f.median_fit, "seed_fits": {str(k): v for k, v in f.seed_fits.items()}}
+                         "median_fit": f.median_fit, "seed_fits": {str(k): v for k, v in f.seed_fits.items()},
+                         "not_judged": [{"depth": d, "horizon": h} for d, h in f.not_judged]}
                         for f in study.fits.values()],
         "pre_post": [vars(p) for p in study.pp.values()],
         "pre_post_short": [vars(p) for p in study.short_pp.values()],

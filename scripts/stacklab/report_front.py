@@ -57,8 +57,9 @@ def long_values(study, source) -> dict:
 
 
 def horizons(study, source) -> dict:
-    """{"long": H, "extended": 4H or None} of a source, from its points."""
-    hs = sorted({p.horizon for p in study.points if p.source == source and p.horizon})
+    """{"long": H, "extended": 4H or None} of a source, from its points with a judged seed (an
+    extension still running has said nothing yet)."""
+    hs = sorted({p.horizon for p in study.points if p.source == source and p.horizon and p.judged})
     return {"long": hs[0] if hs else None, "extended": hs[-1] if len(hs) > 1 else None}
 
 
@@ -150,6 +151,7 @@ def long_sentence(src, study, names, short_steps) -> str:
             verdict = pt.verdict if pt else "not run"
             escaped = f", escape step {med:g} (seeds {steps_text(steps, h)})" if med is not None else ""
             depth_parts.append(f"L={d} {verdict} within {h}{escaped}")
+        depth_parts += [f"L={d} not judged (no seed finished up to {h} steps)" for d, h in f.not_judged]
         m = f.median_fit
         growth = f"escape step against depth: **{m['verdict']}**" + (
             f" (x{fmt(m['factor'])} per layer or L^{fmt(m['p'])})" if m["factor"] is not None else "")

@@ -20,6 +20,9 @@ MANIFEST = "manifest.json"  # <sweep out_dir>/manifest.json, written by `stackla
 # A run directory `stacklab sweep --on-change rerun` moved aside (src/sweep/local.cpp): never one of
 # the sweep's runs, so never read as one.
 CHANGED_DIR = re.compile(r"\.changed-[0-9]+$")
+# A manifest entry's horizon: the sweep's override of train.max_iters (src/sweep/common.cpp writes
+# each run's overrides as the command line's "--key=value").
+MAX_ITERS_OVERRIDE = re.compile(r"^(?:--)?train\.max_iters=([0-9]+)$")
 # The record kinds of metrics.jsonl, as `stacklab registry --records --json` declares them
 # (tests/python/test_record_schema.py checks the two agree).
 KINDS = ("start", "resume", "train", "eval", "layers", "diverged")
@@ -41,6 +44,9 @@ class Run:
     probe_seeds: int = 0
     probe_layer_metrics: list | None = None  # a probe file's metric descriptors
     probe_per_seed: list = field(default_factory=list)  # a probe file's seeds: [{seed, loss, <metric>: [...]}]
+    has_config: bool = True        # config.json existed and was readable (load_run)
+    in_sweep: bool = False         # read as a run its sweep's manifest lists (load_entry)
+    sweep_max_iters: int | None = None  # the horizon its sweep's manifest gives it, when it sets one
 
     @property
     def name(self):
@@ -70,13 +76,37 @@ class Run:
     @property
     def status(self):
         """summary.json's status ("completed" | "diverged" | "interrupted" | "running" |
-        "failed"), "probe" for a probe file, "incomplete" without a summary. The trainer decides
-        divergence (a non-finite loss or one above 10 x ln(vocab_size)); nothing here judges a loss."""
+        "failed"), "probe" for a probe file, "incomplete" without a summary, and "pending" for a
+        run whose summary says completed but that is not done (`pending` says why). The trainer
+        decides divergence (a non-finite loss or one above 10 x ln(vocab_size)); nothing here judges a loss."""
         if self.is_probe:
             return "probe"
         if self.summary and self.summary.get("status"):
+            if self.summary["status"] == "completed" and self.pending:
+                return "pending"
             return self.summary["status"]
         return "incomplete"
+
+    @property
+    def pending(self) -> str | None:
+        """Why a run whose summary.json says completed is not done, None when it is: a copy an
+        extension sweep has not continued yet (completed below the horizon its sweep's manifest or its
+        own config.json gives it, as `train --resume --train.max_iters=N` leaves it when stopped before
+        its summary says running), or a run of a sweep without config.json (a copy interrupted
+        midway, a deleted config), done under no config. Such a run is in no number."""
+        if self.is_probe or not self.summary or self.summary.get("status") != "completed":
+            return None
+        if self.in_sweep and not self.has_config:
+            return "no config.json (a copy interrupted midway or a deleted config): done under no config"
+        own = (self.config.get("train") or {}).get("max_iters")
+        steps = self.summary.get("steps")
+        horizon = self.sweep_max_iters if self.sweep_max_iters is not None else own
+        if isinstance(steps, int) and isinstance(horizon, int) and steps < horizon:
+            whose = "its sweep" if self.sweep_max_iters is not None else "its config.json"
+            return f"completed {steps} of the {horizon} steps {whose} gives it (not yet extended)"
+        if self.sweep_max_iters is not None and isinstance(own, int) and own != self.sweep_max_iters:
+            return f"its config.json says train.max_iters {own}, its sweep {self.sweep_max_iters}"
+        return None
 
     @property
     def diverged_step(self):
@@ -207,6 +237,7 @@ def load_run(path):
     run = Run(path=path)
     cfg = _read_json(os.path.join(path, "config.json"), "config")
     if cfg is None:
+        run.has_config = False
         warn(f"{os.path.join(path, 'config.json')}: missing or unreadable; using metrics only")
     else:
         run.derived = cfg.get("derived") or {}
@@ -240,6 +271,24 @@ class SweepEntry:
     status: str    # the sweep's word for it when the manifest was written
     entry: dict    # the manifest's record (id, dir, overrides, seeds, status, job)
 
+    @property
+    def max_iters(self) -> int | None:
+        """The horizon the sweep gives this run (its train.max_iters override), None when it sets none."""
+        for o in self.entry.get("overrides") or []:
+            m = MAX_ITERS_OVERRIDE.match(str(o))
+            if m:
+                return int(m.group(1))
+        return None
+
+
+def load_entry(e: SweepEntry):
+    """A sweep's run (load_run) that knows it is one and the horizon its sweep gives it, so that a
+    copy not yet extended or a run without config.json reads as pending (Run.pending)."""
+    run = load_run(e.path)
+    if not run.is_probe:
+        run.in_sweep, run.sweep_max_iters = True, e.max_iters
+    return run
+
 
 def sweep_entries(sweep_dir) -> tuple[dict, list[SweepEntry]]:
     """The runs of a sweep: the one definition every reader of a sweep uses (plots, report, claims,
@@ -271,7 +320,7 @@ def sweep_runs(sweep_dir) -> list:
     """The sweep's runs (sweep_entries) that exist on disk, loaded; the ones not started are left
     out (`stacklab sweep --status` counts them)."""
     _, entries = sweep_entries(sweep_dir)
-    return [load_run(e.path) for e in entries if os.path.exists(e.path)]
+    return [load_entry(e) for e in entries if os.path.exists(e.path)]
 
 
 def find_runs(paths, depth=2):
@@ -337,6 +386,8 @@ def status_mark(run):
     if is_diverged(run):
         step = run.diverged_step
         return f" [diverged at step {step}]" if step is not None else " [diverged]"
+    if s == "pending":
+        return f" [pending: {run.pending}]"
     where = f" at step {run.last_step}" if run.last_step is not None else ""
     if s in ("interrupted", "running"):
         return f" [incomplete: {s}{where}]"

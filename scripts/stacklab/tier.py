@@ -235,21 +235,40 @@ def run_status(run_dir):
 SETTLED = ("completed", "diverged")  # a source run that will not change any more
 
 
+def copy_run(src, dst):
+    """Copies a run folder (without its lock) so that dst is whole or absent at every instant: into a
+    temporary folder beside it (.NAME.copying, which a copy killed midway leaves and the next one
+    removes), then one rename. A folder copied file by file and killed midway was a run with a
+    completed summary and no config.json, which the sweep took as done."""
+    import shutil
+    tmp = os.path.join(os.path.dirname(dst), f".{os.path.basename(dst)}.copying")
+    if os.path.lexists(tmp):
+        shutil.rmtree(tmp)
+    shutil.copytree(src, tmp, ignore=shutil.ignore_patterns("train.lock"))
+    os.rename(tmp, dst)
+
+
 def cmd_extend(args):
     """For each extension sweep prepared into OUT/sweeps/: copy each completed source run not yet
     copied (without its lock), and print `RUN_DIR MAX_ITERS` for every copy not yet completed at the
     extension's horizon. `stacklab sweep EXTENSION --on-change extend` then continues each copy to
     MAX_ITERS with `train --resume` (its config differs from the sweep's in the horizon alone), on
     either executor. A source run that did not complete is not copied: the extension sweep then trains
-    it from step 0 (a diverged one diverges where it did). With --settled, nothing is copied and the
+    it from step 0 (a diverged one diverges where it did). Each copy is atomic (copy_run); a copy without
+    config.json (made file by file by an older tier.py and killed midway) is refused, named, with the
+    fix. Every copy is made before the first line is printed, so a reader that stops early (`| head`)
+    leaves none undone. An OUT without a prepared extension sweep is refused (a mistyped OUT copied
+    nothing, silently). With --settled, nothing is copied and the
     exit code is 3 unless every source run has completed or diverged (the Slurm path submits the
     extension only then: a source run still queued would otherwise be trained again from step 0)."""
-    import shutil
-    plans = []
-    for name in EXTENDS:
-        path = os.path.join(args.out, "sweeps", name + ".json")
-        if os.path.isfile(path):
-            plans.append(extension_plan(args.binary, path, args.out))
+    if not os.path.isdir(args.out):
+        raise TierError(f"extend: {args.out}: no such folder (OUT is the study folder reproduce.sh --converge "
+                        "--out OUT writes)")
+    files = [os.path.join(args.out, "sweeps", name + ".json") for name in EXTENDS]
+    if not any(os.path.isfile(f) for f in files):
+        raise TierError(f"extend: {args.out} holds no extension sweep ({', '.join(files)}): not a study folder of "
+                        "reproduce.sh --converge, or its sweeps not prepared yet (tier.py prepare OUT FILE...)")
+    plans = [extension_plan(args.binary, f, args.out) for f in files if os.path.isfile(f)]
     if args.settled:
         waiting = [src for plan in plans for dst, _, src in plan
                    if not os.path.isdir(dst) and run_status(src)[0] not in SETTLED]
@@ -257,14 +276,22 @@ def cmd_extend(args):
             print(f"tier.py: {len(waiting)} source run(s) of the extension sweeps have not completed yet, "
                   f"e.g. {waiting[0]}", file=sys.stderr)
             return 3
+    todo = []
     for plan in plans:
         for dst, iters, src in plan:
             if not os.path.isdir(dst):
                 if run_status(src)[0] != "completed":
                     continue
-                shutil.copytree(src, dst, ignore=shutil.ignore_patterns("train.lock"))
+                copy_run(src, dst)
+            elif not os.path.isfile(os.path.join(dst, "config.json")):
+                raise TierError(f"{dst}: a run folder without config.json (a copy interrupted midway?): it is done "
+                                f"under no config, so it is neither continued nor counted; remove it (rm -r {dst}) "
+                                "and run tier.py extend again, which copies it whole")
             if run_status(dst) != ("completed", iters):
-                print(f"{dst} {iters}")
+                todo.append(f"{dst} {iters}")
+    for line in todo:
+        print(line)
+    sys.stdout.flush()  # a closed reader is met here, in main's hands, not at exit
     return 0
 
 
@@ -604,6 +631,14 @@ def main(argv=None):
     except TierError as e:
         print(f"tier.py: {e}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # stdout closed by its reader (`tier.py extend ... | head`): what was to be done is done (extend
+        # prints after its copies); no traceback, and none at exit when Python flushes stdout again.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (AttributeError, OSError, ValueError):
+            pass
+        return 141
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 # a tiny run of every wiring the PyTorch mirror supports, its latest checkpoint's logits from
 # `stacklab gradients --checkpoint` against load_run's on the same tokens (relative error < 1e-4),
 # a text run's vocabulary and best checkpoint, its nanoGPT export read back into the mirror,
-# and a wiring the mirror lacks refused by name.
+# a checkpoint with a flipped bit refused by load_run's checksum as by `stacklab sample`, and a
+# wiring the mirror lacks refused by name.
 # Run by scripts/test.sh from the repo root. Exit 0 pass, 77 skip (no binary, no torch), 1 fail.
 # Not here: gradients (the parity stage), the nanoGPT file's names and shapes (tests/python/test_nanogpt_export.py).
 set -uo pipefail

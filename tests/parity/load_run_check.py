@@ -7,8 +7,8 @@ them with load_run(RUN)'s logits on the same tokens: max|ours - ref| / max|ref| 
 parity check's tolerance; float32 stacklab against the float64 mirror). A text run also checks the
 vocabulary (the batch decodes to a piece of the corpus) and the best checkpoint, and its nanoGPT
 export read back into the mirror gives the binary's logits too; another run's checkpoint must be
-refused by load_run as by `stacklab sample`, and a run whose checkpoint names a wiring the mirror
-lacks by name.
+refused by load_run as by `stacklab sample`, and so must a checkpoint with a flipped bit (the
+checksum), and a run whose checkpoint names a wiring the mirror lacks by name.
 
     PYTHONPATH=scripts /usr/bin/python3 tests/parity/load_run_check.py [--stacklab build/stacklab]
 Run by tests/integration/check_load_run.sh. Not here: gradients (torch_parity.py).
@@ -119,13 +119,36 @@ def main():
         print(f"{'  ... and by stacklab sample':44s} exit {r.returncode}  {'PASS' if ok else 'FAIL'}")
         failed += not ok
 
+        # A flipped bit (one weight's exponent) is refused by load_run as by `stacklab sample`: the
+        # checksum is the binary's (issue 48 item 7).
+        flipped = os.path.join(text_run, "checkpoints", "flipped.safetensors")
+        with open(load.checkpoint_path(text_run, "latest"), "rb") as f:
+            data = bytearray(f.read())
+        data[-5] ^= 1 << 6
+        with open(flipped, "wb") as f:
+            f.write(data)
+        try:
+            load.load_run(text_run, checkpoint=flipped)
+            print("a checkpoint with a flipped bit was loaded: FAIL")
+            failed += 1
+        except load.RunLoadError as e:
+            ok = f"{flipped}: checksum mismatch" in str(e)
+            print(f"{'flipped bit refused':44s} {str(e)[-90:]}  {'PASS' if ok else 'FAIL'}")
+            failed += not ok
+        r = subprocess.run([binary, "sample", text_run, "--checkpoint", flipped, "--tokens", "1"],
+                           capture_output=True, text=True)
+        ok = r.returncode != 0 and "checksum mismatch" in r.stderr
+        print(f"{'  ... and by stacklab sample':44s} exit {r.returncode}  {'PASS' if ok else 'FAIL'}")
+        failed += not ok
+
         # A wiring the mirror lacks is refused by name (the run's config and its checkpoint's
         # edited to one, so that they still agree).
         path = load.checkpoint_path(text_run, "latest")
         tensors, meta = io_util.load(path)
         cfg = json.loads(meta["config"])
         cfg["model"]["norm_position"] = "peri"
-        io_util.save(path, tensors, {**meta, "config": json.dumps(cfg)})
+        meta = {**meta, "config": json.dumps(cfg)}
+        io_util.save(path, tensors, {**meta, "checksum": load.checkpoint_checksum(tensors, meta)})
         with open(os.path.join(text_run, "config.json"), "w") as f:
             json.dump(cfg, f)
         try:
@@ -136,7 +159,7 @@ def main():
             ok = "model.norm_position: no mirror of 'peri'" in str(e)
             print(f"{'unmirrored wiring refused':44s} {str(e)[:90]}  {'PASS' if ok else 'FAIL'}")
             failed += not ok
-    print(f"load_run check: {len(cases) + 6 - failed} passed, {failed} failed")
+    print(f"load_run check: {len(cases) + 8 - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 

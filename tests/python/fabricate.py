@@ -57,7 +57,8 @@ class FakeSweep:
         self.runs, self.excluded, self.excluded_runs = [], [], {}
         for r in runs:
             rid = os.path.basename(r.path)
-            self.manifest["runs"].append({"id": rid})
+            seed = None if r.is_probe else (r.config.get("train") or {}).get("seed")
+            self.manifest["runs"].append({"id": rid, **({"seeds": [seed]} if seed is not None else {})})
             if r.is_probe or (runlog.is_completed(r) and r.final_val_loss is not None):
                 r.sweep_id, r.sweep_name = rid, name
                 self.runs.append(r)
@@ -166,3 +167,35 @@ def long_run(wiring, depth, lr, seed, evals, init="scaled", source="markov", sta
     r.config["data"] = {"source": source}
     r.summary["steps"] = steps
     return r
+
+
+# ---- runs and sweeps on disk (report.Sweep reads them as the binary leaves them) -----------------
+
+def write_run_dir(path, r, config=True):
+    """A fabricated Run as a run directory: config.json (with its derived section; none when config
+    is False), summary.json and metrics.jsonl (its start and eval records)."""
+    os.makedirs(path, exist_ok=True)
+    if config:
+        with open(os.path.join(path, "config.json"), "w", encoding="utf-8") as f:
+            json.dump(dict(r.config, derived=r.derived), f)
+    with open(os.path.join(path, "summary.json"), "w", encoding="utf-8") as f:
+        json.dump(r.summary, f)
+    with open(os.path.join(path, "metrics.jsonl"), "w", encoding="utf-8") as f:
+        for kind in ("start", "eval"):
+            for rec in r.records[kind]:
+                f.write(json.dumps(rec) + "\n")
+
+
+def write_sweep_dir(root, name, runs, max_iters=None, config=True):
+    """root/name/manifest.json listing each (id, Run) of `runs` (dir = id), every one with the override
+    --train.max_iters=max_iters when given (as a sweep file's overrides put it there), and their run
+    directories (write_run_dir; `config` a set of ids written without config.json, or a bool)."""
+    d = os.path.join(root, name)
+    entries = []
+    for rid, r in runs:
+        write_run_dir(os.path.join(d, rid), r, config=config if isinstance(config, bool) else rid not in config)
+        entries.append({"id": rid, "dir": rid, "seeds": [r.config["train"]["seed"]], "status": "completed",
+                        "overrides": [f"--train.max_iters={max_iters}"] if max_iters is not None else []})
+    with open(os.path.join(d, "manifest.json"), "w", encoding="utf-8") as f:
+        json.dump({"name": name, "mode": "train", "base": "base.json", "runs": entries}, f)
+    return d

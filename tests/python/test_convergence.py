@@ -60,13 +60,32 @@ class Outcomes(unittest.TestCase):
         self.assertEqual(cv.majority(["converged", "converged", "still learning"]), "converged")
         self.assertEqual(cv.majority(["converged", "still learning", "never escaped"]), "mixed")
         self.assertEqual(cv.majority([None, "never escaped"]), "never escaped")
-        self.assertEqual(cv.majority([None]), "not run")
+        self.assertEqual(cv.majority([None]), "not judged")
 
     def test_points_are_kept_apart_by_horizon_so_H_and_4H_both_get_a_verdict(self):
         runs = [escaping(8, s, 1000, None) for s in (20, 21, 22)] + [escaping(8, s, 4000, 2500) for s in (20, 21, 22)]
         pts = cv.point_verdicts(runs, RULES)
         self.assertEqual([(p.horizon, p.verdict) for p in pts], [(1000, "never escaped"), (4000, "still learning")])
         self.assertEqual(pts[0].counts, "3 never escaped")
+
+    # Pins issue 48 item 1: findings.json listed one seed several times at one point (--tiny caps the
+    # L = 8 and 32 variants to L = 2, copies of the L = 2 run; a copy not yet extended beside its source).
+    def test_a_seed_run_twice_under_one_config_counts_once_and_under_two_is_refused(self):
+        runs = [escaping(2, s, 1000, None) for s in (20, 21)]
+        for s in (20, 21):  # the same experiment under another name
+            twin = escaping(2, s, 1000, None)
+            twin.path += "-L8-variant"
+            twin.config["train"]["name"] = "L2-pre-nores-L8"
+            runs.append(twin)
+        (pt,) = cv.point_verdicts(runs, RULES)
+        self.assertEqual([sd for sd, *_ in pt.seeds], [20, 21])
+        self.assertEqual(pt.counts, "2 never escaped")
+        other = escaping(2, 20, 1000, None)
+        other.path += "-other"
+        other.config["train"]["batch_size"] = 64
+        with self.assertRaisesRegex(ValueError, f"{other.path}.* are both seed 20 of the point .* but differ in "
+                                    "config"):
+            cv.point_verdicts(runs + [other], RULES)
 
 
 class GrowthFit(unittest.TestCase):
@@ -124,6 +143,35 @@ class EscapeFits(unittest.TestCase):
                       cv.fit_text(cv.Fit("synthetic", NORES, [(32, 3e-4, 22000, [12500, 13000, None], 13000)],
                                          cv.growth_fit([(32, 13000, 22000)], 0.5), {})))
         self.assertIn("per seed: grows, form not told apart (2 depths) 3", text)
+
+    # Pins issue 48 item 4: with the extension still running (or every seed there diverged), the fit took
+    # the 4H point with no judged seed and said "never escaped within 4000"; a --report-only during the
+    # real study's extension would have headlined "never escapes within 22000" with no finished seed.
+    def test_a_horizon_no_seed_has_finished_is_not_judged_and_the_longest_judged_one_is_used(self):
+        runs = [escaping(2, s, 1000, 300) for s in (20, 21, 22)]
+        runs += [escaping(8, s, 1000, None) for s in (20, 21, 22)]
+        runs += [escaping(8, s, 4000, None, status="running") for s in (20, 21, 22)]  # the extension runs
+        runs += [escaping(32, s, 4000, None, status="diverged") for s in (20, 21, 22)]  # every seed at 4H
+        runs += [escaping(32, s, 1000, None) for s in (20, 21, 22)]
+        f = cv.escape_fits(runs, RULES)[("synthetic", NORES)]
+        self.assertEqual([(d, h) for d, _, h, _, _ in f.rows], [(2, 1000), (8, 1000), (32, 1000)])
+        self.assertEqual(f.median_fit["verdict"], "no fit")
+        text = cv.fit_text(f)
+        self.assertNotIn("4000", text)
+        self.assertIn("L=8 never escaped within 1000", text)
+        pts = {(p.depth, p.horizon): p for p in cv.point_verdicts(runs, RULES)}
+        self.assertEqual(pts[(8, 4000)].verdict, "not judged")
+        self.assertEqual(pts[(32, 4000)].verdict, "diverged")
+        long = cv.long_statements(list(pts.values()), {}, RULES)
+        self.assertEqual(long[("F3ii", "synthetic")], "seen")  # judged at H, not "not seen" at a running 4H
+
+    def test_a_depth_no_seed_has_finished_at_any_horizon_is_not_judged(self):
+        runs = [escaping(8, s, 1000, None, status="running") for s in (20, 21, 22)]
+        f = cv.escape_fits(runs, RULES)[("synthetic", NORES)]
+        self.assertEqual((f.rows, f.not_judged, f.median_fit["verdict"]), ([], [(8, 1000)], "not judged"))
+        self.assertIn("L=8 not judged", cv.fit_text(f))
+        self.assertNotIn("never", cv.fit_text(f))
+        self.assertEqual(cv.growth_fit([], 0.5)["verdict"], "not judged")
 
 
 def map_runs(source="markov", scaled=((2.30, 2.31, 2.32), (2.00, 2.01, 2.02)), xavier=((2.4, 2.4, 2.4), (3.44,) * 3)):

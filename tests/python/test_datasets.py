@@ -88,9 +88,12 @@ class DataStepTest(unittest.TestCase):
         return self.dest / self.ds.dest
 
     def assert_nothing_left(self):
+        """Not even the folder: a failed copy left an empty data/shakespeare_char/ (issue 48 item 11)."""
         folder = self.final().parent
         left = sorted(p.name for p in folder.iterdir()) if folder.exists() else []
         self.assertEqual(left, [], "a failed fetch must leave nothing where a training reads")
+        self.assertFalse(folder.exists(), f"a failed fetch left the folder {folder} it made")
+        self.assertFalse(self.dest.exists(), f"a failed fetch left the folder {self.dest} it made")
 
     def test_a_good_local_copy_lands_checked_and_says_where(self):
         self.put_local(TEXT)
@@ -188,7 +191,7 @@ class DataStepTest(unittest.TestCase):
         self.assertIn(str(blocker), str(cm.exception))
         self.assertIn("--dest", str(cm.exception))
 
-    def test_a_good_file_already_there_is_kept_and_a_bad_one_replaced(self):
+    def test_a_good_file_already_there_is_kept_and_a_bad_one_replaced_with_force(self):
         self.put_local(TEXT)
         datasets.fetch(self.ds, self.dest, local=self.local, say=quiet)
         said = []
@@ -196,23 +199,47 @@ class DataStepTest(unittest.TestCase):
         self.assertIn("already there", said[0])  # no download tried: the URL is unreachable
         self.final().write_bytes(b"damaged")
         said = []
-        datasets.fetch(self.ds, self.dest, local=self.local, say=said.append)
+        datasets.fetch(self.ds, self.dest, local=self.local, say=said.append, force=True)
         self.assertIn("fails its check", said[0])
-        self.assertIn("replace it", said[0])
+        self.assertIn("replace it (--force)", said[0])
         self.assertEqual(self.final().read_bytes(), TEXT)
+
+    # Pins issue 48 item 12: a user-edited input.txt was replaced by the verified copy without a word
+    # beforehand, the edit lost.
+    def test_an_edited_file_is_kept_without_force_and_the_error_says_how_to_replace_it(self):
+        self.put_local(TEXT)
+        datasets.fetch(self.ds, self.dest, local=self.local, say=quiet)
+        edited = TEXT.replace(b"speak", b"SPEAK", 1)
+        self.final().write_bytes(edited)
+        with self.assertRaises(DataStepError) as cm:
+            datasets.fetch(self.ds, self.dest, local=self.local, say=quiet)
+        self.assertEqual(cm.exception.code, datasets.EXIT_CHECK)
+        self.assertIn(f"KEPT the file already at '{self.final()}' (it may be your own edit", str(cm.exception))
+        self.assertIn("--force", str(cm.exception))
+        self.assertEqual(self.final().read_bytes(), edited)
+        self.assertEqual(sorted(p.name for p in self.final().parent.iterdir()), [self.final().name])
+        real = datasets.DATASETS["shakespeare_char"]  # the command line: exit 1 and kept, --force replaces
+        mine = self.dest / real.dest
+        mine.parent.mkdir(parents=True, exist_ok=True)
+        mine.write_bytes(b"my own edit")
+        with contextlib.redirect_stderr(io.StringIO()) as err, contextlib.redirect_stdout(io.StringIO()):
+            rc = datasets.main(["--local", str(self.local), "--dest", str(self.dest)])
+        self.assertEqual(rc, datasets.EXIT_CHECK)
+        self.assertIn("KEPT", err.getvalue())
+        self.assertEqual(mine.read_bytes(), b"my own edit")
 
     def test_a_failing_file_that_nothing_verified_replaces_is_kept_and_the_error_says_so(self):
         self.final().parent.mkdir(parents=True)
         self.final().write_bytes(TEXT[:100])  # truncated
         self.put_local(TEXT.replace(b"speak", b"speek", 1))  # a bad local copy: exit 1
         with self.assertRaises(DataStepError) as cm:
-            datasets.fetch(self.ds, self.dest, local=self.local, say=quiet)
+            datasets.fetch(self.ds, self.dest, local=self.local, say=quiet, force=True)
         self.assertEqual(cm.exception.code, datasets.EXIT_CHECK)
         self.assertIn(f"KEPT the file already at '{self.final()}'", str(cm.exception))
         self.assertIn("data_check", str(cm.exception))
         self.assertEqual(self.final().read_bytes(), TEXT[:100])
         with self.assertRaises(DataStepError) as cm:  # no source at all: exit 3, same words
-            datasets.fetch(self.ds, self.dest, url="http://127.0.0.1:9/x", timeout=2, say=quiet)
+            datasets.fetch(self.ds, self.dest, url="http://127.0.0.1:9/x", timeout=2, say=quiet, force=True)
         self.assertEqual(cm.exception.code, datasets.EXIT_UNREACHABLE)
         self.assertIn("KEPT", str(cm.exception))
 

@@ -19,6 +19,20 @@ from stacklab import checkpoint_config, io_util, load, torch_model
 TINY = {"n_layer": 2, "n_head": 2, "n_embd": 8, "block_size": 6, "vocab_size": 5}
 
 
+def save_checkpoint(path, tensors, meta):
+    """io_util.save with the checksum the binary stores (src/train/checkpoint.cpp)."""
+    io_util.save(path, tensors, {**meta, "checksum": load.checkpoint_checksum(tensors, meta)})
+
+
+def flip_bit(path, from_end=5, bit=6):
+    """Flips one bit of a file's bytes, counted from its end (a weight's float32: 0.3 becomes ~1e37)."""
+    with open(path, "r+b") as f:
+        f.seek(-from_end, os.SEEK_END)
+        b = f.read(1)[0]
+        f.seek(-from_end, os.SEEK_END)
+        f.write(bytes([b ^ (1 << bit)]))
+
+
 def write_run(root, model_cfg, text=None, which="latest", seed=0, fmt="stacklab.checkpoint.v2",
               data_path="input.txt"):
     """A run dir with config.json and checkpoints/WHICH.safetensors of a random mirror model; a
@@ -35,9 +49,9 @@ def write_run(root, model_cfg, text=None, which="latest", seed=0, fmt="stacklab.
         json.dump(config, f)
     tensors = {n: p.detach().numpy() for n, p in model.named_parameters()}
     tensors["optim.m.tok_emb.weight"] = np.ones((1,), np.float32)  # optimizer state: not the model's
-    meta = {"format": fmt, "config": json.dumps(config), "checksum": "0" * 16,
+    meta = {"format": fmt, "config": json.dumps(config),
             "train_state": json.dumps({"step": 7, "optimizer_steps": 7, "best_val_loss": 1.5})}
-    io_util.save(os.path.join(root, "checkpoints", f"{which}.safetensors"), tensors, meta)
+    save_checkpoint(os.path.join(root, "checkpoints", f"{which}.safetensors"), tensors, meta)
     if text:
         with open(os.path.join(root, "vocab.json"), "w") as f:
             json.dump({"format": "stacklab.char_vocab", "version": 1, "vocab_size": len(text),
@@ -92,7 +106,7 @@ class LoadRun(unittest.TestCase):
         config = json.loads(meta["config"])
         config["model"]["norm"] = "batchnorm"
         meta["config"] = json.dumps(config)
-        io_util.save(path, tensors, meta)
+        save_checkpoint(path, tensors, meta)
         with open(os.path.join(self.dir, "config.json"), "w") as f:
             json.dump(config, f)
         with self.assertRaisesRegex(load.RunLoadError, r"model\.norm: no mirror of 'batchnorm'"):
@@ -132,12 +146,12 @@ class LoadRun(unittest.TestCase):
         config["optim"] = {"lr_decay_iters": 5}
         config["model"].pop("vocab_size")  # a key it lacks counts as its default... which differs here
         meta["config"] = json.dumps(config)
-        io_util.save(path, tensors, meta)
+        save_checkpoint(path, tensors, meta)
         with self.assertRaisesRegex(load.RunLoadError, "'model.vocab_size' is \\(absent\\) in the checkpoint but 5"):
             load.load_run(self.dir)
         config["model"]["vocab_size"] = 5
         meta["config"] = json.dumps(config)
-        io_util.save(path, tensors, meta)
+        save_checkpoint(path, tensors, meta)
         self.assertEqual(load.load_run(self.dir).train_state["step"], 7)
 
     def test_a_folder_without_config_json_is_not_a_run(self):
@@ -145,6 +159,58 @@ class LoadRun(unittest.TestCase):
         os.remove(os.path.join(self.dir, "config.json"))
         with self.assertRaisesRegex(load.RunLoadError, "not a run directory \\(no config.json\\)"):
             load.load_run(self.dir)
+
+    # Pins issue 48 item 7: a flipped bit loaded silently (a weight of ~1e37), where `stacklab sample`
+    # says "checksum mismatch".
+    def test_the_checksum_is_the_binarys_fnv1a64(self):
+        self.assertEqual(load.fnv1a64(load.FNV_BASIS, b""), 0xcbf29ce484222325)  # FNV's published values
+        self.assertEqual(load.fnv1a64(load.FNV_BASIS, b"a"), 0xaf63dc4c8601ec8c)
+        self.assertEqual(load.fnv1a64(load.FNV_BASIS, b"foobar"), 0x85944171f73967e8)
+        # checkpoint.cpp's order: metadata by key without the checksum, then name, shape, bytes by name.
+        w, b = np.array([[1.0, -2.0]], np.float32), np.zeros((0,), np.float32)
+        want = load.fnv1a64(load.FNV_BASIS, b"config\0{}\0format\0v\0b\0(0)\0w\0(1,2)\0" + w.tobytes())
+        got = load.checkpoint_checksum({"w": w, "b": b}, {"format": "v", "checksum": "x", "config": "{}"})
+        self.assertEqual(got, f"{want:016x}")
+
+    def test_a_flipped_bit_is_refused_naming_the_file(self):
+        write_run(self.dir, TINY)
+        load.load_run(self.dir)
+        path = os.path.join(self.dir, "checkpoints", "latest.safetensors")
+        flip_bit(path)
+        with self.assertRaisesRegex(load.RunLoadError, "latest.safetensors: checksum mismatch \\(stored [0-9a-f]{16}, "
+                                    "computed [0-9a-f]{16}\\): the file is corrupt"):
+            load.load_run(self.dir)
+        tensors, meta = io_util.load(path)
+        del meta["checksum"]
+        io_util.save(path, tensors, meta)
+        with self.assertRaisesRegex(load.RunLoadError, "latest.safetensors: corrupt checkpoint: its 'checksum' "
+                                    "metadata is missing"):
+            load.load_run(self.dir)
+
+    def test_a_checkpoint_from_before_checksums_is_read_unchecked(self):
+        write_run(self.dir, TINY, fmt="stacklab.checkpoint.v1")
+        path = os.path.join(self.dir, "checkpoints", "latest.safetensors")
+        tensors, meta = io_util.load(path)
+        del meta["checksum"]
+        io_util.save(path, tensors, meta)
+        self.assertEqual(load.load_run(self.dir).train_state["step"], 7)
+
+    # Pins issue 48 item 11: a checkpoint folder given for the checkpoint said "... not found", for the
+    # run "not a run directory (no config.json)"; a checkpoint file "not a directory".
+    def test_a_checkpoint_given_where_a_run_goes_is_named_with_the_call_that_loads_it(self):
+        write_run(self.dir, TINY)
+        ckpts = os.path.join(self.dir, "checkpoints")
+        latest = os.path.join(ckpts, "latest.safetensors")
+        with self.assertRaisesRegex(load.RunLoadError, f"{ckpts}: a folder of checkpoints, not a run directory "
+                                    f".*load_run\\('{self.dir}'\\)"):
+            load.load_run(ckpts)
+        with self.assertRaisesRegex(load.RunLoadError, f"{latest}: a checkpoint file, not a run directory: .*"
+                                    f"load_run\\('{self.dir}', checkpoint='{latest}'\\)"):
+            load.load_run(latest)
+        with self.assertRaises(load.RunLoadError) as e:
+            load.load_run(self.dir, checkpoint=ckpts)
+        self.assertIn(f"{ckpts} is a folder, not a checkpoint file", str(e.exception))
+        self.assertNotIn("not found", str(e.exception))
 
     def test_a_vocabulary_of_the_wrong_size_is_refused(self):
         write_run(self.dir, TINY, text="abc")

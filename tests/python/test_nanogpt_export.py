@@ -20,7 +20,7 @@ try:
 except ImportError:  # the python stage's interpreter needs only numpy and matplotlib
     raise unittest.SkipTest("needs torch (apt-get install python3-torch)")
 from stacklab import load, nanogpt_export
-from test_load_run import write_run
+from test_load_run import flip_bit, write_run
 
 NANO = {"n_layer": 2, "n_head": 2, "n_embd": 8, "block_size": 6, "vocab_size": 5, "tie_weights": True}
 CHARS = "\nab c"  # a text run's vocabulary of NANO's vocab_size
@@ -173,6 +173,16 @@ class NanoGPTExport(unittest.TestCase):
         self.assertEqual(code, 1)
         self.assertRegex(err, "data.source is 'markov', not 'text'.*no meta.pkl.*GPT-2's tokenizer")
         self.assertFalse(os.path.exists(os.path.join(self.out, "ckpt.pt")))
+
+    # Pins issue 48 item 7: a checkpoint with a flipped bit exported with exit 0.
+    def test_a_flipped_bit_is_refused_with_exit_1_naming_the_file(self):
+        write_run(self.run_dir, NANO, text=CHARS)
+        path = os.path.join(self.run_dir, "checkpoints", "latest.safetensors")
+        flip_bit(path)
+        code, err = self.main_says([self.run_dir, self.out])
+        self.assertEqual(code, 1)
+        self.assertIn(f"{path}: checksum mismatch", err)
+        self.assertFalse(os.path.exists(self.out))
 
 
 if __name__ == "__main__":

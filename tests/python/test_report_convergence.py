@@ -15,7 +15,7 @@ import unittest
 import fabricate
 from fabricate import curve, long_run
 
-from stacklab import report, stability_map
+from stacklab import report, report_front, stability_map
 from stacklab import report_convergence as rc
 from stacklab.study_findings import GRID_WIRINGS
 
@@ -209,6 +209,29 @@ class NotRun(Written):
 
     def test_findings_json_says_not_run(self):
         self.assertEqual(self.fj_file["convergence"], {"present": False, "how": rc.COMMAND, "rules": rc.RULES_FILE})
+
+
+class ExtensionStillRunning(unittest.TestCase):
+    # Pins issue 48 item 4: a --report-only while the extension runs (no seed finished at 4H) said
+    # "never escaped within 4000" in the fit and the front paragraph, and "4000 for the stacks continued".
+    def test_the_fit_and_the_paragraph_use_the_longest_horizon_with_finished_seeds(self):
+        sweeps = converge_sweeps(text=False)
+        running = [long_run(w, d, 3e-4, s, curve(1500, 50, None), status="running")
+                   for w in GRID_WIRINGS if w.endswith("-nores") for d in (8, 32) for s in SEEDS]
+        for r in running:
+            r.config["train"]["max_iters"] = LONG
+        sweeps["converge_synth_long"] = fabricate.FakeSweep("converge_synth_long", running)
+        study = rc.judge(sweeps, {"syn_tr": None, "text_tr": None, "syn_map": None, "syn_map_name": "",
+                                  "text_map": None, "text_map_name": ""})
+        para = report_front.long_sentence("synthetic", study, rc.formulas(study.runs), "150")
+        self.assertNotIn(str(LONG), para)
+        self.assertIn("`f(layernorm(x))`: L=2 converged within 1000, escape step 300 (seeds 300); L=8 never escaped "
+                      "within 1000; L=32 never escaped within 1000", para)
+        fit = study.fits[("synthetic", "pre-layernorm-nores")]
+        self.assertEqual([(d, h) for d, _, h, _, _ in fit.rows], [(2, H), (8, H), (32, H)])
+        self.assertNotIn(str(LONG), rc.cv.fit_text(fit))
+        at = {(p.depth, p.horizon): p for p in study.points if p.wiring == "pre-layernorm-nores"}
+        self.assertEqual(at[(32, LONG)].verdict, "not judged")
 
 
 class ShortAgainstLongOnTheMap(unittest.TestCase):

@@ -283,6 +283,106 @@ class Extend(unittest.TestCase):
         self.assertEqual(self.extend()[1], "")
         self.assertFalse(os.path.exists(self.dst))
 
+    # Pins issue 48 item 3: the copy was made file by file into the run's own folder, so a kill midway
+    # left a run with a completed summary and no config.json, which the sweep took as done.
+    def test_a_copy_killed_midway_leaves_no_run_folder_and_the_next_one_is_whole(self):
+        import shutil
+        self.status("completed")
+        real, copied = shutil.copytree, []
+
+        def killed_after_one(s, d, **kw):
+            if copied:
+                raise KeyboardInterrupt  # a kill between two files of the copy
+            copied.append(d)
+            return shutil.copy2(s, d, **kw)
+        shutil.copytree = lambda *a, **kw: real(*a, **kw, copy_function=killed_after_one)
+        try:
+            with self.assertRaises(KeyboardInterrupt):
+                self.extend()
+        finally:
+            shutil.copytree = real
+        self.assertEqual(len(copied), 1)
+        self.assertFalse(os.path.exists(self.dst))
+        code, out, _ = self.extend()
+        self.assertEqual((code, out.split()), (0, [self.dst, "20"]))
+        self.assertEqual(sorted(os.listdir(self.dst)), ["config.json", "summary.json"])
+        self.assertEqual(os.listdir(os.path.dirname(self.dst)), ["r1"])  # the interrupted copy's folder is gone
+
+    def test_a_copy_without_config_json_is_refused_naming_it_and_the_fix(self):
+        self.status("completed")
+        os.makedirs(self.dst)
+        with open(os.path.join(self.dst, "summary.json"), "w", encoding="utf-8") as fh:
+            json.dump({"status": "completed"}, fh)
+        code, out, err = self.extend()
+        self.assertEqual((code, out), (1, ""))
+        self.assertIn(f"{self.dst}: a run folder without config.json", err)
+        self.assertIn(f"rm -r {self.dst}", err)
+
+
+class ExtendOnTheCommandLine(unittest.TestCase):
+    """tier.py extend as reproduce.sh and a person run it: a stand-in binary lists three runs of the
+    extension sweep (`stacklab sweep --dry-run`), whose sources have completed."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.out = os.path.join(self.tmp.name, "out")
+        name = next(iter(tier.EXTENDS))
+        os.makedirs(os.path.join(self.out, "sweeps"))
+        with open(os.path.join(self.out, "sweeps", name + ".json"), "w", encoding="utf-8") as fh:
+            json.dump({"name": name, "base": "base.json"}, fh)
+        self.binary = os.path.join(self.tmp.name, "stacklab")
+        with open(self.binary, "w", encoding="utf-8") as fh:
+            fh.write("#!/bin/sh\nfor i in 1 2 3; do echo \"  %s/r$i  new  stacklab train base.json "
+                     "--train.max_iters=20 --out x\"; done\n" % name)
+        os.chmod(self.binary, os.stat(self.binary).st_mode | stat.S_IEXEC)
+        self.copies = [os.path.join(self.out, name, f"r{i}") for i in (1, 2, 3)]
+        for i in (1, 2, 3):
+            src = os.path.join(self.out, tier.EXTENDS[name], f"r{i}")
+            os.makedirs(src)
+            for f, j in (("summary.json", {"status": "completed"}), ("config.json", {"train": {"max_iters": 5}})):
+                with open(os.path.join(src, f), "w", encoding="utf-8") as fh:
+                    json.dump(j, fh)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def main(self, *argv):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = tier.main(list(argv))
+        return code, out.getvalue(), err.getvalue()
+
+    def test_every_copy_is_made_and_listed(self):
+        code, out, _ = self.main("extend", self.binary, self.out)
+        self.assertEqual((code, out.split()), (0, [w for c in self.copies for w in (c, "20")]))
+
+    # Pins issue 48 item 11: a mistyped OUT exited 0 without a word; piped to `head`, extend stopped with
+    # a BrokenPipeError traceback.
+    def test_a_mistyped_out_is_refused_naming_it(self):
+        code, out, err = self.main("extend", self.binary, self.out + "x")
+        self.assertEqual((code, out), (1, ""))
+        self.assertIn(f"extend: {self.out}x: no such folder", err)
+        os.makedirs(self.out + "y")
+        code, _, err = self.main("extend", self.binary, self.out + "y")
+        self.assertEqual(code, 1)
+        self.assertIn(f"extend: {self.out}y holds no extension sweep", err)
+
+    def test_a_reader_that_closes_early_leaves_every_copy_whole_and_no_traceback(self):
+        import subprocess
+        import sys
+        scripts = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts")
+        env = dict(os.environ, PYTHONPATH=os.path.abspath(scripts))
+        p = subprocess.Popen([sys.executable, "-m", "stacklab.tier", "extend", self.binary, self.out],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        p.stdout.close()  # as `| head -0` would: before tier.py writes a line
+        err = p.stderr.read().decode()
+        p.stderr.close()
+        self.assertEqual(p.wait(), 141, err)
+        self.assertNotIn("Traceback", err)
+        self.assertNotIn("BrokenPipeError", err)
+        for c in self.copies:
+            self.assertEqual(sorted(os.listdir(c)), ["config.json", "summary.json"])
+
 
 if __name__ == "__main__":
     unittest.main()
