@@ -21,6 +21,8 @@ HTML_ANCHOR = re.compile(r"<a\s+(?:id|name)=\"([^\"]+)\"", re.I)
 INLINE_CODE = re.compile(r"(`+)(.+?)\1")
 # A doc section named in prose: docs/usage.md, "Sweep files" / docs/usage.md ("Exit codes")
 NAMED_SECTION = re.compile(r"(docs/[\w/.-]+\.md),? \(?[\"']([^\"']{2,80})[\"']")
+# A doc anchor named in a source: docs/study.md#measurements
+SOURCE_ANCHOR = re.compile(r"((?:docs/[\w/.-]+|README)\.md)#([\w-]+)")
 
 
 def md_files():
@@ -176,6 +178,18 @@ class RepositoryDocs(unittest.TestCase):
             with open(os.path.join(ROOT, rel), encoding="utf-8") as f:
                 broken += broken_links(rel, f.read())
         self.assertEqual(broken, [], "broken links:\n" + "\n".join(broken))
+
+    def test_anchors_named_in_sources_resolve(self):
+        """An anchor of a doc named in a source, a script or a config (docs/study.md#measurements) is a
+        heading of that doc."""
+        broken = []
+        for rel in source_files():
+            with open(os.path.join(ROOT, rel), encoding="utf-8", errors="replace") as f:
+                for m in SOURCE_ANCHOR.finditer(f.read()):
+                    doc, anchor = m.group(1), m.group(2)
+                    if not in_tree(doc) or anchor not in anchors(read_doc(doc)):
+                        broken.append(f"{rel}: {doc}#{anchor}")
+        self.assertEqual(broken, [], "\n".join(broken))
 
     def test_sections_named_in_sources_exist(self):
         """'docs/study.md, "Measured on tiny Shakespeare"' in a source or config names a heading of
