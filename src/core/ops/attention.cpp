@@ -63,11 +63,28 @@ SL_VINLINE void transpose_rows(float* xt, const float* x, int64_t ld, int64_t T,
 // in one fixed order (over d, or over j), whatever R and whatever the clone.
 constexpr int kRowBlock = 4;
 
-// Causal softmax of row i's scores sc[0..i] into pi (T): the probabilities, zeros after i. When
-// T is a multiple of 16, whole 16-key chunks (the lanes past i masked out), with no scalar tail,
-// and the chunks past i's own are not written: the tiled kernels read row i of a 4-row block only
-// up to the block's last row, which lies in i's chunk (a block starts at a multiple of 4), so
-// storing their zeros would only write a third of P to memory for nothing (T = 64).
+// Causal softmax of row i's scores sc[0..i] into out (T): the probabilities, zeros after i; sc
+// is overwritten with the exponentials (out may be sc: the gemm path works in place). The max and
+// the sum are `omp simd` reductions (lane partials, combined at the end: a fixed order, so still
+// deterministic), which lets the exp loop vectorise too. Both paths' rows when T % 16 != 0.
+SL_VINLINE void causal_softmax_row(float* out, float* sc, int64_t i, int64_t T) {
+  float mx = sc[0];
+#pragma omp simd reduction(max : mx)
+  for (int64_t j = 1; j <= i; ++j) mx = sc[j] > mx ? sc[j] : mx;
+  for (int64_t j = 0; j <= i; ++j) sc[j] = fast_exp(sc[j] - mx);
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j <= i; ++j) sum += sc[j];
+  const float inv = 1.0f / sum;
+  for (int64_t j = 0; j <= i; ++j) out[j] = sc[j] * inv;
+  for (int64_t j = i + 1; j < T; ++j) out[j] = 0.0f;
+}
+
+// The tiled path's causal softmax of row i, sc[0..i] into pi (T). When T is a multiple of 16,
+// whole 16-key chunks (the lanes past i masked out), with no scalar tail, and the chunks past
+// i's own are not written: the tiled kernels read row i of a 4-row block only up to the block's
+// last row, which lies in i's chunk (a block starts at a multiple of 4), so storing their zeros
+// would only write a third of P to memory for nothing (T = 64). Otherwise causal_softmax_row.
 SL_VINLINE void softmax_row(float* pi, float* sc, int64_t i, int64_t T) {
   if (T % kLanes == 0) {
     const int64_t chunks = i / kLanes + 1, last = chunks - 1;
@@ -91,16 +108,7 @@ SL_VINLINE void softmax_row(float* pi, float* sc, int64_t i, int64_t T) {
     for (int64_t c = 0; c < chunks; ++c) vstore(pi + c * kLanes, vload(pi + c * kLanes) * inv);
     return;
   }
-  float mx = sc[0];
-#pragma omp simd reduction(max : mx)
-  for (int64_t j = 1; j <= i; ++j) mx = sc[j] > mx ? sc[j] : mx;
-  for (int64_t j = 0; j <= i; ++j) sc[j] = fast_exp(sc[j] - mx);
-  float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t j = 0; j <= i; ++j) sum += sc[j];
-  const float inv = 1.0f / sum;
-  for (int64_t j = 0; j <= i; ++j) pi[j] = sc[j] * inv;
-  for (int64_t j = i + 1; j < T; ++j) pi[j] = 0.0f;
+  causal_softmax_row(pi, sc, i, T);
 }
 
 // out (R, Tp) row r, chunks 0..i_last/16: scale * (x_{i0+r} . Y_j), with yt (HS, Tp) = Y^T and
@@ -235,23 +243,9 @@ SL_SIMD_CLONES void attention_head_backward(float* dq, float* dk, float* dv, con
     }
 }
 
-// Causal softmax of one (T, T) block in place: row i over columns 0..i, zeros after. The max
-// and the sum are `omp simd` reductions (lane partials, combined at the end: a fixed order, so
-// still deterministic), which lets the exp loop vectorise too.
+// Causal softmax of one (T, T) block in place: row i over columns 0..i, zeros after.
 SL_SIMD_CLONES void causal_softmax_rows(float* p, int64_t T) {
-  for (int64_t i = 0; i < T; ++i) {
-    float* row = p + i * T;
-    float mx = row[0];
-#pragma omp simd reduction(max : mx)
-    for (int64_t j = 1; j <= i; ++j) mx = row[j] > mx ? row[j] : mx;
-    for (int64_t j = 0; j <= i; ++j) row[j] = fast_exp(row[j] - mx);
-    float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t j = 0; j <= i; ++j) sum += row[j];
-    const float inv = 1.0f / sum;
-    for (int64_t j = 0; j <= i; ++j) row[j] *= inv;
-    for (int64_t j = i + 1; j < T; ++j) row[j] = 0.0f;
-  }
+  for (int64_t i = 0; i < T; ++i) causal_softmax_row(p + i * T, p + i * T, i, T);
 }
 
 // dS = P * (dP - rowsum(dP * P)) of one causal (T, T) block, in place over dP.
