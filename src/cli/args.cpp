@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "config/config.h"
+#include "config/suggest.h"
 #include "core/error.h"
 
 namespace sl {

@@ -15,6 +15,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "config/loader.h"
+#include "config/validate.h"
 #include "core/error.h"
 #include "core/fsutil.h"
 #include "core/signals.h"

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "config/config.h"
+#include "config/suggest.h"
 #include "core/blas.h"
 #include "core/error.h"
 #include "core/fpmode.h"

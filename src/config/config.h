@@ -1,14 +1,13 @@
-// Config: the typed run configuration (model, data, optim, train, log) with its defaults,
-// strict conversion from and to JSON, and validation. Enumerated fields are enums
-// (config/choices.h), parsed once from their JSON spelling ("layernorm", "pre", ...).
-// Not here: reading files, `extends` and `--key=value` overrides (see loader.h); what a wiring
-// does and its formula text (nn/wiring.h).
+// Config: the typed run configuration (model, data, optim, train, log) with its defaults and
+// strict conversion from and to JSON. Enumerated fields are enums whose JSON spellings are listed
+// once, in config/choices.h. Not here: ranges and cross-field rules (validate.h), the "did you
+// mean" of an unknown key (suggest.h), reading files, `extends` and `--key=value` overrides
+// (loader.h), what a wiring choice does and its formula text (the registries of nn/wiring.h).
 #pragma once
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +21,7 @@ struct ConfigError : Error {
   using Error::Error;
 };
 
+// The enum fields' JSON spellings: config/choices.h; what each choice does: nn/wiring.h.
 struct ModelConfig {
   int n_layer = 4;
   int n_head = 4;
@@ -30,27 +30,25 @@ struct ModelConfig {
   int vocab_size = 32;  // text data: the trainer overwrites it with the corpus's
   bool bias = true;
   bool residual = true;
-  NormKind norm = NormKind::LayerNorm;  // layernorm | rmsnorm | dyt | none
+  NormKind norm = NormKind::LayerNorm;
   double norm_eps = 1e-5;
-  NormPosition norm_position = NormPosition::Pre;      // pre | post | sandwich
-  ResidualScale residual_scale = ResidualScale::None;  // none | rezero | deepnorm | layerscale
-  std::optional<bool> final_norm;                      // unset = auto, see resolved_final_norm()
+  NormPosition norm_position = NormPosition::Pre;
+  ResidualScale residual_scale = ResidualScale::None;
+  std::optional<bool> final_norm;  // unset = auto, see resolved_final_norm()
   bool attention = true;
   bool mlp = true;
   int mlp_ratio = 4;
-  Activation activation = Activation::Gelu;  // gelu | gelu_tanh | relu | tanh
-  InitScheme init = InitScheme::Normal;      // normal | scaled | xavier
+  Activation activation = Activation::Gelu;
+  InitScheme init = InitScheme::Normal;
   double init_std = 0.02;
-  PosEmb pos_emb = PosEmb::Learned;  // learned | sinusoidal | none
-  // init_std: token and position tables N(0, init_std); unit: N(0, C^-1/2) and the embedding
-  // times sqrt(C) in the forward, as fairseq (what each does: the registry in nn/wiring.cpp)
+  PosEmb pos_emb = PosEmb::Learned;
   EmbScale emb_scale = EmbScale::InitStd;
   bool tie_weights = false;
   double dyt_alpha_init = 0.5;  // dyt: the learnable alpha of tanh(alpha x) starts here
-  NormScaling norm_scaling = NormScaling::None;  // depth: block l's norm outputs times 1/sqrt(l)
-  double layerscale_init = 0.1;                  // layerscale: the per-channel lambda starts here
-  bool qk_norm = false;                          // model.norm applied per head to queries and keys
-  double dropout = 0.0;  // training only: attention probs, sub-layer outputs, embeddings
+  NormScaling norm_scaling = NormScaling::None;
+  double layerscale_init = 0.1;  // layerscale: the per-channel lambda starts here
+  bool qk_norm = false;          // model.norm applied per head to queries and keys
+  double dropout = 0.0;          // training only: attention probs, sub-layer outputs, embeddings
 
   // final_norm if set; otherwise true for pre and sandwich, false for post; always false for
   // norm "none" (there is no norm to apply).
@@ -59,17 +57,17 @@ struct ModelConfig {
 };
 
 struct DataConfig {
-  SourceKind source = SourceKind::Markov;  // markov | text
-  int order = 2;                           // markov: context length, 1..3
-  double alpha = 0.5;                      // markov: Dirichlet concentration of the transitions
-  std::uint64_t seed = 1234;               // the data source's own seed
-  std::string path;                        // text: the corpus; the loader makes it absolute
+  SourceKind source = SourceKind::Markov;
+  int order = 2;              // markov: context length, 1..3
+  double alpha = 0.5;         // markov: Dirichlet concentration of the transitions
+  std::uint64_t seed = 1234;  // the data source's own seed
+  std::string path;           // text: the corpus; the loader makes it absolute
   double val_fraction = 0.1;
   bool operator==(const DataConfig&) const = default;
 };
 
 struct OptimConfig {
-  OptimizerKind name = OptimizerKind::AdamW;  // adamw | sgd
+  OptimizerKind name = OptimizerKind::AdamW;
   double learning_rate = 1e-3;
   double weight_decay = 0.0;
   bool decay_exempt = true;       // no decay on biases, norm gains and embeddings
@@ -77,10 +75,10 @@ struct OptimConfig {
   double beta1 = 0.9;
   double beta2 = 0.95;
   double eps = 1e-8;
-  double momentum = 0.9;                           // sgd
-  bool nesterov = false;                           // sgd
-  double grad_clip = 0.0;                          // global grad-norm clip; 0 = off
-  ScheduleKind schedule = ScheduleKind::Constant;  // constant | cosine | warmup_constant
+  double momentum = 0.9;   // sgd
+  bool nesterov = false;   // sgd
+  double grad_clip = 0.0;  // global grad-norm clip; 0 = off
+  ScheduleKind schedule = ScheduleKind::Constant;
   int warmup_iters = 0;
   int lr_decay_iters = 0;  // 0 = train.max_iters
   double min_lr = 0.0;
@@ -131,28 +129,10 @@ const nlohmann::json& config_schema();
 nlohmann::json to_json(const Config& cfg);
 // Keys and types only, no ranges: missing keys keep their defaults. Throws ConfigError.
 Config parse_config(const nlohmann::json& j, const std::string& origin);
-// Ranges and cross-field rules. A key found in `where` is reported with its own origin.
-void validate_config(const Config& cfg, const std::string& origin,
-                     const Provenance* where = nullptr);
-// parse_config then validate_config.
+// parse_config then validate_config (validate.h).
 Config config_from_json(const nlohmann::json& j, const std::string& origin);
 
 // train.lr_decay_iters with 0 meaning train.max_iters.
 int resolved_lr_decay_iters(const Config& cfg);
-
-// "" when `name` can name a directory inside another (train.name, a sweep run id); otherwise
-// what is wrong with it ("is empty", "contains '/'", "is 5000 characters long", ...). At most
-// kMaxPlainName bytes: a directory name's limit (255) with room for a sweep's ".changed-N".
-inline constexpr std::size_t kMaxPlainName = 200;
-std::string plain_name_problem(const std::string& name);
-
-// `name` (or any user text) quoted for an error message, cut to its first 80 characters and
-// "..." when longer.
-std::string shown_name(const std::string& name);
-
-// The candidate nearest to `key` by edit distance, or "" when none is plausibly meant.
-std::string closest_key(const std::string& key, const std::vector<std::string>& candidates);
-// "unknown key; did you mean 'n_layer'?" or "unknown key; valid keys: a, b, c".
-std::string unknown_key_message(const std::string& key, const std::vector<std::string>& candidates);
 
 }  // namespace sl

@@ -10,6 +10,8 @@
 #include <set>
 #include <sstream>
 
+#include "config/suggest.h"
+#include "config/validate.h"
 #include "core/fsutil.h"
 
 namespace sl {

@@ -2,8 +2,9 @@
 // calls, and data-dependent branches mispredict on random signs). fast_exp: Cody-Waite range
 // reduction x = n ln2 + r with n rounded by the 1.5 * 2^23 trick (its low mantissa bits are n),
 // a degree-6 polynomial for e^r, scaled by 2^n through the exponent bits; relative error ~3e-7
-// on [-87, 88] (inputs are clamped to it). fast_erf: Abramowitz & Stegun 7.1.26 on |x|,
-// absolute error <= 6e-7 in float, sign restored with copysign. Written with ternaries and
+// on [-87, 88] (inputs are clamped to it); one template for a float and for a vector of floats
+// (core/simd.h), so each lane computes what the scalar does. fast_erf: Abramowitz & Stegun 7.1.26
+// on |x|, absolute error <= 6e-7 in float, sign restored with copysign. Written with ternaries and
 // builtins (no std:: calls) so that a TU compiled with -fno-trapping-math (see elementwise.cpp)
 // vectorises them. Not here: double precision.
 #pragma once
@@ -28,23 +29,46 @@
 
 namespace sl {
 
-inline float fast_exp(float x) {
+// What fast_exp needs of its argument type F beyond + - * < > and ?: : the integers of F's
+// width (for the exponent bits) and a constant in every lane. float here; the 16-float vector
+// in core/simd.h, whose lanes then get the scalar's bits.
+template <class F>
+struct Lanes;
+template <>
+struct Lanes<float> {
+  using Int = int32_t;
+  static constexpr float splat(float c) { return c; }
+};
+
+// For core/simd.h's v16, F by value is a vector register in a kernel the call is inlined into:
+// no ABI note applies. Plain inline, as the scalar was: forcing it reorders the scalar users' code.
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+template <class F>
+inline F fast_exp(F x) {
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  x = x < -87.0f ? -87.0f : x;
-  x = x > 88.0f ? 88.0f : x;
-  const float shifted = x * 1.44269504f + kRound;
-  const float n = shifted - kRound;
-  const int32_t ni = __builtin_bit_cast(int32_t, shifted) - __builtin_bit_cast(int32_t, kRound);
-  const float r = (x - n * 0.693145752f) - n * 1.42860677e-6f;  // ln2 split into hi + lo
-  float p = 1.0f / 720.0f;
+  using Int = typename Lanes<F>::Int;
+  const F lo = Lanes<F>::splat(-87.0f), hi = Lanes<F>::splat(88.0f);
+  x = x < lo ? lo : x;
+  x = x > hi ? hi : x;
+  const F shifted = x * 1.44269504f + kRound;
+  const F n = shifted - kRound;
+  const Int ni = __builtin_bit_cast(Int, shifted) - __builtin_bit_cast(int32_t, kRound);
+  const F r = (x - n * 0.693145752f) - n * 1.42860677e-6f;  // ln2 split into hi + lo
+  F p = Lanes<F>::splat(1.0f / 720.0f);
   p = p * r + 1.0f / 120.0f;
   p = p * r + 1.0f / 24.0f;
   p = p * r + 1.0f / 6.0f;
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  return p * __builtin_bit_cast(float, (ni + 127) << 23);
+  return p * __builtin_bit_cast(F, (ni + 127) << 23);
 }
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 
 // The polynomial factor of A&S 7.1.26 at a = |x| >= 0: erf(a) = 1 - erf_poly(a) e^(-a^2).
 inline float erf_poly(float a) {

@@ -9,6 +9,8 @@
 
 #include "config/config.h"
 #include "config/loader.h"
+#include "config/suggest.h"
+#include "config/validate.h"
 #include "core/error.h"
 #include "nn/wiring.h"
 

@@ -5,6 +5,8 @@
 
 #include <sstream>
 
+#include "config/suggest.h"
+#include "config/validate.h"
 #include "nn/wiring.h"
 #include "train/memory.h"
 

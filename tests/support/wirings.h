@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "config/validate.h"
 #include "nn/wiring.h"
 
 namespace sl::testing {

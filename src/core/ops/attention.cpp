@@ -26,64 +26,17 @@
 
 #include <cmath>
 #include <string>
-#include <utility>
 
 #include "core/autograd.h"
 #include "core/blas.h"
 #include "core/error.h"
-#include "core/fastmath.h"
 #include "core/parallel.h"
-
-// The v16 helpers below are always inlined into the SL_SIMD_CLONES kernels, which compile them at
-// their own vector width; no v16 crosses a call, so the ABI note does not apply.
-#if defined(__clang__)
-#pragma clang diagnostic ignored "-Wpsabi"
-#elif defined(__GNUC__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
+#include "core/simd.h"
 
 namespace sl {
 namespace {
 
-// 16 floats: one AVX-512 register, two AVX2 or four SSE ones in the other clones. Unaligned.
-typedef float v16 __attribute__((vector_size(64), aligned(4)));
-constexpr int64_t kW = 16;
-#define SL_VINLINE inline __attribute__((always_inline))
-SL_VINLINE v16 vload(const float* p) {
-  v16 v;
-  __builtin_memcpy(&v, p, sizeof v);
-  return v;
-}
-SL_VINLINE void vstore(float* p, v16 v) { __builtin_memcpy(p, &v, sizeof v); }
-// x in every lane, as a shuffle of lane 0: GCC then folds it into the product as an embedded
-// broadcast from memory (vmulps m32{1to16}). v16{} + x cost a scalar add of 0 (kept: 0 + -0 is
-// +0) and a broadcast, on the ports the products need; x - v16{} and a 16-x initializer built
-// the vector lane by lane under masks. Both slowed b3's attention (perf, Intel model 167).
-SL_VINLINE v16 vsplat(float x) {
-  const v16 v = {x};
-  return __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
-}
-int64_t padded(int64_t T) { return (T + kW - 1) / kW * kW; }
-
-// A 16 x 16 block transposed in registers: r[k] row k in, column k out. Each scale B = 1, 2, 4, 8
-// swaps the off-diagonal B x B blocks of every 2B x 2B block, one two-input shuffle per row.
-template <int B, int... L>
-SL_VINLINE void swap_blocks(v16& lo, v16& hi, std::integer_sequence<int, L...>) {
-  const v16 a = lo, b = hi;
-  lo = __builtin_shufflevector(a, b, ((L & B) == 0 ? L : 16 + L - B)...);
-  hi = __builtin_shufflevector(a, b, ((L & B) == 0 ? L + B : 16 + L)...);
-}
-template <int B>
-SL_VINLINE void swap_blocks_all(v16 (&r)[kW]) {
-  for (int i = 0; i < kW; ++i)
-    if ((i & B) == 0) swap_blocks<B>(r[i], r[i + B], std::make_integer_sequence<int, kW>{});
-}
-SL_VINLINE void transpose16(v16 (&r)[kW]) {
-  swap_blocks_all<1>(r);
-  swap_blocks_all<2>(r);
-  swap_blocks_all<4>(r);
-  swap_blocks_all<8>(r);
-}
+int64_t padded(int64_t T) { return (T + kLanes - 1) / kLanes * kLanes; }
 
 // xt (HS, Tp) = X^T for the (T, HS) rows of x (row stride ld), zero past T. HS is a multiple of
 // 16 (the tiled path's condition): whole 16 x 16 blocks in registers, the last T % 16 rows one
@@ -91,12 +44,12 @@ SL_VINLINE void transpose16(v16 (&r)[kW]) {
 SL_VINLINE void transpose_rows(float* xt, const float* x, int64_t ld, int64_t T, int64_t HS) {
   const int64_t Tp = padded(T);
   int64_t j0 = 0;
-  for (; j0 + kW <= T; j0 += kW)
-    for (int64_t d0 = 0; d0 < HS; d0 += kW) {
-      v16 r[kW];
-      for (int k = 0; k < kW; ++k) r[k] = vload(x + (j0 + k) * ld + d0);
+  for (; j0 + kLanes <= T; j0 += kLanes)
+    for (int64_t d0 = 0; d0 < HS; d0 += kLanes) {
+      v16 r[kLanes];
+      for (int k = 0; k < kLanes; ++k) r[k] = vload(x + (j0 + k) * ld + d0);
       transpose16(r);
-      for (int k = 0; k < kW; ++k) vstore(xt + (d0 + k) * Tp + j0, r[k]);
+      for (int k = 0; k < kLanes; ++k) vstore(xt + (d0 + k) * Tp + j0, r[k]);
     }
   for (int64_t d = 0; d < HS; ++d) {
     for (int64_t j = j0; j < T; ++j) xt[d * Tp + j] = x[j * ld + d];
@@ -110,80 +63,11 @@ SL_VINLINE void transpose_rows(float* xt, const float* x, int64_t ld, int64_t T,
 // in one fixed order (over d, or over j), whatever R and whatever the clone.
 constexpr int kRowBlock = 4;
 
-// fast_exp (core/fastmath.h) on 16 lanes: the same operations, so each lane has its bits.
-typedef int32_t v16i __attribute__((vector_size(64), aligned(4)));
-SL_VINLINE v16 vexp(v16 x) {
-  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
-  const v16 lo = vsplat(-87.0f), hi = vsplat(88.0f);
-  x = x < lo ? lo : x;
-  x = x > hi ? hi : x;
-  const v16 shifted = x * 1.44269504f + kRound;
-  const v16 n = shifted - kRound;
-  const v16i ni = __builtin_bit_cast(v16i, shifted) - __builtin_bit_cast(int32_t, kRound);
-  const v16 r = (x - n * 0.693145752f) - n * 1.42860677e-6f;
-  v16 p = vsplat(1.0f / 720.0f);
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  return p * __builtin_bit_cast(v16, (ni + 127) << 23);
-}
-// The lanes of v summed (or maxed) in one fixed tree, the same in every clone: lane l with lane
-// l + 8, then l with l + 4, l + 2, l + 1 (halves added as vectors, not through memory).
-typedef float v8 __attribute__((vector_size(32), aligned(4)));
-typedef float v4 __attribute__((vector_size(16), aligned(4)));
-typedef float v2 __attribute__((vector_size(8), aligned(4)));
-SL_VINLINE v4 halves_to4(v16 v, bool max) {
-  const v8 lo = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
-  const v8 hi = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
-  const v8 a = max ? (hi > lo ? hi : lo) : lo + hi;
-  const v4 alo = __builtin_shufflevector(a, a, 0, 1, 2, 3),
-           ahi = __builtin_shufflevector(a, a, 4, 5, 6, 7);
-  return max ? (ahi > alo ? ahi : alo) : alo + ahi;
-}
-SL_VINLINE float hsum(v16 v) {
-  const v4 b = halves_to4(v, false);
-  const v2 c = __builtin_shufflevector(b, b, 0, 1) + __builtin_shufflevector(b, b, 2, 3);
-  return c[0] + c[1];
-}
-SL_VINLINE float hmax(v16 v) {
-  const v4 b = halves_to4(v, true);
-  const v2 lo = __builtin_shufflevector(b, b, 0, 1), hi = __builtin_shufflevector(b, b, 2, 3);
-  const v2 c = hi > lo ? hi : lo;
-  return c[1] > c[0] ? c[1] : c[0];
-}
-SL_VINLINE v16 lane_index() { return v16{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}; }
-
-// Causal softmax of row i's scores sc[0..i] into pi (T): the probabilities, zeros after i. When
-// T is a multiple of 16, whole 16-key chunks (the lanes past i masked out), with no scalar tail,
-// and the chunks past i's own are not written: the tiled kernels read row i of a 4-row block only
-// up to the block's last row, which lies in i's chunk (a block starts at a multiple of 4), so
-// storing their zeros would only write a third of P to memory for nothing (T = 64).
-SL_VINLINE void softmax_row(float* pi, float* sc, int64_t i, int64_t T) {
-  if (T % kW == 0) {
-    const int64_t chunks = i / kW + 1, last = chunks - 1;
-    const v16i past = lane_index() > static_cast<float>(i - last * kW);  // of the last chunk
-    const v16 minus_inf = vsplat(-__builtin_inff());
-    v16 m = minus_inf;
-    for (int64_t c = 0; c < chunks; ++c) {
-      v16 x = vload(sc + c * kW);
-      if (c == last) x = past ? minus_inf : x;
-      m = x > m ? x : m;
-    }
-    const float mx = hmax(m);
-    v16 sum = v16{};
-    for (int64_t c = 0; c < chunks; ++c) {
-      v16 e = vexp(vload(sc + c * kW) - mx);
-      if (c == last) e = past ? v16{} : e;
-      vstore(pi + c * kW, e);
-      sum += e;
-    }
-    const float inv = 1.0f / hsum(sum);
-    for (int64_t c = 0; c < chunks; ++c) vstore(pi + c * kW, vload(pi + c * kW) * inv);
-    return;
-  }
+// Causal softmax of row i's scores sc[0..i] into out (T): the probabilities, zeros after i; sc
+// is overwritten with the exponentials (out may be sc: the gemm path works in place). The max and
+// the sum are `omp simd` reductions (lane partials, combined at the end: a fixed order, so still
+// deterministic), which lets the exp loop vectorise too. Both paths' rows when T % 16 != 0.
+SL_VINLINE void causal_softmax_row(float* out, float* sc, int64_t i, int64_t T) {
   float mx = sc[0];
 #pragma omp simd reduction(max : mx)
   for (int64_t j = 1; j <= i; ++j) mx = sc[j] > mx ? sc[j] : mx;
@@ -192,8 +76,39 @@ SL_VINLINE void softmax_row(float* pi, float* sc, int64_t i, int64_t T) {
 #pragma omp simd reduction(+ : sum)
   for (int64_t j = 0; j <= i; ++j) sum += sc[j];
   const float inv = 1.0f / sum;
-  for (int64_t j = 0; j <= i; ++j) pi[j] = sc[j] * inv;
-  for (int64_t j = i + 1; j < T; ++j) pi[j] = 0.0f;
+  for (int64_t j = 0; j <= i; ++j) out[j] = sc[j] * inv;
+  for (int64_t j = i + 1; j < T; ++j) out[j] = 0.0f;
+}
+
+// The tiled path's causal softmax of row i, sc[0..i] into pi (T). When T is a multiple of 16,
+// whole 16-key chunks (the lanes past i masked out), with no scalar tail, and the chunks past
+// i's own are not written: the tiled kernels read row i of a 4-row block only up to the block's
+// last row, which lies in i's chunk (a block starts at a multiple of 4), so storing their zeros
+// would only write a third of P to memory for nothing (T = 64). Otherwise causal_softmax_row.
+SL_VINLINE void softmax_row(float* pi, float* sc, int64_t i, int64_t T) {
+  if (T % kLanes == 0) {
+    const int64_t chunks = i / kLanes + 1, last = chunks - 1;
+    const v16i past = lane_index() > static_cast<float>(i - last * kLanes);  // of the last chunk
+    const v16 minus_inf = vsplat(-__builtin_inff());
+    v16 m = minus_inf;
+    for (int64_t c = 0; c < chunks; ++c) {
+      v16 x = vload(sc + c * kLanes);
+      if (c == last) x = past ? minus_inf : x;
+      m = x > m ? x : m;
+    }
+    const float mx = hmax(m);
+    v16 sum = v16{};
+    for (int64_t c = 0; c < chunks; ++c) {
+      v16 e = fast_exp(vload(sc + c * kLanes) - mx);
+      if (c == last) e = past ? v16{} : e;
+      vstore(pi + c * kLanes, e);
+      sum += e;
+    }
+    const float inv = 1.0f / hsum(sum);
+    for (int64_t c = 0; c < chunks; ++c) vstore(pi + c * kLanes, vload(pi + c * kLanes) * inv);
+    return;
+  }
+  causal_softmax_row(pi, sc, i, T);
 }
 
 // out (R, Tp) row r, chunks 0..i_last/16: scale * (x_{i0+r} . Y_j), with yt (HS, Tp) = Y^T and
@@ -201,15 +116,15 @@ SL_VINLINE void softmax_row(float* pi, float* sc, int64_t i, int64_t T) {
 template <int R>
 SL_VINLINE void row_dots(float* out, const float* x, int64_t ldx, const float* yt, int64_t i0,
                          int64_t Tp, int64_t HS, float scale) {
-  const int64_t chunks = (i0 + R - 1) / kW + 1;
+  const int64_t chunks = (i0 + R - 1) / kLanes + 1;
   for (int64_t c = 0; c < chunks; ++c) {
     v16 acc[R];
     for (int r = 0; r < R; ++r) acc[r] = v16{};
     for (int64_t d = 0; d < HS; ++d) {
-      const v16 yv = vload(yt + d * Tp + c * kW);
+      const v16 yv = vload(yt + d * Tp + c * kLanes);
       for (int r = 0; r < R; ++r) acc[r] += vsplat(x[(i0 + r) * ldx + d]) * yv;
     }
-    for (int r = 0; r < R; ++r) vstore(out + r * Tp + c * kW, acc[r] * scale);
+    for (int r = 0; r < R; ++r) vstore(out + r * Tp + c * kLanes, acc[r] * scale);
   }
 }
 
@@ -221,7 +136,7 @@ SL_VINLINE void forward_rows(float* y, int64_t ldy, float* p, const float* q, co
   const int64_t Tp = padded(T), last = i0 + R - 1;
   row_dots<R>(sc, q, ld, kt, i0, Tp, HS, s);  // sc[r][j] = s q_{i0+r} . k_j
   for (int r = 0; r < R; ++r) softmax_row(p + (i0 + r) * T, sc + r * Tp, i0 + r, T);
-  for (int64_t c = 0; c < HS; c += kW) {  // y_i = sum_{j <= i} p_ij v_j (p_ij = 0 past i)
+  for (int64_t c = 0; c < HS; c += kLanes) {  // y_i = sum_{j <= i} p_ij v_j (p_ij = 0 past i)
     v16 acc[R];
     for (int r = 0; r < R; ++r) acc[r] = v16{};
     for (int64_t j = 0; j <= last; ++j) {
@@ -257,13 +172,13 @@ SL_VINLINE void backward_rows(float* dq, float* dk_acc, float* dv_acc, const flo
     const int64_t i = i0 + r;
     const float* pi = p + i * T;
     float* dsr = ds + r * Tp;
-    if (T % kW == 0) {  // whole chunks: P_ij = 0 past i, so those lanes add 0 and give 0
-      const int64_t chunks = i / kW + 1;
+    if (T % kLanes == 0) {  // whole chunks: P_ij = 0 past i, so those lanes add 0 and give 0
+      const int64_t chunks = i / kLanes + 1;
       v16 acc = v16{};
-      for (int64_t c = 0; c < chunks; ++c) acc += vload(dsr + c * kW) * vload(pi + c * kW);
+      for (int64_t c = 0; c < chunks; ++c) acc += vload(dsr + c * kLanes) * vload(pi + c * kLanes);
       const float dot = hsum(acc);
       for (int64_t c = 0; c < chunks; ++c)
-        vstore(dsr + c * kW, s * (vload(pi + c * kW) * (vload(dsr + c * kW) - dot)));
+        vstore(dsr + c * kLanes, s * (vload(pi + c * kLanes) * (vload(dsr + c * kLanes) - dot)));
       continue;
     }
     float dot = 0.0f;
@@ -272,7 +187,7 @@ SL_VINLINE void backward_rows(float* dq, float* dk_acc, float* dv_acc, const flo
     for (int64_t j = 0; j <= i; ++j) dsr[j] = s * (pi[j] * (dsr[j] - dot));
     for (int64_t j = i + 1; j <= last; ++j) dsr[j] = 0.0f;
   }
-  for (int64_t c = 0; c < HS; c += kW) {
+  for (int64_t c = 0; c < HS; c += kLanes) {
     v16 dyc[R], qc[R], acc[R];
     for (int r = 0; r < R; ++r) {
       dyc[r] = vload(dy + (i0 + r) * ldy + c);
@@ -319,7 +234,7 @@ SL_SIMD_CLONES void attention_head_backward(float* dq, float* dk, float* dv, con
   for (; i0 < T; ++i0)
     backward_rows<1>(dq, dk_acc, dv_acc, dy, ldy, p, q, k, ld, i0, T, HS, s, accumulate, vt, ds);
   for (int64_t j = 0; j < T; ++j)
-    for (int64_t c = 0; c < HS; c += kW) {
+    for (int64_t c = 0; c < HS; c += kLanes) {
       float* dkj = dk + j * ld + c;
       float* dvj = dv + j * ld + c;
       const v16 gk = vload(dk_acc + j * HS + c), gv = vload(dv_acc + j * HS + c);
@@ -328,23 +243,9 @@ SL_SIMD_CLONES void attention_head_backward(float* dq, float* dk, float* dv, con
     }
 }
 
-// Causal softmax of one (T, T) block in place: row i over columns 0..i, zeros after. The max
-// and the sum are `omp simd` reductions (lane partials, combined at the end: a fixed order, so
-// still deterministic), which lets the exp loop vectorise too.
+// Causal softmax of one (T, T) block in place: row i over columns 0..i, zeros after.
 SL_SIMD_CLONES void causal_softmax_rows(float* p, int64_t T) {
-  for (int64_t i = 0; i < T; ++i) {
-    float* row = p + i * T;
-    float mx = row[0];
-#pragma omp simd reduction(max : mx)
-    for (int64_t j = 1; j <= i; ++j) mx = row[j] > mx ? row[j] : mx;
-    for (int64_t j = 0; j <= i; ++j) row[j] = fast_exp(row[j] - mx);
-    float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t j = 0; j <= i; ++j) sum += row[j];
-    const float inv = 1.0f / sum;
-    for (int64_t j = 0; j <= i; ++j) row[j] *= inv;
-    for (int64_t j = i + 1; j < T; ++j) row[j] = 0.0f;
-  }
+  for (int64_t i = 0; i < T; ++i) causal_softmax_row(p + i * T, p + i * T, i, T);
 }
 
 // dS = P * (dP - rowsum(dP * P)) of one causal (T, T) block, in place over dP.
@@ -373,7 +274,7 @@ bool& attention_force_gemm() {
 }
 
 bool attention_tiled(int64_t HS, const float* drop) {
-  return HS % kW == 0 && drop == nullptr && !attention_force_gemm();
+  return HS % kLanes == 0 && drop == nullptr && !attention_force_gemm();
 }
 
 void attention_forward(float* y, float* att, const float* qkv, int64_t B, int64_t T, int64_t C,
