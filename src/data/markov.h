@@ -20,6 +20,7 @@ class MarkovSource : public DataSource {
   Batch train_batch(int B, int T, Rng& rng) override;
   std::vector<Batch> eval_batches(int n, int B, int T, bool train_split) override;
   ReferenceLosses reference_losses(int T) const override;
+  std::vector<double> unigram_probs() const override { return unigram(); }
   nlohmann::json describe() const override;
   std::string decode(const std::vector<int32_t>& ids) const override;  // letters if V <= 26
   std::vector<int32_t> encode(const std::string& text) const override;

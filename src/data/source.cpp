@@ -2,6 +2,7 @@
 // that turns the data.* config fields into a source.
 #include "data/source.h"
 
+#include <cmath>
 #include <sstream>
 
 #include "core/error.h"
@@ -13,7 +14,22 @@ namespace sl {
 nlohmann::json to_json(const ReferenceLosses& r) {
   nlohmann::json j = {{"uniform", r.uniform}, {"unigram", r.unigram}};
   j["optimal"] = r.optimal_known ? nlohmann::json(r.optimal) : nlohmann::json(nullptr);
+  if (r.unigram_on_val)
+    j["unigram_on_val"] =
+        std::isfinite(*r.unigram_on_val) ? nlohmann::json(*r.unigram_on_val) : nullptr;
   return j;
+}
+
+double unigram_loss_on(const std::vector<Batch>& batches, const std::vector<double>& probs) {
+  double sum = 0.0;
+  size_t n = 0;
+  for (const Batch& b : batches)
+    for (int32_t y : b.y) {
+      SL_CHECK(y >= 0 && static_cast<size_t>(y) < probs.size(), "unigram_loss_on: token id");
+      sum -= std::log(probs[static_cast<size_t>(y)]);  // +inf for a symbol of probability 0
+      ++n;
+    }
+  return n > 0 ? sum / static_cast<double>(n) : 0.0;
 }
 
 void check_batch_args(const char* who, int n, int B, int T) {

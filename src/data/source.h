@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,14 +24,20 @@ struct Batch {
 // Losses in nats per token for a model that predicts x[t+1] from x[0..t], t = 0..T-1.
 // uniform = ln V; unigram = entropy of the symbol marginal; optimal = the best achievable
 // average loss at context length T (known exactly only for synthetic sources).
+// unigram_on_val: the loss of that unigram predictor (the source's symbol marginal; a text's
+// training-split frequencies) on one run's validation batches, the batches its val_loss is
+// measured on, so the two compare on the same tokens (unigram_on_val_batches); absent where no
+// batches were given, infinite (null in JSON) when a validation token has probability 0.
 struct ReferenceLosses {
   double uniform = 0.0;
   double unigram = 0.0;
   double optimal = 0.0;
   bool optimal_known = false;
+  std::optional<double> unigram_on_val;
 };
 
-nlohmann::json to_json(const ReferenceLosses& r);  // optimal is null when not known
+// optimal is null when not known; unigram_on_val is written only when set (null if infinite).
+nlohmann::json to_json(const ReferenceLosses& r);
 
 // Text <-> token ids: what sampling needs of a data source (and all that a text run's saved
 // vocabulary gives, data/text.h CharCodec).
@@ -40,6 +47,9 @@ class TokenCodec {
   virtual std::string decode(const std::vector<int32_t>& ids) const = 0;
   virtual std::vector<int32_t> encode(const std::string& text) const = 0;
 };
+
+// Mean over every target y of `batches` of -ln probs[y]: the unigram predictor's loss on them.
+double unigram_loss_on(const std::vector<Batch>& batches, const std::vector<double>& probs);
 
 class DataSource : public TokenCodec {
  public:
@@ -54,6 +64,9 @@ class DataSource : public TokenCodec {
   virtual std::vector<Batch> eval_batches(int n, int B, int T, bool train_split) = 0;
 
   virtual ReferenceLosses reference_losses(int T) const = 0;
+
+  // (V,) the probabilities the unigram predictor of reference_losses().unigram gives each symbol.
+  virtual std::vector<double> unigram_probs() const = 0;
 
   // Source name, parameters, vocab size and T-independent reference losses, for logs.
   virtual nlohmann::json describe() const = 0;

@@ -125,9 +125,11 @@ void TextSource::load(const std::string& path, std::vector<char32_t> vocab) {
   std::vector<double> counts(codec_.vocab().size(), 0.0);
   for (size_t i = 0; i < n_train_; ++i) counts[static_cast<size_t>(tokens_[i])] += 1.0;
   unigram_ = 0.0;
-  for (double c : counts)
-    if (c > 0.0) {
-      const double p = c / static_cast<double>(n_train_);
+  unigram_probs_.assign(counts.size(), 0.0);
+  for (size_t v = 0; v < counts.size(); ++v)
+    if (counts[v] > 0.0) {
+      const double p = counts[v] / static_cast<double>(n_train_);
+      unigram_probs_[v] = p;
       unigram_ -= p * std::log(p);
     }
 }

@@ -57,6 +57,7 @@ class TextSource : public DataSource {
   Batch train_batch(int B, int T, Rng& rng) override;
   std::vector<Batch> eval_batches(int n, int B, int T, bool train_split) override;
   ReferenceLosses reference_losses(int T) const override;  // optimal unknown
+  std::vector<double> unigram_probs() const override { return unigram_probs_; }
   nlohmann::json describe() const override;
   void check_context_length(int T) const override;
   std::string decode(const std::vector<int32_t>& ids) const override { return codec_.decode(ids); }
@@ -77,9 +78,10 @@ class TextSource : public DataSource {
   double val_fraction_;
   uint64_t seed_;
   CharCodec codec_;
-  std::vector<int32_t> tokens_;  // (N,) the whole file as ids
-  size_t n_train_ = 0;           // train = tokens_[0, n_train_), val = the rest
-  double unigram_ = 0.0;         // entropy of train-split char frequencies
+  std::vector<int32_t> tokens_;        // (N,) the whole file as ids
+  size_t n_train_ = 0;                 // train = tokens_[0, n_train_), val = the rest
+  double unigram_ = 0.0;               // entropy of train-split char frequencies
+  std::vector<double> unigram_probs_;  // (V,) train-split char frequencies
 };
 
 }  // namespace sl

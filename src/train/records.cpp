@@ -51,7 +51,9 @@ const std::vector<RecordKind>& metrics_record_kinds() {
             {"wiring", T::kString, "the wiring id (config.json derived.wiring)"},
             {"formula", T::kString, "the block's formula, as printed at the start"},
             {"reference_losses", T::kObject,
-             "uniform, unigram and optimal (null when unknown) losses of the data source"},
+             "uniform, unigram and optimal (null when unknown) losses of the data source; a "
+             "training run adds unigram_on_val, the unigram predictor's loss on its validation "
+             "batches (those of val_loss)"},
             {"tokens_per_step", T::kInt, "batch_size x block_size x grad_accum_steps"},
             {"numeric_path", T::kObject,
              "matmul, openblas_core, vector_loops, threads, flush_subnormals"},

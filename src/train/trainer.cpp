@@ -247,8 +247,10 @@ class Run {
     write_file_atomic(dir_ + "/config.json", config_json_.dump(2) + "\n");
     write_provenance(dir_, cfg_);
     log_.open_metrics();
-    refs_json_ = to_json(data_->reference_losses(T_));
     val_batches_ = data_->eval_batches(cfg_.train.eval_iters, B_, T_, false);
+    ReferenceLosses refs = data_->reference_losses(T_);
+    refs.unigram_on_val = unigram_loss_on(val_batches_, data_->unigram_probs());
+    refs_json_ = to_json(refs);
     train_eval_batches_ = data_->eval_batches(cfg_.train.eval_iters, B_, T_, true);
   }
 

@@ -140,7 +140,7 @@ TEST(ValidateConfig, APlainNameIsOneDirectoryLevel) {
 
 // The optimizer computes in float32: 1e-50 passed the "> 0" check, was 0 there, and the log said
 // 1e-50 while the loss never moved.
-TEST(Validate, ARateThatFloat32CannotHoldIsRefusedNamingTheKey) {
+TEST(ValidateConfig, ARateThatFloat32CannotHoldIsRefusedNamingTheKey) {
   Config c;
   c.optim.learning_rate = 1e-50;
   EXPECT_CONTAINS(error_of([&] { validate_config(c, "cfg.json"); }),

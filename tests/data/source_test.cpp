@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <functional>
 
@@ -52,8 +53,32 @@ TEST(MakeDataSource, UnknownSourceAndMissingPathNameTheirFields) {
 }
 
 TEST(ReferenceLosses, JsonHasNullOptimalWhenUnknown) {
-  EXPECT_TRUE(to_json(ReferenceLosses{2.0, 1.5, 0.0, false}).at("optimal").is_null());
-  EXPECT_DOUBLE_EQ(to_json(ReferenceLosses{2.0, 1.5, 1.0, true}).at("optimal").get<double>(), 1.0);
+  EXPECT_TRUE(to_json(ReferenceLosses{2.0, 1.5, 0.0, false, std::nullopt}).at("optimal").is_null());
+  EXPECT_DOUBLE_EQ(
+      to_json(ReferenceLosses{2.0, 1.5, 1.0, true, std::nullopt}).at("optimal").get<double>(), 1.0);
+}
+
+// The reference a run's val_loss is compared with: the unigram predictor's loss on the very
+// batches val_loss is measured on (a fixed 4,096-token set), not the source's population entropy.
+TEST(ReferenceLosses, TheUnigramLossOnTheValBatchesIsTheMeanOfMinusLogPOverTheirTargets) {
+  Batch b;
+  b.B = 1;
+  b.T = 4;
+  b.y = {0, 1, 1, 2};
+  const std::vector<double> p = {0.5, 0.25, 0.25};
+  EXPECT_DOUBLE_EQ(unigram_loss_on({b}, p),
+                   (std::log(2.0) + 2 * std::log(4.0) + std::log(4.0)) / 4.0);
+  ReferenceLosses r;
+  EXPECT_FALSE(to_json(r).contains("unigram_on_val")) << "absent where no batches were given";
+  r.unigram_on_val = unigram_loss_on({b}, {1.0, 0.0, 0.0});
+  EXPECT_TRUE(to_json(r).at("unigram_on_val").is_null()) << "a token of probability 0: infinite";
+
+  MarkovSource src(32, 2, 0.02, 1234);  // configs/base.json's source
+  const std::vector<Batch> val = src.eval_batches(8, 8, 64, false);
+  const double on_val = unigram_loss_on(val, src.unigram_probs());
+  const double entropy = src.reference_losses(64).unigram;
+  EXPECT_NE(on_val, entropy) << "a finite sample is not the population";
+  EXPECT_NEAR(on_val, entropy, 0.1) << "but estimates it";
 }
 
 }  // namespace
