@@ -20,7 +20,7 @@ LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"
 HTML_ANCHOR = re.compile(r"<a\s+(?:id|name)=\"([^\"]+)\"", re.I)
 INLINE_CODE = re.compile(r"(`+)(.+?)\1")
 # A doc section named in prose: docs/usage.md, "Sweep files" / docs/usage.md ("Exit codes")
-NAMED_SECTION = re.compile(r"(docs/[\w/.-]+\.md),? \(?[\"']([^\"']{2,80})[\"']")
+NAMED_SECTION = re.compile(r"(docs/[\w/.-]+\.md),? \(?[\"']([^\"'\n]{2,80})[\"']")
 # A doc anchor named in a source: docs/study.md#measurements
 SOURCE_ANCHOR = re.compile(r"((?:docs/[\w/.-]+|README)\.md)#([\w-]+)")
 
