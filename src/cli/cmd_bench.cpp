@@ -165,6 +165,12 @@ int cmd_bench(const ArgList& argv) {
         "  ceiling    %8.2f GFLOP/s this build's path (%s) on the same shapes; step/ceiling %.2f\n",
         j["ceiling_build_gflops"].get<double>(), matmul_path().c_str(),
         j["ceiling_build_ratio"].get<double>());
+  if (j.contains("fma_peak_gflops"))
+    std::printf(
+        "  peak       %8.2f GFLOP/s FP32 FMA in registers (%s, %d threads, the same rounds); "
+        "step/peak %.2f\n",
+        j["fma_peak_gflops"].get<double>(), r.peak_isa.c_str(), r.threads,
+        j["peak_ratio"].get<double>());
   std::printf("  numerics   matrix products %s; OpenBLAS kernels %s; vector loops %s\n",
               matmul_path().c_str(), openblas_core().c_str(), simd_clone().c_str());
   if (!r.profile.empty()) print_profile(r);

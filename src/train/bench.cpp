@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/fpmode.h"
 #include "core/ops.h"
+#include "core/peak.h"
 #include "core/profile.h"
 #include "core/rng.h"
 #include "nn/dropout.h"
@@ -34,6 +35,9 @@ int resolve_threads(int requested) {
 // build's own path on them too (short timings: the rounds give the repeats).
 void time_ceiling(BenchResult& r, const std::vector<GemmShape>& shapes) {
   r.ceiling_gflops.push_back(gemm_ceiling_gflops(time_gemms(shapes, r.threads, 0.02, true)));
+  const FmaPeak peak = fma_peak(r.threads, 0.05);
+  r.peak_gflops.push_back(peak.gflops);
+  r.peak_isa = peak.isa;
   if (has_libxsmm())
     r.ceiling_build_gflops.push_back(
         gemm_ceiling_gflops(time_gemms(shapes, r.threads, 0.02, false)));
@@ -228,6 +232,12 @@ nlohmann::json to_json(const BenchResult& r, const Config& cfg) {
     j["ceiling_gflops"] = ceiling;
     j["ceiling_rounds"] = r.ceiling_gflops.size();
     j["ceiling_ratio"] = j["gflops"].get<double>() / ceiling;
+  }
+  if (!r.peak_gflops.empty()) {
+    const double peak = median(r.peak_gflops);
+    j["fma_peak_gflops"] = peak;
+    j["fma_peak_isa"] = r.peak_isa;
+    j["peak_ratio"] = j["gflops"].get<double>() / peak;
   }
   if (!r.profile.empty()) {
     nlohmann::json rows = nlohmann::json::array();

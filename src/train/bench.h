@@ -46,6 +46,9 @@ struct BenchResult {
   double final_loss = 0.0;
   std::vector<double> ceiling_gflops;        // OpenBLAS sgemm on the Linear shapes, one per round
   std::vector<double> ceiling_build_gflops;  // the build's own path on them (libxsmm builds only)
+  std::vector<double>
+      peak_gflops;       // the cores' FP32 FMA rate in registers (core/peak.h), a round each
+  std::string peak_isa;  // the vectors it ran on: "AVX-512", "AVX2+FMA" or "scalar"
   // With BenchOptions::profile: the ops, then "optimizer" and the unattributed rest of forward
   // and backward, so that the rows add up to profiled_step_ms (the profiled steps' mean).
   std::vector<ProfileRow> profile;

@@ -70,6 +70,27 @@ TEST(BenchStep, CountsEveryMicroBatchOfGradAccumStepsAndRecordsDropout) {
                    4 * one.at("flops_per_step").get<double>());
 }
 
+// The machine's limit beside the sgemm ceiling (issue 46): the cores' FP32 FMA rate in registers,
+// on the widest vectors the CPU has, measured in the same rounds; counted and named, not timed
+// against a bound.
+TEST(BenchPeak, ReportsTheFmaPeakOfTheWidestVectorsBesideTheCeilingAndNotWithout) {
+  const auto bench = [](const std::vector<std::string>& extra) {
+    const auto r = run_stacklab(concat(concat({"bench", base_config()}, tiny_model_args()),
+                                       concat({"--steps", "2", "--warmup", "0", "--json"}, extra)));
+    EXPECT_EQ(r.exit_code, 0) << r;
+    return json::parse(r.out);
+  };
+  const json j = bench({"--rounds", "2"});
+  ASSERT_TRUE(j.contains("fma_peak_gflops")) << j.dump();
+  EXPECT_GT(j.at("fma_peak_gflops").get<double>(), 0.0);
+  EXPECT_TRUE(std::set<std::string>({"AVX-512", "AVX2+FMA", "scalar"})
+                  .count(j.at("fma_peak_isa").get<std::string>()))
+      << j.dump();
+  EXPECT_DOUBLE_EQ(j.at("peak_ratio").get<double>(),
+                   j.at("gflops").get<double>() / j.at("fma_peak_gflops").get<double>());
+  EXPECT_FALSE(bench({"--no-ceiling"}).contains("fma_peak_gflops"));
+}
+
 // Flags out of range are refused naming the flag, as train refuses --train.threads=-2: a negative
 // thread count used to run on every core, --steps 4294967297 wrapped to 1 step, and --profile was
 // ignored with --sgemm.
