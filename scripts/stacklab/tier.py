@@ -67,8 +67,10 @@ FULL_ADD_DEPTHS = {"claims_probe": [96], "claims_probe_rank": [96], "stability_m
 TINY = {"model.n_embd": 16, "model.n_head": 2, "model.block_size": 16, "train.batch_size": 2,
         "train.max_iters": 6, "train.eval_interval": 2, "train.eval_iters": 1, "train.ckpt_interval": 0,
         "log.layer_interval": 2, "log.log_interval": 2}
+# What a step costs depends on: the model's shape, the batch, and (since bench times the trainer's
+# step) the micro-batches per step and whether dropout draws masks.
 SHAPE_KEYS = ("model.n_layer", "model.n_embd", "model.n_head", "model.block_size", "model.vocab_size",
-              "train.batch_size")
+              "train.batch_size", "train.grad_accum_steps", "model.dropout")
 
 
 NO_CEILING = []  # ["--no-ceiling"] when the binary's bench has it (set in cmd_size)
@@ -457,10 +459,14 @@ def cost_model(binary, runs, floor=False):
                                     "sgemm ceiling cannot give the floor)")
                 timed[key] = (j["flops_per_step"], j["ceiling_gflops"])
             else:
-                timed[key] = (j["ms_per_step"], j["forward_ms"])
+                # forward_ms adds up the step's grad_accum_steps micro-batch forwards; an eval batch
+                # is one forward (without dropout's masks, which bench's forward draws: a slight
+                # overestimate)
+                timed[key] = (j["ms_per_step"], j["forward_ms"] / int(j.get("grad_accum_steps") or 1))
         if floor:
             flops, gflops = timed[key]
-            step, fwd = flops / (gflops * 1e6), flops / 3 / (gflops * 1e6)  # ms at the ceiling
+            accum = int(value(kv, cfg, "train.grad_accum_steps") or 1)  # flops count every micro-batch
+            step, fwd = flops / (gflops * 1e6), flops / 3 / accum / (gflops * 1e6)  # ms at the ceiling
         else:
             step, fwd = timed[key]
         if mode == "probe":

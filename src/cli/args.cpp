@@ -74,9 +74,6 @@ Args parse_args(const std::string& /*command: main() prefixes errors with it*/,
                        name.c_str(), o.c_str(), s.c_str());
       a.overrides.push_back(s);
     } else if (value_flags.count(name)) {
-      if (a.flags.count(name))
-        throw Error("--" + name + " is given twice ('" + a.flags[name] + "' and then another " +
-                    "value); give it once");
       if (eq == std::string::npos && i + 1 >= argv.size())
         throw Error("--" + name + " needs a value");
       const std::string value = eq != std::string::npos ? s.substr(eq + 1) : argv[++i];
@@ -91,9 +88,12 @@ Args parse_args(const std::string& /*command: main() prefixes errors with it*/,
           throw Error("--" + name + " needs a value, got the flag '" + value +
                       "' (a value cannot start with '--')");
       }
+      if (a.flags.count(name) && a.flags[name] != value)  // as overrides: the last one applies
+        std::fprintf(stderr,
+                     "note: --%s is given more than once (%s, then %s): the last one applies\n",
+                     name.c_str(), a.flags[name].c_str(), value.c_str());
       a.flags[name] = value;
     } else if (switch_flags.count(name) && eq == std::string::npos) {
-      if (a.flags.count(name)) throw Error("--" + name + " is given twice; give it once");
       a.flags[name] = "true";
     } else if (switch_flags.count(name)) {
       throw Error("--" + name + " is a switch and takes no value: write --" + name + ", not " + s);

@@ -18,7 +18,7 @@ namespace sl {
 // Fault injection for the kill tests: with STACKLAB_KILL_AFTER_WRITES=N in the environment the
 // process SIGKILLs itself right after its N-th completed write_file_atomic (N >= 1), so a test
 // can stop a run between any two of its writes, not only at a lucky instant
-// (tests/integration/check_kill_resume.sh; docs/testing.md).
+// (tests/cli/extension_test.cpp; docs/testing.md).
 void write_file_atomic(const std::string& path, std::string_view bytes);
 
 // The whole content of `path`; sl::Error if it is missing or unreadable.

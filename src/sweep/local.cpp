@@ -196,8 +196,18 @@ void handle_changed(std::vector<SweepItem>& items, OnChange on_change, bool dry_
     return;
   }
   if (on_change == OnChange::Fail) {
-    if (const std::string why = changed_runs_message(items); !why.empty())
+    if (std::string why = changed_runs_message(items); !why.empty()) {
+      bool all_extendable = true;
+      for (const auto& it : items)
+        if (!it.changes.empty())
+          all_extendable =
+              all_extendable && !sweep_run_extension(*it.plan, *it.run).overrides.empty();
+      if (all_extendable)
+        why +=
+            "; or, since each one's only change is a longer train.max_iters (a copy awaiting its "
+            "extension), continue them from their checkpoints with --on-change extend";
       throw Error(dry_run ? "--dry-run: stacklab sweep would refuse to run: " + why : why);
+    }
     return;
   }
   for (auto& it : items) {

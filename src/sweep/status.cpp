@@ -146,7 +146,11 @@ int sweep_status(const std::vector<std::string>& dirs) {
     // extension was stopped) is resumable by --on-change extend, not a changed result.
     std::vector<std::string> to_extend;
     for (auto& it : items) {
-      if (it.changes.empty()) continue;
+      // Not a run still queued or running (squeue's word), nor one that diverged: its result
+      // stands under the old horizon, and an extension would only repeat the divergence.
+      if (it.changes.empty() || it.state == RunState::Running || it.state == RunState::Queued ||
+          run_state(*it.plan, *it.run) == RunState::Diverged)
+        continue;
       const Extension ext = sweep_run_extension(*it.plan, *it.run);
       if (ext.overrides.empty()) continue;
       to_extend.push_back(it.label + ": train.max_iters " + std::to_string(ext.from) + " -> " +

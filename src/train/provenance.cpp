@@ -195,6 +195,29 @@ RunCheck check_run(const std::string& run_dir, const Config& expected, bool prob
     s.state = RunState::Completed;
     return s;
   }
+  // An extension rewrites config.json before provenance.json: stopped between the two, the
+  // fingerprint still says the old horizon while config.json, which a resume continues, says the
+  // new one. Such a run is the sweep's only if config.json says what the sweep says.
+  try {
+    const json c = json::parse(read_file(run_dir + "/config.json"));
+    const json t = c.is_object() ? c.value("train", json()) : json();
+    const json o = c.is_object() ? c.value("optim", json()) : json();
+    const json iters = t.is_object() ? t.value("max_iters", json()) : json();
+    const json decay = o.is_object() ? o.value("lr_decay_iters", json()) : json();
+    if (iters.is_number_integer() && iters.get<long long>() != expected.train.max_iters)
+      s.changes.push_back("config.json: train.max_iters: " + iters.dump() + " -> " +
+                          std::to_string(expected.train.max_iters) +
+                          " (an extension to it was started)");
+    if (decay.is_number_integer() && decay.get<long long>() != expected.optim.lr_decay_iters)
+      s.changes.push_back("config.json: optim.lr_decay_iters: " + decay.dump() + " -> " +
+                          std::to_string(expected.optim.lr_decay_iters));
+  } catch (const json::exception& e) {
+    s.changes.push_back(std::string("config.json is unreadable: ") + e.what());
+  }
+  if (!s.changes.empty()) {
+    s.state = RunState::Changed;
+    return s;
+  }
   s.state = RunState::Resumable;
   const std::string summary_path = run_dir + "/summary.json";
   std::error_code ec;

@@ -67,6 +67,17 @@ std::string threads_note(int was, int now) {
 
 }  // namespace
 
+bool extension_started(const std::string& run_dir, const Config& cfg) {
+  std::error_code ec;
+  if (!std::filesystem::exists(run_dir + "/summary.json", ec)) return false;
+  const nlohmann::json s =
+      nlohmann::json::parse(read_file(run_dir + "/summary.json"), nullptr, false);
+  if (!s.is_object()) return false;
+  const nlohmann::json iters = s.value("max_iters", nlohmann::json());
+  return s.value("status", "") == spell(RunState::Running) && iters.is_number_integer() &&
+         iters.get<int64_t>() == cfg.train.max_iters;
+}
+
 Config load_run_config(const std::string& run_dir) {
   const std::string path = run_dir + "/config.json";
   if (!std::filesystem::exists(path))
@@ -81,11 +92,13 @@ Config load_run_config(const std::string& run_dir) {
 void check_resume_provenance(const std::string& run_dir, const nlohmann::json& stored,
                              const Config& started) {
   if (stored.is_null()) return;
-  // An extension writes config.json, then provenance.json: stopped between the two, the
-  // fingerprint still holds the old horizon. That difference is the extension's own (the
-  // checkpoint's config decides whether it may continue), not a changed run.
+  // An extension writes summary.json ("running", with the new max_iters), then config.json, then
+  // provenance.json: stopped between the last two, the fingerprint still holds the old horizon.
+  // That difference is the extension's own, not a changed run, but only with the summary's word
+  // for it: a config.json edited by hand has none and is refused as before.
   nlohmann::json expected = stored;
-  if (expected.contains("config") && expected["config"].is_object()) {
+  if (extension_started(run_dir, started) && expected.contains("config") &&
+      expected["config"].is_object()) {
     nlohmann::json& c = expected["config"];
     const nlohmann::json had = c.contains("train") && c["train"].is_object()
                                    ? c["train"].value("max_iters", nlohmann::json())
@@ -135,7 +148,7 @@ ResumedConfig resumed_config(const Config& started, const std::vector<std::strin
   // A repeat of the extension config.json already holds (a requeued Slurm task, a sweep run
   // again after a kill) is a resume of that extension: the same horizon and the same decay.
   const bool repeat = cfg.train.max_iters == started.train.max_iters &&
-                      resolved_lr_decay_iters(cfg) == resolved_lr_decay_iters(started);
+                      cfg.optim.lr_decay_iters == started.optim.lr_decay_iters;
   if (decay_set && cfg.train.max_iters == started.train.max_iters && !repeat)
     throw Error(
         "--optim.lr_decay_iters: a resumed run keeps its schedule; its decay can move only with an "

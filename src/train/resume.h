@@ -19,6 +19,12 @@ namespace sl {
 // section dropped). Throws when RUN_DIR has no config.json.
 Config load_run_config(const std::string& run_dir);
 
+// Whether an extension of the run in `run_dir` to `cfg`'s train.max_iters has begun: its first
+// write (RunLog::mark_running) made summary.json say "running" with that max_iters. Only then may
+// its fingerprint and checkpoint still hold the old horizon (check_resume_provenance, the
+// trainer's restore): a config.json edited by hand is no extension.
+bool extension_started(const std::string& run_dir, const Config& cfg);
+
 // The data and config a run resumes on must be what it started with: `stored` is its
 // provenance.json (null for a run without one: then nothing is compared here).
 void check_resume_provenance(const std::string& run_dir, const nlohmann::json& stored,

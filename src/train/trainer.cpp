@@ -285,7 +285,8 @@ class Run {
         written.is_object() && written.contains("train") && written["train"].is_object()
             ? written["train"].value("max_iters", nlohmann::json())
             : nlohmann::json();
-    return had.is_number_integer() && had.get<int64_t>() < max_iters_;
+    return had.is_number_integer() && had.get<int64_t>() < max_iters_ &&
+           extension_started(dir_, cfg_);
   }
 
   // False when a loss is out of range (the divergence rule): the run ends here as diverged.

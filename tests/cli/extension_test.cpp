@@ -130,6 +130,37 @@ TEST(Extension, ARepeatOfAnExtensionThatAlreadyTookEffectIsAResumeNotARefusal) {
   fs::remove_all(dir);
 }
 
+// Found in review: a sweep at the old horizon continued a half-started extension to the new one
+// (its fingerprint still said the old horizon) and called it completed; and the leniency for a
+// stale fingerprint let a config.json edited by hand pass, skipping the decay check.
+TEST(Extension, AHalfStartedExtensionIsNoRunOfTheOldHorizonAndAHandEditIsNoExtension) {
+  const std::string dir = make_temp_dir("extend_half");
+  const std::string old_sweep = write_sweep(dir + "/s.json", dir + "/out", 6);
+  ASSERT_EQ(run_stacklab({"sweep", old_sweep}).exit_code, 0);
+  const std::string run = dir + "/out/" + kRun;
+  fs::copy(dir + "/out", dir + "/edited", fs::copy_options::recursive);
+  // Writes: the summary's "running", metrics.jsonl cut back, config.json; killed before
+  // provenance.json.
+  const RunResult killed = run_killed_after(
+      3, {"train", "--resume", run, "--train.max_iters=12", "--optim.lr_decay_iters=12"});
+  ASSERT_EQ(killed.term_signal, SIGKILL) << killed;
+  ASSERT_EQ(read_json(run + "/config.json").at("train").at("max_iters"), 12);
+  const RunResult same = run_stacklab({"sweep", old_sweep});
+  EXPECT_EQ(same.exit_code, 1) << "not continued to 12 and called a 6-step result\n" << same;
+  EXPECT_TRUE(contains(same.output, "config.json: train.max_iters: 12 -> 6")) << same;
+
+  // The same two files as a hand edit, with the summary still "completed" at 6: refused.
+  const std::string edited = dir + "/edited/" + kRun;
+  json cfg = read_json(edited + "/config.json");
+  cfg["train"]["max_iters"] = 12;
+  write_text(edited + "/config.json", cfg.dump(2));
+  const RunResult resumed = run_stacklab({"train", "--resume", edited});
+  EXPECT_EQ(resumed.exit_code, 1) << resumed;
+  EXPECT_TRUE(contains(resumed.output, "cannot resume: what the run was made from has changed"))
+      << resumed;
+  fs::remove_all(dir);
+}
+
 TEST(Extension, ARunFolderWithoutItsConfigJsonIsNeverTakenAsDone) {
   const std::string dir = make_temp_dir("extend_noconfig");
   const std::string sweep = write_sweep(dir + "/s.json", dir + "/out", 6);

@@ -66,6 +66,38 @@ class CostModel(unittest.TestCase):
         self.assertAlmostEqual(secs[0], (150 * 90 + 2 * 16 * 30) / 1000)
 
 
+class CostModelAccumulation(unittest.TestCase):
+    """Issue 48 item 8: a run with grad_accum_steps (or dropout) set in its sweep is benched with
+    them (bench times the trainer's step), not at the base config's values, and an eval batch costs
+    one micro-batch's forward, not the step's k."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.base = os.path.join(self.dir.name, "base.json")
+        with open(self.base, "w", encoding="utf-8") as fh:
+            json.dump({"train": {"max_iters": 150, "eval_interval": 25, "eval_iters": 8}}, fh)
+        # The stand-in echoes what it was asked: 4 micro-batches take 4 x 90 ms a step, 4 x 30 forward.
+        path = os.path.join(self.dir.name, "stacklab")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write("#!/bin/sh\n"
+                     "case \" $* \" in *' --train.grad_accum_steps=4 '*)\n"
+                     "  echo '{\"ms_per_step\": 360.0, \"forward_ms\": 120.0, \"grad_accum_steps\": 4}';;\n"
+                     "  *) echo '{\"ms_per_step\": 90.0, \"forward_ms\": 30.0, \"grad_accum_steps\": 1}';; esac\n")
+        os.chmod(path, os.stat(path).st_mode | stat.S_IEXEC)
+        self.binary = path
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_a_run_that_accumulates_is_benched_with_its_micro_batches_and_evals_at_one(self):
+        run = ("s/r", "pending", "train", self.base, {"model.n_layer": "8", "train.grad_accum_steps": "4"}, None, 1)
+        plain = ("s/p", "pending", "train", self.base, {"model.n_layer": "8"}, None, 1)
+        secs, timed = tier.cost_model(self.binary, [run, plain])
+        self.assertEqual(len(timed), 2, "the two runs are two shapes, not one")
+        self.assertAlmostEqual(secs[0], (150 * 360 + 7 * 16 * 30) / 1000)
+        self.assertAlmostEqual(secs[1], (150 * 90 + 7 * 16 * 30) / 1000)
+
+
 class FullTierSeeds(unittest.TestCase):
     def test_the_full_tier_takes_five_seeds_from_the_quick_files_first(self):
         # Round 2 of the claims runs at seeds 5-7 (quick), so 5-9 in the full tier; before, every
