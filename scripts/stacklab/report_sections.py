@@ -12,9 +12,9 @@ import os
 import re
 from dataclasses import dataclass
 
-from . import runlog, stability_map
+from . import claims, runlog, stability_map
 
-CLAIMS_PATH = stability_map.CLAIMS_PATH
+CLAIMS_PATH = claims.CLAIMS_PATH
 CLAIMS_COMMAND = stability_map.RUN_COMMAND
 # What `--claims` costs, as measured (docs/study.md, "Measurements" and "Round 2's verdicts";
 # configs/experiments/README.md); said once, in the one line that stands for the claims a tier did not run.

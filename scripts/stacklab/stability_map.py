@@ -1,7 +1,7 @@
 """The stability map: where pre-norm, post-norm, post-norm with warm-up and DeepNorm train, per
 init, learning rate and depth (the training runs under OUT/stability_map/). Each run's outcome is
-trained, diverged or plateau as claims.json defines them (claims.outcome when claims.py is there,
-else outcome_local, the same definitions read from claims.json); a cell counts its seeds' outcomes.
+trained, diverged or plateau as claims.json defines them (claims.outcome); a cell counts its seeds'
+outcomes.
 The figure is one panel per wiring and init, a grid of learning rate (x) by depth (y), each cell
 "trained/diverged/plateau" coloured by the majority, with the mean final val loss; the text is
 generated from the counts. Not here: running the sweep (reproduce.sh --claims), the report's layout.
@@ -9,10 +9,7 @@ generated from the counts. Not here: running the sweep (reproduce.sh --claims), 
     /usr/bin/python3 scripts/plot_stability_map.py OUT/stability_map --out OUT/figures/stability_map
 """
 import argparse
-import importlib
-import json
 import os
-import re
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -20,14 +17,12 @@ from dataclasses import dataclass, field
 import matplotlib.pyplot as plt
 from matplotlib.patches import Patch, Rectangle
 
-from . import runlog
+from . import claims, runlog
 from .plot_common import save
 
 SWEEP = "stability_map"
 FIGURE = "stability_map.png"
 RUN_COMMAND = "bash scripts/reproduce.sh --claims"
-CLAIMS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs", "experiments",
-                           "claims.json")
 # The wirings of the map, in panel order, each named by its formula (STYLE.md: a variant by its formula).
 WIRINGS = {"pre": "pre-norm: x + f(norm(x))", "post": "post-norm: norm(x + f(x))",
            "post-warmup": "post-norm with warm-up: norm(x + f(x)), lr warmed up",
@@ -62,44 +57,6 @@ def point_of(run):
     if w is None or init is None or lr is None or not run.n_layer:
         return None
     return w, init, run.n_layer, float(lr)
-
-
-def claims_margin(path=CLAIMS_PATH) -> float:
-    """The margin of claims.json's definitions: "trained" is more than it below the unigram loss,
-    "plateau" at or above unigram minus it. Read from the definitions' text, which must agree."""
-    with open(path, encoding="utf-8") as f:
-        d = json.load(f)["definitions"]
-    t = re.search(r"more than ([0-9.]+) nats below the unigram loss", d["trained"])
-    p = re.search(r"at or above unigram - ([0-9.]+)", d["plateau"])
-    if not t or not p or float(t.group(1)) != float(p.group(1)):
-        raise ValueError(f"{path}: definitions.trained / .plateau: expected one margin in both, "
-                         f"got {d['trained']!r} and {d['plateau']!r}")
-    return float(t.group(1))
-
-
-def outcome_local(run, margin: float) -> str | None:
-    """claims.json's definitions verbatim: diverged (summary.json status), trained (completed, final
-    val loss more than `margin` below the unigram loss), plateau (completed, at or above it). None for
-    a run that did neither (incomplete, failed): it is counted as unfinished, not judged."""
-    if runlog.is_diverged(run):
-        return "diverged"
-    uni = run.reference_losses.get("unigram")
-    if not runlog.is_completed(run) or run.final_val_loss is None or uni is None:
-        return None
-    return "trained" if run.final_val_loss < uni - margin else "plateau"
-
-
-def classifier():
-    """(function run -> outcome, where it comes from): claims.outcome when claims.py can be
-    imported, else outcome_local with claims.json's margin. Only finished runs are passed to it."""
-    try:
-        claims = importlib.import_module(".claims", __package__)
-    except ModuleNotFoundError as e:
-        if e.name != f"{__package__}.claims":
-            raise
-        margin = claims_margin()
-        return (lambda r: outcome_local(r, margin)), f"claims.json's definitions (margin {margin:g} nats)"
-    return claims.outcome, "claims.outcome"
 
 
 # ---- the cells -------------------------------------------------------------------------------
@@ -154,7 +111,7 @@ def build(runs, outcome=None) -> MapData:
     """The map's cells from training runs; runs outside the map (other wirings) are ignored."""
     source = "the given outcome function"
     if outcome is None:
-        outcome, source = classifier()
+        outcome, source = claims.outcome, "claims.outcome"
     cells = {}
     for r in runs:
         if r.is_probe:

@@ -75,9 +75,18 @@ class Outcome(unittest.TestCase):
         self.assertEqual(cl.outcome(fabricate.claim_run({}, 0, edge)), "plateau")
         self.assertEqual(cl.outcome(fabricate.claim_run({}, 0, edge - 1e-9)), "trained")
 
-    def test_the_margin_must_be_one_number_in_the_definitions(self):
-        with self.assertRaises(ValueError):
-            cl.margin({"trained": "more than 0.05 nats below the unigram loss", "plateau": "at or above unigram - 0.1"})
+    def test_the_margin_must_be_a_positive_number(self):
+        self.assertEqual(cl.margin({"margin": 0.2}), 0.2)
+        for bad in ({}, {"margin": "0.05"}, {"margin": 0}, {"margin": True}):
+            with self.assertRaises(ValueError):
+                cl.margin(bad)
+
+    def test_each_rounds_texts_state_its_margin(self):
+        # the second copy of the number: the definitions' prose, which the report and readers quote
+        for _, doc in cl.rounds():
+            d = doc["definitions"]
+            self.assertIn(f"more than {d['margin']:g} nats below the unigram loss", d["trained"])
+            self.assertIn(f"at or above unigram - {d['margin']:g}", d["plateau"])
 
 
 def c1_last(pre_xavier=-0.5, post_xavier=0.0, pre_scaled=-0.3):

@@ -1,21 +1,18 @@
 """The stability map (scripts/stacklab/stability_map.py) on fabricated runs: each run's wiring read
 from its config, its outcome by claims.json's definitions, a cell's counts and colour, and the text
 generated from the counts where post-norm fails and pre-norm trains, and where it does not."""
-import json
-import os
-import tempfile
 import unittest
 
 import fabricate
 import matplotlib.pyplot as plt
-from stacklab import runlog
+from stacklab import claims, runlog
 from stacklab import stability_map as sm
 
 UNI = fabricate.REFS["unigram"]
 
 
 def local(run):
-    return sm.outcome_local(run, 0.05)
+    return claims.outcome(run)  # claims.json's margin: 0.05
 
 
 def cells(spec):
@@ -41,17 +38,10 @@ def grid(post_xavier_32, pre_xavier_32=("trained",) * 3, warm=("trained",) * 3, 
 
 
 class Outcome(unittest.TestCase):
-    def test_the_margin_is_read_from_claims_json(self):
-        self.assertEqual(sm.claims_margin(), 0.05)
-        with open(sm.CLAIMS_PATH, encoding="utf-8") as f:
-            doc = json.load(f)
-        for k in ("trained", "plateau"):
-            doc["definitions"][k] = doc["definitions"][k].replace("0.05", "0.2")
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "claims.json")
-            with open(path, "w", encoding="utf-8") as f:
-                json.dump(doc, f)
-            self.assertEqual(sm.claims_margin(path), 0.2)
+    def test_the_map_judges_by_claims_outcome(self):
+        r = fabricate.map_run("pre", "scaled", 8, 1e-3, 0, "trained", final=UNI - 0.0501)
+        self.assertEqual(sm.build([r]).source, "claims.outcome")
+        self.assertEqual(sm.build([r]).cell("pre", "scaled", 8, 1e-3).trained, 1)
 
     def test_trained_is_more_than_the_margin_below_the_unigram_loss(self):
         self.assertEqual(local(fabricate.map_run("pre", "scaled", 8, 1e-3, 0, "trained", final=UNI - 0.0501)),
@@ -62,7 +52,7 @@ class Outcome(unittest.TestCase):
     def test_a_run_that_neither_completed_nor_diverged_is_not_judged(self):
         r = fabricate.map_run("pre", "scaled", 8, 1e-3, 0, "trained")
         r.summary["status"] = "interrupted"
-        self.assertIsNone(local(r))
+        self.assertEqual(local(r), "incomplete")
         c = sm.build([r], local).cell("pre", "scaled", 8, 1e-3)
         self.assertEqual((c.n, c.unfinished), (0, 1))
 
