@@ -27,6 +27,7 @@ import glob
 import json
 import os
 import sys
+from dataclasses import asdict
 from collections import defaultdict
 
 from . import report_doc, report_front, runlog, stability_map, views
@@ -42,7 +43,6 @@ from .study_findings import (GRID_WIRINGS, Training, escape_table, finding_1, fi
 # The figures whose per-block values are read at one step (their captions say which).
 PER_BLOCK_FIGURES = ("grad_norm_by_block.png", "grad_ratio_vs_depth.png", "rank_vs_layer.png",
                      "last_grad_vs_depth.png", "layer_metrics_vs_depth.png")
-CLAIM_FIELDS = ("id", "claim", "source", "rule", "value", "verdict", "details", "round", "why")  # ClaimVerdict's
 TRAINING_SWEEPS = ("train_grid", "lr_grid")  # pooled: each (wiring, depth, rate) lives in one
 
 
@@ -441,7 +441,7 @@ def write_report(root, sweeps, out=None):
                      for (w, d, lr), runs in sorted(tr.pts.items(),
                                                     key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0))],
           "excluded": [{"sweep": n, "id": rid, "reason": why} for n, rid, why in excluded],
-          "claims": [{k: getattr(c, k, None) for k in CLAIM_FIELDS} for c in claims],
+          "claims": [asdict(c) for c in claims],
           "stability_map": {"source": map_data.source, "cells": stability_map.cells_json(map_data)},
           "pre_post": [vars(text["p_syn"]), vars(text["p_text"])],
           "text": {"criterion": vars(text["crit"]), "findings": text["findings"],

@@ -1,20 +1,16 @@
 """The parts of the report read at a glance: the summary (one row per finding and per claim: what it
 says, the numbers that decide it, its verdict, a link to its section), a section per finding (its
 text beside the figure that shows it, every number folded below), the claims of claims.json with
-their verdicts (claims.evaluate_all when claims.py is there, else "not run"), and the stability map
-("Where pre-norm and post-norm train"). Rows are built from any objects with a claim verdict's fields
-(id, claim, source, rule, value, verdict, details). Used by report.py. Not here: the findings' rules
-(study_findings.py), the map's counts (stability_map.py), loading runs, tables of numbers (report.py).
+their verdicts (claims.evaluate_all), and the stability map ("Where pre-norm and post-norm train").
+Rows are built from any objects with a claim verdict's fields (claims.ClaimVerdict). Used by report.py.
+Not here: the findings' rules (study_findings.py), the map's counts (stability_map.py), loading runs,
+tables of numbers (report.py).
 """
-import importlib
-import json
 import os
 import re
-from dataclasses import dataclass
 
 from . import claims, runlog, stability_map
 
-CLAIMS_PATH = claims.CLAIMS_PATH
 CLAIMS_COMMAND = stability_map.RUN_COMMAND
 # What `--claims` costs, as measured (docs/study.md, "Measurements" and "Round 2's verdicts";
 # configs/experiments/README.md); said once, in the one line that stands for the claims a tier did not run.
@@ -48,51 +44,8 @@ def one_line(text, limit=120):
 
 # ---- claims ----------------------------------------------------------------------------------
 
-@dataclass
-class ClaimRow:
-    """A claim's row when claims.py is absent: the fields of claims.ClaimVerdict."""
-    id: str
-    claim: str
-    source: str
-    rule: str
-    value: str
-    verdict: str   # "seen" | "not seen" | "not run"
-    details: str   # Markdown
-    round: int = 1
-    why: str = ""  # a round-1 claim not seen: its why_not_seen (claims_round2.json), "Category c, ...: ..."
-
-
-def source_text(src):
-    """"Xiong et al. 2020, arXiv 2002.04745, Theorem 1" from a claims.json source."""
-    authors = str(src.get("authors", ""))
-    first = authors.split(",")[0].split()[0] if authors.strip() else "?"
-    out = f"{first} et al. {src.get('year', '?')}, arXiv {src.get('arxiv', '?')}"
-    return out + (f", {src['where']}" if src.get("where") else "")
-
-
-def claims_not_run(claims_path=None):
-    """Every claim of claims.json and claims_round2.json (or of the file given) with verdict "not run"
-    (no claims.py, or no runs of it)."""
-    round2 = os.path.join(os.path.dirname(CLAIMS_PATH), "claims_round2.json")
-    paths = [claims_path] if claims_path else [CLAIMS_PATH] + ([round2] if os.path.isfile(round2) else [])
-    rows = []
-    for path in paths:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-        rows += [ClaimRow(c["id"], c["claim"], source_text(c.get("source") or {}), c["rule"]["text"], "", "not run",
-                          "", doc.get("round", 1)) for c in doc["claims"]]
-    return rows
-
-
 def claim_verdicts(root, claims_path=None, tier="quick"):
-    """(rows, where they come from): claims.evaluate_all(root, ...) when claims.py can be imported,
-    else claims.json's claims, each "not run"."""
-    try:
-        claims = importlib.import_module(".claims", __package__)
-    except ModuleNotFoundError as e:
-        if e.name != f"{__package__}.claims":
-            raise
-        return claims_not_run(claims_path), "no claims.py in this checkout: every claim is listed as not run"
+    """(claims.evaluate_all's verdicts, where they come from)."""
     return list(claims.evaluate_all(root, claims_path, tier)), "verdicts by scripts/stacklab/claims.py"
 
 

@@ -2,12 +2,7 @@
 diverged run (summary.json status) is in no number, and a cell that lost seeds says how many. Its
 summary (report_sections.py): a row per finding and per claim, each linked to a section that exists,
 the numbers folded under it, claims from any object with a claim verdict's fields."""
-import importlib.util
-import json
-import os
 import re
-import sys
-import types
 import unittest
 from dataclasses import dataclass
 from unittest import mock
@@ -180,31 +175,28 @@ class Summary(unittest.TestCase):
         self.assertEqual(md.splitlines().count("|---|---|"), 2)
         self.assertEqual(html.count("<table>"), 1 + 2)  # the summary and each judged claim's table
 
-    def test_without_claims_py_every_claim_of_claims_json_is_listed_as_not_run(self):
-        if importlib.util.find_spec("stacklab.claims") is not None:
-            self.skipTest("claims.py is present: its verdicts are used")
-        rows, where = sections.claim_verdicts("/nonexistent")
+    def test_the_verdicts_are_claims_evaluate_alls(self):
+        calls = []
+
+        def fake(out_dir, claims_path=None, tier="quick"):
+            calls.append((out_dir, tier))
+            return self.claims
+        with mock.patch.object(claims, "evaluate_all", fake):
+            rows, where = sections.claim_verdicts("/study", tier="full")
+        self.assertEqual((rows, calls), (self.claims, [("/study", "full")]))
+        self.assertIn("claims.py", where)
+
+    def test_a_tier_without_the_claims_runs_lists_every_claim_as_not_run_in_one_line(self):
+        rows, _ = sections.claim_verdicts("/nonexistent")
         ids = []
-        for name in ("claims.json", "claims_round2.json"):  # round 1, then round 2
-            with open(os.path.join(os.path.dirname(sections.CLAIMS_PATH), name), encoding="utf-8") as f:
-                ids += [c["id"] for c in json.load(f)["claims"]]
+        for _, doc in claims.rounds():  # round 1, then round 2
+            ids += [c["id"] for c in doc["claims"]]
         self.assertEqual([r.id for r in rows], ids)
         self.assertEqual({r.verdict for r in rows}, {"not run"})
-        self.assertIn("no claims.py", where)
         md, _, page_ids, hrefs = page(rows)
         self.assertEqual(hrefs[5:], [])  # one line for all of them, no row each
         self.assertIn("Claims C1-C7 of `configs/experiments/claims.json` and C1r2-C4r2, C7r2 of "
                       "`configs/experiments/claims_round2.json`: not run at this tier", md)
-
-    def test_with_claims_py_its_verdicts_and_outcomes_are_used(self):
-        fake = types.ModuleType("stacklab.claims")
-        calls = []
-        fake.evaluate_all = lambda out_dir, claims_path=None, tier="quick": calls.append((out_dir, tier)) or self.claims
-        fake.outcome = lambda run: "trained"
-        with mock.patch.dict(sys.modules, {"stacklab.claims": fake}):
-            rows, where = sections.claim_verdicts("/study", tier="full")
-        self.assertEqual((rows, calls), (self.claims, [("/study", "full")]))
-        self.assertIn("claims.py", where)
 
     def test_without_map_runs_the_map_section_says_how_to_run_it(self):
         md, _, ids, _ = page(self.claims)

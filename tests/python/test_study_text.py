@@ -6,6 +6,7 @@ import unittest
 
 import fabricate
 from stacklab import claims, report_doc, stability_map, study_text
+from stacklab.claims import ClaimVerdict as Verdict
 from stacklab import report_sections as sections
 from stacklab import study_findings as sf
 
@@ -102,8 +103,8 @@ class Summary(unittest.TestCase):
         self.assertNotIn("P (text)", md)  # the text map did not run: no row for it
 
     def test_claims_a_tier_did_not_run_are_one_line_with_the_command_and_its_time(self):
-        claims = [sections.ClaimRow(f"C{i}", f"Claim {i}.", "s", "r", "runs missing (18 configs): pre ...",
-                                    "not run", "") for i in range(1, 8)]
+        claims = [Verdict(f"C{i}", f"Claim {i}.", "s", "r", "runs missing (18 configs): pre ...",
+                          "not run", "") for i in range(1, 8)]
         md = summary_md(claims)
         self.assertIn("Claims C1-C7 of `configs/experiments/claims.json`: not run at this tier; "
                       "`bash scripts/reproduce.sh --claims` runs them (60.9 minutes", md)
@@ -112,7 +113,7 @@ class Summary(unittest.TestCase):
 
     def test_claims_of_both_rounds_not_run_are_one_line_naming_each_rounds_file(self):
         ids = [f"C{i}" for i in range(1, 8)] + ["C1r2", "C2r2", "C3r2", "C4r2", "C7r2"]
-        claims = [sections.ClaimRow(c, f"Claim {c}.", "s", "r", "runs missing", "not run", "", 2 if "r2" in c else 1)
+        claims = [Verdict(c, f"Claim {c}.", "s", "r", "runs missing", "not run", "", 2 if "r2" in c else 1)
                   for c in ids]
         md = summary_md(claims)
         self.assertIn("Claims C1-C7 of `configs/experiments/claims.json` and C1r2-C4r2, C7r2 of "
@@ -120,13 +121,13 @@ class Summary(unittest.TestCase):
                       "`bash scripts/reproduce.sh --claims` runs them (60.9 minutes", md)
         self.assertIn("round 2 adds 49 runs", md)
         self.assertNotIn("(#claim-c", md)
-        ran = [sections.ClaimRow(c.id, c.claim, "s", "r", "x = 1", "seen", "", c.round) for c in claims]
+        ran = [Verdict(c.id, c.claim, "s", "r", "x = 1", "seen", "", c.round) for c in claims]
         self.assertEqual(sections.claims_not_run_line(ran), "")
         self.assertEqual(len([line for line in summary_md(ran).splitlines() if line.startswith("| [C")]), 12)
 
     def test_a_claim_that_ran_keeps_its_row_and_only_the_others_are_in_the_line(self):
-        claims = [sections.ClaimRow("C1", "Claim 1.", "s", "r", "x = 1", "seen", ""),
-                  sections.ClaimRow("C2", "Claim 2.", "s", "r", "runs missing", "not run", "")]
+        claims = [Verdict("C1", "Claim 1.", "s", "r", "x = 1", "seen", ""),
+                  Verdict("C2", "Claim 2.", "s", "r", "runs missing", "not run", "")]
         md = summary_md(claims)
         self.assertIn("| [C1](#claim-c1) | Claim 1 | x = 1 | **seen** |", md)
         self.assertIn("Claims C2 of `configs/experiments/claims.json`: not run at this tier", md)
