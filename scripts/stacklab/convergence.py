@@ -17,12 +17,11 @@ import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from . import runlog
 from . import stability_map
 from . import study_stats as stats
-from .study_findings import fmt
+from .study_findings import fit_line, fmt
 from .study_text import pre_post as rule_p  # the short horizon's rule P, on the cells named here
 
 RULES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs", "experiments",
@@ -203,13 +202,6 @@ def point_verdicts(runs, rules: dict, init: str = "scaled") -> list:
 
 # ---- the escape step against depth -----------------------------------------------------------
 
-def _fit(x, y):
-    """Least squares y = a + b x: (b, a, residual sum of squares)."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    b, a = np.polyfit(x, y, 1)
-    return float(b), float(a), float(((y - (a + b * x)) ** 2).sum())
-
-
 def growth_fit(points, min_ratio: float) -> dict:
     """The escape-fit rule on [(depth, escape step or None, horizon)]: the verdict, the exponential
     fit ln s = a + b L (factor exp(b) per layer), the polynomial one ln s = c + p ln L, and for a depth
@@ -229,9 +221,9 @@ def growth_fit(points, min_ratio: float) -> dict:
                                   "p_above": math.log(h / s0) / math.log(d / d0)})
     if len(esc) >= 2:
         ds, ls = [d for d, _ in esc], [math.log(s) for _, s in esc]
-        b, a, ssr_e = _fit(ds, ls)
-        p, c, ssr_p = _fit([math.log(d) for d in ds], ls)
-        out.update(factor=math.exp(b), p=p, ssr_exp=ssr_e, ssr_poly=ssr_p, intercept_exp=a, intercept_poly=c)
+        e, q = fit_line(ds, ls), fit_line([math.log(d) for d in ds], ls)  # one point a depth: distinct x
+        out.update(factor=math.exp(e.slope), p=q.slope, ssr_exp=e.ssr, ssr_poly=q.ssr, intercept_exp=e.intercept,
+                   intercept_poly=q.intercept)
     if not pts:
         out["verdict"] = "not judged"
     elif not esc:

@@ -5,6 +5,7 @@ rate) pooled over the training sweeps (class Training), every seed aggregated (s
 and every run's escape step. Used by report.py. Not here: loading sweeps, tables, figures, writing files (report.py).
 """
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -37,15 +38,23 @@ def fmt(v, nd=3):
     return f"{v:.{nd}g}" if abs(v) >= 1 else f"{v:.{nd}f}".rstrip("0").rstrip(".") or "0"
 
 
-def fit_line(x, y):
-    """Least squares y = a + b x; returns (b, a, r2) or None with fewer than 2 points."""
+class Line(NamedTuple):
+    slope: float      # b
+    intercept: float  # a
+    r2: float
+    ssr: float        # the residual sum of squares
+
+
+def fit_line(x, y) -> Line | None:
+    """Least squares y = a + b x (the package's one line fit: the findings, the claims, the escape
+    step against depth); None with fewer than 2 distinct x."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     if len(x) < 2 or np.ptp(x) == 0:
         return None
     b, a = np.polyfit(x, y, 1)
+    ssr = float(((y - (a + b * x)) ** 2).sum())
     ss = float(((y - y.mean()) ** 2).sum())
-    r2 = 1.0 - float(((y - (a + b * x)) ** 2).sum()) / ss if ss > 0 else 1.0
-    return float(b), float(a), r2
+    return Line(float(b), float(a), 1.0 - ssr / ss if ss > 0 else 1.0, ssr)
 
 
 def probe_mean(run, key):
@@ -91,7 +100,7 @@ def finding_1(probe):
     if fit is None:
         return finding(1, claim, crit, rows + ["fewer than 2 depths >= 2 with a finite ratio"], False,
                        deciding="fewer than 2 depths >= 2 with a finite ratio: no fit")
-    b, _, r2 = fit
+    b, r2 = fit.slope, fit.r2
     factor = math.exp(b)
     rows.append(f"fit over L={', '.join(str(p[0]) for p in pts)}: b = {fmt(b)} per layer, "
                 f"factor exp(b) = {fmt(factor)}, R^2 = {fmt(r2)}")
