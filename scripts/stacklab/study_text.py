@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from . import stability_map
 from . import study_stats as stats
-from .report_sections import rule_row
+from .report_sections import TIER_TIMES, rule_row
 from .study_findings import (F3_STUCK_MARGIN, F3_TRAIN_MARGIN, Training, finding_1, finding_2, finding_3, finding_4,
                              finding_5, fmt)
 
@@ -21,8 +21,6 @@ RULES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."
 TEXT_ANCHOR = "on-real-text"
 PRE_POST_ANCHOR = "pre-post"
 TEXT_COMMAND = "bash scripts/reproduce.sh --text"
-# What `--text` costs, from its first runs' measured times (docs/study.md, "Measured on tiny Shakespeare").
-TEXT_TIME = "about 40 more minutes on a 2-core Intel Xeon (model 167), from its runs' measured times"
 # The text point's wirings, in the order the quick tier's text_point.json names them.
 POINT_WIRINGS = ("pre-layernorm-res", "post-layernorm-res", "pre-layernorm-nores")
 POINT_DEPTH = 32  # text_point.json's depth (a --tiny tier caps it: point_depth reads the runs)
@@ -216,7 +214,7 @@ def differences(syn_tr, text_tr, text_runs):
 
 
 def text_section(doc, *, syn_findings, text_findings, crit, syn_tr, text_tr, point_runs, syn_map, text_map,
-                 p_syn, p_text, text_time=TEXT_TIME):
+                 p_syn, p_text):
     """The report's "On real text": criterion S, per finding and per map cell the synthetic and the
     text result side by side with their verdicts, the text point, what differs and why."""
     doc.h(2, "On real text", anchor=TEXT_ANCHOR)
@@ -227,7 +225,7 @@ def text_section(doc, *, syn_findings, text_findings, crit, syn_tr, text_tr, poi
     missed = f" {if_missed[0].upper()}{if_missed[1:]}." if crit.verdict == "not seen" else ""
     doc.p(f"Criterion {crit.id} (the text horizon learns real structure): {crit.deciding}. Verdict: "
           f"**{crit.verdict}**.{missed}")
-    how = f"`{TEXT_COMMAND}` runs them" + (f" ({text_time})" if text_time else "")
+    how = f"`{TEXT_COMMAND}` runs them (measured times: {TIER_TIMES})"
     if text_findings:
         rows = [[str(s["id"]), s["title"], f"{s['deciding']}; **{'seen' if s['seen'] else 'not seen'}**",
                  f"{t['deciding']}; **{'seen' if t['seen'] else 'not seen'}**"]
