@@ -27,23 +27,20 @@ import glob
 import json
 import os
 import sys
-from dataclasses import asdict
 from collections import defaultdict
 
-from . import report_doc, report_front, runlog, stability_map, views
+from . import judge, report_doc, report_front, runlog, stability_map, views
 from . import report_convergence as convergence
 from . import report_sections as sections
 from . import study_text
-from .report_runinfo import numeric_path_lines, read_timing, timing_lines
-from .tier import CLAIMS_SWEEPS, CONVERGE_SWEEPS, COVERED_BY, TEXT_SWEEPS
+from .report_runinfo import numeric_path_lines, timing_lines
+from .tier import CLAIMS_SWEEPS, CONVERGE_SWEEPS, TEXT_SWEEPS
 from . import study_stats as stats
-from .study_findings import (GRID_WIRINGS, Training, escape_table, finding_1, finding_2, finding_3,
-                             finding_4, finding_5, fmt, fmt_escape, seed_list)
+from .study_findings import GRID_WIRINGS, fmt, fmt_escape, seed_list
 
 # The figures whose per-block values are read at one step (their captions say which).
 PER_BLOCK_FIGURES = ("grad_norm_by_block.png", "grad_ratio_vs_depth.png", "rank_vs_layer.png",
                      "last_grad_vs_depth.png", "layer_metrics_vs_depth.png")
-TRAINING_SWEEPS = ("train_grid", "lr_grid")  # pooled: each (wiring, depth, rate) lives in one
 
 
 # ---- loading ---------------------------------------------------------------------------------
@@ -265,42 +262,44 @@ def figure_caption(rel, probe, tr, sweeps):
 
 # ---- the document ----------------------------------------------------------------------------
 
-def opening(doc, root, probe, tr, sweeps, findings, claims, claims_where, map_data, map_lines, tier, text, conv,
-            written):
+def opening(doc, res, written):
     """Title, the headline figure and the paragraph answering the question (report_front.py), one line
     of what was run, the summary, a section per finding, the claims, the map, rule P, the study on real
-    text (`text`: the dict main builds from the text sweeps and study_rules.json), the convergence study
-    (`conv`: report_convergence.Study). Returns the figures shown beside their text (the Figures section
-    lists the others)."""
+    text, the convergence study, from the judged study (judge.Result). Returns the figures shown beside
+    their text (the Figures section lists the others)."""
+    root, probe, tr, sweeps, text, conv = res.root, res.probe, res.tr, res.sweeps, res.text, res.conv
+    map_lines = stability_map.map_text(res.map)
     doc.h(1, "Why deep stacks need residuals and norms: measured")
     shown = [report_front.front(doc, root, tr, text, conv, written)]
-    doc.p(f"{tier[0].upper() + tier[1:]} tier: {len(tr.runs)} completed training runs, "
+    doc.p(f"{res.tier[0].upper() + res.tier[1:]} tier: {len(tr.runs)} completed training runs, "
           f"{seeds_per_point(tr)}; {len(probe.runs)} probe points"
           + (f"; data: order-2 Markov, unigram loss {fmt(tr.unigram, 4)} nats/token" if tr.unigram is not None else "")
           + ". Every number is computed from this run's data ([how](#method)); each row links to its section, "
           "whose full numbers are folded under it.")
-    sections.summary(doc, findings, claims, map_lines, extra=text["summary_rows"] + convergence.summary_rows(conv))
+    sections.summary(doc, res.findings, res.claims, map_lines,
+                     extra=study_text.summary_extra(text) + convergence.summary_rows(conv))
     doc.p(convergence.summary_line(conv))
-    for f in findings:
+    for f in res.findings:
         rel = sections.finding_figure(root, f["id"], probe.name)
         sections.finding_section(doc, f, rel, figure_caption(rel, probe, tr, sweeps) if rel else "")
         shown += [rel] if rel else []
-    sections.claims_section(doc, claims, claims_where)
+    sections.claims_section(doc, res.claims, res.claims_where)
     rel = sections.map_figure_rel()
-    sections.map_section(doc, root, map_data, map_lines, figure_caption(rel, probe, tr, sweeps))
-    if not map_data.empty and os.path.isfile(os.path.join(root, rel)):
+    sections.map_section(doc, root, res.map, map_lines, figure_caption(rel, probe, tr, sweeps))
+    if not res.map.empty and os.path.isfile(os.path.join(root, rel)):
         shown.append(rel)
-    sections.pre_post_section(doc, [text["p_syn"], text["p_text"]], study_text.load_rules()["pre_post"])
-    study_text.text_section(doc, syn_findings=findings, text_findings=text["findings"], crit=text["crit"],
-                            syn_tr=tr, text_tr=text["tr"], point_runs=text["point_runs"], syn_map=map_data,
-                            text_map=text["map"], p_syn=text["p_syn"], p_text=text["p_text"])
+    sections.pre_post_section(doc, [text.p_syn, text.p_text], study_text.load_rules()["pre_post"])
+    study_text.text_section(doc, syn_findings=res.findings, text_findings=text.findings, crit=text.crit,
+                            syn_tr=tr, text_tr=text.tr, point_runs=text.point_runs, syn_map=res.map,
+                            text_map=text.map, p_syn=text.p_syn, p_text=text.p_text)
     figs = convergence.figures(root, conv, written) if conv.present else {}
     convergence.section(doc, conv, figs)
     return [r for r in shown if r] + [rel for rel, _ in figs.values()]
 
 
-def tables(doc, tr, esc, extras, sweeps):
+def tables(doc, res):
     """The tables of numbers behind findings 3 and 5, the extras, the excluded runs."""
+    tr, esc, extras = res.tr, res.escape, res.extras
     steps = sorted({r.summary.get("steps") for r in tr.runs if r.summary})
     seeds = sorted({stats.seed_of(r) for r in tr.runs} - {None})
     doc.h(2, f"Final validation loss of the training grid (lr {tr.ref_lr:g}, {'/'.join(map(str, steps)) or '?'} "
@@ -328,9 +327,8 @@ def tables(doc, tr, esc, extras, sweeps):
         doc.fold("The table: every point of the extra sweeps")
         doc.table(*extras_table(extras))
         doc.unfold()
-    excluded = [(s.name, rid, why) for s in sweeps.values() for rid, why in s.excluded]
     doc.h(2, "Excluded runs", anchor="excluded")
-    doc.ul([f"{n}/{rid}: {why}" for n, rid, why in excluded] or ["none: every run completed"])
+    doc.ul([f"{n}/{rid}: {why}" for n, rid, why in res.excluded] or ["none: every run completed"])
 
 
 def view_links(doc, root):
@@ -344,8 +342,9 @@ def view_links(doc, root):
     doc.ul([f"[{os.path.dirname(os.path.relpath(v, root))}]({os.path.relpath(v, root)})" for v in found])
 
 
-def closing(doc, root, probe, tr, sweeps, stages, shown):
+def closing(doc, res, shown):
     """How the numbers are made, the figures not shown beside a section, how the study was run."""
+    root, probe, tr, sweeps, stages = res.root, res.probe, res.tr, res.sweeps, res.stages
     training = tr.sweeps
     doc.h(2, "How the numbers are made", anchor="method")
     doc.p("Every number in this report is computed by `scripts/report.py` from this run's data. A number over seeds "
@@ -381,48 +380,16 @@ def closing(doc, root, probe, tr, sweeps, stages, shown):
 # ---- main ------------------------------------------------------------------------------------
 
 def write_report(root, sweeps, out=None):
-    """Judges the sweeps (name -> Sweep, or anything with its fields), draws the report's own figures
-    (the front page's, the convergence section's) into root/figures/, and writes report.md, report.html
-    and findings.json beside `out` (default root/report.md). Returns (md path, html path, findings.json's
-    dict). Raises ValueError naming what is missing when there is no probe sweep or no train_grid."""
-    probe = sweeps.get("probe_grid") or next((s for s in sweeps.values() if getattr(s, "mode", None) == "probe"), None)
-    training = [sweeps[n] for n in TRAINING_SWEEPS if n in sweeps]
-    if probe is None or "train_grid" not in sweeps:
-        raise ValueError(f"{root}: need a probe_grid and a train_grid sweep (found: {', '.join(sweeps) or 'none'})")
-    tr = Training(training)
-    findings = [finding_1(probe), finding_2(probe, tr), finding_3(tr), finding_4(probe), finding_5(tr)]
-    esc = escape_table(tr)
-    # The map: stability_map (--claims, full tier), else the quick tier's core of it (map_core).
-    map_name = stability_map.SWEEP
-    map_data = stability_map.load(os.path.join(root, map_name))
-    if map_data.empty:
-        map_name = "map_core"
-        map_data = stability_map.load(os.path.join(root, map_name))
-    text = study_text.text_study(root, sweeps)
-    text["p_syn"] = study_text.pre_post(map_data)
-    text["summary_rows"] = study_text.summary_extra(text, text["p_syn"])
-    syn_map = convergence.short_map(map_data, map_name, tr.runs, "train_grid")
-    text_map = convergence.short_map(text["map"], "text_map", text["point_runs"],
-                                     "text_train" if text["tr"] is not None else "text_point")
-    conv = convergence.judge(sweeps, {"syn_tr": tr, "text_tr": text["tr"], "syn_map": syn_map[0],
-                                      "syn_map_name": syn_map[1], "text_map": text_map[0],
-                                      "text_map_name": text_map[1]})
-    # The claims', the map core's, the text and the convergence sweeps have their own sections, not extras rows.
-    own = CLAIMS_SWEEPS + TEXT_SWEEPS + CONVERGE_SWEEPS + tuple(COVERED_BY)
-    extras = [s for s in sweeps.values() if s is not probe and s not in training and s.name not in own]
-    stages = read_timing(root)
-    start = next((s for s in reversed(stages) if s.get("stage") == "start"), {})
-    tier = start.get("tier") or "quick"
-    claims, claims_where = sections.claim_verdicts(root, tier=tier)
-    map_lines = stability_map.map_text(map_data)
-
+    """Judges the sweeps (name -> Sweep, or anything with its fields: judge.judge), draws the report's own
+    figures (the front page's, the convergence section's) into root/figures/, and writes report.md,
+    report.html and findings.json beside `out` (default root/report.md). Returns (md path, html path,
+    findings.json's dict). Raises ValueError naming what is missing when there is no probe sweep or no
+    train_grid."""
+    res = judge.judge(root, sweeps)
     doc, written = report_doc.Doc(), []
-    shown = opening(doc, root, probe, tr, sweeps, findings, claims, claims_where, map_data, map_lines,
-                    tier + (" (--tiny)" if start.get("tiny") else ""), text, conv, written)
-    tables(doc, tr, esc, extras, sweeps)
-    closing(doc, root, probe, tr, sweeps, stages, shown)
-
-    excluded = [(s.name, rid, why) for s in sweeps.values() for rid, why in s.excluded]
+    shown = opening(doc, res, written)
+    tables(doc, res)
+    closing(doc, res, shown)
     out = out or os.path.join(root, "report.md")
     out_dir = os.path.dirname(os.path.abspath(out))
     with open(out, "w", encoding="utf-8") as fh:
@@ -430,35 +397,21 @@ def write_report(root, sweeps, out=None):
     html_path = os.path.splitext(out)[0] + ".html"
     with open(html_path, "w", encoding="utf-8") as fh:
         fh.write(doc.html(root, "stacklab: deep-stacking report"))
-    fj = {"findings": findings,
-          "escape": {"margin": stats.ESCAPE_MARGIN, "unigram": tr.unigram, "points": esc},
-          "learning_rates": {"reference": tr.ref_lr, "rates": tr.rates,
-                             "best": [{"wiring": w, "depth": d, "learning_rate": tr.best(w, d)}
-                                      for w in GRID_WIRINGS for d in tr.depths if tr.best(w, d) is not None]},
-          "points": [{"wiring": w, "depth": d, "learning_rate": lr, "sweep": runs[0].sweep_name,
-                      "seeds": [stats.seed_of(r) for r in runs],
-                      "final_val_loss": stats.summarize_loss([r.final_val_loss for r in runs])}
-                     for (w, d, lr), runs in sorted(tr.pts.items(),
-                                                    key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0))],
-          "excluded": [{"sweep": n, "id": rid, "reason": why} for n, rid, why in excluded],
-          "claims": [asdict(c) for c in claims],
-          "stability_map": {"source": map_data.source, "cells": stability_map.cells_json(map_data)},
-          "pre_post": [vars(text["p_syn"]), vars(text["p_text"])],
-          "text": {"criterion": vars(text["crit"]), "findings": text["findings"],
-                   "stability_map": {"source": text["map"].source, "cells": stability_map.cells_json(text["map"])}},
-          "convergence": convergence.findings_json(conv)}
+    fj = judge.findings_json(res)
     with open(os.path.join(out_dir, "findings.json"), "w", encoding="utf-8") as fh:
         json.dump(fj, fh, indent=1)
-    for f in findings:
-        print(f"finding {f['id']}: {'seen' if f['seen'] else 'NOT seen'}")
-    for f in text["findings"]:
-        print(f"finding {f['id']} on text: {'seen' if f['seen'] else 'NOT seen'}")
-    for v in (text["crit"], text["p_syn"], text["p_text"]):
-        print(f"rule {v.id}: {v.verdict}")
-    for c in claims:
-        print(f"claim {c.id}: {c.verdict}")
-    print(convergence.summary_line(conv))
+    for line in verdict_lines(res):
+        print(line)
     return out, html_path, fj
+
+
+def verdict_lines(res):
+    """One line per verdict, printed after the report is written."""
+    out = [f"finding {f['id']}: {'seen' if f['seen'] else 'NOT seen'}" for f in res.findings]
+    out += [f"finding {f['id']} on text: {'seen' if f['seen'] else 'NOT seen'}" for f in res.text.findings]
+    out += [f"rule {v.id}: {v.verdict}" for v in (res.text.crit, res.text.p_syn, res.text.p_text)]
+    out += [f"claim {c.id}: {c.verdict}" for c in res.claims]
+    return out + [convergence.summary_line(res.conv)]
 
 
 def main(argv=None):

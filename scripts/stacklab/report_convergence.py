@@ -6,104 +6,19 @@ init, and each short-horizon statement beside its long verdict with every revers
 the summary). Without converge sweeps, one line saying how to run them. Used by report.py.
 Not here: the rules (convergence.py), the figures (plot_convergence.py), the front page (report_front.py).
 """
-from dataclasses import dataclass
 
 from . import convergence as cv
-from . import stability_map
 from . import study_stats as stats
-from .study_findings import GRID_WIRINGS, finding_3
-from .tier import CONVERGE_SWEEPS
+from .study_findings import GRID_WIRINGS
 
 ANCHOR = "convergence"
 SHORT_LONG_ANCHOR = "convergence-short-long"
-COMMAND = "bash scripts/reproduce.sh --converge"
+COMMAND, RULES_FILE = cv.COMMAND, cv.RULES_FILE
 SOURCE_NAMES = {"synthetic": "Synthetic source (order-2 Markov)", "text": "Tiny Shakespeare"}
-RULES_FILE = "configs/experiments/convergence_rules.json"
 # Where a short verdict the output folder does not hold was measured, and what runs it here.
 NOT_HERE = {"synthetic": "the quick tier's train_grid and map_core run it",
             "text": "docs/study.md, 'Measured on tiny Shakespeare', gives the measured one; "
                     "`bash scripts/reproduce.sh --text` runs it here"}
-
-
-@dataclass
-class Study:
-    """The convergence runs judged, and the short verdicts set beside them."""
-    rules: dict
-    sweeps: list        # the converge sweeps OUT holds
-    runs: list          # every run they list that was loaded (finished, diverged or not)
-    points: list        # [convergence.Point]
-    fits: dict          # (source, wiring) -> convergence.Fit
-    pp: dict            # source -> convergence.PrePost
-    short_pp: dict      # source -> convergence.PrePost on the short horizon's map
-    short: dict         # (statement id, source) -> short verdict
-    short_from: dict    # (statement id, source) -> where the short verdict was read
-    rows: list          # convergence.compare's rows
-
-    @property
-    def present(self) -> bool:
-        return bool(self.points)
-
-    @property
-    def sources(self) -> list:
-        return [s for s in SOURCE_NAMES if any(p.source == s for p in self.points)]
-
-    @property
-    def reversals(self) -> list:
-        return [r for r in self.rows if r[5]]
-
-
-def sweep_runs(sweep) -> list:
-    """A report.Sweep's usable runs and its excluded ones that were loaded (diverged, unfinished):
-    the convergence rules judge a diverged run, and count an unfinished one as not judged. Each is
-    tagged with its sweep and the sweep's seed count (its manifest's), so that a point says "k of
-    n seeds" when seeds are missing."""
-    seeds = {s for e in sweep.manifest.get("runs", []) if isinstance(e, dict)
-             for s in (e.get("seeds") or []) if isinstance(e.get("seeds"), list)}
-    runs = list(sweep.runs) + [r for r in getattr(sweep, "excluded_runs", {}).values() if r.config]
-    for r in runs:
-        r.sweep_name, r.sweep_seeds = sweep.name, len(seeds) or None
-    return runs
-
-
-def short_statements(syn_tr, text_tr, syn_map, syn_map_name, text_map, text_map_name, rules):
-    """({(id, source): short verdict}, {(id, source): where from}, {source: PrePost}) from what this
-    output folder holds: finding 3's parts (i) and (ii) on the training sweeps (synthetic) and on
-    text_train (text); rule P and post-lower on the short map's cells the long rule names."""
-    short, where, pps = {}, {}, {}
-    for src, tr, name in (("synthetic", syn_tr, "train_grid/lr_grid"), ("text", text_tr, "text_train")):
-        if tr is None or not tr.runs:
-            continue
-        parts = finding_3(tr).get("parts", {})
-        steps = "/".join(str(s) for s in sorted({r.summary.get("steps") for r in tr.runs if r.summary} - {None}))
-        for sid, part in (("F3i", "i"), ("F3ii", "ii")):
-            if parts.get(part, "not run") != "not run":
-                short[(sid, src)] = parts[part]
-                where[(sid, src)] = f"finding 3 on {name}, {steps or '?'} steps"
-    cells = f"cells at L={rules['pre_post']['depth']}, lr {rules['pre_post']['learning_rate']:g}"
-    for src, data, name in (("synthetic", syn_map, syn_map_name), ("text", text_map, text_map_name)):
-        if data is None or data.empty:
-            continue
-        pp = cv.pre_post_map(data, rules, src)
-        pps[src] = pp
-        for sid, v in (("P", pp.p_verdict), ("post_lower", cv.post_lower(pp))):
-            if v != "not run":
-                short[(sid, src)] = v
-                where[(sid, src)] = f"{name}'s {cells}"
-    return short, where, pps
-
-
-def judge(sweeps: dict, short_args: dict) -> Study:
-    """The convergence study from the converge sweeps among `sweeps` (name -> report.Sweep), and
-    the short statements from `short_args` (short_statements' keyword arguments but rules)."""
-    rules = cv.load_rules()
-    present = [n for n in CONVERGE_SWEEPS if n in sweeps]
-    runs = [r for n in present for r in sweep_runs(sweeps[n])]
-    points = cv.point_verdicts(runs, rules)
-    fits = cv.escape_fits(runs, rules)
-    pp = {src: cv.pre_post(runs, rules, src) for src in sorted({cv.source_of(r) for r in runs})}
-    short, where, short_pp = short_statements(rules=rules, **short_args)
-    rows = cv.compare(short, cv.long_statements(points, pp, rules), rules) if points else []
-    return Study(rules, present, runs, points, fits, pp, short_pp, short, where, rows)
 
 
 # ---- text pieces -----------------------------------------------------------------------------
@@ -140,7 +55,7 @@ def point_cell(pt) -> list:
     return [f"{pt.horizon} steps: **{pt.verdict}** ({pt.counts}{lost}); final {loss_range(pt.finals)}; lr {pt.lr:g}"]
 
 
-def verdict_table(study: Study, source: str):
+def verdict_table(study: cv.Study, source: str):
     """Wiring x depth: each cell a line per horizon (H, and 4H where extended)."""
     pts = [p for p in study.points if p.source == source]
     depths = sorted({p.depth for p in pts})
@@ -180,7 +95,7 @@ def statement_row(row, where) -> list:
 
 # ---- the section, the summary rows, findings.json ----------------------------------------------
 
-def section(doc, study: Study, figures: dict):
+def section(doc, study: cv.Study, figures: dict):
     """The report's section "Convergence"; `figures`: plot_convergence's {key: (rel path, caption)}."""
     doc.h(2, "Convergence: do deep stacks without a residual escape the plateau?", anchor=ANCHOR)
     if not study.present:
@@ -222,7 +137,7 @@ def section(doc, study: Study, figures: dict):
               [statement_row(r, study.short_from) for r in study.rows])
 
 
-def summary_rows(study: Study) -> list:
+def summary_rows(study: cv.Study) -> list:
     """The summary's rows: each short statement beside its long verdict, a reversal named on its row."""
     rows = []
     for sid, src, text, sv, lv, note in study.rows:
@@ -232,7 +147,7 @@ def summary_rows(study: Study) -> list:
     return rows
 
 
-def summary_line(study: Study) -> str:
+def summary_line(study: cv.Study) -> str:
     """One line under the summary: the reversals (none dropped), or that the study was not run."""
     if not study.present:
         return f"[Convergence](#{ANCHOR}): not run (`{COMMAND}` runs it)."
@@ -242,41 +157,7 @@ def summary_line(study: Study) -> str:
             + "; no verdict is dropped.")
 
 
-def findings_json(study: Study) -> dict:
-    """findings.json's "convergence": every point, fit, pre/post cell and short/long row."""
-    if not study.present:
-        return {"present": False, "how": COMMAND, "rules": RULES_FILE}
-    return {
-        "present": True, "rules": RULES_FILE, "fixed_on": study.rules["fixed_on"], "sweeps": study.sweeps,
-        "points": [{"source": p.source, "wiring": p.wiring, "depth": p.depth, "learning_rate": p.lr,
-                    "horizon": p.horizon, "verdict": p.verdict, "counts": p.counts, "seeds_planned": p.planned,
-                    "final_val_loss": stats.summarize_loss(p.finals),
-                    "seeds": [{"seed": sd, "outcome": o, "escape_step": s, "last_eval_step": last, "final_val_loss": f}
-                              for sd, o, s, last, f in p.seeds]} for p in study.points],
-        "escape_fits": [{"source": f.source, "wiring": f.wiring, "verdict": f.median_fit["verdict"],
-                         "rows": [{"depth": d, "learning_rate": lr, "horizon": h, "escape_steps": ss, "median": m}
-                                  for d, lr, h, ss, m in f.rows],
-                         "median_fit": f.median_fit, "seed_fits": {str(k): v for k, v in f.seed_fits.items()},
-                         "not_judged": [{"depth": d, "horizon": h} for d, h in f.not_judged]}
-                        for f in study.fits.values()],
-        "pre_post": [vars(p) for p in study.pp.values()],
-        "pre_post_short": [vars(p) for p in study.short_pp.values()],
-        "short_vs_long": [{"id": sid, "source": src, "statement": text, "short": sv,
-                           "short_from": study.short_from.get((sid, src)), "long": lv, "reversal": note}
-                          for sid, src, text, sv, lv, note in study.rows],
-        "reversals": [{"id": r[0], "source": r[1], "note": r[5]} for r in study.reversals],
-    }
-
-
-def short_map(map_data, map_name, fallback_runs, fallback_name):
-    """(map, its name) for the short horizon's pre vs post: the map sweep when it holds cells, else
-    the cells the training runs hold (train_grid's L = 32; text_train's or text_point's)."""
-    if map_data is not None and not map_data.empty:
-        return map_data, map_name
-    return stability_map.build(fallback_runs), fallback_name
-
-
-def figures(root: str, study: Study, written: list) -> dict:
+def figures(root: str, study: cv.Study, written: list) -> dict:
     """Draws the section's figures (plot_convergence.py) into root/figures/convergence/:
     {key: (rel path, caption)}, key curves_<source> or escape_<source>."""
     from . import plot_convergence as pc  # matplotlib only where figures are drawn

@@ -65,12 +65,12 @@ def horizons(study, source) -> dict:
 
 def panels(tr, text, study):
     """({source: [Series]}, {source: reference losses}, the runs whose wirings colour the figure)."""
-    names = formulas(list(tr.runs) + list(study.runs) + list(text["point_runs"]))
-    text_tr = text["tr"]
+    names = formulas(list(tr.runs) + list(study.runs) + list(text.point_runs))
+    text_tr = text.tr
     shorts = {"synthetic": (short_values(tr), steps_of(tr.runs))}
-    text_short = short_values(text_tr, text["point_runs"])
+    text_short = short_values(text_tr, text.point_runs)
     if text_short:
-        shorts["text"] = (text_short, steps_of(text_tr.runs if text_tr is not None else text["point_runs"]))
+        shorts["text"] = (text_short, steps_of(text_tr.runs if text_tr is not None else text.point_runs))
     out, refs = {}, {"synthetic": tr.refs}
     for src in SOURCE_NAMES:
         series = []
@@ -85,12 +85,12 @@ def panels(tr, text, study):
         if series:
             out[src] = sorted(series, key=lambda s: (list(GRID_WIRINGS).index(s.wiring) if s.wiring in GRID_WIRINGS
                                                      else len(GRID_WIRINGS), s.kind))
-    runs = [r for r in list(study.runs) + list(text["point_runs"]) + (list(text_tr.runs) if text_tr else [])
+    runs = [r for r in list(study.runs) + list(text.point_runs) + (list(text_tr.runs) if text_tr else [])
             if r.reference_losses]
     if "text" in out:
         refs["text"] = next((r.reference_losses for r in runs if (r.config.get("data") or {}).get("source") == "text"),
                             {})
-    return out, refs, list(tr.runs) + list(study.runs) + list(text["point_runs"])
+    return out, refs, list(tr.runs) + list(study.runs) + list(text.point_runs)
 
 
 # ---- the paragraph ---------------------------------------------------------------------------
@@ -165,20 +165,20 @@ def long_sentence(src, study, names, short_steps) -> str:
 
 def answer(tr, text, study) -> str:
     """The one paragraph under the headline figure."""
-    names = formulas(list(tr.runs) + list(study.runs) + list(text["point_runs"]))
+    names = formulas(list(tr.runs) + list(study.runs) + list(text.point_runs))
     syn_steps = steps_of(tr.runs)
     out = [f"**{QUESTION}**", short_sentence("synthetic", short_values(tr), syn_steps, tr.unigram, names)]
-    text_tr = text["tr"]
-    tv = short_values(text_tr, text["point_runs"])
+    text_tr = text.tr
+    tv = short_values(text_tr, text.point_runs)
     if tv:
-        runs = text_tr.runs if text_tr is not None else text["point_runs"]
+        runs = text_tr.runs if text_tr is not None else text.point_runs
         uni = next((r.reference_losses.get("unigram") for r in runs if r.reference_losses), None)
         out.append(short_sentence("text", tv, steps_of(runs), uni, names))
     if not study.present:
         out.append(f"The long horizon (10-30x the steps) was not run: `{COMMAND}` runs it (hours).")
         return " ".join(o for o in out if o)
     for src in study.sources:
-        text_runs = text_tr.runs if text_tr is not None else text["point_runs"]
+        text_runs = text_tr.runs if text_tr is not None else text.point_runs
         short = syn_steps if src == "synthetic" else steps_of(text_runs) if tv else "?"
         out.append(long_sentence(src, study, names, short))
     rev = study.reversals

@@ -9,7 +9,7 @@ tables of numbers (report.py).
 import os
 import re
 
-from . import claims, runlog, stability_map
+from . import runlog, stability_map
 
 CLAIMS_COMMAND = stability_map.RUN_COMMAND
 # Where what a tier costs is kept, measured per machine: the tier table's last column. The report names
@@ -41,13 +41,6 @@ def one_line(text, limit=120):
 
 
 # ---- claims ----------------------------------------------------------------------------------
-
-def claim_verdicts(root, claims_path=None, tier="quick"):
-    """(claims.evaluate_all's verdicts, where they come from)."""
-    return list(claims.evaluate_all(root, claims_path, tier)), "verdicts by scripts/stacklab/claims.py"
-
-
-# ---- the summary -----------------------------------------------------------------------------
 
 def verdict_mark(verdict):
     return f"**{verdict}**"

@@ -171,16 +171,16 @@ def text_study(root, sweeps):
     return out
 
 
-def summary_extra(text, p_syn):
-    """The summary's rows after the findings: rule P on the synthetic map (always: "not run" says the
-    cells are missing), on the text map and criterion S where they ran."""
+def summary_extra(text):
+    """The summary's rows after the findings (text: a judge.TextStudy): rule P on the synthetic map
+    (always: "not run" says the cells are missing), on the text map and criterion S where they ran."""
     rule = load_rules()["pre_post"]
-    rows = [rule_row(PRE_POST_ANCHOR, p_syn, f"Pre-norm trains where post-norm fails, not the reverse (L = "
+    rows = [rule_row(PRE_POST_ANCHOR, text.p_syn, f"Pre-norm trains where post-norm fails, not the reverse (L = "
                      f"{rule['depth']}, inits {' and '.join(rule['inits'])})")]
-    if text["p_text"].verdict != "not run":
-        rows.append(rule_row(PRE_POST_ANCHOR, text["p_text"], "The same on tiny Shakespeare"))
-    if text["tr"] is not None:
-        rows.append(rule_row(TEXT_ANCHOR, text["crit"], "On text the horizon lets a residual stack learn structure"))
+    if text.p_text.verdict != "not run":
+        rows.append(rule_row(PRE_POST_ANCHOR, text.p_text, "The same on tiny Shakespeare"))
+    if text.tr is not None:
+        rows.append(rule_row(TEXT_ANCHOR, text.crit, "On text the horizon lets a residual stack learn structure"))
     return rows
 
 

@@ -5,7 +5,6 @@ the numbers folded under it, claims from any object with a claim verdict's field
 import re
 import unittest
 from dataclasses import dataclass
-from unittest import mock
 
 import fabricate
 from stacklab import claims, report, report_doc, stability_map
@@ -175,19 +174,8 @@ class Summary(unittest.TestCase):
         self.assertEqual(md.splitlines().count("|---|---|"), 2)
         self.assertEqual(html.count("<table>"), 1 + 2)  # the summary and each judged claim's table
 
-    def test_the_verdicts_are_claims_evaluate_alls(self):
-        calls = []
-
-        def fake(out_dir, claims_path=None, tier="quick"):
-            calls.append((out_dir, tier))
-            return self.claims
-        with mock.patch.object(claims, "evaluate_all", fake):
-            rows, where = sections.claim_verdicts("/study", tier="full")
-        self.assertEqual((rows, calls), (self.claims, [("/study", "full")]))
-        self.assertIn("claims.py", where)
-
     def test_a_tier_without_the_claims_runs_lists_every_claim_as_not_run_in_one_line(self):
-        rows, _ = sections.claim_verdicts("/nonexistent")
+        rows = claims.evaluate_all("/nonexistent")
         ids = []
         for _, doc in claims.rounds():  # round 1, then round 2
             ids += [c["id"] for c in doc["claims"]]

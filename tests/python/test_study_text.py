@@ -5,7 +5,7 @@ one line that stands for the claims a tier did not run."""
 import unittest
 
 import fabricate
-from stacklab import claims, report_doc, stability_map, study_text
+from stacklab import claims, judge, report_doc, stability_map, study_text
 from stacklab.claims import ClaimVerdict as Verdict
 from stacklab import report_sections as sections
 from stacklab import study_findings as sf
@@ -94,8 +94,9 @@ def summary_md(claims, extra=()):
 class Summary(unittest.TestCase):
     def test_the_summary_has_a_row_for_pre_vs_post_norm_with_its_deciding_numbers_and_verdict(self):
         p = study_text.pre_post(pmap({**ALL_TRAINED, ("post", "xavier", 1e-2): "diverged"}))
-        text = {"p_text": study_text.pre_post(stability_map.build([], outcome), source="text"), "tr": None}
-        md = summary_md([], study_text.summary_extra(text, p))
+        text = judge.TextStudy([], None, None, [], None, p,
+                               study_text.pre_post(stability_map.build([], outcome), source="text"))
+        md = summary_md([], study_text.summary_extra(text))
         row = next(line for line in md.splitlines() if line.startswith("| [P](#pre-post) |"))
         self.assertIn("Pre-norm trains where post-norm fails, not the reverse (L = 32, inits scaled and xavier)", row)
         self.assertIn("xavier lr 0.01 (pre 3/0/0, post 0/3/0)", row)

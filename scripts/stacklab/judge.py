@@ -1,0 +1,119 @@
+"""The study judged once: one pass turns an output folder's sweeps into one typed result (Result),
+which the report's sections render and findings.json serialises; nothing here writes text for a
+reader. The rules are the judging modules': study_findings (findings 1-5, the escape table),
+stability_map and claims (the map's outcomes, the claims' verdicts), study_text (rule P, criterion S,
+the findings on text), convergence (the long horizon).
+
+    result = judge(root, sweeps)    # sweeps: name -> report.Sweep (or anything with its fields)
+    findings_json(result)           # findings.json's dict
+Not here: loading a sweep (report.Sweep), the report's text (report.py and the section modules).
+"""
+import os
+from dataclasses import asdict, dataclass
+
+from . import claims as claims_mod
+from . import convergence
+from . import stability_map
+from . import study_stats as stats
+from . import study_text
+from .report_runinfo import read_timing
+from .study_findings import (GRID_WIRINGS, Training, escape_table, finding_1, finding_2, finding_3, finding_4,
+                             finding_5)
+from .tier import CLAIMS_SWEEPS, CONVERGE_SWEEPS, COVERED_BY, TEXT_SWEEPS
+
+TRAINING_SWEEPS = ("train_grid", "lr_grid")  # pooled: each (wiring, depth, rate) lives in one
+
+
+@dataclass
+class TextStudy:
+    """The study on tiny Shakespeare (study_rules.json) and rule P on both sources' maps."""
+    findings: list      # findings 1-5 on the text sweeps (study_findings' dicts), [] where they did not run
+    tr: object          # study_findings.Training over text_train, or None
+    crit: object        # study_text.Verdict: criterion S
+    point_runs: list    # the text point's runs (text_train's or text_point's, at its depth)
+    map: object         # stability_map.MapData of text_map
+    p_syn: object       # study_text.Verdict: rule P on the synthetic map
+    p_text: object      # study_text.Verdict: rule P on the text map
+
+
+@dataclass
+class Result:
+    """Every verdict and number the report shows, judged once from one output folder."""
+    root: str
+    sweeps: dict        # name -> Sweep
+    probe: object       # the probe sweep (probe_grid)
+    tr: Training        # the training points pooled over TRAINING_SWEEPS
+    findings: list      # findings 1-5 (study_findings.finding's dicts)
+    escape: list        # study_findings.escape_table's rows
+    map: object         # stability_map.MapData: stability_map, else map_core
+    map_name: str
+    text: TextStudy
+    conv: object        # convergence.Study
+    claims: list        # [claims.ClaimVerdict], round 1 then round 2
+    claims_where: str
+    extras: list        # the sweeps no section of their own shows
+    stages: list        # timing.jsonl's records
+    tier: str           # "quick", "full", with " (--tiny)" for a scaled-down tier
+
+    @property
+    def excluded(self) -> list:
+        """[(sweep name, run id, why)] of every sweep."""
+        return [(s.name, rid, why) for s in self.sweeps.values() for rid, why in s.excluded]
+
+
+def judge(root, sweeps) -> Result:
+    """The study in `root` judged from its sweeps (name -> Sweep). Raises ValueError naming what is
+    missing when there is no probe sweep or no train_grid."""
+    probe = sweeps.get("probe_grid") or next((s for s in sweeps.values() if getattr(s, "mode", None) == "probe"), None)
+    training = [sweeps[n] for n in TRAINING_SWEEPS if n in sweeps]
+    if probe is None or "train_grid" not in sweeps:
+        raise ValueError(f"{root}: need a probe_grid and a train_grid sweep (found: {', '.join(sweeps) or 'none'})")
+    tr = Training(training)
+    findings = [finding_1(probe), finding_2(probe, tr), finding_3(tr), finding_4(probe), finding_5(tr)]
+    # The map: stability_map (--claims, full tier), else the quick tier's core of it (map_core).
+    map_name = stability_map.SWEEP
+    map_data = stability_map.load(os.path.join(root, map_name))
+    if map_data.empty:
+        map_name = "map_core"
+        map_data = stability_map.load(os.path.join(root, map_name))
+    t = study_text.text_study(root, sweeps)
+    text = TextStudy(t["findings"], t["tr"], t["crit"], t["point_runs"], t["map"], study_text.pre_post(map_data),
+                     t["p_text"])
+    syn_map = convergence.short_map(map_data, map_name, tr.runs, "train_grid")
+    text_map = convergence.short_map(text.map, "text_map", text.point_runs,
+                                     "text_train" if text.tr is not None else "text_point")
+    conv = convergence.judge(sweeps, {"syn_tr": tr, "text_tr": text.tr, "syn_map": syn_map[0],
+                                      "syn_map_name": syn_map[1], "text_map": text_map[0],
+                                      "text_map_name": text_map[1]})
+    # The claims', the map core's, the text and the convergence sweeps have their own sections, not extras rows.
+    own = CLAIMS_SWEEPS + TEXT_SWEEPS + CONVERGE_SWEEPS + tuple(COVERED_BY)
+    extras = [s for s in sweeps.values() if s is not probe and s not in training and s.name not in own]
+    stages = read_timing(root)
+    start = next((s for s in reversed(stages) if s.get("stage") == "start"), {})
+    tier = start.get("tier") or "quick"
+    claims = list(claims_mod.evaluate_all(root, None, tier))
+    return Result(root, sweeps, probe, tr, findings, escape_table(tr), map_data, map_name, text, conv, claims,
+                  "verdicts by scripts/stacklab/claims.py", extras, stages,
+                  tier + (" (--tiny)" if start.get("tiny") else ""))
+
+
+def findings_json(res: Result) -> dict:
+    """findings.json: the result serialised."""
+    tr, text = res.tr, res.text
+    return {"findings": res.findings,
+            "escape": {"margin": stats.ESCAPE_MARGIN, "unigram": tr.unigram, "points": res.escape},
+            "learning_rates": {"reference": tr.ref_lr, "rates": tr.rates,
+                               "best": [{"wiring": w, "depth": d, "learning_rate": tr.best(w, d)}
+                                        for w in GRID_WIRINGS for d in tr.depths if tr.best(w, d) is not None]},
+            "points": [{"wiring": w, "depth": d, "learning_rate": lr, "sweep": runs[0].sweep_name,
+                        "seeds": [stats.seed_of(r) for r in runs],
+                        "final_val_loss": stats.summarize_loss([r.final_val_loss for r in runs])}
+                       for (w, d, lr), runs in sorted(tr.pts.items(),
+                                                      key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0))],
+            "excluded": [{"sweep": n, "id": rid, "reason": why} for n, rid, why in res.excluded],
+            "claims": [asdict(c) for c in res.claims],
+            "stability_map": {"source": res.map.source, "cells": stability_map.cells_json(res.map)},
+            "pre_post": [vars(text.p_syn), vars(text.p_text)],
+            "text": {"criterion": vars(text.crit), "findings": text.findings,
+                     "stability_map": {"source": text.map.source, "cells": stability_map.cells_json(text.map)}},
+            "convergence": convergence.findings_json(res.conv)}
