@@ -8,15 +8,15 @@ the findings on text), convergence (the long horizon).
     findings_json(result)           # findings.json's dict
 Not here: loading a sweep (report.Sweep), the report's text (report.py and the section modules).
 """
+import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from . import claims as claims_mod
 from . import convergence
 from . import stability_map
 from . import study_stats as stats
-from . import study_text
-from .report_runinfo import read_timing
+from . import runlog, study_text
 from .study_findings import (GRID_WIRINGS, Training, escape_table, finding_1, finding_2, finding_3, finding_4,
                              finding_5)
 from .tier import CLAIMS_SWEEPS, CONVERGE_SWEEPS, COVERED_BY, TEXT_SWEEPS
@@ -34,6 +34,7 @@ class TextStudy:
     map: object         # stability_map.MapData of text_map
     p_syn: object       # study_text.Verdict: rule P on the synthetic map
     p_text: object      # study_text.Verdict: rule P on the text map
+    point: object = None  # study_text.text_point: (depth, rows, {source: finding 3 holds}) or None
 
 
 @dataclass
@@ -54,11 +55,26 @@ class Result:
     extras: list        # the sweeps no section of their own shows
     stages: list        # timing.jsonl's records
     tier: str           # "quick", "full", with " (--tiny)" for a scaled-down tier
+    branch: list = field(default_factory=list)  # stability_map.branch_sizes of claims_probe's L = 32 points
 
     @property
     def excluded(self) -> list:
         """[(sweep name, run id, why)] of every sweep."""
         return [(s.name, rid, why) for s in self.sweeps.values() for rid, why in s.excluded]
+
+
+def read_timing(root) -> list:
+    """timing.jsonl's records (reproduce.sh writes them), a line that is no JSON skipped."""
+    stages = []
+    path = os.path.join(root, "timing.jsonl")
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    stages.append(json.loads(line))
+                except ValueError:
+                    pass
+    return stages
 
 
 def judge(root, sweeps) -> Result:
@@ -78,7 +94,7 @@ def judge(root, sweeps) -> Result:
         map_data = stability_map.load(os.path.join(root, map_name))
     t = study_text.text_study(root, sweeps)
     text = TextStudy(t["findings"], t["tr"], t["crit"], t["point_runs"], t["map"], study_text.pre_post(map_data),
-                     t["p_text"])
+                     t["p_text"], study_text.text_point(tr, t["point_runs"]))
     syn_map = convergence.short_map(map_data, map_name, tr.runs, "train_grid")
     text_map = convergence.short_map(text.map, "text_map", text.point_runs,
                                      "text_train" if text.tr is not None else "text_point")
@@ -92,9 +108,11 @@ def judge(root, sweeps) -> Result:
     start = next((s for s in reversed(stages) if s.get("stage") == "start"), {})
     tier = start.get("tier") or "quick"
     claims = list(claims_mod.evaluate_all(root, None, tier))
+    branch_dir = os.path.join(root, stability_map.BRANCH_SWEEP)
+    branch = stability_map.branch_sizes(runlog.sweep_runs(branch_dir)) if os.path.isdir(branch_dir) else []
     return Result(root, sweeps, probe, tr, findings, escape_table(tr), map_data, map_name, text, conv, claims,
                   "verdicts by scripts/stacklab/claims.py", extras, stages,
-                  tier + (" (--tiny)" if start.get("tiny") else ""))
+                  tier + (" (--tiny)" if start.get("tiny") else ""), branch)
 
 
 def findings_json(res: Result) -> dict:

@@ -16,9 +16,10 @@ import unittest
 import fabricate
 from fabricate import curve, long_run
 
-from stacklab import report, report_doc, runlog
+from stacklab import report, runlog
 from stacklab import convergence as cv
-from stacklab import report_convergence as rc
+from stacklab.report import convergence as rc
+from stacklab.report import doc as report_doc
 
 H, LONG = 1000, 4000
 SEEDS = (20, 21, 22)

@@ -1,14 +1,16 @@
-"""The report's tables and findings on fabricated runs (scripts/stacklab/report.py, study_findings.py): a
+"""The report's tables and findings on fabricated runs (scripts/stacklab/report/tables.py, study_findings.py): a
 diverged run (summary.json status) is in no number, and a cell that lost seeds says how many. Its
-summary (report_sections.py): a row per finding and per claim, each linked to a section that exists,
+summary (report/sections.py): a row per finding and per claim, each linked to a section that exists,
 the numbers folded under it, claims from any object with a claim verdict's fields."""
 import re
 import unittest
 from dataclasses import dataclass
 
 import fabricate
-from stacklab import claims, report, report_doc, stability_map
-from stacklab import report_sections as sections
+from stacklab import claims, stability_map
+from stacklab.report import doc as report_doc
+from stacklab.report import map as report_map
+from stacklab.report import sections, tables
 from stacklab import study_findings as sf
 
 
@@ -32,7 +34,7 @@ def cell(table, wiring, col, depth=None):
 class Tables(unittest.TestCase):
     def test_a_diverged_seed_is_left_out_and_counted_in_its_cell(self):
         tr = study()
-        c = cell(report.lr_table(tr), "none-nores", "lr 0.01", depth=8)
+        c = cell(tables.lr_table(tr), "none-nores", "lr 0.01", depth=8)
         self.assertIn("n=2", c)
         self.assertIn("1 of 3 seeds excluded", c)
         self.assertIn("diverged at step 133", c)
@@ -42,33 +44,33 @@ class Tables(unittest.TestCase):
         tr = study()
         tr = sf.Training([fabricate.FakeSweep("train_grid", tr.runs + [
             fabricate.run("none-nores", 8, 3e-2, s, None, status="diverged", diverged_step=9) for s in range(3)])])
-        c = cell(report.lr_table(tr), "none-nores", "lr 0.03", depth=8)
+        c = cell(tables.lr_table(tr), "none-nores", "lr 0.03", depth=8)
         why = "; ".join(f"s{s} diverged at step 9" for s in range(3))
         self.assertEqual(c, f"excluded: 3 of 3 seeds ({why})")
 
     def test_a_cell_without_excluded_seeds_says_nothing_about_them(self):
-        c = cell(report.lr_table(study()), "none-nores", "lr 0.001", depth=8)
+        c = cell(tables.lr_table(study()), "none-nores", "lr 0.001", depth=8)
         self.assertIn("n=3", c)
         self.assertNotIn("excluded", c)
 
     def test_the_loss_table_counts_the_excluded_seeds_at_its_rate_only(self):
         tr = study()
         self.assertEqual(tr.ref_lr, 1e-3)
-        c8 = cell(report.loss_table(tr), "none-nores", "L=8")
+        c8 = cell(tables.loss_table(tr), "none-nores", "L=8")
         self.assertNotIn("excluded", c8)  # the diverged seed is at lr 1e-2, not in this table
-        c2 = cell(report.loss_table(tr), "none-nores", "L=2")
+        c2 = cell(tables.loss_table(tr), "none-nores", "L=2")
         self.assertIn("1 of 3 seeds excluded: s2 incomplete", c2)
 
     def test_no_interval_in_a_table_reaches_below_zero(self):
         tr = study()
         far = fabricate.run("none-nores", 8, 3e-3, 0, 3.44), fabricate.run("none-nores", 8, 3e-3, 1, 30.0)
         tr = sf.Training([fabricate.FakeSweep("train_grid", tr.runs + list(far))])
-        c = cell(report.lr_table(tr), "none-nores", "lr 0.003", depth=8)
+        c = cell(tables.lr_table(tr), "none-nores", "lr 0.003", depth=8)
         self.assertIn("95% CI 0.0000-", c)
         self.assertIn("clipped at 0", c)
 
     def test_the_seed_count_names_the_points_that_excluded_runs_left_short(self):
-        text = report.seeds_per_point(study())
+        text = tables.seeds_per_point(study())
         self.assertTrue(text.startswith("3 seeds per point, but 2 points hold fewer"), text)
         self.assertIn("none-nores L=8 lr 0.01 holds 2", text)
         self.assertIn("none-nores L=2 lr 0.001 holds 2", text)
@@ -78,14 +80,14 @@ class Tables(unittest.TestCase):
         tr = study()
         tr = sf.Training([fabricate.FakeSweep("train_grid", tr.runs + [
             fabricate.run("none-nores", 8, 3e-2, s, None, status="diverged", diverged_step=9) for s in range(3)])])
-        text = report.seeds_per_point(tr)
+        text = tables.seeds_per_point(tr)
         self.assertIn("3 points hold fewer", text)
         self.assertIn("none-nores L=8 lr 0.03 holds 0", text)
         self.assertLess(text.index("L=2 "), text.index("L=8 "))  # depths in numeric order
 
     def test_the_seed_count_of_full_points_is_one_number(self):
         runs = [fabricate.run("none-nores", 8, 1e-3, s, 3.436) for s in range(3)]
-        self.assertEqual(report.seeds_per_point(sf.Training([fabricate.FakeSweep("train_grid", runs)])),
+        self.assertEqual(tables.seeds_per_point(sf.Training([fabricate.FakeSweep("train_grid", runs)])),
                          "3 seeds per point")
 
 
@@ -122,12 +124,12 @@ def page(claims, map_data=None):
     doc = report_doc.Doc()
     findings = fabricated_findings()
     map_data = map_data or stability_map.build([], lambda r: None)
-    lines = stability_map.map_text(map_data)
+    lines = report_map.map_text(map_data)
     sections.summary(doc, findings, claims, lines)
     for f in findings:
         sections.finding_section(doc, f, None, "")
     sections.claims_section(doc, claims, "test")
-    sections.map_section(doc, "/nonexistent", map_data, lines, "")
+    sections.map_section(doc, "/nonexistent", map_data, lines, "", [], report_map.counts_table(map_data))
     html = doc.html("/nonexistent", "t")
     summary = html.split('id="summary"', 1)[1].split("</table>", 1)[0]
     return doc.markdown(), html, set(re.findall(r'id="([^"]+)"', html)), re.findall(r'<a href="#([^"]+)">', summary)

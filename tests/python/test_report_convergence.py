@@ -1,4 +1,4 @@
-"""The report's front page and convergence section (report.py, report_front.py, report_convergence.py,
+"""The report's front page and convergence section (report/: front.py, convergence.py,
 plot_convergence.py) on fabricated sweeps written into a temp OUT: the headline figure opens report.md
 and report.html before any table; the verdict table holds the fabricated verdicts at H and 4H; a short
 "no residual stays on the plateau" that the long horizon reverses is named in the summary; without the
@@ -16,8 +16,9 @@ import fabricate
 from fabricate import curve, long_run
 
 from stacklab import convergence as cv
-from stacklab import report, report_front, stability_map
-from stacklab import report_convergence as rc
+from stacklab import report, stability_map
+from stacklab.report import convergence as rc
+from stacklab.report import front as report_front
 from stacklab.study_findings import GRID_WIRINGS, Training
 
 DEPTHS = (2, 8, 32)

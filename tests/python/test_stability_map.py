@@ -7,6 +7,7 @@ import fabricate
 import matplotlib.pyplot as plt
 from stacklab import claims, runlog
 from stacklab import stability_map as sm
+from stacklab.report import map as report_map
 
 UNI = fabricate.REFS["unigram"]
 
@@ -114,7 +115,7 @@ class Cells(unittest.TestCase):
 
 class Text(unittest.TestCase):
     def test_post_norm_failing_where_pre_norm_trains_is_said_with_its_cell(self):
-        text = " ".join(sm.map_text(grid(post_xavier_32=("diverged", "diverged", "trained"))))
+        text = " ".join(report_map.map_text(grid(post_xavier_32=("diverged", "diverged", "trained"))))
         self.assertIn("Post-norm fails where pre-norm trains at init xavier, L=32, lr 0.01 (post 1/2/0, pre 3/0/0)",
                       text)
         self.assertIn("Warm-up rescues post-norm at init xavier, L=32, lr 0.01", text)
@@ -124,12 +125,12 @@ class Text(unittest.TestCase):
         self.assertNotIn("Nowhere", text)
 
     def test_a_rescue_that_fails_is_said(self):
-        text = " ".join(sm.map_text(grid(post_xavier_32=("plateau",) * 3, deep=("diverged",) * 3)))
+        text = " ".join(report_map.map_text(grid(post_xavier_32=("plateau",) * 3, deep=("diverged",) * 3)))
         self.assertIn("DeepNorm does not rescue post-norm at init xavier, L=32, lr 0.01 (post 0/0/3, deepnorm 0/3/0)",
                       text)
 
     def test_when_post_norm_trains_wherever_pre_norm_does_the_text_says_so(self):
-        text = " ".join(sm.map_text(grid(post_xavier_32=("trained",) * 3)))
+        text = " ".join(report_map.map_text(grid(post_xavier_32=("trained",) * 3)))
         self.assertIn("Nowhere in the map does post-norm fail where pre-norm trains.", text)
         self.assertNotIn("rescues", text)
         self.assertIn("The init decides no cell", text)
@@ -139,24 +140,24 @@ class Text(unittest.TestCase):
                                ("post", "xavier", 8, 1e-3): ["plateau"] * 3,
                                ("post", "scaled", 32, 1e-2): ["trained"] * 3,
                                ("post", "xavier", 32, 1e-2): ["plateau", "plateau", "trained"]}), local)
-        lines = [t for t in sm.map_text(data) if t.startswith("The init decides for post")]
+        lines = [t for t in report_map.map_text(data) if t.startswith("The init decides for post")]
         self.assertEqual(lines, ["The init decides for post: trained under scaled, plateau under xavier at "
                                  "L=8, lr 0.001 (3/0/0 against 0/0/3); L=32, lr 0.01 (3/0/0 against 1/0/2)."])
 
     def test_the_init_decides_only_where_it_turns_training_into_failure(self):
         data = sm.build(cells({("post", "scaled", 32, 1e-2): ["plateau"] * 3,
                                ("post", "xavier", 32, 1e-2): ["diverged"] * 3}), local)
-        text = " ".join(sm.map_text(data))
+        text = " ".join(report_map.map_text(data))
         self.assertNotIn("The init decides for", text)  # plateau vs diverged: both fail
         self.assertIn("The init decides no cell", text)
 
     def test_pre_norm_failing_where_post_norm_trains_is_said_too(self):
-        text = " ".join(sm.map_text(grid(post_xavier_32=("trained",) * 3, pre_xavier_32=("diverged",) * 3)))
+        text = " ".join(report_map.map_text(grid(post_xavier_32=("trained",) * 3, pre_xavier_32=("diverged",) * 3)))
         self.assertIn("Pre-norm fails where post-norm trains at init xavier, L=32, lr 0.01 (pre 0/3/0, post 3/0/0)",
                       text)
 
     def test_without_map_runs_the_text_says_it_was_not_run_and_how_to_run_it(self):
-        lines = sm.map_text(sm.build([], local))
+        lines = report_map.map_text(sm.build([], local))
         self.assertEqual(len(lines), 1)
         self.assertIn("not run", lines[0])
         self.assertIn("bash scripts/reproduce.sh --claims", lines[0])
@@ -188,11 +189,11 @@ class BranchSizes(unittest.TestCase):
         self.assertAlmostEqual(xavier["mean"], 0.3)
         self.assertAlmostEqual(xavier["min"], 0.3)
         self.assertAlmostEqual(xavier["max"], 0.3)
-        text = sm.branch_text(rows)
+        text = report_map.branch_text(rows)
         self.assertEqual(len(text), 1)
         self.assertIn("scaled 2e-06", text[0])
         self.assertIn("xavier over scaled: 1.5e+05x", text[0])  # 0.3 / 2e-6
 
     def test_probes_without_the_metric_give_no_row(self):
         self.assertEqual(sm.branch_sizes([self.probe("pre", "xavier", [[], []])]), [])
-        self.assertEqual(sm.branch_text([]), [])
+        self.assertEqual(report_map.branch_text([]), [])

@@ -5,9 +5,11 @@ one line that stands for the claims a tier did not run."""
 import unittest
 
 import fabricate
-from stacklab import claims, judge, report_doc, stability_map, study_text
+from stacklab import claims, judge, stability_map, study_text
 from stacklab.claims import ClaimVerdict as Verdict
-from stacklab import report_sections as sections
+from stacklab.report import doc as report_doc
+from stacklab.report import sections
+from stacklab.report import text as report_text
 from stacklab import study_findings as sf
 
 TEXT_UNIGRAM = 3.3091  # tiny Shakespeare's training split (study_rules.json)
@@ -96,7 +98,7 @@ class Summary(unittest.TestCase):
         p = study_text.pre_post(pmap({**ALL_TRAINED, ("post", "xavier", 1e-2): "diverged"}))
         text = judge.TextStudy([], None, None, [], None, p,
                                study_text.pre_post(stability_map.build([], outcome), source="text"))
-        md = summary_md([], study_text.summary_extra(text))
+        md = summary_md([], report_text.summary_extra(text))
         row = next(line for line in md.splitlines() if line.startswith("| [P](#pre-post) |"))
         self.assertIn("Pre-norm trains where post-norm fails, not the reverse (L = 32, inits scaled and xavier)", row)
         self.assertIn("xavier lr 0.01 (pre 3/0/0, post 0/3/0)", row)
@@ -146,11 +148,10 @@ def section_md(text_findings, point_runs=(), text_map=None, crit=None):
     syn_map = pmap({**ALL_TRAINED, ("post", "xavier", 1e-2): "diverged"})
     text_map = text_map or stability_map.build([], outcome)
     doc = report_doc.Doc()
-    study_text.text_section(doc, syn_findings=syn, text_findings=text_findings,
-                            crit=crit or study_text.structure(None), syn_tr=syn_tr, text_tr=None,
-                            point_runs=list(point_runs), syn_map=syn_map, text_map=text_map,
-                            p_syn=study_text.pre_post(syn_map),
-                            p_text=study_text.pre_post(text_map, source="text"))
+    text = judge.TextStudy(text_findings, None, crit or study_text.structure(None), list(point_runs), text_map,
+                           study_text.pre_post(syn_map), study_text.pre_post(text_map, source="text"),
+                           study_text.text_point(syn_tr, list(point_runs)))
+    report_text.text_section(doc, syn, syn_tr, syn_map, text)
     return doc.markdown().split('<a id="on-real-text"></a>')[1]
 
 

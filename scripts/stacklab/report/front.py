@@ -7,11 +7,11 @@ Not here: the verdicts (study_findings.py, convergence.py), the drawing (plot_co
 """
 from collections import defaultdict
 
-from . import plot_convergence as pc
-from .report_convergence import COMMAND, SOURCE_NAMES, formulas, loss_range, steps_text
-from .study_findings import GRID_WIRINGS, NORES, RES, fmt
-from .study_stats import fmt_num
-from .study_text import outcome_of
+from .. import plot_convergence as pc
+from .convergence import COMMAND, SOURCE_NAMES, formulas, loss_range, steps_text
+from ..study_findings import GRID_WIRINGS, NORES, RES, fmt
+from ..study_stats import fmt_num
+from ..study_text import outcome_of
 
 QUESTION = ("Do deep stacks without a residual ever escape the plateau given 10-30x the steps, how does the "
             "escape step grow with depth, and do rule P and post-norm's lower loss at L = 32 hold at convergence?")

@@ -4,23 +4,9 @@ OpenBLAS core, the matrix-product path, the CPU, each run's start record). Used 
 Not here: the findings, the tables, the figures.
 """
 import json
-import os
 from collections import defaultdict
 
-from .study_findings import fmt
-
-
-def read_timing(root):
-    stages = []
-    path = os.path.join(root, "timing.jsonl")
-    if os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    stages.append(json.loads(line))
-                except ValueError:
-                    pass
-    return stages
+from ..study_findings import fmt
 
 
 def timing_lines(stages, sweeps):

@@ -9,7 +9,7 @@ tables of numbers (report.py).
 import os
 import re
 
-from . import runlog, stability_map
+from .. import stability_map
 
 CLAIMS_COMMAND = stability_map.RUN_COMMAND
 # Where what a tier costs is kept, measured per machine: the tier table's last column. The report names
@@ -168,9 +168,10 @@ def pre_post_section(doc, verdicts, rule):
             doc.ul(v.lines)
 
 
-def map_section(doc, root, data, lines, caption):
-    """The stability map: generated text beside the figure, every cell's counts folded below; with no
-    map runs, the sentence saying it was not run and the command that runs it."""
+def map_section(doc, root, data, lines, caption, branch_lines, counts):
+    """The stability map: generated text (lines) beside the figure, the branch sizes at initialisation
+    (branch_lines), every cell's counts (counts: map.counts_table) folded below; with no map runs, the
+    sentence saying it was not run and the command that runs it."""
     doc.h(2, MAP_TITLE, anchor=MAP_ANCHOR)
     rel = map_figure_rel()
     if not data.empty and os.path.isfile(os.path.join(root, rel)):
@@ -181,14 +182,12 @@ def map_section(doc, root, data, lines, caption):
         if not data.empty:
             doc.p(f"(the figure was not drawn: `python3 scripts/plot_stability_map.py OUT/{stability_map.SWEEP} "
                   f"--out OUT/figures/{stability_map.SWEEP}`)")
-    sweep_dir = os.path.join(root, stability_map.BRANCH_SWEEP)
-    branch = stability_map.branch_sizes(runlog.sweep_runs(sweep_dir)) if os.path.isdir(sweep_dir) else []
-    if branch:
+    if branch_lines:
         doc.p("Why the init can decide it: how large each branch starts next to the stream it is added to, "
               f"measured by the probe (`branch_ratio`, sweep {stability_map.BRANCH_SWEEP}):")
-        for t in stability_map.branch_text(branch):
+        for t in branch_lines:
             doc.p(t)
     if not data.empty:
         doc.fold("Every cell: seeds trained/diverged/plateau (majority), mean final val loss of the completed seeds")
-        doc.table(*stability_map.counts_table(data))
+        doc.table(*counts)
         doc.unfold()

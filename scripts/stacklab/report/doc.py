@@ -9,7 +9,7 @@ report.py.
     doc.beside("figures/x.png", "caption", ["text left of the figure"]); doc.fold("All numbers"); ...; doc.unfold()
     doc.markdown_text("- a list\n\n| a |\n|---|\n| 1 |")   # Markdown from elsewhere, as blocks
     doc.markdown(); doc.html(root)
-Not here: what the report says (report.py, report_sections.py).
+Not here: what the report says (the other modules of report/).
 """
 import base64
 import html

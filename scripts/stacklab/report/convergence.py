@@ -4,12 +4,12 @@ with each point's verdict, its seeds' counts, final loss and horizon (H and 4H w
 escape step of the stacks without a residual against depth with its fit, pre vs post at L = 32 per
 init, and each short-horizon statement beside its long verdict with every reversal named (also in
 the summary). Without converge sweeps, one line saying how to run them. Used by report.py.
-Not here: the rules (convergence.py), the figures (plot_convergence.py), the front page (report_front.py).
+Not here: the rules (convergence.py), the figures (plot_convergence.py), the front page (front.py).
 """
 
-from . import convergence as cv
-from . import study_stats as stats
-from .study_findings import GRID_WIRINGS
+from .. import convergence as cv
+from .. import study_stats as stats
+from ..study_findings import GRID_WIRINGS
 
 ANCHOR = "convergence"
 SHORT_LONG_ANCHOR = "convergence-short-long"
@@ -160,7 +160,7 @@ def summary_line(study: cv.Study) -> str:
 def figures(root: str, study: cv.Study, written: list) -> dict:
     """Draws the section's figures (plot_convergence.py) into root/figures/convergence/:
     {key: (rel path, caption)}, key curves_<source> or escape_<source>."""
-    from . import plot_convergence as pc  # matplotlib only where figures are drawn
+    from .. import plot_convergence as pc  # matplotlib only where figures are drawn
     out = {}
     names = formulas(study.runs)
     for src in study.sources:
