@@ -10,6 +10,7 @@ Not here: loading a sweep (report.Sweep), the report's text (report.py and the s
 """
 import json
 import os
+from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 
 from . import claims as claims_mod
@@ -38,6 +39,17 @@ class TextStudy:
 
 
 @dataclass
+class ShortHorizon:
+    """A source's short horizon as the front page states it: each wiring's final losses per depth (at its
+    best rate per depth; the text point's runs as they are), its steps, unigram loss, and each (wiring,
+    depth)'s outcome by finding 3's margins (study_text.outcome_of)."""
+    values: dict        # {wiring: {depth: [final val loss]}}
+    steps: str          # "150", "150/300", or "?"
+    unigram: object     # float or None
+    outcomes: dict      # {(wiring, depth): "trains" | "stuck" | "mixed" | "not run"}
+
+
+@dataclass
 class Result:
     """Every verdict and number the report shows, judged once from one output folder."""
     root: str
@@ -56,6 +68,7 @@ class Result:
     stages: list        # timing.jsonl's records
     tier: str           # "quick", "full", with " (--tiny)" for a scaled-down tier
     branch: list = field(default_factory=list)  # stability_map.branch_sizes of claims_probe's L = 32 points
+    short: dict = field(default_factory=dict)   # source -> ShortHorizon ("text" where it ran)
 
     @property
     def excluded(self) -> list:
@@ -75,6 +88,43 @@ def read_timing(root) -> list:
                 except ValueError:
                     pass
     return stages
+
+
+def steps_of(runs) -> str:
+    """The runs' step counts, "150" or "150/300" ("?" for none)."""
+    return "/".join(str(s) for s in sorted({r.summary.get("steps") for r in runs if r.summary} - {None})) or "?"
+
+
+def short_values(tr, point_runs=()) -> dict:
+    """{wiring: {depth: [finals]}} at each wiring's best rate per depth (a Training), else the
+    text point's runs as they are (one rate)."""
+    out = defaultdict(dict)
+    if tr is not None and tr.runs:
+        for w in GRID_WIRINGS:
+            for d in tr.depths:
+                lr = tr.best(w, d)
+                if lr is not None:
+                    out[w][d] = tr.finals(w, d, lr)
+    else:
+        for r in point_runs:
+            out[r.wiring].setdefault(r.n_layer, []).append(r.final_val_loss)
+    return dict(out)
+
+
+def short_horizon(values, steps, unigram) -> ShortHorizon:
+    return ShortHorizon(values, steps, unigram, {(w, d): study_text.outcome_of(v, unigram)
+                                                 for w, by_d in values.items() for d, v in by_d.items() if v})
+
+
+def short_horizons(tr, text) -> dict:
+    """{source: ShortHorizon}: synthetic always, text where its trainings or its point ran."""
+    out = {"synthetic": short_horizon(short_values(tr), steps_of(tr.runs), tr.unigram)}
+    tv = short_values(text.tr, text.point_runs)
+    if tv:
+        runs = text.tr.runs if text.tr is not None else text.point_runs
+        uni = next((r.reference_losses.get("unigram") for r in runs if r.reference_losses), None)
+        out["text"] = short_horizon(tv, steps_of(runs), uni)
+    return out
 
 
 def judge(root, sweeps) -> Result:
@@ -112,7 +162,7 @@ def judge(root, sweeps) -> Result:
     branch = stability_map.branch_sizes(runlog.sweep_runs(branch_dir)) if os.path.isdir(branch_dir) else []
     return Result(root, sweeps, probe, tr, findings, escape_table(tr), map_data, map_name, text, conv, claims,
                   "verdicts by scripts/stacklab/claims.py", extras, stages,
-                  tier + (" (--tiny)" if start.get("tiny") else ""), branch)
+                  tier + (" (--tiny)" if start.get("tiny") else ""), branch, short_horizons(tr, text))
 
 
 def findings_json(res: Result) -> dict:

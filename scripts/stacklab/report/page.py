@@ -36,7 +36,7 @@ class Page:
 def title_and_front(pg, res):
     """The title, the headline figure and the paragraph answering the question (front.py)."""
     pg.doc.h(1, "Why deep stacks need residuals and norms: measured")
-    rel = front.front(pg.doc, res.root, res.tr, res.text, res.conv, pg.written)
+    rel = front.front(pg.doc, res, pg.written)
     pg.shown += [rel] if rel else []
 
 
