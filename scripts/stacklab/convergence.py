@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from . import runlog
 from . import stability_map
 from . import study_stats as stats
-from .study_findings import finding_3, fit_line, fmt
+from .study_findings import finding_3, fit_line
 from .tier import CONVERGE_SWEEPS
 from .study_text import pre_post as rule_p  # the short horizon's rule P, on the cells named here
 
@@ -290,33 +290,6 @@ def escape_fits(runs, rules: dict) -> dict:
         out[(src, w)] = Fit(src, w, rows, med_fit, seed_fits, not_judged)
     return out
 
-
-def fit_text(f: Fit) -> str:
-    """One line: the verdict on the medians, its fits, and their spread over seeds."""
-    m = f.median_fit
-    steps = "; ".join(f"L={d}: " + (f"{med:g}" if med is not None else f"> {h}") + " (seeds "
-                      + ", ".join(str(s) if s is not None else f"> {h}" for s in ss) + ")"
-                      for d, _, h, ss, med in f.rows)
-    line = f"{f.wiring} ({f.source}): median escape step {steps}; **{m['verdict']}**"
-    if m["factor"] is not None:
-        line += (f" (exp(b) = {fmt(m['factor'])} per layer, SSR {fmt(m['ssr_exp'])}; p = {fmt(m['p'])}, "
-                 f"SSR {fmt(m['ssr_poly'])})")
-    for b in m["bounds"]:
-        line += (f"; L={b['depth']} never escaped within {b['horizon']}: exp(b) > {fmt(b['factor_above'])}, "
-                 f"p > {fmt(b['p_above'])} from L={b['from']}")
-    for d, h in f.not_judged:
-        line += f"; L={d} not judged (no seed finished without diverging, up to {h} steps)"
-    factors = [s["factor"] for s in f.seed_fits.values() if s["factor"] is not None]
-    ps = [s["p"] for s in f.seed_fits.values() if s["p"] is not None]
-    verdicts = Counter(s["verdict"] for s in f.seed_fits.values())
-    if f.seed_fits:
-        line += "; per seed: " + ", ".join(f"{k} {v}" for k, v in verdicts.items())
-        if factors:
-            line += f", exp(b) {fmt(min(factors))}-{fmt(max(factors))}, p {fmt(min(ps))}-{fmt(max(ps))}"
-    return line
-
-
-# ---- pre- vs post-norm at convergence --------------------------------------------------------
 
 @dataclass
 class PrePost:

@@ -231,7 +231,7 @@ class ExtensionStillRunning(unittest.TestCase):
                       "within 1000; L=32 never escaped within 1000", para)
         fit = study.fits[("synthetic", "pre-layernorm-nores")]
         self.assertEqual([(d, h) for d, _, h, _, _ in fit.rows], [(2, H), (8, H), (32, H)])
-        self.assertNotIn(str(LONG), rc.cv.fit_text(fit))
+        self.assertNotIn(str(LONG), rc.fit_text(fit))
         at = {(p.depth, p.horizon): p for p in study.points if p.wiring == "pre-layernorm-nores"}
         self.assertEqual(at[(32, LONG)].verdict, "not judged")
 

@@ -6,10 +6,11 @@ init, and each short-horizon statement beside its long verdict with every revers
 the summary). Without converge sweeps, one line saying how to run them. Used by report.py.
 Not here: the rules (convergence.py), the figures (plot_convergence.py), the front page (front.py).
 """
+from collections import Counter
 
 from .. import convergence as cv
 from .. import study_stats as stats
-from ..study_findings import GRID_WIRINGS
+from ..study_findings import GRID_WIRINGS, fmt
 
 ANCHOR = "convergence"
 SHORT_LONG_ANCHOR = "convergence-short-long"
@@ -46,6 +47,34 @@ def formulas(runs) -> dict:
     for r in runs:
         out.setdefault(r.wiring, r.formula.split(": ", 1)[-1])
     return out
+
+
+def fit_text(f: cv.Fit) -> str:
+    """One line: the verdict on the medians, its fits, and their spread over seeds."""
+    m = f.median_fit
+    steps = "; ".join(f"L={d}: " + (f"{med:g}" if med is not None else f"> {h}") + " (seeds "
+                      + ", ".join(str(s) if s is not None else f"> {h}" for s in ss) + ")"
+                      for d, _, h, ss, med in f.rows)
+    line = f"{f.wiring} ({f.source}): median escape step {steps}; **{m['verdict']}**"
+    if m["factor"] is not None:
+        line += (f" (exp(b) = {fmt(m['factor'])} per layer, SSR {fmt(m['ssr_exp'])}; p = {fmt(m['p'])}, "
+                 f"SSR {fmt(m['ssr_poly'])})")
+    for b in m["bounds"]:
+        line += (f"; L={b['depth']} never escaped within {b['horizon']}: exp(b) > {fmt(b['factor_above'])}, "
+                 f"p > {fmt(b['p_above'])} from L={b['from']}")
+    for d, h in f.not_judged:
+        line += f"; L={d} not judged (no seed finished without diverging, up to {h} steps)"
+    factors = [s["factor"] for s in f.seed_fits.values() if s["factor"] is not None]
+    ps = [s["p"] for s in f.seed_fits.values() if s["p"] is not None]
+    verdicts = Counter(s["verdict"] for s in f.seed_fits.values())
+    if f.seed_fits:
+        line += "; per seed: " + ", ".join(f"{k} {v}" for k, v in verdicts.items())
+        if factors:
+            line += f", exp(b) {fmt(min(factors))}-{fmt(max(factors))}, p {fmt(min(ps))}-{fmt(max(ps))}"
+    return line
+
+
+# ---- pre- vs post-norm at convergence --------------------------------------------------------
 
 
 def point_cell(pt) -> list:
@@ -115,7 +144,7 @@ def section(doc, study: cv.Study, figures: dict):
             doc.p("The escape step of the stacks without a residual against depth, each depth at its longest "
                   "horizon (median over seeds, a censored seed counting as never), its fits and their spread "
                   "over seeds:")
-            doc.ul([cv.fit_text(f) for f in fits])
+            doc.ul([fit_text(f) for f in fits])
             if f"escape_{src}" in figures:
                 doc.figure(*figures[f"escape_{src}"])
         pp = study.pp.get(src)
