@@ -69,6 +69,7 @@ class Result:
     tier: str           # "quick", "full", with " (--tiny)" for a scaled-down tier
     branch: list = field(default_factory=list)  # stability_map.branch_sizes of claims_probe's L = 32 points
     short: dict = field(default_factory=dict)   # source -> ShortHorizon ("text" where it ran)
+    map_facts: object = None                    # stability_map.map_facts(map): what its counts show
 
     @property
     def excluded(self) -> list:
@@ -162,7 +163,8 @@ def judge(root, sweeps) -> Result:
     branch = stability_map.branch_sizes(runlog.sweep_runs(branch_dir)) if os.path.isdir(branch_dir) else []
     return Result(root, sweeps, probe, tr, findings, escape_table(tr), map_data, map_name, text, conv, claims,
                   "verdicts by scripts/stacklab/claims.py", extras, stages,
-                  tier + (" (--tiny)" if start.get("tiny") else ""), branch, short_horizons(tr, text))
+                  tier + (" (--tiny)" if start.get("tiny") else ""), branch, short_horizons(tr, text),
+                  stability_map.map_facts(map_data))
 
 
 def findings_json(res: Result) -> dict:

@@ -184,6 +184,64 @@ def map_figure(data: MapData):
 FAILS = ("diverged", "plateau")
 
 
+@dataclass
+class MapFacts:
+    """What the map's counts show, each cell by its majority (a cell "fails": diverged or plateau)."""
+    totals: dict        # runs per outcome and "unfinished"
+    post_fails: list    # [(init, depth, lr)] where post-norm fails and pre-norm trains; None without both
+    pre_fails: list     # the reverse
+    # fixes: "post-warmup" / "deepnorm" -> ([cells where it rescues failing post-norm], [cells of post_fails
+    # where it fails too]: only there, where pre-norm trains; elsewhere every wiring may fail, e.g. too few steps)
+    fixes: dict
+    decides: dict       # wiring -> {its majorities over the inits: [(depth, lr)]}: one init trains, another fails
+    decides_none: bool  # more than one init, and the init decides no cell
+
+
+def map_facts(data: MapData) -> MapFacts:
+    """The statements the map's text makes, judged from its cells' majorities."""
+    tot = Counter()
+    for c in data.cells.values():
+        for k in OUTCOMES + ("unfinished",):
+            tot[k] += getattr(c, k)
+
+    def cells_where(pred):
+        return [(init, d, lr) for init in data.inits for d in data.depths for lr in data.rates if pred(init, d, lr)]
+
+    def maj(w, init, d, lr):
+        return data.cell(w, init, d, lr).majority
+
+    post_fails = pre_fails = None
+    fixes = {}
+    if {"pre", "post"} <= set(data.wirings):
+        post_fails = cells_where(lambda i, d, lr: maj("post", i, d, lr) in FAILS and maj("pre", i, d, lr) == "trained")
+        pre_fails = cells_where(lambda i, d, lr: maj("pre", i, d, lr) in FAILS and maj("post", i, d, lr) == "trained")
+        for fix in ("post-warmup", "deepnorm"):
+            if fix in data.wirings:
+                failing = cells_where(lambda i, d, lr: maj("post", i, d, lr) in FAILS)
+                fixes[fix] = ([c for c in failing if maj(fix, *c) == "trained"],
+                              [c for c in post_fails if maj(fix, *c) in FAILS])
+
+    def decides(w, d, lr):  # one init trains where another fails
+        m = {maj(w, i, d, lr) for i in data.inits}
+        return "trained" in m and bool(m & set(FAILS))
+
+    by_wiring = {}
+    if len(data.inits) > 1:
+        for w in data.wirings:
+            # one pattern of outcomes over the inits (e.g. trained under scaled, plateau under xavier) per
+            # sentence, its cells in the inits' order
+            patterns = {}
+            for d in data.depths:
+                for lr in data.rates:
+                    if decides(w, d, lr):
+                        patterns.setdefault(tuple(maj(w, i, d, lr) for i in data.inits), []).append((d, lr))
+            if patterns:
+                by_wiring[w] = patterns
+    none = len(data.inits) > 1 and not any(decides(w, d, lr)
+                                           for w in data.wirings for d in data.depths for lr in data.rates)
+    return MapFacts(dict(tot), post_fails, pre_fails, fixes, by_wiring, none)
+
+
 def cells_json(data: MapData):
     return [{"wiring": w, "init": i, "depth": d, "learning_rate": lr, "trained": c.trained, "diverged": c.diverged,
              "plateau": c.plateau, "unfinished": c.unfinished, "majority": c.majority,

@@ -124,7 +124,7 @@ def page(claims, map_data=None):
     doc = report_doc.Doc()
     findings = fabricated_findings()
     map_data = map_data or stability_map.build([], lambda r: None)
-    lines = report_map.map_text(map_data)
+    lines = report_map.map_text(map_data, stability_map.map_facts(map_data))
     sections.summary(doc, findings, claims, lines)
     for f in findings:
         sections.finding_section(doc, f, None, "")

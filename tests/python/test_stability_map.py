@@ -16,6 +16,11 @@ def local(run):
     return claims.outcome(run)  # claims.json's margin: 0.05
 
 
+def text_of(data):
+    """The map's sentences as the report writes them: what map_facts judged, in report/map.py's words."""
+    return report_map.map_text(data, sm.map_facts(data))
+
+
 def cells(spec):
     """Runs from {(variant, init, depth, lr): [outcome per seed]}."""
     return [fabricate.map_run(v, init, d, lr, s, o) for (v, init, d, lr), outs in spec.items()
@@ -113,9 +118,24 @@ class Cells(unittest.TestCase):
         self.assertEqual(c.majority, "tie")
 
 
+class Facts(unittest.TestCase):
+    def test_the_cells_where_post_fails_and_a_fix_rescues_or_not_are_judged_by_majority(self):
+        f = sm.map_facts(grid(post_xavier_32=("diverged", "diverged", "trained"), warm=("trained",) * 3,
+                              deep=("diverged",) * 3))
+        self.assertEqual((f.post_fails, f.pre_fails), ([("xavier", 32, 1e-2)], []))
+        self.assertEqual(f.fixes, {"post-warmup": ([("xavier", 32, 1e-2)], []),
+                                   "deepnorm": ([], [("xavier", 32, 1e-2)])})
+        self.assertEqual(f.totals["diverged"], 2 + 3)
+        self.assertEqual(f.decides["post"], {("trained", "diverged"): [(32, 1e-2)]})
+        self.assertFalse(f.decides_none)
+
+    def test_without_pre_and_post_nothing_is_said_of_them(self):
+        self.assertIsNone(sm.map_facts(sm.build([], local)).post_fails)
+
+
 class Text(unittest.TestCase):
     def test_post_norm_failing_where_pre_norm_trains_is_said_with_its_cell(self):
-        text = " ".join(report_map.map_text(grid(post_xavier_32=("diverged", "diverged", "trained"))))
+        text = " ".join(text_of(grid(post_xavier_32=("diverged", "diverged", "trained"))))
         self.assertIn("Post-norm fails where pre-norm trains at init xavier, L=32, lr 0.01 (post 1/2/0, pre 3/0/0)",
                       text)
         self.assertIn("Warm-up rescues post-norm at init xavier, L=32, lr 0.01", text)
@@ -125,12 +145,12 @@ class Text(unittest.TestCase):
         self.assertNotIn("Nowhere", text)
 
     def test_a_rescue_that_fails_is_said(self):
-        text = " ".join(report_map.map_text(grid(post_xavier_32=("plateau",) * 3, deep=("diverged",) * 3)))
+        text = " ".join(text_of(grid(post_xavier_32=("plateau",) * 3, deep=("diverged",) * 3)))
         self.assertIn("DeepNorm does not rescue post-norm at init xavier, L=32, lr 0.01 (post 0/0/3, deepnorm 0/3/0)",
                       text)
 
     def test_when_post_norm_trains_wherever_pre_norm_does_the_text_says_so(self):
-        text = " ".join(report_map.map_text(grid(post_xavier_32=("trained",) * 3)))
+        text = " ".join(text_of(grid(post_xavier_32=("trained",) * 3)))
         self.assertIn("Nowhere in the map does post-norm fail where pre-norm trains.", text)
         self.assertNotIn("rescues", text)
         self.assertIn("The init decides no cell", text)
@@ -140,24 +160,24 @@ class Text(unittest.TestCase):
                                ("post", "xavier", 8, 1e-3): ["plateau"] * 3,
                                ("post", "scaled", 32, 1e-2): ["trained"] * 3,
                                ("post", "xavier", 32, 1e-2): ["plateau", "plateau", "trained"]}), local)
-        lines = [t for t in report_map.map_text(data) if t.startswith("The init decides for post")]
+        lines = [t for t in text_of(data) if t.startswith("The init decides for post")]
         self.assertEqual(lines, ["The init decides for post: trained under scaled, plateau under xavier at "
                                  "L=8, lr 0.001 (3/0/0 against 0/0/3); L=32, lr 0.01 (3/0/0 against 1/0/2)."])
 
     def test_the_init_decides_only_where_it_turns_training_into_failure(self):
         data = sm.build(cells({("post", "scaled", 32, 1e-2): ["plateau"] * 3,
                                ("post", "xavier", 32, 1e-2): ["diverged"] * 3}), local)
-        text = " ".join(report_map.map_text(data))
+        text = " ".join(text_of(data))
         self.assertNotIn("The init decides for", text)  # plateau vs diverged: both fail
         self.assertIn("The init decides no cell", text)
 
     def test_pre_norm_failing_where_post_norm_trains_is_said_too(self):
-        text = " ".join(report_map.map_text(grid(post_xavier_32=("trained",) * 3, pre_xavier_32=("diverged",) * 3)))
+        text = " ".join(text_of(grid(post_xavier_32=("trained",) * 3, pre_xavier_32=("diverged",) * 3)))
         self.assertIn("Pre-norm fails where post-norm trains at init xavier, L=32, lr 0.01 (pre 0/3/0, post 3/0/0)",
                       text)
 
     def test_without_map_runs_the_text_says_it_was_not_run_and_how_to_run_it(self):
-        lines = report_map.map_text(sm.build([], local))
+        lines = text_of(sm.build([], local))
         self.assertEqual(len(lines), 1)
         self.assertIn("not run", lines[0])
         self.assertIn("bash scripts/reproduce.sh --claims", lines[0])

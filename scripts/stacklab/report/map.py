@@ -1,90 +1,60 @@
 """The stability map's text in the report: sentences generated from the judged map's counts (the runs
 and their outcomes, where post-norm fails and pre-norm trains, where the init decides), every cell's
-counts as a table, and the branch sizes at initialisation in words. Not here: the counts and the
-outcomes (stability_map.py, claims.outcome), the figure (stability_map.map_figure).
+counts as a table, and the branch sizes at initialisation in words. Not here: the counts, the outcomes
+and what they show (stability_map.py: map_facts; claims.outcome), the figure (stability_map.map_figure).
 """
-from collections import Counter
-
-from ..stability_map import BRANCH_DEPTH, FAILS, OUTCOMES, RUN_COMMAND, SWEEP, MapData
+from ..stability_map import BRANCH_DEPTH, RUN_COMMAND, SWEEP, MapData, MapFacts
 
 
 def _where(pairs):
     return "; ".join(pairs)
 
 
-def map_text(data: MapData) -> list[str]:
-    """Sentences generated from the counts: the runs and their outcomes; where post-norm fails and
-    pre-norm trains (and the reverse); where warm-up or DeepNorm rescues post-norm and where not;
-    where the init decides a wiring's outcome. A cell "fails" or "trains" by its majority; a fix
-    that does not rescue post-norm is named only where pre-norm trains."""
+def map_text(data: MapData, facts: MapFacts) -> list[str]:
+    """Sentences generated from the map's counts and what they show (facts: stability_map.map_facts):
+    the runs and their outcomes; where post-norm fails and pre-norm trains (and the reverse); where
+    warm-up or DeepNorm rescues post-norm and where not; where the init decides a wiring's outcome."""
     if data.empty:
         return [f"The stability map was not run (no training runs under {SWEEP}/): `{RUN_COMMAND}` runs it."]
-    tot = Counter()
-    for c in data.cells.values():
-        for k in OUTCOMES + ("unfinished",):
-            tot[k] += getattr(c, k)
+    tot = facts.totals
     out = [f"{sum(tot.values())} runs in {len(data.cells)} cells ({', '.join(data.wirings)} x init "
            f"{', '.join(data.inits)} x lr {', '.join(f'{x:g}' for x in data.rates)} x L "
            f"{', '.join(map(str, data.depths))}): {tot['trained']} trained, {tot['diverged']} diverged, "
            f"{tot['plateau']} on the plateau" + (f", {tot['unfinished']} unfinished" if tot["unfinished"] else "")
            + f"; outcomes by {data.source}."]
 
-    def cells_where(pred):
-        return [(init, d, lr) for init in data.inits for d in data.depths for lr in data.rates if pred(init, d, lr)]
-
-    def maj(w, init, d, lr):
-        return data.cell(w, init, d, lr).majority
-
     def at(init, d, lr, *ws):
         return (f"init {init}, L={d}, lr {lr:g} ("
                 + ", ".join(f"{w} {data.cell(w, init, d, lr).counts}" for w in ws) + ")")
 
-    if {"pre", "post"} <= set(data.wirings):
-        post_fails = cells_where(lambda i, d, lr: maj("post", i, d, lr) in FAILS and maj("pre", i, d, lr) == "trained")
-        pre_fails = cells_where(lambda i, d, lr: maj("pre", i, d, lr) in FAILS and maj("post", i, d, lr) == "trained")
-        if post_fails:
-            out.append("Post-norm fails where pre-norm trains at " + _where(at(*c, "post", "pre") for c in post_fails)
-                       + ".")
+    if facts.post_fails is not None:
+        if facts.post_fails:
+            out.append("Post-norm fails where pre-norm trains at "
+                       + _where(at(*c, "post", "pre") for c in facts.post_fails) + ".")
         else:
             out.append("Nowhere in the map does post-norm fail where pre-norm trains.")
-        if pre_fails:
-            out.append("Pre-norm fails where post-norm trains at " + _where(at(*c, "pre", "post") for c in pre_fails)
-                       + ".")
+        if facts.pre_fails:
+            out.append("Pre-norm fails where post-norm trains at "
+                       + _where(at(*c, "pre", "post") for c in facts.pre_fails) + ".")
         for fix, name in (("post-warmup", "Warm-up"), ("deepnorm", "DeepNorm")):
-            if fix not in data.wirings:
+            if fix not in facts.fixes:
                 continue
-            failing = cells_where(lambda i, d, lr: maj("post", i, d, lr) in FAILS)
-            saved = [c for c in failing if maj(fix, *c) == "trained"]
-            # not rescued: said where pre-norm trains (elsewhere every wiring may fail, e.g. too few steps)
-            not_saved = [c for c in post_fails if maj(fix, *c) in FAILS]
+            saved, not_saved = facts.fixes[fix]
             if saved:
                 out.append(f"{name} rescues post-norm at " + _where(at(*c, "post", fix) for c in saved) + ".")
             if not_saved:
                 out.append(f"{name} does not rescue post-norm at " + _where(at(*c, "post", fix) for c in not_saved)
                            + ".")
-
-    def decides(w, d, lr):  # one init trains where another fails
-        m = {maj(w, i, d, lr) for i in data.inits}
-        return "trained" in m and bool(m & set(FAILS))
-
-    if len(data.inits) > 1:
-        for w in data.wirings:
-            # one sentence per wiring and pattern of outcomes over the inits (e.g. trained under
-            # scaled, plateau under xavier), listing its cells with their counts in the inits' order
-            patterns = {}
-            for d in data.depths:
-                for lr in data.rates:
-                    if decides(w, d, lr):
-                        patterns.setdefault(tuple(maj(w, i, d, lr) for i in data.inits), []).append((d, lr))
-            for pattern, where in patterns.items():
-                out.append(f"The init decides for {w}: "
-                           + ", ".join(f"{m} under {i}" for m, i in zip(pattern, data.inits)) + " at "
-                           + _where(f"L={d}, lr {lr:g} ("
-                                    + " against ".join(data.cell(w, i, d, lr).counts for i in data.inits) + ")"
-                                    for d, lr in where) + ".")
-        if not any(decides(w, d, lr) for w in data.wirings for d in data.depths for lr in data.rates):
-            out.append("The init decides no cell: nowhere does a wiring train under one of "
-                       + " and ".join(data.inits) + " and fail under the other.")
+    for w, patterns in facts.decides.items():
+        for pattern, where in patterns.items():
+            out.append(f"The init decides for {w}: "
+                       + ", ".join(f"{m} under {i}" for m, i in zip(pattern, data.inits)) + " at "
+                       + _where(f"L={d}, lr {lr:g} ("
+                                + " against ".join(data.cell(w, i, d, lr).counts for i in data.inits) + ")"
+                                for d, lr in where) + ".")
+    if facts.decides_none:
+        out.append("The init decides no cell: nowhere does a wiring train under one of "
+                   + " and ".join(data.inits) + " and fail under the other.")
     return out
 
 

@@ -26,7 +26,7 @@ class Page:
         self.res, self.doc = res, Doc()
         self.written = []    # figures drawn by a section (plot_convergence.draw)
         self.shown = []      # figures shown beside their section (relative to the output folder)
-        self.map_lines = map_text(res.map)  # the map's sentences: in the summary and in its section
+        self.map_lines = map_text(res.map, res.map_facts)  # the map's sentences: in the summary and in its section
 
     def caption(self, rel):
         res = self.res
