@@ -444,7 +444,7 @@ def short_statements(syn_tr, text_tr, syn_map, syn_map_name, text_map, text_map_
     for src, tr, name in (("synthetic", syn_tr, "train_grid/lr_grid"), ("text", text_tr, "text_train")):
         if tr is None or not tr.runs:
             continue
-        parts = finding_3(tr).get("parts", {})
+        parts = finding_3(tr).parts or {}
         steps = "/".join(str(s) for s in sorted({r.summary.get("steps") for r in tr.runs if r.summary} - {None}))
         for sid, part in (("F3i", "i"), ("F3ii", "ii")):
             if parts.get(part, "not run") != "not run":

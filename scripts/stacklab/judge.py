@@ -2,7 +2,7 @@
 which the report's sections render and findings.json serialises; nothing here writes text for a
 reader. The rules are the judging modules': study_findings (findings 1-5, the escape table),
 stability_map and claims (the map's outcomes, the claims' verdicts), study_text (rule P, criterion S,
-the findings on text), convergence (the long horizon).
+the findings on text: TextStudy), convergence (the long horizon).
 
     result = judge(root, sweeps)    # sweeps: name -> report.Sweep (or anything with its fields)
     findings_json(result)           # findings.json's dict
@@ -20,22 +20,10 @@ from . import study_stats as stats
 from . import runlog, study_text
 from .study_findings import (GRID_WIRINGS, Training, escape_table, finding_1, finding_2, finding_3, finding_4,
                              finding_5)
+from .study_text import TextStudy
 from .tier import CLAIMS_SWEEPS, CONVERGE_SWEEPS, COVERED_BY, TEXT_SWEEPS
 
 TRAINING_SWEEPS = ("train_grid", "lr_grid")  # pooled: each (wiring, depth, rate) lives in one
-
-
-@dataclass
-class TextStudy:
-    """The study on tiny Shakespeare (study_rules.json) and rule P on both sources' maps."""
-    findings: list      # findings 1-5 on the text sweeps (study_findings' dicts), [] where they did not run
-    tr: object          # study_findings.Training over text_train, or None
-    crit: object        # study_text.Verdict: criterion S
-    point_runs: list    # the text point's runs (text_train's or text_point's, at its depth)
-    map: object         # stability_map.MapData of text_map
-    p_syn: object       # study_text.Verdict: rule P on the synthetic map
-    p_text: object      # study_text.Verdict: rule P on the text map
-    point: object = None  # study_text.text_point: (depth, rows, {source: finding 3 holds}) or None
 
 
 @dataclass
@@ -56,7 +44,7 @@ class Result:
     sweeps: dict        # name -> Sweep
     probe: object       # the probe sweep (probe_grid)
     tr: Training        # the training points pooled over TRAINING_SWEEPS
-    findings: list      # findings 1-5 (study_findings.finding's dicts)
+    findings: list      # findings 1-5 (study_findings.Finding)
     escape: list        # study_findings.escape_table's rows
     map: object         # stability_map.MapData: stability_map, else map_core
     map_name: str
@@ -143,9 +131,7 @@ def judge(root, sweeps) -> Result:
     if map_data.empty:
         map_name = "map_core"
         map_data = stability_map.load(os.path.join(root, map_name))
-    t = study_text.text_study(root, sweeps)
-    text = TextStudy(t["findings"], t["tr"], t["crit"], t["point_runs"], t["map"], study_text.pre_post(map_data),
-                     t["p_text"], study_text.text_point(tr, t["point_runs"]))
+    text = study_text.text_study(root, sweeps, map_data, tr)
     syn_map = convergence.short_map(map_data, map_name, tr.runs, "train_grid")
     text_map = convergence.short_map(text.map, "text_map", text.point_runs,
                                      "text_train" if text.tr is not None else "text_point")
@@ -170,7 +156,7 @@ def judge(root, sweeps) -> Result:
 def findings_json(res: Result) -> dict:
     """findings.json: the result serialised."""
     tr, text = res.tr, res.text
-    return {"findings": res.findings,
+    return {"findings": [f.to_json() for f in res.findings],
             "escape": {"margin": stats.ESCAPE_MARGIN, "unigram": tr.unigram, "points": res.escape},
             "learning_rates": {"reference": tr.ref_lr, "rates": tr.rates,
                                "best": [{"wiring": w, "depth": d, "learning_rate": tr.best(w, d)}
@@ -184,6 +170,6 @@ def findings_json(res: Result) -> dict:
             "claims": [asdict(c) for c in res.claims],
             "stability_map": {"source": res.map.source, "cells": stability_map.cells_json(res.map)},
             "pre_post": [vars(text.p_syn), vars(text.p_text)],
-            "text": {"criterion": vars(text.crit), "findings": text.findings,
+            "text": {"criterion": vars(text.crit), "findings": [f.to_json() for f in text.findings],
                      "stability_map": {"source": text.map.source, "cells": stability_map.cells_json(text.map)}},
             "convergence": convergence.findings_json(res.conv)}

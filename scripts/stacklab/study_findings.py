@@ -5,6 +5,7 @@ rate) pooled over the training sweeps (class Training), every seed aggregated (s
 and every run's escape step. Used by report.py. Not here: loading sweeps, tables, figures, writing files (report.py).
 """
 import math
+from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -72,11 +73,31 @@ TITLES = {1: "No residual, no norm: gradients vanish toward the first block, exp
           5: "Without a residual, no learning rate tried leaves the unigram plateau (L >= 2)"}
 
 
-def finding(fid, claim, criterion, rows, seen, note="", deciding=""):
-    """A finding's record (findings.json). `deciding`: one short line of the numbers its verdict
-    turns on, for the report's summary; every number in it is also in `rows`."""
-    return {"id": fid, "claim": claim, "criterion": criterion, "measured": rows, "seen": bool(seen), "note": note,
-            "title": TITLES[fid], "deciding": deciding or (rows[-1] if rows else "")}
+@dataclass
+class Finding:
+    """A finding judged: its claim and rule, every number measured, the verdict; findings.json's record
+    (to_json)."""
+    id: int
+    claim: str
+    criterion: str
+    measured: list      # one line per number it was judged on
+    seen: bool
+    note: str
+    title: str
+    deciding: str       # one short line of the numbers the verdict turns on (each also in measured)
+    parts: dict = None  # finding 3's parts (i)-(iii): "seen" | "not seen" | "not run"; None for the others
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        if self.parts is None:
+            del d["parts"]
+        return d
+
+
+def finding(fid, claim, criterion, rows, seen, note="", deciding="") -> Finding:
+    """A finding's verdict. `deciding`: one short line of the numbers its verdict turns on, for the
+    report's summary; every number in it is also in `rows`."""
+    return Finding(fid, claim, criterion, rows, bool(seen), note, TITLES[fid], deciding or (rows[-1] if rows else ""))
 
 
 def finding_1(probe):
@@ -324,8 +345,8 @@ def finding_3(tr):
     out = finding(3, claim, crit + "; (iv) every wiring has a completed run at every depth of the grid",
                   rows, ok1 and ok2 and ok3 and not missing, deciding="; ".join(dec))
     # Parts (i) and (ii) on their own: the convergence study judges them again at the long horizon.
-    out["parts"] = {"i": "not run" if worst_res is None else "seen" if ok1 else "not seen",
-                    "ii": "not run" if best_nores is None else "seen" if ok2 else "not seen"}
+    out.parts = {"i": "not run" if worst_res is None else "seen" if ok1 else "not seen",
+                 "ii": "not run" if best_nores is None else "seen" if ok2 else "not seen"}
     return out
 
 

@@ -39,6 +39,19 @@ class Verdict:
     lines: list
 
 
+@dataclass
+class TextStudy:
+    """The study on tiny Shakespeare (study_rules.json) and rule P on both sources' maps."""
+    findings: list      # findings 1-5 on the text sweeps (study_findings.Finding), [] where they did not run
+    tr: object          # study_findings.Training over text_train, or None
+    crit: object        # Verdict: criterion S
+    point_runs: list    # the text point's runs (text_train's or text_point's, at its depth)
+    map: object         # stability_map.MapData of text_map
+    p_syn: object       # Verdict: rule P on the synthetic map
+    p_text: object      # Verdict: rule P on the text map
+    point: object = None  # text_point: (depth, rows, {source: finding 3 holds}) or None
+
+
 # ---- criterion S: the text horizon learns real structure ----------------------------------
 
 def structure(tr, rules=None) -> Verdict:
@@ -146,10 +159,11 @@ def pre_post(data: stability_map.MapData, rules=None, source="synthetic") -> Ver
 
 # ---- the results, from the sweeps --------------------------------------------------------------
 
-def text_study(root, sweeps):
+def text_study(root, sweeps, syn_map, syn_tr) -> TextStudy:
     """The text sweeps' results, judged by study_rules.json: the findings on text (when text_probe and
     text_train ran: study_findings' rules unchanged), criterion S, the runs of the text point
-    (text_train's or text_point's), the text map and rule P on it, and the summary's extra rows."""
+    (text_train's or text_point's) beside the synthetic training points (syn_tr), the text map, and
+    rule P on it and on the synthetic map (syn_map)."""
     probe, train, point = (sweeps.get(n) for n in ("text_probe", "text_train", "text_point"))
     tr = Training([train]) if train is not None and train.runs else None
     findings = []
@@ -158,6 +172,5 @@ def text_study(root, sweeps):
     point_runs = (train.runs if tr is not None else point.runs if point is not None else [])
     point_runs = [r for r in point_runs if r.n_layer == point_depth(point_runs)]
     tmap = stability_map.load(os.path.join(root, "text_map"))
-    out = {"findings": findings, "tr": tr, "crit": structure(tr), "point_runs": point_runs,
-           "map": tmap, "p_text": pre_post(tmap, source="text")}
-    return out
+    return TextStudy(findings, tr, structure(tr), point_runs, tmap, pre_post(syn_map), pre_post(tmap, source="text"),
+                     text_point(syn_tr, point_runs))

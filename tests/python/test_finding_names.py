@@ -33,7 +33,7 @@ class FindingNames(unittest.TestCase):
 
     def test_findings_json_ids_are_the_numbers(self):
         tr = sf.Training([fabricate.FakeSweep("train_grid", [])])
-        self.assertEqual([sf.finding_3(tr)["id"], sf.finding_5(tr)["id"]], [3, 5])
+        self.assertEqual([sf.finding_3(tr).id, sf.finding_5(tr).id], [3, 5])
 
 
 if __name__ == "__main__":

@@ -94,7 +94,7 @@ class Tables(unittest.TestCase):
 class Findings(unittest.TestCase):
     def test_the_plateau_finding_lists_the_diverged_seed_it_could_not_judge(self):
         f = sf.finding_5(study())
-        text = " ".join(f["measured"])
+        text = " ".join(f.measured)
         self.assertIn("left out", text)
         self.assertIn("none-nores L=8 lr 0.01", text)
         self.assertIn("diverged at step 133", text)

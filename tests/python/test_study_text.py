@@ -5,7 +5,7 @@ one line that stands for the claims a tier did not run."""
 import unittest
 
 import fabricate
-from stacklab import claims, judge, stability_map, study_text
+from stacklab import claims, stability_map, study_text
 from stacklab.claims import ClaimVerdict as Verdict
 from stacklab.report import doc as report_doc
 from stacklab.report import sections
@@ -96,8 +96,8 @@ def summary_md(claims, extra=()):
 class Summary(unittest.TestCase):
     def test_the_summary_has_a_row_for_pre_vs_post_norm_with_its_deciding_numbers_and_verdict(self):
         p = study_text.pre_post(pmap({**ALL_TRAINED, ("post", "xavier", 1e-2): "diverged"}))
-        text = judge.TextStudy([], None, None, [], None, p,
-                               study_text.pre_post(stability_map.build([], outcome), source="text"))
+        text = study_text.TextStudy([], None, None, [], None, p,
+                                    study_text.pre_post(stability_map.build([], outcome), source="text"))
         md = summary_md([], report_text.summary_extra(text))
         row = next(line for line in md.splitlines() if line.startswith("| [P](#pre-post) |"))
         self.assertIn("Pre-norm trains where post-norm fails, not the reverse (L = 32, inits scaled and xavier)", row)
@@ -148,9 +148,9 @@ def section_md(text_findings, point_runs=(), text_map=None, crit=None):
     syn_map = pmap({**ALL_TRAINED, ("post", "xavier", 1e-2): "diverged"})
     text_map = text_map or stability_map.build([], outcome)
     doc = report_doc.Doc()
-    text = judge.TextStudy(text_findings, None, crit or study_text.structure(None), list(point_runs), text_map,
-                           study_text.pre_post(syn_map), study_text.pre_post(text_map, source="text"),
-                           study_text.text_point(syn_tr, list(point_runs)))
+    text = study_text.TextStudy(text_findings, None, crit or study_text.structure(None), list(point_runs), text_map,
+                                study_text.pre_post(syn_map), study_text.pre_post(text_map, source="text"),
+                                study_text.text_point(syn_tr, list(point_runs)))
     report_text.text_section(doc, syn, syn_tr, syn_map, text)
     return doc.markdown().split('<a id="on-real-text"></a>')[1]
 

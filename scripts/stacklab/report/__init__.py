@@ -111,8 +111,8 @@ def write_report(root, sweeps, out=None):
 
 def verdict_lines(res):
     """One line per verdict, printed after the report is written."""
-    out = [f"finding {f['id']}: {'seen' if f['seen'] else 'NOT seen'}" for f in res.findings]
-    out += [f"finding {f['id']} on text: {'seen' if f['seen'] else 'NOT seen'}" for f in res.text.findings]
+    out = [f"finding {f.id}: {'seen' if f.seen else 'NOT seen'}" for f in res.findings]
+    out += [f"finding {f.id} on text: {'seen' if f.seen else 'NOT seen'}" for f in res.text.findings]
     out += [f"rule {v.id}: {v.verdict}" for v in (res.text.crit, res.text.p_syn, res.text.p_text)]
     out += [f"claim {c.id}: {c.verdict}" for c in res.claims]
     return out + [summary_line(res.conv)]

@@ -58,7 +58,7 @@ def summary(pg, res):
 
 def findings(pg, res):
     for f in res.findings:
-        rel = sections.finding_figure(res.root, f["id"], res.probe.name)
+        rel = sections.finding_figure(res.root, f.id, res.probe.name)
         sections.finding_section(pg.doc, f, rel, pg.caption(rel) if rel else "")
         pg.shown += [rel] if rel else []
 

@@ -78,8 +78,8 @@ def summary_rows(findings, claims, extra=()):
     """[[link, what it says, deciding numbers, verdict]]: findings 1-5, then `extra` (rows of the study's
     other rules: pre- vs post-norm, the text criterion), then the claims that ran (the others are one
     line under the table: claims_not_run_line)."""
-    rows = [[f"[{f['id']}](#{finding_anchor(f['id'])})", f["title"], f["deciding"],
-             verdict_mark("seen" if f["seen"] else "not seen")] for f in findings]
+    rows = [[f"[{f.id}](#{finding_anchor(f.id)})", f.title, f.deciding,
+             verdict_mark("seen" if f.seen else "not seen")] for f in findings]
     rows += [list(r) for r in extra]
     rows += [[f"[{c.id}](#{claim_anchor(c.id)})", one_line(c.claim), c.value or "-", verdict_mark(c.verdict)]
              for c in claims if c.verdict != "not run"]
@@ -113,18 +113,18 @@ def finding_figure(root, fid, probe_name):
 
 def finding_section(doc, f, rel, caption):
     """A finding: claim, rule, deciding numbers and verdict beside its figure; every number folded."""
-    fid = f["id"]
-    doc.h(2, f"Finding {fid}: {f['title']}", anchor=finding_anchor(fid))
-    text = [f["claim"], f"Rule: {f['criterion']}.", f"Deciding numbers: {f['deciding']}.",
-            f"Verdict: {verdict_mark('seen' if f['seen'] else 'not seen')}."]
+    fid = f.id
+    doc.h(2, f"Finding {fid}: {f.title}", anchor=finding_anchor(fid))
+    text = [f.claim, f"Rule: {f.criterion}.", f"Deciding numbers: {f.deciding}.",
+            f"Verdict: {verdict_mark('seen' if f.seen else 'not seen')}."]
     if rel:
         doc.beside(rel, caption, text)
     else:
         for t in text:
             doc.p(t)
         doc.p(f"(its figure, {FINDING_FIGURES[fid][1]}, was not drawn)")
-    doc.fold(f"Every number of finding {fid} ({len(f['measured'])} lines)")
-    doc.ul(f["measured"])
+    doc.fold(f"Every number of finding {fid} ({len(f.measured)} lines)")
+    doc.ul(f.measured)
     doc.unfold()
 
 

@@ -1,5 +1,5 @@
 """The report's "On real text" and the summary's rows of rule P and criterion S, from the judged study
-(judge.TextStudy; study_rules.json's wording): criterion S, per finding and per map cell the
+(study_text.TextStudy; study_rules.json's wording): criterion S, per finding and per map cell the
 synthetic and the text result side by side with their verdicts, the text point, what differs and why.
 Not here: the rules and verdicts (study_text.py).
 """
@@ -10,7 +10,7 @@ from .sections import TIER_TIMES, rule_row
 
 
 def summary_extra(text):
-    """The summary's rows after the findings (text: a judge.TextStudy): rule P on the synthetic map
+    """The summary's rows after the findings (text: a study_text.TextStudy): rule P on the synthetic map
     (always: "not run" says the cells are missing), on the text map and criterion S where they ran."""
     rule = load_rules()["pre_post"]
     rows = [rule_row(PRE_POST_ANCHOR, text.p_syn, f"Pre-norm trains where post-norm fails, not the reverse (L = "
@@ -66,7 +66,7 @@ def differences(syn_tr, text_tr, text_runs):
 
 
 def text_section(doc, syn_findings, syn_tr, syn_map, text):
-    """The report's "On real text" (text: a judge.TextStudy): criterion S, per finding and per map cell
+    """The report's "On real text" (text: a study_text.TextStudy): criterion S, per finding and per map cell
     the synthetic and the text result side by side with their verdicts, the text point, what differs
     and why."""
     text_findings, crit, point_runs, text_map = text.findings, text.crit, text.point_runs, text.map
@@ -81,13 +81,13 @@ def text_section(doc, syn_findings, syn_tr, syn_map, text):
           f"**{crit.verdict}**.{missed}")
     how = f"`{TEXT_COMMAND}` runs them (measured times: {TIER_TIMES})"
     if text_findings:
-        rows = [[str(s["id"]), s["title"], f"{s['deciding']}; **{'seen' if s['seen'] else 'not seen'}**",
-                 f"{t['deciding']}; **{'seen' if t['seen'] else 'not seen'}**"]
+        rows = [[str(s.id), s.title, f"{s.deciding}; **{'seen' if s.seen else 'not seen'}**",
+                 f"{t.deciding}; **{'seen' if t.seen else 'not seen'}**"]
                 for s, t in zip(syn_findings, text_findings)]
         doc.p("Per finding, the synthetic and the text result with their verdicts:")
         doc.table(["finding", "what it says", "synthetic: deciding numbers, verdict",
                    "text: deciding numbers, verdict"], rows)
-        differ = [str(s["id"]) for s, t in zip(syn_findings, text_findings) if s["seen"] != t["seen"]]
+        differ = [str(s.id) for s, t in zip(syn_findings, text_findings) if s.seen != t.seen]
         doc.p(f"The verdicts differ for finding(s) {', '.join(differ)}." if differ
               else "The verdicts are the same on both sources.")
     else:
