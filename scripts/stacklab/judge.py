@@ -163,7 +163,7 @@ def findings_json(res: Result) -> dict:
                                         for w in GRID_WIRINGS for d in tr.depths if tr.best(w, d) is not None]},
             "points": [{"wiring": w, "depth": d, "learning_rate": lr, "sweep": runs[0].sweep_name,
                         "seeds": [stats.seed_of(r) for r in runs],
-                        "final_val_loss": stats.summarize_loss([r.final_val_loss for r in runs])}
+                        "final_val_loss": tr.summaries[(w, d, lr)]}
                        for (w, d, lr), runs in sorted(tr.pts.items(),
                                                       key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0))],
             "excluded": [{"sweep": n, "id": rid, "reason": why} for n, rid, why in res.excluded],

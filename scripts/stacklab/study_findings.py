@@ -170,6 +170,9 @@ class Training:
         self.sweeps = sweeps
         self.runs = [r for s in sweeps for r in s.runs]
         self.pts = stats.points(self.runs)
+        # Each point's final val loss over its seeds (study_stats.summarize_loss), computed once: the
+        # report's tables and findings.json's points read it here.
+        self.summaries = {pt: stats.summarize_loss([r.final_val_loss for r in runs]) for pt, runs in self.pts.items()}
         self.ref_lr = stats.reference_rate(self.pts)
         self.refs = next((r.reference_losses for r in self.runs if r.reference_losses), {})
         self.unigram = self.refs.get("unigram")
@@ -182,6 +185,10 @@ class Training:
 
     def seeds(self, wiring, depth, lr):
         return self.pts.get((wiring, depth, lr), [])
+
+    def summary(self, wiring, depth, lr) -> dict:
+        """The point's final val loss over its seeds (n = 0 for a point without a completed run)."""
+        return self.summaries.get((wiring, depth, lr)) or stats.summarize_loss([])
 
     def finals(self, wiring, depth, lr):
         return [r.final_val_loss for r in self.seeds(wiring, depth, lr)]

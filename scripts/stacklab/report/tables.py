@@ -11,7 +11,7 @@ from ..study_findings import GRID_WIRINGS, fmt_escape, seed_list
 def loss_cell(tr, w, d, lr, best=False):
     """One table cell: the seed summary of the point's completed runs and, when seeds were left out,
     how many of how many and why ("n=2; 1 of 3 seeds excluded: s1 diverged at step 40")."""
-    s = stats.summarize_loss(tr.finals(w, d, lr))
+    s = tr.summary(w, d, lr)
     ex = tr.excluded_at(w, d, lr)
     why = "; ".join(f"{rid.rsplit('-', 1)[-1]} {reason}" for rid, reason in ex)
     if not s["n"]:
