@@ -6,7 +6,7 @@ the findings on text: TextStudy), convergence (the long horizon).
 
     result = judge(root, sweeps)    # sweeps: name -> report.Sweep (or anything with its fields)
     findings_json(result)           # findings.json's dict
-Not here: loading a sweep (report.Sweep), the report's text (report.py and the section modules).
+Not here: loading a sweep (report.Sweep), the report's text (report/: page.py and its sections).
 """
 import json
 import os

@@ -2,9 +2,9 @@
 configs/experiments/study_rules.json (fixed before their runs): the text sweeps' findings by
 study_findings.py's rules unchanged (each run's own unigram loss), criterion S (the text horizon
 learns real structure), the quick tier's text point beside the synthetic L = 32 row, rule P on a
-stability map (synthetic: stability_map or the quick tier's map_core; text: text_map), and the
-report's section "On real text". Used by report.py. Not here: loading sweeps, the map's counts
-(stability_map.py), the findings' rules (study_findings.py).
+stability map (synthetic: stability_map or the quick tier's map_core; text: text_map), all in one
+TextStudy. Used by judge.py. Not here: loading sweeps, the map's counts (stability_map.py), the
+findings' rules (study_findings.py), the report's section "On real text" (report/text.py).
 """
 import json
 import os

@@ -3,7 +3,7 @@ convergence.py under configs/experiments/convergence_rules.json: per source a ta
 with each point's verdict, its seeds' counts, final loss and horizon (H and 4H where extended), the
 escape step of the stacks without a residual against depth with its fit, pre vs post at L = 32 per
 init, and each short-horizon statement beside its long verdict with every reversal named (also in
-the summary). Without converge sweeps, one line saying how to run them. Used by report.py.
+the summary). Without converge sweeps, one line saying how to run them. Used by page.py.
 Not here: the rules (convergence.py), the figures (plot_convergence.py), the front page (front.py).
 """
 from collections import Counter

@@ -1,7 +1,7 @@
 """The report as a list of blocks, written out twice: as Markdown (report.md, figures linked by
 relative path, folded parts in <details>, which GitHub renders too) and as one self-contained HTML
 page (report.html: inline CSS, every figure embedded as a base64 PNG data URI, no network). Used by
-report.py.
+the report's sections (page.py).
 
     doc = Doc(); doc.h(1, "Title"); doc.h(2, "Finding 1", anchor="finding-1")
     doc.p("`code`, **bold**, [a link](#finding-1)")

@@ -2,8 +2,8 @@
 per source, the short horizon dashed and the convergence runs' long horizon solid) and under it one
 paragraph answering issue 36's question in words, every number from the runs: which wirings train,
 escape or converge at which depth and horizon, with the min-max over seeds; without the convergence
-runs, what the short horizon shows and that the long one was not run. Used by report.py.
-Not here: the verdicts (study_findings.py, convergence.py), the drawing (plot_convergence.py).
+runs, what the short horizon shows and that the long one was not run. Used by page.py.
+Not here: the verdicts (study_findings.py, convergence.py, judge.ShortHorizon), the drawing (plot_convergence.py).
 """
 from collections import defaultdict
 

@@ -1,6 +1,6 @@
 """How a study was run, as the report states it: each reproduce.sh invocation from OUT/timing.jsonl
 (version, commit, cores, the stages' wall times) and the numeric path (OPENBLAS_CORETYPE, the
-OpenBLAS core, the matrix-product path, the CPU, each run's start record). Used by report.py.
+OpenBLAS core, the matrix-product path, the CPU, each run's start record). Used by page.py.
 Not here: the findings, the tables, the figures.
 """
 import json

@@ -2,9 +2,9 @@
 says, the numbers that decide it, its verdict, a link to its section), a section per finding (its
 text beside the figure that shows it, every number folded below), the claims of claims.json with
 their verdicts (claims.evaluate_all), and the stability map ("Where pre-norm and post-norm train").
-Rows are built from any objects with a claim verdict's fields (claims.ClaimVerdict). Used by report.py.
-Not here: the findings' rules (study_findings.py), the map's counts (stability_map.py), loading runs,
-tables of numbers (report.py).
+Rows are built from any objects with a claim verdict's fields (claims.ClaimVerdict). Used by page.py.
+Not here: the findings' rules (study_findings.py), the map's counts and sentences (stability_map.py,
+map.py), loading runs, tables of numbers (tables.py).
 """
 import os
 import re
