@@ -4,7 +4,8 @@ restructuring (tests/python/data/report_unchanged/: findings.json and report.md,
 report.md equal but for the changes a commit names (listed in CHANGED below, each with its commit's
 subject). The study: the probe and train grids and the convergence sweeps of test_report_convergence,
 a map core and a text map on disk (four outcomes), and timing.jsonl's start record; the claims' sweeps
-are absent (every claim "not run"). The folder's path is written as OUT in the expected files."""
+are absent (every claim "not run"). The folder's path is written as OUT in the expected files. Writing
+them again (--write) records the report as it is then: CHANGED starts empty again, in the same commit."""
 import contextlib
 import io
 import json
