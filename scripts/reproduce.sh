@@ -22,29 +22,41 @@ CALLER_DIR="$PWD"  # a relative --out or STACKLAB_BIN is the caller's, not the r
 cd "$ROOT"
 
 usage() {
+  # The sweep lists are scripts/stacklab/tier.py's (tier.py list), not copied here.
+  local py
+  py="$(command -v python3 || echo /usr/bin/python3)"
+  names() { "$py" scripts/tier.py list "$1" | fold -s -w 84 | sed 's/ *$//; 1!s/^/                    /'; }
   cat <<'EOF'
 usage: bash scripts/reproduce.sh [--full] [--claims] [--text] [--converge] [--out DIR] [--jobs N] [--executor local|slurm]
                                  [--slurm-* VALUE ...] [--max-parallel K] [--wait] [--report-only] [--tiny]
 
   --full            the full tier: configs/experiments/full/*.json (5 seeds, 4 learning rates at every
                     wiring and depth, twice the quick horizon); prints its size (runs, how many are done,
-                    estimated core-hours) before it starts. Default: the quick tier (probe_grid,
-                    train_grid, lr_grid, the pre- vs post-norm core map_core and the real-text point
-                    text_point of configs/experiments/; the extras are in the full tier only)
+                    estimated core-hours) before it starts; it holds the claims' and the text study's
+                    sweeps. Default: the quick tier of configs/experiments/
   --claims          add the sweeps of the claims' configs to the quick tier, both rounds
-                    (configs/experiments/claims.json: claims_probe, claims_probe_rank, claims_probe_l32,
-                    claims_train, stability_map; claims_round2.json: claims2_probe, claims2_probe_l32,
-                    claims2_train, claims2_qknorm; the list is scripts/stacklab/tier.py's CLAIMS_SWEEPS)
-                    and, after the report, print the claims' verdicts (scripts/claims.py;
-                    OUT/claims_verdicts.json). The full tier always holds them (stability_map holds
-                    map_core's cells, which then do not run twice)
-  --text            add the study on tiny Shakespeare to the quick tier (text_probe, text_train, text_map:
-                    tier.py's TEXT_SWEEPS; text_train holds text_point's runs). The full tier always holds it
-  --converge        add the convergence study (configs/experiments/convergence_rules.json: converge_synth,
-                    converge_synth_map, converge_text, converge_text_map, then converge_synth_long, which
-                    continues converge_synth's runs without a residual from H to 4H with `stacklab train
-                    --resume` on copies of them: tier.py's CONVERGE_SWEEPS, EXTENDS); prints its size first.
-                    Opt-in: no tier runs it by default. Hours on 2 cores (docs/study.md, "Convergence")
+                    (configs/experiments/claims.json, claims_round2.json) and, after the report, print
+                    the claims' verdicts (scripts/claims.py; OUT/claims_verdicts.json)
+  --text            add the study on tiny Shakespeare to the quick tier
+  --converge        add the convergence study (configs/experiments/convergence_rules.json); its
+                    extension sweep continues its source's runs without a residual from H to 4H with
+                    `stacklab train --resume` on copies of them; prints its size first. Opt-in: no tier
+                    runs it by default. Hours on 2 cores (docs/study.md, "Convergence")
+EOF
+  cat <<EOF
+
+  The sweeps (scripts/stacklab/tier.py, \`python3 scripts/tier.py list\`):
+    quick tier      $(names quick)
+    --full only     $(names full-only)
+    --claims adds   $(names claims)
+    --text adds     $(names text)
+    --converge adds $(names converge)
+    extension       $(names extends)
+    runs once       $(names covered)
+                    (where a tier has both, only the first runs)
+
+EOF
+  cat <<'EOF'
   --out DIR         where the runs, figures and report go (default runs/deep_stacking, with --full
                     runs/deep_stacking_full); a second numeric path needs its own DIR
   --jobs N          local runs at once, each single-threaded (default: STACKLAB_JOBS or 2)
@@ -127,13 +139,12 @@ mapfile -t SRC_FILES < <("$PY" scripts/tier.py files "$TIER" $([[ $CLAIMS == 1 ]
   $([[ $TEXT == 1 ]] && echo --text) $([[ $CONVERGE == 1 ]] && echo --converge))
 ((${#SRC_FILES[@]})) || die "scripts/tier.py files $TIER failed (see above)"
 
-# The text sweeps (configs/experiments/text_*.json) read tiny Shakespeare, which the repository does
-# not hold: the data step brings it first (a checked copy already in data/ is kept, without the
-# network; STACKLAB_DATA_LOCAL names a local copy). Without it the tier stops here, except --tiny
-# (the tests' path) outside CI, which drops its text sweeps and says so.
-TEXT_FILES=()
-is_text() { [[ "$(basename "$1")" == text_* || "$(basename "$1")" == converge_text* ]]; }
-for f in "${SRC_FILES[@]}"; do is_text "$f" && TEXT_FILES+=("$f"); done
+# The text sweeps (tier.py text-files: data.source "text" in the file) read tiny Shakespeare, which the
+# repository does not hold: the data step brings it first (a checked copy already in data/ is kept,
+# without the network; STACKLAB_DATA_LOCAL names a local copy). Without it the tier stops here, except
+# --tiny (the tests' path) outside CI, which drops its text sweeps and says so.
+mapfile -t TEXT_FILES < <("$PY" scripts/tier.py text-files "${SRC_FILES[@]}")
+is_text() { [[ " ${TEXT_FILES[*]} " == *" $1 "* ]]; }
 if ((${#TEXT_FILES[@]})) && ((!REPORT_ONLY)); then
   say "data step for the text sweeps ($(basename -a "${TEXT_FILES[@]}" | tr '\n' ' ' | sed 's/ $//')): scripts/get_data.py${STACKLAB_DATA_LOCAL:+ (STACKLAB_DATA_LOCAL=$STACKLAB_DATA_LOCAL)}"
   if ! "$PY" scripts/get_data.py shakespeare_char; then

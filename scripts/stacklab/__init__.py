@@ -1,8 +1,8 @@
 """stacklab's analysis package: run logs (runlog), safetensors files (io_util), the study's
-statistics and findings (study_stats, study_findings), its report (report, report_doc), the
-figures (plot_common, plot_run, plot_compare, plot_study), the tiers (tier), the training corpus
-(make_corpus), the model in PyTorch (torch_model, load), its nanoGPT export (nanogpt_export) and
-the explorable HTML views (views).
+statistics and findings (study_stats, study_findings), the study judged once (judge) and its
+report (the report subpackage), the figures (plot_common, plot_run, plot_compare, plot_study), the
+tiers (tier), the training corpus (make_corpus), the model in PyTorch (torch_model, load), its
+nanoGPT export (nanogpt_export) and the explorable HTML views (views).
 
 Import it with scripts/ on the path: the entry points scripts/*.py get that for free (Python puts
 a script's folder first on sys.path); elsewhere `PYTHONPATH=scripts python3 -m unittest ...` or

@@ -22,19 +22,19 @@ import re
 import sys
 from dataclasses import asdict, dataclass
 
-from . import runlog, tier
+from . import checkpoint_config, runlog, tier
 from .study_findings import fit_line, fmt
 
 CLAIMS_PATH = os.path.join(tier.QUICK_DIR, "claims.json")
 ROUND2_PATH = os.path.join(tier.QUICK_DIR, "claims_round2.json")
 BASE_PATH = os.path.join(tier.ROOT, "configs", "base.json")
-# stacklab's defaults (`stacklab validate --defaults`) of the keys claims.json names that base.json
-# leaves out, and of model.emb_scale, which every run must share with its claim's config too (a
-# unit-scale run never stands in for one drawn at init_std); tests/python/test_claims.py checks them
-# against the binary when one is built. A run whose config lacks one of these keys was made before
+# The keys claims.json names that base.json leaves out, and model.emb_scale, which every run must
+# share with its claim's config too (a unit-scale run never stands in for one drawn at init_std). Their
+# values are stacklab's defaults, read from config_defaults.json (`stacklab validate --defaults`, pinned
+# to the binary by test_checkpoint_config). A run whose config lacks one of these keys was made before
 # stacklab had it, so it ran with the default.
-DEFAULTS = {"model.residual_scale": "none", "model.mlp": True, "model.qk_norm": False, "optim.warmup_iters": 0,
-            "model.emb_scale": "init_std"}
+DEFAULT_KEYS = ("model.residual_scale", "model.mlp", "model.qk_norm", "optim.warmup_iters", "model.emb_scale")
+DEFAULTS = {key: tier.get_key(checkpoint_config.defaults(), key) for key in DEFAULT_KEYS}
 AXES = ("model.n_layer", "model.init", "optim.learning_rate")  # a claim's configs: lists crossed with variants
 # claims_round2.json's why_not_seen categories (its "categories" holds their text, read by the report).
 CATEGORIES = ("a", "b", "c")
@@ -59,12 +59,12 @@ def load_claims(path: str | None = None) -> dict:
 
 
 def margin(definitions: dict) -> float:
-    """The trained / plateau margin in nats, read from the definitions' text (one number in both)."""
-    m = re.search(r"more than ([0-9.]+) nats below the unigram", definitions.get("trained", ""))
-    p = re.search(r"unigram - ([0-9.]+)", definitions.get("plateau", ""))
-    if not (m and p) or float(m.group(1)) != float(p.group(1)):
-        raise ValueError("claims.json: definitions.trained and .plateau do not state one margin below the unigram loss")
-    return float(m.group(1))
+    """The trained / plateau margin in nats: the definitions' `margin` (claims.json, claims_round2.json),
+    the number their `trained` and `plateau` texts state (test_claims pins the two equal)."""
+    m = definitions.get("margin")
+    if isinstance(m, bool) or not isinstance(m, (int, float)) or not m > 0:
+        raise ValueError(f"claims.json: definitions.margin: expected a positive number of nats, got {m!r}")
+    return float(m)
 
 
 def outcome(run, definitions: dict | None = None) -> str:

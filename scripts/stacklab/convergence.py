@@ -17,17 +17,20 @@ import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from . import runlog
 from . import stability_map
 from . import study_stats as stats
-from .study_findings import fmt
+from .study_findings import finding_3, fit_line
+from .tier import CONVERGE_SWEEPS
 from .study_text import pre_post as rule_p  # the short horizon's rule P, on the cells named here
 
 RULES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs", "experiments",
                           "convergence_rules.json")
 OUTCOMES = ("converged", "still learning", "never escaped", "diverged")
+SOURCES = ("synthetic", "text")  # in the report's order
+COMMAND = "bash scripts/reproduce.sh --converge"
+RULES_FILE = "configs/experiments/convergence_rules.json"
 
 
 def load_rules(path=None) -> dict:
@@ -203,13 +206,6 @@ def point_verdicts(runs, rules: dict, init: str = "scaled") -> list:
 
 # ---- the escape step against depth -----------------------------------------------------------
 
-def _fit(x, y):
-    """Least squares y = a + b x: (b, a, residual sum of squares)."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    b, a = np.polyfit(x, y, 1)
-    return float(b), float(a), float(((y - (a + b * x)) ** 2).sum())
-
-
 def growth_fit(points, min_ratio: float) -> dict:
     """The escape-fit rule on [(depth, escape step or None, horizon)]: the verdict, the exponential
     fit ln s = a + b L (factor exp(b) per layer), the polynomial one ln s = c + p ln L, and for a depth
@@ -229,9 +225,9 @@ def growth_fit(points, min_ratio: float) -> dict:
                                   "p_above": math.log(h / s0) / math.log(d / d0)})
     if len(esc) >= 2:
         ds, ls = [d for d, _ in esc], [math.log(s) for _, s in esc]
-        b, a, ssr_e = _fit(ds, ls)
-        p, c, ssr_p = _fit([math.log(d) for d in ds], ls)
-        out.update(factor=math.exp(b), p=p, ssr_exp=ssr_e, ssr_poly=ssr_p, intercept_exp=a, intercept_poly=c)
+        e, q = fit_line(ds, ls), fit_line([math.log(d) for d in ds], ls)  # one point a depth: distinct x
+        out.update(factor=math.exp(e.slope), p=q.slope, ssr_exp=e.ssr, ssr_poly=q.ssr, intercept_exp=e.intercept,
+                   intercept_poly=q.intercept)
     if not pts:
         out["verdict"] = "not judged"
     elif not esc:
@@ -294,33 +290,6 @@ def escape_fits(runs, rules: dict) -> dict:
         out[(src, w)] = Fit(src, w, rows, med_fit, seed_fits, not_judged)
     return out
 
-
-def fit_text(f: Fit) -> str:
-    """One line: the verdict on the medians, its fits, and their spread over seeds."""
-    m = f.median_fit
-    steps = "; ".join(f"L={d}: " + (f"{med:g}" if med is not None else f"> {h}") + " (seeds "
-                      + ", ".join(str(s) if s is not None else f"> {h}" for s in ss) + ")"
-                      for d, _, h, ss, med in f.rows)
-    line = f"{f.wiring} ({f.source}): median escape step {steps}; **{m['verdict']}**"
-    if m["factor"] is not None:
-        line += (f" (exp(b) = {fmt(m['factor'])} per layer, SSR {fmt(m['ssr_exp'])}; p = {fmt(m['p'])}, "
-                 f"SSR {fmt(m['ssr_poly'])})")
-    for b in m["bounds"]:
-        line += (f"; L={b['depth']} never escaped within {b['horizon']}: exp(b) > {fmt(b['factor_above'])}, "
-                 f"p > {fmt(b['p_above'])} from L={b['from']}")
-    for d, h in f.not_judged:
-        line += f"; L={d} not judged (no seed finished without diverging, up to {h} steps)"
-    factors = [s["factor"] for s in f.seed_fits.values() if s["factor"] is not None]
-    ps = [s["p"] for s in f.seed_fits.values() if s["p"] is not None]
-    verdicts = Counter(s["verdict"] for s in f.seed_fits.values())
-    if f.seed_fits:
-        line += "; per seed: " + ", ".join(f"{k} {v}" for k, v in verdicts.items())
-        if factors:
-            line += f", exp(b) {fmt(min(factors))}-{fmt(max(factors))}, p {fmt(min(ps))}-{fmt(max(ps))}"
-    return line
-
-
-# ---- pre- vs post-norm at convergence --------------------------------------------------------
 
 @dataclass
 class PrePost:
@@ -423,3 +392,120 @@ def compare(short: dict, long: dict, rules: dict) -> list:
         note = f"reversed at the long horizon: {sv} -> {lv}" if judged and sv != lv else ""
         rows.append((sid, src, texts[sid], sv, lv, note))
     return rows
+
+
+# ---- the study: the converge sweeps of an output folder judged ------------------------------------
+
+@dataclass
+class Study:
+    """The convergence runs judged, and the short verdicts set beside them."""
+    rules: dict
+    sweeps: list        # the converge sweeps OUT holds
+    runs: list          # every run they list that was loaded (finished, diverged or not)
+    points: list        # [convergence.Point]
+    fits: dict          # (source, wiring) -> convergence.Fit
+    pp: dict            # source -> convergence.PrePost
+    short_pp: dict      # source -> convergence.PrePost on the short horizon's map
+    short: dict         # (statement id, source) -> short verdict
+    short_from: dict    # (statement id, source) -> where the short verdict was read
+    rows: list          # convergence.compare's rows
+
+    @property
+    def present(self) -> bool:
+        return bool(self.points)
+
+    @property
+    def sources(self) -> list:
+        return [s for s in SOURCES if any(p.source == s for p in self.points)]
+
+    @property
+    def reversals(self) -> list:
+        return [r for r in self.rows if r[5]]
+
+
+def sweep_runs(sweep) -> list:
+    """A report.Sweep's usable runs and its excluded ones that were loaded (diverged, unfinished):
+    the convergence rules judge a diverged run, and count an unfinished one as not judged. Each is
+    tagged with its sweep and the sweep's seed count (its manifest's), so that a point says "k of
+    n seeds" when seeds are missing."""
+    seeds = {s for e in sweep.manifest.get("runs", []) if isinstance(e, dict)
+             for s in (e.get("seeds") or []) if isinstance(e.get("seeds"), list)}
+    runs = list(sweep.runs) + [r for r in getattr(sweep, "excluded_runs", {}).values() if r.config]
+    for r in runs:
+        r.sweep_name, r.sweep_seeds = sweep.name, len(seeds) or None
+    return runs
+
+
+def short_statements(syn_tr, text_tr, syn_map, syn_map_name, text_map, text_map_name, rules):
+    """({(id, source): short verdict}, {(id, source): where from}, {source: PrePost}) from what this
+    output folder holds: finding 3's parts (i) and (ii) on the training sweeps (synthetic) and on
+    text_train (text); rule P and post-lower on the short map's cells the long rule names."""
+    short, where, pps = {}, {}, {}
+    for src, tr, name in (("synthetic", syn_tr, "train_grid/lr_grid"), ("text", text_tr, "text_train")):
+        if tr is None or not tr.runs:
+            continue
+        parts = finding_3(tr).parts or {}
+        steps = "/".join(str(s) for s in sorted({r.summary.get("steps") for r in tr.runs if r.summary} - {None}))
+        for sid, part in (("F3i", "i"), ("F3ii", "ii")):
+            if parts.get(part, "not run") != "not run":
+                short[(sid, src)] = parts[part]
+                where[(sid, src)] = f"finding 3 on {name}, {steps or '?'} steps"
+    cells = f"cells at L={rules['pre_post']['depth']}, lr {rules['pre_post']['learning_rate']:g}"
+    for src, data, name in (("synthetic", syn_map, syn_map_name), ("text", text_map, text_map_name)):
+        if data is None or data.empty:
+            continue
+        pp = pre_post_map(data, rules, src)
+        pps[src] = pp
+        for sid, v in (("P", pp.p_verdict), ("post_lower", post_lower(pp))):
+            if v != "not run":
+                short[(sid, src)] = v
+                where[(sid, src)] = f"{name}'s {cells}"
+    return short, where, pps
+
+
+def judge(sweeps: dict, short_args: dict) -> Study:
+    """The convergence study from the converge sweeps among `sweeps` (name -> report.Sweep), and
+    the short statements from `short_args` (short_statements' keyword arguments but rules)."""
+    rules = load_rules()
+    present = [n for n in CONVERGE_SWEEPS if n in sweeps]
+    runs = [r for n in present for r in sweep_runs(sweeps[n])]
+    points = point_verdicts(runs, rules)
+    fits = escape_fits(runs, rules)
+    pp = {src: pre_post(runs, rules, src) for src in sorted({source_of(r) for r in runs})}
+    short, where, short_pp = short_statements(rules=rules, **short_args)
+    rows = compare(short, long_statements(points, pp, rules), rules) if points else []
+    return Study(rules, present, runs, points, fits, pp, short_pp, short, where, rows)
+
+
+def short_map(map_data, map_name, fallback_runs, fallback_name):
+    """(map, its name) for the short horizon's pre vs post: the map sweep when it holds cells, else
+    the cells the training runs hold (train_grid's L = 32; text_train's or text_point's)."""
+    if map_data is not None and not map_data.empty:
+        return map_data, map_name
+    return stability_map.build(fallback_runs), fallback_name
+
+
+def findings_json(study: Study) -> dict:
+    """findings.json's "convergence": every point, fit, pre/post cell and short/long row."""
+    if not study.present:
+        return {"present": False, "how": COMMAND, "rules": RULES_FILE}
+    return {
+        "present": True, "rules": RULES_FILE, "fixed_on": study.rules["fixed_on"], "sweeps": study.sweeps,
+        "points": [{"source": p.source, "wiring": p.wiring, "depth": p.depth, "learning_rate": p.lr,
+                    "horizon": p.horizon, "verdict": p.verdict, "counts": p.counts, "seeds_planned": p.planned,
+                    "final_val_loss": stats.summarize_loss(p.finals),
+                    "seeds": [{"seed": sd, "outcome": o, "escape_step": s, "last_eval_step": last, "final_val_loss": f}
+                              for sd, o, s, last, f in p.seeds]} for p in study.points],
+        "escape_fits": [{"source": f.source, "wiring": f.wiring, "verdict": f.median_fit["verdict"],
+                         "rows": [{"depth": d, "learning_rate": lr, "horizon": h, "escape_steps": ss, "median": m}
+                                  for d, lr, h, ss, m in f.rows],
+                         "median_fit": f.median_fit, "seed_fits": {str(k): v for k, v in f.seed_fits.items()},
+                         "not_judged": [{"depth": d, "horizon": h} for d, h in f.not_judged]}
+                        for f in study.fits.values()],
+        "pre_post": [vars(p) for p in study.pp.values()],
+        "pre_post_short": [vars(p) for p in study.short_pp.values()],
+        "short_vs_long": [{"id": sid, "source": src, "statement": text, "short": sv,
+                           "short_from": study.short_from.get((sid, src)), "long": lv, "reversal": note}
+                          for sid, src, text, sv, lv, note in study.rows],
+        "reversals": [{"id": r[0], "source": r[1], "note": r[5]} for r in study.reversals],
+    }

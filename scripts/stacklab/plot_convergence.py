@@ -4,7 +4,7 @@ long horizon, one panel per source (front/final_loss_vs_depth_horizons.png); per
 over the whole horizon on a log step axis, one panel per depth, every seed a thin line
 (convergence/loss_curves_<source>.png); the escape step of the stacks without a residual against
 depth with the exponential and polynomial fits (convergence/escape_step_fit_<source>.png).
-Not here: the verdicts (convergence.py), the text (report_convergence.py, report_front.py).
+Not here: the verdicts (convergence.py), the text (report/convergence.py, report/front.py).
 """
 import math
 import os

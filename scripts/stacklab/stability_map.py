@@ -1,7 +1,7 @@
 """The stability map: where pre-norm, post-norm, post-norm with warm-up and DeepNorm train, per
 init, learning rate and depth (the training runs under OUT/stability_map/). Each run's outcome is
-trained, diverged or plateau as claims.json defines them (claims.outcome when claims.py is there,
-else outcome_local, the same definitions read from claims.json); a cell counts its seeds' outcomes.
+trained, diverged or plateau as claims.json defines them (claims.outcome); a cell counts its seeds'
+outcomes.
 The figure is one panel per wiring and init, a grid of learning rate (x) by depth (y), each cell
 "trained/diverged/plateau" coloured by the majority, with the mean final val loss; the text is
 generated from the counts. Not here: running the sweep (reproduce.sh --claims), the report's layout.
@@ -9,10 +9,7 @@ generated from the counts. Not here: running the sweep (reproduce.sh --claims), 
     /usr/bin/python3 scripts/plot_stability_map.py OUT/stability_map --out OUT/figures/stability_map
 """
 import argparse
-import importlib
-import json
 import os
-import re
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -20,14 +17,12 @@ from dataclasses import dataclass, field
 import matplotlib.pyplot as plt
 from matplotlib.patches import Patch, Rectangle
 
-from . import runlog
+from . import claims, runlog
 from .plot_common import save
 
 SWEEP = "stability_map"
 FIGURE = "stability_map.png"
 RUN_COMMAND = "bash scripts/reproduce.sh --claims"
-CLAIMS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs", "experiments",
-                           "claims.json")
 # The wirings of the map, in panel order, each named by its formula (STYLE.md: a variant by its formula).
 WIRINGS = {"pre": "pre-norm: x + f(norm(x))", "post": "post-norm: norm(x + f(x))",
            "post-warmup": "post-norm with warm-up: norm(x + f(x)), lr warmed up",
@@ -62,44 +57,6 @@ def point_of(run):
     if w is None or init is None or lr is None or not run.n_layer:
         return None
     return w, init, run.n_layer, float(lr)
-
-
-def claims_margin(path=CLAIMS_PATH) -> float:
-    """The margin of claims.json's definitions: "trained" is more than it below the unigram loss,
-    "plateau" at or above unigram minus it. Read from the definitions' text, which must agree."""
-    with open(path, encoding="utf-8") as f:
-        d = json.load(f)["definitions"]
-    t = re.search(r"more than ([0-9.]+) nats below the unigram loss", d["trained"])
-    p = re.search(r"at or above unigram - ([0-9.]+)", d["plateau"])
-    if not t or not p or float(t.group(1)) != float(p.group(1)):
-        raise ValueError(f"{path}: definitions.trained / .plateau: expected one margin in both, "
-                         f"got {d['trained']!r} and {d['plateau']!r}")
-    return float(t.group(1))
-
-
-def outcome_local(run, margin: float) -> str | None:
-    """claims.json's definitions verbatim: diverged (summary.json status), trained (completed, final
-    val loss more than `margin` below the unigram loss), plateau (completed, at or above it). None for
-    a run that did neither (incomplete, failed): it is counted as unfinished, not judged."""
-    if runlog.is_diverged(run):
-        return "diverged"
-    uni = run.reference_losses.get("unigram")
-    if not runlog.is_completed(run) or run.final_val_loss is None or uni is None:
-        return None
-    return "trained" if run.final_val_loss < uni - margin else "plateau"
-
-
-def classifier():
-    """(function run -> outcome, where it comes from): claims.outcome when claims.py can be
-    imported, else outcome_local with claims.json's margin. Only finished runs are passed to it."""
-    try:
-        claims = importlib.import_module(".claims", __package__)
-    except ModuleNotFoundError as e:
-        if e.name != f"{__package__}.claims":
-            raise
-        margin = claims_margin()
-        return (lambda r: outcome_local(r, margin)), f"claims.json's definitions (margin {margin:g} nats)"
-    return claims.outcome, "claims.outcome"
 
 
 # ---- the cells -------------------------------------------------------------------------------
@@ -154,7 +111,7 @@ def build(runs, outcome=None) -> MapData:
     """The map's cells from training runs; runs outside the map (other wirings) are ignored."""
     source = "the given outcome function"
     if outcome is None:
-        outcome, source = classifier()
+        outcome, source = claims.outcome, "claims.outcome"
     cells = {}
     for r in runs:
         if r.is_probe:
@@ -222,31 +179,30 @@ def map_figure(data: MapData):
     return fig
 
 
-# ---- the text --------------------------------------------------------------------------------
+# ---- the outcomes that fail ----------------------------------------------------------------
 
 FAILS = ("diverged", "plateau")
 
 
-def _where(pairs):
-    return "; ".join(pairs)
+@dataclass
+class MapFacts:
+    """What the map's counts show, each cell by its majority (a cell "fails": diverged or plateau)."""
+    totals: dict        # runs per outcome and "unfinished"
+    post_fails: list    # [(init, depth, lr)] where post-norm fails and pre-norm trains; None without both
+    pre_fails: list     # the reverse
+    # fixes: "post-warmup" / "deepnorm" -> ([cells where it rescues failing post-norm], [cells of post_fails
+    # where it fails too]: only there, where pre-norm trains; elsewhere every wiring may fail, e.g. too few steps)
+    fixes: dict
+    decides: dict       # wiring -> {its majorities over the inits: [(depth, lr)]}: one init trains, another fails
+    decides_none: bool  # more than one init, and the init decides no cell
 
 
-def map_text(data: MapData) -> list[str]:
-    """Sentences generated from the counts: the runs and their outcomes; where post-norm fails and
-    pre-norm trains (and the reverse); where warm-up or DeepNorm rescues post-norm and where not;
-    where the init decides a wiring's outcome. A cell "fails" or "trains" by its majority; a fix
-    that does not rescue post-norm is named only where pre-norm trains."""
-    if data.empty:
-        return [f"The stability map was not run (no training runs under {SWEEP}/): `{RUN_COMMAND}` runs it."]
+def map_facts(data: MapData) -> MapFacts:
+    """The statements the map's text makes, judged from its cells' majorities."""
     tot = Counter()
     for c in data.cells.values():
         for k in OUTCOMES + ("unfinished",):
             tot[k] += getattr(c, k)
-    out = [f"{sum(tot.values())} runs in {len(data.cells)} cells ({', '.join(data.wirings)} x init "
-           f"{', '.join(data.inits)} x lr {', '.join(f'{x:g}' for x in data.rates)} x L "
-           f"{', '.join(map(str, data.depths))}): {tot['trained']} trained, {tot['diverged']} diverged, "
-           f"{tot['plateau']} on the plateau" + (f", {tot['unfinished']} unfinished" if tot["unfinished"] else "")
-           + f"; outcomes by {data.source}."]
 
     def cells_where(pred):
         return [(init, d, lr) for init in data.inits for d in data.depths for lr in data.rates if pred(init, d, lr)]
@@ -254,76 +210,36 @@ def map_text(data: MapData) -> list[str]:
     def maj(w, init, d, lr):
         return data.cell(w, init, d, lr).majority
 
-    def at(init, d, lr, *ws):
-        return (f"init {init}, L={d}, lr {lr:g} ("
-                + ", ".join(f"{w} {data.cell(w, init, d, lr).counts}" for w in ws) + ")")
-
+    post_fails = pre_fails = None
+    fixes = {}
     if {"pre", "post"} <= set(data.wirings):
         post_fails = cells_where(lambda i, d, lr: maj("post", i, d, lr) in FAILS and maj("pre", i, d, lr) == "trained")
         pre_fails = cells_where(lambda i, d, lr: maj("pre", i, d, lr) in FAILS and maj("post", i, d, lr) == "trained")
-        if post_fails:
-            out.append("Post-norm fails where pre-norm trains at " + _where(at(*c, "post", "pre") for c in post_fails)
-                       + ".")
-        else:
-            out.append("Nowhere in the map does post-norm fail where pre-norm trains.")
-        if pre_fails:
-            out.append("Pre-norm fails where post-norm trains at " + _where(at(*c, "pre", "post") for c in pre_fails)
-                       + ".")
-        for fix, name in (("post-warmup", "Warm-up"), ("deepnorm", "DeepNorm")):
-            if fix not in data.wirings:
-                continue
-            failing = cells_where(lambda i, d, lr: maj("post", i, d, lr) in FAILS)
-            saved = [c for c in failing if maj(fix, *c) == "trained"]
-            # not rescued: said where pre-norm trains (elsewhere every wiring may fail, e.g. too few steps)
-            not_saved = [c for c in post_fails if maj(fix, *c) in FAILS]
-            if saved:
-                out.append(f"{name} rescues post-norm at " + _where(at(*c, "post", fix) for c in saved) + ".")
-            if not_saved:
-                out.append(f"{name} does not rescue post-norm at " + _where(at(*c, "post", fix) for c in not_saved)
-                           + ".")
+        for fix in ("post-warmup", "deepnorm"):
+            if fix in data.wirings:
+                failing = cells_where(lambda i, d, lr: maj("post", i, d, lr) in FAILS)
+                fixes[fix] = ([c for c in failing if maj(fix, *c) == "trained"],
+                              [c for c in post_fails if maj(fix, *c) in FAILS])
 
     def decides(w, d, lr):  # one init trains where another fails
         m = {maj(w, i, d, lr) for i in data.inits}
         return "trained" in m and bool(m & set(FAILS))
 
+    by_wiring = {}
     if len(data.inits) > 1:
         for w in data.wirings:
-            # one sentence per wiring and pattern of outcomes over the inits (e.g. trained under
-            # scaled, plateau under xavier), listing its cells with their counts in the inits' order
+            # one pattern of outcomes over the inits (e.g. trained under scaled, plateau under xavier) per
+            # sentence, its cells in the inits' order
             patterns = {}
             for d in data.depths:
                 for lr in data.rates:
                     if decides(w, d, lr):
                         patterns.setdefault(tuple(maj(w, i, d, lr) for i in data.inits), []).append((d, lr))
-            for pattern, where in patterns.items():
-                out.append(f"The init decides for {w}: "
-                           + ", ".join(f"{m} under {i}" for m, i in zip(pattern, data.inits)) + " at "
-                           + _where(f"L={d}, lr {lr:g} ("
-                                    + " against ".join(data.cell(w, i, d, lr).counts for i in data.inits) + ")"
-                                    for d, lr in where) + ".")
-        if not any(decides(w, d, lr) for w in data.wirings for d in data.depths for lr in data.rates):
-            out.append("The init decides no cell: nowhere does a wiring train under one of "
-                       + " and ".join(data.inits) + " and fail under the other.")
-    return out
-
-
-def counts_table(data: MapData):
-    """(header, rows) of every cell: wiring, init, depth, then per rate "t/d/p, mean loss"."""
-    rows = []
-    for w in data.wirings:
-        for init in data.inits:
-            for d in data.depths:
-                cells = []
-                for lr in data.rates:
-                    c = data.cell(w, init, d, lr)
-                    m = c.mean_final
-                    cells.append("-" if not (c.n or c.unfinished) else
-                                 f"{c.counts} ({c.majority}), mean {m:.4f}" if m is not None else
-                                 f"{c.counts} ({c.majority})")
-                    if c.unfinished:
-                        cells[-1] += f", {c.unfinished} unfinished"
-                rows.append([f"`{w}`", init, str(d)] + cells)
-    return ["wiring", "init", "L"] + [f"lr {lr:g}" for lr in data.rates], rows
+            if patterns:
+                by_wiring[w] = patterns
+    none = len(data.inits) > 1 and not any(decides(w, d, lr)
+                                           for w in data.wirings for d in data.depths for lr in data.rates)
+    return MapFacts(dict(tot), post_fails, pre_fails, fixes, by_wiring, none)
 
 
 def cells_json(data: MapData):
@@ -358,20 +274,6 @@ def branch_sizes(probe_runs, depth: int = BRANCH_DEPTH) -> list[dict]:
             rows.append({"position": model.get("norm_position"), "init": model.get("init"), "seeds": per_seed,
                          "mean": sum(per_seed) / len(per_seed), "min": min(per_seed), "max": max(per_seed)})
     return sorted(rows, key=lambda row: (str(row["position"]), str(row["init"])))
-
-
-def branch_text(rows: list[dict], depth: int = BRANCH_DEPTH) -> list[str]:
-    """One sentence per placement: how large a branch starts next to the stream under each init,
-    and the factor between the largest and smallest init; [] without rows."""
-    out = []
-    for pos in sorted({row["position"] for row in rows}):
-        mine = [row for row in rows if row["position"] == pos]
-        parts = [f"{row['init']} {row['mean']:.2g} (seeds {row['min']:.2g}-{row['max']:.2g})" for row in mine]
-        lo, hi = min(mine, key=lambda row: row["mean"]), max(mine, key=lambda row: row["mean"])
-        ratio = f"; {hi['init']} over {lo['init']}: {hi['mean'] / lo['mean']:.3g}x" if lo["mean"] > 0 else ""
-        out.append(f"{pos}-norm at L = {depth}, branch / stream at initialisation (mean squares, mean over the "
-                   f"blocks): {', '.join(parts)}{ratio}.")
-    return out
 
 
 def main(argv=None):

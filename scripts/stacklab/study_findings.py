@@ -5,6 +5,8 @@ rate) pooled over the training sweeps (class Training), every seed aggregated (s
 and every run's escape step. Used by report.py. Not here: loading sweeps, tables, figures, writing files (report.py).
 """
 import math
+from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -37,15 +39,23 @@ def fmt(v, nd=3):
     return f"{v:.{nd}g}" if abs(v) >= 1 else f"{v:.{nd}f}".rstrip("0").rstrip(".") or "0"
 
 
-def fit_line(x, y):
-    """Least squares y = a + b x; returns (b, a, r2) or None with fewer than 2 points."""
+class Line(NamedTuple):
+    slope: float      # b
+    intercept: float  # a
+    r2: float
+    ssr: float        # the residual sum of squares
+
+
+def fit_line(x, y) -> Line | None:
+    """Least squares y = a + b x (the package's one line fit: the findings, the claims, the escape
+    step against depth); None with fewer than 2 distinct x."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     if len(x) < 2 or np.ptp(x) == 0:
         return None
     b, a = np.polyfit(x, y, 1)
+    ssr = float(((y - (a + b * x)) ** 2).sum())
     ss = float(((y - y.mean()) ** 2).sum())
-    r2 = 1.0 - float(((y - (a + b * x)) ** 2).sum()) / ss if ss > 0 else 1.0
-    return float(b), float(a), r2
+    return Line(float(b), float(a), 1.0 - ssr / ss if ss > 0 else 1.0, ssr)
 
 
 def probe_mean(run, key):
@@ -63,11 +73,31 @@ TITLES = {1: "No residual, no norm: gradients vanish toward the first block, exp
           5: "Without a residual, no learning rate tried leaves the unigram plateau (L >= 2)"}
 
 
-def finding(fid, claim, criterion, rows, seen, note="", deciding=""):
-    """A finding's record (findings.json). `deciding`: one short line of the numbers its verdict
-    turns on, for the report's summary; every number in it is also in `rows`."""
-    return {"id": fid, "claim": claim, "criterion": criterion, "measured": rows, "seen": bool(seen), "note": note,
-            "title": TITLES[fid], "deciding": deciding or (rows[-1] if rows else "")}
+@dataclass
+class Finding:
+    """A finding judged: its claim and rule, every number measured, the verdict; findings.json's record
+    (to_json)."""
+    id: int
+    claim: str
+    criterion: str
+    measured: list      # one line per number it was judged on
+    seen: bool
+    note: str
+    title: str
+    deciding: str       # one short line of the numbers the verdict turns on (each also in measured)
+    parts: dict = None  # finding 3's parts (i)-(iii): "seen" | "not seen" | "not run"; None for the others
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        if self.parts is None:
+            del d["parts"]
+        return d
+
+
+def finding(fid, claim, criterion, rows, seen, note="", deciding="") -> Finding:
+    """A finding's verdict. `deciding`: one short line of the numbers its verdict turns on, for the
+    report's summary; every number in it is also in `rows`."""
+    return Finding(fid, claim, criterion, rows, bool(seen), note, TITLES[fid], deciding or (rows[-1] if rows else ""))
 
 
 def finding_1(probe):
@@ -91,7 +121,7 @@ def finding_1(probe):
     if fit is None:
         return finding(1, claim, crit, rows + ["fewer than 2 depths >= 2 with a finite ratio"], False,
                        deciding="fewer than 2 depths >= 2 with a finite ratio: no fit")
-    b, _, r2 = fit
+    b, r2 = fit.slope, fit.r2
     factor = math.exp(b)
     rows.append(f"fit over L={', '.join(str(p[0]) for p in pts)}: b = {fmt(b)} per layer, "
                 f"factor exp(b) = {fmt(factor)}, R^2 = {fmt(r2)}")
@@ -140,6 +170,9 @@ class Training:
         self.sweeps = sweeps
         self.runs = [r for s in sweeps for r in s.runs]
         self.pts = stats.points(self.runs)
+        # Each point's final val loss over its seeds (study_stats.summarize_loss), computed once: the
+        # report's tables and findings.json's points read it here.
+        self.summaries = {pt: stats.summarize_loss([r.final_val_loss for r in runs]) for pt, runs in self.pts.items()}
         self.ref_lr = stats.reference_rate(self.pts)
         self.refs = next((r.reference_losses for r in self.runs if r.reference_losses), {})
         self.unigram = self.refs.get("unigram")
@@ -152,6 +185,10 @@ class Training:
 
     def seeds(self, wiring, depth, lr):
         return self.pts.get((wiring, depth, lr), [])
+
+    def summary(self, wiring, depth, lr) -> dict:
+        """The point's final val loss over its seeds (n = 0 for a point without a completed run)."""
+        return self.summaries.get((wiring, depth, lr)) or stats.summarize_loss([])
 
     def finals(self, wiring, depth, lr):
         return [r.final_val_loss for r in self.seeds(wiring, depth, lr)]
@@ -315,8 +352,8 @@ def finding_3(tr):
     out = finding(3, claim, crit + "; (iv) every wiring has a completed run at every depth of the grid",
                   rows, ok1 and ok2 and ok3 and not missing, deciding="; ".join(dec))
     # Parts (i) and (ii) on their own: the convergence study judges them again at the long horizon.
-    out["parts"] = {"i": "not run" if worst_res is None else "seen" if ok1 else "not seen",
-                    "ii": "not run" if best_nores is None else "seen" if ok2 else "not seen"}
+    out.parts = {"i": "not run" if worst_res is None else "seen" if ok1 else "not seen",
+                 "ii": "not run" if best_nores is None else "seen" if ok2 else "not seen"}
     return out
 
 

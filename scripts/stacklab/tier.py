@@ -4,6 +4,8 @@ invocation, and the size and estimated cost of a tier before it runs.
     python3 scripts/tier.py full-configs [--check]   # configs/experiments/full/*.json from the quick tier
     python3 scripts/tier.py files quick|full [--claims] [--text] [--converge]   # a tier's sweep files
     python3 scripts/tier.py later                      # the extension sweeps, run after their sources
+    python3 scripts/tier.py list quick|claims|text|converge|full|full-only|extends|covered   # names, one line
+    python3 scripts/tier.py text-files FILE...         # the sweep files that read a text file
     python3 scripts/tier.py extend BIN OUT             # copy the runs an extension sweep continues
     python3 scripts/tier.py prepare OUT FILE... [--tiny]   # OUT/sweeps/<name>.json, out_dir OUT/<name>
     python3 scripts/tier.py size BIN FILE... [--timing OUT/timing.jsonl] [--floor [--jobs N]]   # runs, core-hours
@@ -182,9 +184,44 @@ def tier_sweeps(tier, claims=False, text=False, converge=False):
     return tuple(n for n in names if COVERED_BY.get(n) not in names)
 
 
-def text_sweeps(names):
-    """The sweeps among `names` that read tiny Shakespeare (reproduce.sh runs the data step first)."""
-    return [n for n in names if n.startswith("text_") or n.startswith("converge_text")]
+def reads_text(sweep_file) -> bool:
+    """Whether a sweep file's runs read a text file: data.source "text" in its overrides, a variant, its
+    grid or, where none of these sets it, its base config (reproduce.sh runs the data step first)."""
+    s = read_json(sweep_file)
+    values = [(s.get("overrides") or {}).get("data.source")]
+    values += [v.get("data.source") for v in s.get("variants") or []]
+    values += list((s.get("grid") or {}).get("data.source") or [])
+    if not any(values) and s.get("base"):
+        base = read_json(os.path.join(os.path.dirname(os.path.abspath(sweep_file)), s["base"]))
+        values.append((base.get("data") or {}).get("source"))
+    return "text" in values
+
+
+def text_sweeps(names, tier_dir=QUICK_DIR):
+    """The sweeps among `names` (files in tier_dir) that read a text file (reads_text)."""
+    return [n for n in names if reads_text(os.path.join(tier_dir, n + ".json"))]
+
+
+# The lists `tier.py list` prints (reproduce.sh's --help names them from here).
+LISTS = {"quick": lambda: QUICK_SWEEPS, "claims": lambda: CLAIMS_SWEEPS, "text": lambda: TEXT_SWEEPS,
+         "converge": lambda: CONVERGE_SWEEPS, "full": lambda: FULL_SWEEPS,
+         "full-only": lambda: tuple(n for n in FULL_SWEEPS if n not in tier_sweeps("quick", claims=True, text=True)),
+         "extends": lambda: tuple(f"{n} continues {src}" for n, src in EXTENDS.items()),
+         "covered": lambda: tuple(f"{by} holds {n}'s cells" for n, by in COVERED_BY.items())}
+
+
+def cmd_list(args):
+    """One of LISTS on one line, comma-separated."""
+    print(", ".join(LISTS[args.what]()))
+    return 0
+
+
+def cmd_text_files(args):
+    """The files among FILE... whose runs read a text file (reads_text), one a line."""
+    for f in args.files:
+        if reads_text(f):
+            print(f)
+    return 0
 
 
 def cmd_files(args):
@@ -611,6 +648,10 @@ def main(argv=None):
     a.add_argument("--converge", action="store_true",
                    help="add the convergence study's sweeps (issue 36; in no tier by default)")
     sub.add_parser("later", help="print the extension sweeps' names (run after their sources)")
+    a = sub.add_parser("list", help="print a list of sweep names on one line (reproduce.sh --help reads them)")
+    a.add_argument("what", choices=tuple(LISTS))
+    a = sub.add_parser("text-files", help="print the sweep files among FILE... that read a text file")
+    a.add_argument("files", nargs="+")
     a = sub.add_parser("extend", help="copy the completed runs each extension sweep in OUT/sweeps continues; "
                                       "print RUN_DIR MAX_ITERS for each to resume")
     a.add_argument("binary")
@@ -633,7 +674,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     try:
         return {"full-configs": cmd_full_configs, "files": cmd_files, "prepare": cmd_prepare, "size": cmd_size,
-                "deepest": cmd_deepest, "later": cmd_later, "extend": cmd_extend}[args.cmd](args)
+                "deepest": cmd_deepest, "later": cmd_later, "extend": cmd_extend, "list": cmd_list,
+                "text-files": cmd_text_files}[args.cmd](args)
     except TierError as e:
         print(f"tier.py: {e}", file=sys.stderr)
         return 1

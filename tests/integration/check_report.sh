@@ -97,7 +97,8 @@ for fid, f in enumerate(fj["findings"], 1):
     assert all(m in folded for m in f["measured"]), f"finding {fid}: its numbers are not all folded under it"
     assert f["deciding"] and f["title"], f"finding {fid}: findings.json without title or deciding"
 # Every claim of both rounds is in the summary: a row with its verdict where it ran (C1-C7, C1r2-...),
-# else in the one line that says how to run them (--claims and its time), never as rows of missing configs.
+# else in the one line that says how to run them (--claims, and where its time is measured), never as rows of
+# missing configs.
 claims = [l for l in md.splitlines() if re.match(r"\| \[C[0-9]+(r2)?\]\(#claim-c[0-9]+(r2)?\) \|", l)]
 n_all = sum(len(json.load(open(f"configs/experiments/{n}"))["claims"]) for n in ("claims.json", "claims_round2.json"))
 for r in claims:
@@ -107,7 +108,7 @@ line = next((l for l in summary.splitlines() if "not run at this tier" in l), ""
 if len(claims) == n_all:  # the claims ran: a row each, round 1 then round 2, and no line
     assert not line, f"every claim has a row, yet a not-run line: {line!r}"
 else:
-    assert "`bash scripts/reproduce.sh --claims` runs them (" in line and "minutes" in line, \
+    assert "`bash scripts/reproduce.sh --claims` runs them (measured times: `configs/experiments/README.md`" in line, \
         f"the summary lists {len(claims)} of {n_all} claims and no line for the others: {line!r}"
     assert claims or ("`configs/experiments/claims.json`" in line and "`configs/experiments/claims_round2.json`" in line), \
         f"no claim ran, yet the line does not name both rounds' files: {line!r}"

@@ -9,20 +9,18 @@ import io
 import json
 import math
 import os
-import subprocess
 import tempfile
 import unittest
 
 import fabricate
 from stacklab import claims as cl
-from stacklab import runlog, tier
+from stacklab import checkpoint_config, runlog, tier
 
 DOC = cl.load_claims()
 DOC2 = cl.load_claims(cl.ROUND2_PATH)
 CLAIM = {c["id"]: c for c in DOC["claims"] + DOC2["claims"]}
 ROUND2_IDS = ["C1r2", "C2r2", "C3r2", "C4r2", "C7r2"]
 SEEDS = (0, 1, 2)
-BIN = os.environ.get("STACKLAB_BIN") or os.path.join(tier.ROOT, "build", "stacklab")
 
 
 def judge(cid, runs, tier_name="quick"):
@@ -77,9 +75,18 @@ class Outcome(unittest.TestCase):
         self.assertEqual(cl.outcome(fabricate.claim_run({}, 0, edge)), "plateau")
         self.assertEqual(cl.outcome(fabricate.claim_run({}, 0, edge - 1e-9)), "trained")
 
-    def test_the_margin_must_be_one_number_in_the_definitions(self):
-        with self.assertRaises(ValueError):
-            cl.margin({"trained": "more than 0.05 nats below the unigram loss", "plateau": "at or above unigram - 0.1"})
+    def test_the_margin_must_be_a_positive_number(self):
+        self.assertEqual(cl.margin({"margin": 0.2}), 0.2)
+        for bad in ({}, {"margin": "0.05"}, {"margin": 0}, {"margin": True}):
+            with self.assertRaises(ValueError):
+                cl.margin(bad)
+
+    def test_each_rounds_texts_state_its_margin(self):
+        # the second copy of the number: the definitions' prose, which the report and readers quote
+        for _, doc in cl.rounds():
+            d = doc["definitions"]
+            self.assertIn(f"more than {d['margin']:g} nats below the unigram loss", d["trained"])
+            self.assertIn(f"at or above unigram - {d['margin']:g}", d["plateau"])
 
 
 def c1_last(pre_xavier=-0.5, post_xavier=0.0, pre_scaled=-0.3):
@@ -470,12 +477,14 @@ class TheClaimsSweepsHoldTheClaimsConfigs(unittest.TestCase):
 
 
 class Defaults(unittest.TestCase):
-    @unittest.skipUnless(os.access(BIN, os.X_OK), f"no stacklab binary at {BIN} (build it first)")
-    def test_the_defaults_claims_py_assumes_are_stacklabs(self):
-        d = json.loads(subprocess.run([BIN, "validate", "--defaults"], check=True, capture_output=True,
-                                      text=True).stdout)
-        for key, v in cl.DEFAULTS.items():
-            self.assertEqual(tier.get_key(d, key), v, key)
+    def test_the_defaults_claims_py_assumes_are_config_defaults_jsons(self):
+        # config_defaults.json is pinned to the binary (test_checkpoint_config); each key must be in it
+        d = checkpoint_config.defaults()
+        self.assertEqual(set(cl.DEFAULTS), set(cl.DEFAULT_KEYS))
+        for key in cl.DEFAULT_KEYS:
+            self.assertIsNotNone(tier.get_key(d, key), key)
+            self.assertEqual(cl.DEFAULTS[key], tier.get_key(d, key), key)
+        self.assertEqual(cl.DEFAULTS["model.emb_scale"], "init_std")
 
 
 if __name__ == "__main__":

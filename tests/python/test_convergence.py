@@ -9,6 +9,7 @@ import unittest
 from fabricate import curve, long_run
 
 from stacklab import convergence as cv
+from stacklab.report import convergence as rc
 
 RULES = cv.load_rules()
 NORES = "pre-layernorm-nores"
@@ -136,11 +137,11 @@ class EscapeFits(unittest.TestCase):
         self.assertEqual(f.median_fit["verdict"], "grows, form not told apart (2 depths)")
         self.assertAlmostEqual(f.median_fit["factor"], 4 ** (1 / 6))
         self.assertAlmostEqual(f.seed_fits[22]["factor"], 10 ** (1 / 6))
-        text = cv.fit_text(f)
+        text = rc.fit_text(f)
         self.assertIn("L=32: > 4000", text)
         self.assertIn("L=8: 1000 (seeds 800, 1000, 3000)", text)  # a step as a whole number, also past 1e4
         self.assertIn("median escape step L=32: 13000 (seeds 12500, 13000, > 22000)",
-                      cv.fit_text(cv.Fit("synthetic", NORES, [(32, 3e-4, 22000, [12500, 13000, None], 13000)],
+                      rc.fit_text(cv.Fit("synthetic", NORES, [(32, 3e-4, 22000, [12500, 13000, None], 13000)],
                                          cv.growth_fit([(32, 13000, 22000)], 0.5), {})))
         self.assertIn("per seed: grows, form not told apart (2 depths) 3", text)
 
@@ -156,7 +157,7 @@ class EscapeFits(unittest.TestCase):
         f = cv.escape_fits(runs, RULES)[("synthetic", NORES)]
         self.assertEqual([(d, h) for d, _, h, _, _ in f.rows], [(2, 1000), (8, 1000), (32, 1000)])
         self.assertEqual(f.median_fit["verdict"], "no fit")
-        text = cv.fit_text(f)
+        text = rc.fit_text(f)
         self.assertNotIn("4000", text)
         self.assertIn("L=8 never escaped within 1000", text)
         pts = {(p.depth, p.horizon): p for p in cv.point_verdicts(runs, RULES)}
@@ -169,8 +170,8 @@ class EscapeFits(unittest.TestCase):
         runs = [escaping(8, s, 1000, None, status="running") for s in (20, 21, 22)]
         f = cv.escape_fits(runs, RULES)[("synthetic", NORES)]
         self.assertEqual((f.rows, f.not_judged, f.median_fit["verdict"]), ([], [(8, 1000)], "not judged"))
-        self.assertIn("L=8 not judged", cv.fit_text(f))
-        self.assertNotIn("never", cv.fit_text(f))
+        self.assertIn("L=8 not judged", rc.fit_text(f))
+        self.assertNotIn("never", rc.fit_text(f))
         self.assertEqual(cv.growth_fit([], 0.5)["verdict"], "not judged")
 
 

@@ -16,8 +16,10 @@ import unittest
 import fabricate
 from fabricate import curve, long_run
 
-from stacklab import report, report_doc, runlog
-from stacklab import report_convergence as rc
+from stacklab import report, runlog
+from stacklab import convergence as cv
+from stacklab.report import convergence as rc
+from stacklab.report import doc as report_doc
 
 H, LONG = 1000, 4000
 SEEDS = (20, 21, 22)
@@ -46,9 +48,9 @@ class ExtensionRuns(unittest.TestCase):
     def extension(self, runs, config=True):
         fabricate.write_sweep_dir(self.root, "converge_synth_long", runs, max_iters=LONG, config=config)
         sweeps = {n: quiet(report.Sweep, self.root, n) for n in ("converge_synth", "converge_synth_long")}
-        study = quiet(rc.judge, sweeps, NO_SHORT)
+        study = quiet(cv.judge, sweeps, NO_SHORT)
         rc.section(report_doc.Doc(), study, {})  # the section renders (a run without config.json: TypeError)
-        return sweeps, rc.findings_json(study)
+        return sweeps, cv.findings_json(study)
 
     def assert_no_seed_twice(self, fj):
         for p in fj["points"]:
@@ -83,13 +85,13 @@ class ExtensionRuns(unittest.TestCase):
         fabricate.write_sweep_dir(self.root, "converge_synth_long", [("L8-s20", extended), ("L8-s21", source(8, 21))],
                                   max_iters=LONG)
         sweeps = {n: quiet(report.Sweep, self.root, n) for n in ("converge_synth", "converge_synth_long")}
-        study = quiet(rc.judge, sweeps, NO_SHORT)
+        study = quiet(cv.judge, sweeps, NO_SHORT)
         _, rows = rc.verdict_table(study, "synthetic")
         l8 = rows[0][2]
         self.assertEqual(l8[0], f"{H} steps: **never escaped** (3 never escaped); final 3.4400 (3.4400-3.4400); "
                                 "lr 0.0003")
         self.assertEqual(l8[1], f"{LONG} steps: **converged** (1 converged; 1 of 2 seeds); final 1.0000; lr 0.0003")
-        at = {(p["depth"], p["horizon"]): p for p in rc.findings_json(study)["points"]}
+        at = {(p["depth"], p["horizon"]): p for p in cv.findings_json(study)["points"]}
         self.assertEqual((at[(8, H)]["seeds_planned"], at[(8, LONG)]["seeds_planned"]), (3, 2))
 
     def test_a_sweeps_run_the_manifest_gives_a_longer_horizon_is_pending_in_every_reader(self):

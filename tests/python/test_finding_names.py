@@ -9,12 +9,12 @@ import fabricate
 from stacklab import study_findings as sf
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-NAMED = (["README.md", "configs/experiments/README.md", "scripts/README.md", "scripts/stacklab/report.py",
-          "scripts/stacklab/report_doc.py", "scripts/stacklab/study_findings.py",
+NAMED = (["README.md", "configs/experiments/README.md", "scripts/README.md", "scripts/stacklab/study_findings.py",
           "tests/integration/check_report.sh", "tests/integration/check_report_html.sh",
           "tests/integration/check_full_tier.sh"]
          + [os.path.relpath(p, ROOT)
             for p in glob.glob(os.path.join(ROOT, "configs/experiments/**/*.json"), recursive=True)]
+         + [os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "scripts/stacklab/report/*.py"))]
          + [os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs/*.md"))])
 
 
@@ -33,7 +33,7 @@ class FindingNames(unittest.TestCase):
 
     def test_findings_json_ids_are_the_numbers(self):
         tr = sf.Training([fabricate.FakeSweep("train_grid", [])])
-        self.assertEqual([sf.finding_3(tr)["id"], sf.finding_5(tr)["id"]], [3, 5])
+        self.assertEqual([sf.finding_3(tr).id, sf.finding_5(tr).id], [3, 5])
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import warnings
 import fabricate
 import matplotlib.pyplot as plt
 import numpy as np
-from stacklab import plot_common, plot_compare, plot_run, plot_study, runlog, stability_map
+from stacklab import claims, plot_common, plot_compare, plot_run, plot_study, runlog, stability_map
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "run_small")
 
@@ -167,7 +167,7 @@ class NoWarnings(unittest.TestCase):
                 fabricate.map_run("post", "scaled", 32, 1e-2, 0, "trained")]
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            fig = stability_map.map_figure(stability_map.build(runs, lambda r: stability_map.outcome_local(r, 0.05)))
+            fig = stability_map.map_figure(stability_map.build(runs, claims.outcome))
             fig.canvas.draw()
         plt.close(fig)
 

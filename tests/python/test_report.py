@@ -1,20 +1,16 @@
-"""The report's tables and findings on fabricated runs (scripts/stacklab/report.py, study_findings.py): a
+"""The report's tables and findings on fabricated runs (scripts/stacklab/report/tables.py, study_findings.py): a
 diverged run (summary.json status) is in no number, and a cell that lost seeds says how many. Its
-summary (report_sections.py): a row per finding and per claim, each linked to a section that exists,
+summary (report/sections.py): a row per finding and per claim, each linked to a section that exists,
 the numbers folded under it, claims from any object with a claim verdict's fields."""
-import importlib.util
-import json
-import os
 import re
-import sys
-import types
 import unittest
 from dataclasses import dataclass
-from unittest import mock
 
 import fabricate
-from stacklab import report, report_doc, stability_map
-from stacklab import report_sections as sections
+from stacklab import claims, stability_map
+from stacklab.report import doc as report_doc
+from stacklab.report import map as report_map
+from stacklab.report import sections, tables
 from stacklab import study_findings as sf
 
 
@@ -38,7 +34,7 @@ def cell(table, wiring, col, depth=None):
 class Tables(unittest.TestCase):
     def test_a_diverged_seed_is_left_out_and_counted_in_its_cell(self):
         tr = study()
-        c = cell(report.lr_table(tr), "none-nores", "lr 0.01", depth=8)
+        c = cell(tables.lr_table(tr), "none-nores", "lr 0.01", depth=8)
         self.assertIn("n=2", c)
         self.assertIn("1 of 3 seeds excluded", c)
         self.assertIn("diverged at step 133", c)
@@ -48,33 +44,33 @@ class Tables(unittest.TestCase):
         tr = study()
         tr = sf.Training([fabricate.FakeSweep("train_grid", tr.runs + [
             fabricate.run("none-nores", 8, 3e-2, s, None, status="diverged", diverged_step=9) for s in range(3)])])
-        c = cell(report.lr_table(tr), "none-nores", "lr 0.03", depth=8)
+        c = cell(tables.lr_table(tr), "none-nores", "lr 0.03", depth=8)
         why = "; ".join(f"s{s} diverged at step 9" for s in range(3))
         self.assertEqual(c, f"excluded: 3 of 3 seeds ({why})")
 
     def test_a_cell_without_excluded_seeds_says_nothing_about_them(self):
-        c = cell(report.lr_table(study()), "none-nores", "lr 0.001", depth=8)
+        c = cell(tables.lr_table(study()), "none-nores", "lr 0.001", depth=8)
         self.assertIn("n=3", c)
         self.assertNotIn("excluded", c)
 
     def test_the_loss_table_counts_the_excluded_seeds_at_its_rate_only(self):
         tr = study()
         self.assertEqual(tr.ref_lr, 1e-3)
-        c8 = cell(report.loss_table(tr), "none-nores", "L=8")
+        c8 = cell(tables.loss_table(tr), "none-nores", "L=8")
         self.assertNotIn("excluded", c8)  # the diverged seed is at lr 1e-2, not in this table
-        c2 = cell(report.loss_table(tr), "none-nores", "L=2")
+        c2 = cell(tables.loss_table(tr), "none-nores", "L=2")
         self.assertIn("1 of 3 seeds excluded: s2 incomplete", c2)
 
     def test_no_interval_in_a_table_reaches_below_zero(self):
         tr = study()
         far = fabricate.run("none-nores", 8, 3e-3, 0, 3.44), fabricate.run("none-nores", 8, 3e-3, 1, 30.0)
         tr = sf.Training([fabricate.FakeSweep("train_grid", tr.runs + list(far))])
-        c = cell(report.lr_table(tr), "none-nores", "lr 0.003", depth=8)
+        c = cell(tables.lr_table(tr), "none-nores", "lr 0.003", depth=8)
         self.assertIn("95% CI 0.0000-", c)
         self.assertIn("clipped at 0", c)
 
     def test_the_seed_count_names_the_points_that_excluded_runs_left_short(self):
-        text = report.seeds_per_point(study())
+        text = tables.seeds_per_point(study())
         self.assertTrue(text.startswith("3 seeds per point, but 2 points hold fewer"), text)
         self.assertIn("none-nores L=8 lr 0.01 holds 2", text)
         self.assertIn("none-nores L=2 lr 0.001 holds 2", text)
@@ -84,21 +80,21 @@ class Tables(unittest.TestCase):
         tr = study()
         tr = sf.Training([fabricate.FakeSweep("train_grid", tr.runs + [
             fabricate.run("none-nores", 8, 3e-2, s, None, status="diverged", diverged_step=9) for s in range(3)])])
-        text = report.seeds_per_point(tr)
+        text = tables.seeds_per_point(tr)
         self.assertIn("3 points hold fewer", text)
         self.assertIn("none-nores L=8 lr 0.03 holds 0", text)
         self.assertLess(text.index("L=2 "), text.index("L=8 "))  # depths in numeric order
 
     def test_the_seed_count_of_full_points_is_one_number(self):
         runs = [fabricate.run("none-nores", 8, 1e-3, s, 3.436) for s in range(3)]
-        self.assertEqual(report.seeds_per_point(sf.Training([fabricate.FakeSweep("train_grid", runs)])),
+        self.assertEqual(tables.seeds_per_point(sf.Training([fabricate.FakeSweep("train_grid", runs)])),
                          "3 seeds per point")
 
 
 class Findings(unittest.TestCase):
     def test_the_plateau_finding_lists_the_diverged_seed_it_could_not_judge(self):
         f = sf.finding_5(study())
-        text = " ".join(f["measured"])
+        text = " ".join(f.measured)
         self.assertIn("left out", text)
         self.assertIn("none-nores L=8 lr 0.01", text)
         self.assertIn("diverged at step 133", text)
@@ -128,12 +124,12 @@ def page(claims, map_data=None):
     doc = report_doc.Doc()
     findings = fabricated_findings()
     map_data = map_data or stability_map.build([], lambda r: None)
-    lines = stability_map.map_text(map_data)
+    lines = report_map.map_text(map_data, stability_map.map_facts(map_data))
     sections.summary(doc, findings, claims, lines)
     for f in findings:
         sections.finding_section(doc, f, None, "")
     sections.claims_section(doc, claims, "test")
-    sections.map_section(doc, "/nonexistent", map_data, lines, "")
+    sections.map_section(doc, "/nonexistent", map_data, lines, "", [], report_map.counts_table(map_data))
     html = doc.html("/nonexistent", "t")
     summary = html.split('id="summary"', 1)[1].split("</table>", 1)[0]
     return doc.markdown(), html, set(re.findall(r'id="([^"]+)"', html)), re.findall(r'<a href="#([^"]+)">', summary)
@@ -180,34 +176,17 @@ class Summary(unittest.TestCase):
         self.assertEqual(md.splitlines().count("|---|---|"), 2)
         self.assertEqual(html.count("<table>"), 1 + 2)  # the summary and each judged claim's table
 
-    def test_without_claims_py_every_claim_of_claims_json_is_listed_as_not_run(self):
-        if importlib.util.find_spec("stacklab.claims") is not None:
-            self.skipTest("claims.py is present: its verdicts are used")
-        rows, where = sections.claim_verdicts("/nonexistent")
+    def test_a_tier_without_the_claims_runs_lists_every_claim_as_not_run_in_one_line(self):
+        rows = claims.evaluate_all("/nonexistent")
         ids = []
-        for name in ("claims.json", "claims_round2.json"):  # round 1, then round 2
-            with open(os.path.join(os.path.dirname(sections.CLAIMS_PATH), name), encoding="utf-8") as f:
-                ids += [c["id"] for c in json.load(f)["claims"]]
+        for _, doc in claims.rounds():  # round 1, then round 2
+            ids += [c["id"] for c in doc["claims"]]
         self.assertEqual([r.id for r in rows], ids)
         self.assertEqual({r.verdict for r in rows}, {"not run"})
-        self.assertIn("no claims.py", where)
         md, _, page_ids, hrefs = page(rows)
         self.assertEqual(hrefs[5:], [])  # one line for all of them, no row each
         self.assertIn("Claims C1-C7 of `configs/experiments/claims.json` and C1r2-C4r2, C7r2 of "
                       "`configs/experiments/claims_round2.json`: not run at this tier", md)
-
-    def test_with_claims_py_its_verdicts_and_outcomes_are_used(self):
-        fake = types.ModuleType("stacklab.claims")
-        calls = []
-        fake.evaluate_all = lambda out_dir, claims_path=None, tier="quick": calls.append((out_dir, tier)) or self.claims
-        fake.outcome = lambda run: "trained"
-        with mock.patch.dict(sys.modules, {"stacklab.claims": fake}):
-            rows, where = sections.claim_verdicts("/study", tier="full")
-            outcome, source = stability_map.classifier()
-        self.assertEqual((rows, calls), (self.claims, [("/study", "full")]))
-        self.assertIn("claims.py", where)
-        self.assertEqual(source, "claims.outcome")
-        self.assertEqual(outcome(fabricate.map_run("post", "xavier", 32, 1e-2, 0, "diverged")), "trained")
 
     def test_without_map_runs_the_map_section_says_how_to_run_it(self):
         md, _, ids, _ = page(self.claims)
@@ -219,7 +198,7 @@ class Summary(unittest.TestCase):
     def test_with_map_runs_the_section_has_the_generated_text_and_every_cell(self):
         runs = [fabricate.map_run(v, "xavier", 32, 1e-2, s, "diverged" if v == "post" else "trained")
                 for v in ("pre", "post") for s in range(3)]
-        md, _, _, _ = page(self.claims, stability_map.build(runs, lambda r: stability_map.outcome_local(r, 0.05)))
+        md, _, _, _ = page(self.claims, stability_map.build(runs, claims.outcome))
         sec = md.split(f'<a id="{sections.MAP_ANCHOR}"></a>')[1]
         self.assertIn("Post-norm fails where pre-norm trains at init xavier, L=32, lr 0.01 (post 0/3/0, pre 3/0/0)",
                       sec)

@@ -1,4 +1,4 @@
-"""The report's front page and convergence section (report.py, report_front.py, report_convergence.py,
+"""The report's front page and convergence section (report/: front.py, convergence.py,
 plot_convergence.py) on fabricated sweeps written into a temp OUT: the headline figure opens report.md
 and report.html before any table; the verdict table holds the fabricated verdicts at H and 4H; a short
 "no residual stays on the plateau" that the long horizon reverses is named in the summary; without the
@@ -15,9 +15,11 @@ import unittest
 import fabricate
 from fabricate import curve, long_run
 
-from stacklab import report, report_front, stability_map
-from stacklab import report_convergence as rc
-from stacklab.study_findings import GRID_WIRINGS
+from stacklab import convergence as cv
+from stacklab import report, stability_map
+from stacklab.report import convergence as rc
+from stacklab.report import front as report_front
+from stacklab.study_findings import GRID_WIRINGS, Training
 
 DEPTHS = (2, 8, 32)
 SEEDS = (20, 21, 22)
@@ -221,7 +223,7 @@ class ExtensionStillRunning(unittest.TestCase):
         for r in running:
             r.config["train"]["max_iters"] = LONG
         sweeps["converge_synth_long"] = fabricate.FakeSweep("converge_synth_long", running)
-        study = rc.judge(sweeps, {"syn_tr": None, "text_tr": None, "syn_map": None, "syn_map_name": "",
+        study = cv.judge(sweeps, {"syn_tr": None, "text_tr": None, "syn_map": None, "syn_map_name": "",
                                   "text_map": None, "text_map_name": ""})
         para = report_front.long_sentence("synthetic", study, rc.formulas(study.runs), "150")
         self.assertNotIn(str(LONG), para)
@@ -229,7 +231,7 @@ class ExtensionStillRunning(unittest.TestCase):
                       "within 1000; L=32 never escaped within 1000", para)
         fit = study.fits[("synthetic", "pre-layernorm-nores")]
         self.assertEqual([(d, h) for d, _, h, _, _ in fit.rows], [(2, H), (8, H), (32, H)])
-        self.assertNotIn(str(LONG), rc.cv.fit_text(fit))
+        self.assertNotIn(str(LONG), rc.fit_text(fit))
         at = {(p.depth, p.horizon): p for p in study.points if p.wiring == "pre-layernorm-nores"}
         self.assertEqual(at[(32, LONG)].verdict, "not judged")
 
@@ -241,8 +243,8 @@ class ShortAgainstLongOnTheMap(unittest.TestCase):
                       for v, f in (("pre", 3.05), ("post", 2.90)) for s in range(3)]
         short_runs += [fabricate.map_run(v, "xavier", 32, 1e-3, s, o)
                        for v, o in (("pre", "trained"), ("post", "plateau")) for s in range(3)]
-        tr = report.Training([fabricate.FakeSweep("train_grid", [])])
-        short, where, _ = rc.short_statements(tr, None, stability_map.build(short_runs), "map_core", None, "text_map",
+        tr = Training([fabricate.FakeSweep("train_grid", [])])
+        short, where, _ = cv.short_statements(tr, None, stability_map.build(short_runs), "map_core", None, "text_map",
                                               rules)
         self.assertEqual((short[("P", "synthetic")], short[("post_lower", "synthetic")]), ("seen", "seen"))
         self.assertEqual(where[("post_lower", "synthetic")], "map_core's cells at L=32, lr 0.001")

@@ -1,21 +1,24 @@
 """The stability map (scripts/stacklab/stability_map.py) on fabricated runs: each run's wiring read
 from its config, its outcome by claims.json's definitions, a cell's counts and colour, and the text
 generated from the counts where post-norm fails and pre-norm trains, and where it does not."""
-import json
-import os
-import tempfile
 import unittest
 
 import fabricate
 import matplotlib.pyplot as plt
-from stacklab import runlog
+from stacklab import claims, runlog
 from stacklab import stability_map as sm
+from stacklab.report import map as report_map
 
 UNI = fabricate.REFS["unigram"]
 
 
 def local(run):
-    return sm.outcome_local(run, 0.05)
+    return claims.outcome(run)  # claims.json's margin: 0.05
+
+
+def text_of(data):
+    """The map's sentences as the report writes them: what map_facts judged, in report/map.py's words."""
+    return report_map.map_text(data, sm.map_facts(data))
 
 
 def cells(spec):
@@ -41,17 +44,10 @@ def grid(post_xavier_32, pre_xavier_32=("trained",) * 3, warm=("trained",) * 3, 
 
 
 class Outcome(unittest.TestCase):
-    def test_the_margin_is_read_from_claims_json(self):
-        self.assertEqual(sm.claims_margin(), 0.05)
-        with open(sm.CLAIMS_PATH, encoding="utf-8") as f:
-            doc = json.load(f)
-        for k in ("trained", "plateau"):
-            doc["definitions"][k] = doc["definitions"][k].replace("0.05", "0.2")
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "claims.json")
-            with open(path, "w", encoding="utf-8") as f:
-                json.dump(doc, f)
-            self.assertEqual(sm.claims_margin(path), 0.2)
+    def test_the_map_judges_by_claims_outcome(self):
+        r = fabricate.map_run("pre", "scaled", 8, 1e-3, 0, "trained", final=UNI - 0.0501)
+        self.assertEqual(sm.build([r]).source, "claims.outcome")
+        self.assertEqual(sm.build([r]).cell("pre", "scaled", 8, 1e-3).trained, 1)
 
     def test_trained_is_more_than_the_margin_below_the_unigram_loss(self):
         self.assertEqual(local(fabricate.map_run("pre", "scaled", 8, 1e-3, 0, "trained", final=UNI - 0.0501)),
@@ -62,7 +58,7 @@ class Outcome(unittest.TestCase):
     def test_a_run_that_neither_completed_nor_diverged_is_not_judged(self):
         r = fabricate.map_run("pre", "scaled", 8, 1e-3, 0, "trained")
         r.summary["status"] = "interrupted"
-        self.assertIsNone(local(r))
+        self.assertEqual(local(r), "incomplete")
         c = sm.build([r], local).cell("pre", "scaled", 8, 1e-3)
         self.assertEqual((c.n, c.unfinished), (0, 1))
 
@@ -122,9 +118,24 @@ class Cells(unittest.TestCase):
         self.assertEqual(c.majority, "tie")
 
 
+class Facts(unittest.TestCase):
+    def test_the_cells_where_post_fails_and_a_fix_rescues_or_not_are_judged_by_majority(self):
+        f = sm.map_facts(grid(post_xavier_32=("diverged", "diverged", "trained"), warm=("trained",) * 3,
+                              deep=("diverged",) * 3))
+        self.assertEqual((f.post_fails, f.pre_fails), ([("xavier", 32, 1e-2)], []))
+        self.assertEqual(f.fixes, {"post-warmup": ([("xavier", 32, 1e-2)], []),
+                                   "deepnorm": ([], [("xavier", 32, 1e-2)])})
+        self.assertEqual(f.totals["diverged"], 2 + 3)
+        self.assertEqual(f.decides["post"], {("trained", "diverged"): [(32, 1e-2)]})
+        self.assertFalse(f.decides_none)
+
+    def test_without_pre_and_post_nothing_is_said_of_them(self):
+        self.assertIsNone(sm.map_facts(sm.build([], local)).post_fails)
+
+
 class Text(unittest.TestCase):
     def test_post_norm_failing_where_pre_norm_trains_is_said_with_its_cell(self):
-        text = " ".join(sm.map_text(grid(post_xavier_32=("diverged", "diverged", "trained"))))
+        text = " ".join(text_of(grid(post_xavier_32=("diverged", "diverged", "trained"))))
         self.assertIn("Post-norm fails where pre-norm trains at init xavier, L=32, lr 0.01 (post 1/2/0, pre 3/0/0)",
                       text)
         self.assertIn("Warm-up rescues post-norm at init xavier, L=32, lr 0.01", text)
@@ -134,12 +145,12 @@ class Text(unittest.TestCase):
         self.assertNotIn("Nowhere", text)
 
     def test_a_rescue_that_fails_is_said(self):
-        text = " ".join(sm.map_text(grid(post_xavier_32=("plateau",) * 3, deep=("diverged",) * 3)))
+        text = " ".join(text_of(grid(post_xavier_32=("plateau",) * 3, deep=("diverged",) * 3)))
         self.assertIn("DeepNorm does not rescue post-norm at init xavier, L=32, lr 0.01 (post 0/0/3, deepnorm 0/3/0)",
                       text)
 
     def test_when_post_norm_trains_wherever_pre_norm_does_the_text_says_so(self):
-        text = " ".join(sm.map_text(grid(post_xavier_32=("trained",) * 3)))
+        text = " ".join(text_of(grid(post_xavier_32=("trained",) * 3)))
         self.assertIn("Nowhere in the map does post-norm fail where pre-norm trains.", text)
         self.assertNotIn("rescues", text)
         self.assertIn("The init decides no cell", text)
@@ -149,24 +160,24 @@ class Text(unittest.TestCase):
                                ("post", "xavier", 8, 1e-3): ["plateau"] * 3,
                                ("post", "scaled", 32, 1e-2): ["trained"] * 3,
                                ("post", "xavier", 32, 1e-2): ["plateau", "plateau", "trained"]}), local)
-        lines = [t for t in sm.map_text(data) if t.startswith("The init decides for post")]
+        lines = [t for t in text_of(data) if t.startswith("The init decides for post")]
         self.assertEqual(lines, ["The init decides for post: trained under scaled, plateau under xavier at "
                                  "L=8, lr 0.001 (3/0/0 against 0/0/3); L=32, lr 0.01 (3/0/0 against 1/0/2)."])
 
     def test_the_init_decides_only_where_it_turns_training_into_failure(self):
         data = sm.build(cells({("post", "scaled", 32, 1e-2): ["plateau"] * 3,
                                ("post", "xavier", 32, 1e-2): ["diverged"] * 3}), local)
-        text = " ".join(sm.map_text(data))
+        text = " ".join(text_of(data))
         self.assertNotIn("The init decides for", text)  # plateau vs diverged: both fail
         self.assertIn("The init decides no cell", text)
 
     def test_pre_norm_failing_where_post_norm_trains_is_said_too(self):
-        text = " ".join(sm.map_text(grid(post_xavier_32=("trained",) * 3, pre_xavier_32=("diverged",) * 3)))
+        text = " ".join(text_of(grid(post_xavier_32=("trained",) * 3, pre_xavier_32=("diverged",) * 3)))
         self.assertIn("Pre-norm fails where post-norm trains at init xavier, L=32, lr 0.01 (pre 0/3/0, post 3/0/0)",
                       text)
 
     def test_without_map_runs_the_text_says_it_was_not_run_and_how_to_run_it(self):
-        lines = sm.map_text(sm.build([], local))
+        lines = text_of(sm.build([], local))
         self.assertEqual(len(lines), 1)
         self.assertIn("not run", lines[0])
         self.assertIn("bash scripts/reproduce.sh --claims", lines[0])
@@ -198,11 +209,11 @@ class BranchSizes(unittest.TestCase):
         self.assertAlmostEqual(xavier["mean"], 0.3)
         self.assertAlmostEqual(xavier["min"], 0.3)
         self.assertAlmostEqual(xavier["max"], 0.3)
-        text = sm.branch_text(rows)
+        text = report_map.branch_text(rows)
         self.assertEqual(len(text), 1)
         self.assertIn("scaled 2e-06", text[0])
         self.assertIn("xavier over scaled: 1.5e+05x", text[0])  # 0.3 / 2e-6
 
     def test_probes_without_the_metric_give_no_row(self):
         self.assertEqual(sm.branch_sizes([self.probe("pre", "xavier", [[], []])]), [])
-        self.assertEqual(sm.branch_text([]), [])
+        self.assertEqual(report_map.branch_text([]), [])

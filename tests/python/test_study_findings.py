@@ -48,16 +48,16 @@ class Finding1GradientsVanishWithoutResidualOrNorm(unittest.TestCase):
     # inside L=8, ln g_l = 7 ln 0.5 + l ln 2: k = ln 2, exp(-k) = 0.5, R^2 = 1.
     def test_seen_when_the_gradient_halves_per_block(self):
         f = sf.finding_1(probes([("none-nores", d, geometric(d, 0.5), None) for d in DEPTHS]))
-        self.assertTrue(f["seen"], f["measured"])
-        self.assertIn("factor exp(b) = 0.5", " ".join(f["measured"]))
+        self.assertTrue(f.seen, f.measured)
+        self.assertIn("factor exp(b) = 0.5", " ".join(f.measured))
 
     def test_not_seen_when_the_gradient_is_the_same_in_every_block(self):
         f = sf.finding_1(probes([("none-nores", d, [1.0] * d, None) for d in DEPTHS]))  # exp(b) = 1
-        self.assertFalse(f["seen"], f["measured"])
+        self.assertFalse(f.seen, f.measured)
 
     def test_not_seen_without_a_deep_enough_stack(self):
         f = sf.finding_1(probes([("none-nores", 2, geometric(2, 0.5), None)]))
-        self.assertFalse(f["seen"])
+        self.assertFalse(f.seen)
 
 
 def f2_probes(last_rank):
@@ -79,40 +79,40 @@ class Finding2NormWithoutResidualCollapsesAndVanishesInTraining(unittest.TestCas
     # in training the median first/last ratio after step 0 vs 0.01.
     def test_seen_when_the_rank_collapses_and_training_gradients_vanish(self):
         f = sf.finding_2(f2_probes(0.05), training(grid_finals, layers=f2_layers(1e-4)))
-        self.assertTrue(f["seen"], f["measured"])
+        self.assertTrue(f.seen, f.measured)
 
     def test_not_seen_when_the_deepest_stack_keeps_its_rank(self):
         f = sf.finding_2(f2_probes(0.5), training(grid_finals, layers=f2_layers(1e-4)))
-        self.assertFalse(f["seen"])
+        self.assertFalse(f.seen)
 
     def test_not_seen_when_one_deep_training_run_keeps_its_early_gradients(self):
         def layers(run):
             keep = run.wiring == "post-layernorm-nores" and run.n_layer == 8 and run.config["train"]["seed"] == 1
             return f2_layers(0.5 if keep else 1e-4)(run)
         f = sf.finding_2(f2_probes(0.05), training(grid_finals, layers=layers))
-        self.assertFalse(f["seen"])
-        self.assertIn("below 0.01 in 2 of 3 runs", " ".join(f["measured"]))
+        self.assertFalse(f.seen)
+        self.assertIn("below 0.01 in 2 of 3 runs", " ".join(f.measured))
 
 
 class Finding3ResidualTrainsNoResidualStuck(unittest.TestCase):
     # no-residual means rise with depth: 3.42, 3.44, 3.48 (+0.001 s): Spearman rho = 1 > 0.
     def test_seen_on_the_full_grid(self):
         f = sf.finding_3(training(grid_finals))
-        self.assertTrue(f["seen"], f["measured"])
+        self.assertTrue(f.seen, f.measured)
 
     def test_not_seen_when_a_deep_no_residual_stack_trains(self):
         def finals(w, d, lr, s):
             return 2.95 if (w, d) == ("none-nores", 8) else grid_finals(w, d, lr, s)
         f = sf.finding_3(training(finals))
-        self.assertFalse(f["seen"])
-        self.assertIn("deep no-residual stacks stuck: no", f["measured"][-1])
+        self.assertFalse(f.seen)
+        self.assertIn("deep no-residual stacks stuck: no", f.measured[-1])
 
     def test_not_seen_when_a_wiring_misses_a_depth_of_the_grid(self):
         def finals(w, d, lr, s):
             return None if (w, d) == ("none-res", 4) else grid_finals(w, d, lr, s)
         f = sf.finding_3(training(finals))
-        self.assertFalse(f["seen"])
-        self.assertIn("none-res L=4", f["measured"][-1])
+        self.assertFalse(f.seen)
+        self.assertIn("none-res L=4", f.measured[-1])
 
 
 class Finding4LastBlockGradientAgainstDepth(unittest.TestCase):
@@ -125,27 +125,27 @@ class Finding4LastBlockGradientAgainstDepth(unittest.TestCase):
 
     def test_seen_when_pre_norm_shrinks_like_one_over_sqrt_depth(self):
         f = sf.finding_4(self.probe_set(lambda L: L ** -0.5))
-        self.assertTrue(f["seen"], f["measured"])
-        self.assertIn("measured -0.5 and 0", f["measured"][-1])
+        self.assertTrue(f.seen, f.measured)
+        self.assertIn("measured -0.5 and 0", f.measured[-1])
 
     def test_not_seen_when_pre_norm_shrinks_like_one_over_depth(self):
         f = sf.finding_4(self.probe_set(lambda L: 1.0 / L))  # slope -1, outside [-0.7, -0.3]
-        self.assertFalse(f["seen"])
+        self.assertFalse(f.seen)
 
 
 class Finding5NoResidualPlateauAtEveryRate(unittest.TestCase):
     def test_seen_when_every_rate_stays_on_the_plateau(self):
         f = sf.finding_5(training(grid_finals, lrs=(1e-3, 1e-2)))
-        self.assertTrue(f["seen"], f["measured"])
-        self.assertIn("every point stays on the plateau", f["measured"])
+        self.assertTrue(f.seen, f.measured)
+        self.assertIn("every point stays on the plateau", f.measured)
 
     def test_not_seen_when_one_rate_leaves_it_and_that_point_is_listed(self):
         def finals(w, d, lr, s):
             return 3.1 if (w, d, lr) == ("pre-layernorm-nores", 4, 1e-2) else grid_finals(w, d, lr, s)
         f = sf.finding_5(training(finals, lrs=(1e-3, 1e-2)))
-        self.assertFalse(f["seen"])
+        self.assertFalse(f.seen)
         self.assertIn("not on the plateau: pre-layernorm-nores L=4 lr 0.01: stuck in 0 of 3 seeds",
-                      " ".join(f["measured"]))
+                      " ".join(f.measured))
 
 
 if __name__ == "__main__":

@@ -90,10 +90,11 @@ class LineFitAndRanks(unittest.TestCase):
         # x 1..4, y 2, 4, 5, 8: means 2.5 and 4.75; Sxx = 5, Sxy = 4.125 + 0.375 + 0.125 + 4.875 = 9.5;
         # b = 1.9, a = 4.75 - 1.9 * 2.5 = 0; residuals 0.1, 0.2, -0.7, 0.4: SSres 0.70, SStot 18.75,
         # R^2 = 1 - 0.7 / 18.75 = 0.962667
-        b, a, r2 = sf.fit_line([1, 2, 3, 4], [2, 4, 5, 8])
+        b, a, r2, ssr = sf.fit_line([1, 2, 3, 4], [2, 4, 5, 8])
         self.assertAlmostEqual(b, 1.9)
         self.assertAlmostEqual(a, 0.0)
         self.assertAlmostEqual(r2, 0.962667, places=6)
+        self.assertAlmostEqual(ssr, 0.70)
 
     def test_no_fit_from_one_x(self):
         self.assertIsNone(sf.fit_line([2, 2], [1, 3]))

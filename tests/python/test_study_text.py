@@ -5,8 +5,11 @@ one line that stands for the claims a tier did not run."""
 import unittest
 
 import fabricate
-from stacklab import report_doc, stability_map, study_text
-from stacklab import report_sections as sections
+from stacklab import claims, stability_map, study_text
+from stacklab.claims import ClaimVerdict as Verdict
+from stacklab.report import doc as report_doc
+from stacklab.report import sections
+from stacklab.report import text as report_text
 from stacklab import study_findings as sf
 
 TEXT_UNIGRAM = 3.3091  # tiny Shakespeare's training split (study_rules.json)
@@ -29,7 +32,7 @@ def text_training(finals, wiring="pre-layernorm-res", depth=8, lr=1e-3):
 
 
 def outcome(r):
-    return stability_map.outcome_local(r, 0.05)
+    return claims.outcome(r)  # claims.json's margin: 0.05
 
 
 def pmap(cells):
@@ -93,8 +96,9 @@ def summary_md(claims, extra=()):
 class Summary(unittest.TestCase):
     def test_the_summary_has_a_row_for_pre_vs_post_norm_with_its_deciding_numbers_and_verdict(self):
         p = study_text.pre_post(pmap({**ALL_TRAINED, ("post", "xavier", 1e-2): "diverged"}))
-        text = {"p_text": study_text.pre_post(stability_map.build([], outcome), source="text"), "tr": None}
-        md = summary_md([], study_text.summary_extra(text, p))
+        text = study_text.TextStudy([], None, None, [], None, p,
+                                    study_text.pre_post(stability_map.build([], outcome), source="text"))
+        md = summary_md([], report_text.summary_extra(text))
         row = next(line for line in md.splitlines() if line.startswith("| [P](#pre-post) |"))
         self.assertIn("Pre-norm trains where post-norm fails, not the reverse (L = 32, inits scaled and xavier)", row)
         self.assertIn("xavier lr 0.01 (pre 3/0/0, post 0/3/0)", row)
@@ -102,31 +106,32 @@ class Summary(unittest.TestCase):
         self.assertNotIn("P (text)", md)  # the text map did not run: no row for it
 
     def test_claims_a_tier_did_not_run_are_one_line_with_the_command_and_its_time(self):
-        claims = [sections.ClaimRow(f"C{i}", f"Claim {i}.", "s", "r", "runs missing (18 configs): pre ...",
-                                    "not run", "") for i in range(1, 8)]
+        claims = [Verdict(f"C{i}", f"Claim {i}.", "s", "r", "runs missing (18 configs): pre ...",
+                          "not run", "") for i in range(1, 8)]
         md = summary_md(claims)
         self.assertIn("Claims C1-C7 of `configs/experiments/claims.json`: not run at this tier; "
-                      "`bash scripts/reproduce.sh --claims` runs them (60.9 minutes", md)
+                      "`bash scripts/reproduce.sh --claims` runs them (measured times: "
+                      "`configs/experiments/README.md`, \"Two tiers\").", md)
         self.assertNotIn("runs missing", md)
         self.assertNotIn("(#claim-c", md)
 
     def test_claims_of_both_rounds_not_run_are_one_line_naming_each_rounds_file(self):
         ids = [f"C{i}" for i in range(1, 8)] + ["C1r2", "C2r2", "C3r2", "C4r2", "C7r2"]
-        claims = [sections.ClaimRow(c, f"Claim {c}.", "s", "r", "runs missing", "not run", "", 2 if "r2" in c else 1)
+        claims = [Verdict(c, f"Claim {c}.", "s", "r", "runs missing", "not run", "", 2 if "r2" in c else 1)
                   for c in ids]
         md = summary_md(claims)
         self.assertIn("Claims C1-C7 of `configs/experiments/claims.json` and C1r2-C4r2, C7r2 of "
                       "`configs/experiments/claims_round2.json`: not run at this tier; "
-                      "`bash scripts/reproduce.sh --claims` runs them (60.9 minutes", md)
-        self.assertIn("round 2 adds 49 runs", md)
+                      "`bash scripts/reproduce.sh --claims` runs them (measured times: ", md)
+        self.assertNotIn("minutes", md)  # a time is the tier table's, never the code's
         self.assertNotIn("(#claim-c", md)
-        ran = [sections.ClaimRow(c.id, c.claim, "s", "r", "x = 1", "seen", "", c.round) for c in claims]
+        ran = [Verdict(c.id, c.claim, "s", "r", "x = 1", "seen", "", c.round) for c in claims]
         self.assertEqual(sections.claims_not_run_line(ran), "")
         self.assertEqual(len([line for line in summary_md(ran).splitlines() if line.startswith("| [C")]), 12)
 
     def test_a_claim_that_ran_keeps_its_row_and_only_the_others_are_in_the_line(self):
-        claims = [sections.ClaimRow("C1", "Claim 1.", "s", "r", "x = 1", "seen", ""),
-                  sections.ClaimRow("C2", "Claim 2.", "s", "r", "runs missing", "not run", "")]
+        claims = [Verdict("C1", "Claim 1.", "s", "r", "x = 1", "seen", ""),
+                  Verdict("C2", "Claim 2.", "s", "r", "runs missing", "not run", "")]
         md = summary_md(claims)
         self.assertIn("| [C1](#claim-c1) | Claim 1 | x = 1 | **seen** |", md)
         self.assertIn("Claims C2 of `configs/experiments/claims.json`: not run at this tier", md)
@@ -143,11 +148,10 @@ def section_md(text_findings, point_runs=(), text_map=None, crit=None):
     syn_map = pmap({**ALL_TRAINED, ("post", "xavier", 1e-2): "diverged"})
     text_map = text_map or stability_map.build([], outcome)
     doc = report_doc.Doc()
-    study_text.text_section(doc, syn_findings=syn, text_findings=text_findings,
-                            crit=crit or study_text.structure(None), syn_tr=syn_tr, text_tr=None,
-                            point_runs=list(point_runs), syn_map=syn_map, text_map=text_map,
-                            p_syn=study_text.pre_post(syn_map),
-                            p_text=study_text.pre_post(text_map, source="text"))
+    text = study_text.TextStudy(text_findings, None, crit or study_text.structure(None), list(point_runs), text_map,
+                                study_text.pre_post(syn_map), study_text.pre_post(text_map, source="text"),
+                                study_text.text_point(syn_tr, list(point_runs)))
+    report_text.text_section(doc, syn, syn_tr, syn_map, text)
     return doc.markdown().split('<a id="on-real-text"></a>')[1]
 
 

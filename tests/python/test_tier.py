@@ -146,6 +146,36 @@ class Tiers(unittest.TestCase):
                          ["text_probe", "text_train", "text_map"])
         self.assertTrue(set(tier.TEXT_SWEEPS) <= set(tier.tier_sweeps("full")))
 
+    def test_a_sweep_reads_text_by_its_data_source_not_its_name(self):
+        with tempfile.TemporaryDirectory() as d:
+            def sweep(name, **parts):
+                with open(os.path.join(d, name + ".json"), "w", encoding="utf-8") as f:
+                    json.dump(dict({"name": name, "base": "base.json", "mode": "train"}, **parts), f)
+                return os.path.join(d, name + ".json")
+            with open(os.path.join(d, "base.json"), "w", encoding="utf-8") as f:
+                json.dump({"data": {"source": "markov"}}, f)
+            self.assertTrue(tier.reads_text(sweep("a", overrides={"data.source": "text"})))
+            self.assertTrue(tier.reads_text(sweep("b", variants=[{"name": "v", "data.source": "text"}])))
+            self.assertTrue(tier.reads_text(sweep("c", grid={"data.source": ["markov", "text"]})))
+            self.assertFalse(tier.reads_text(sweep("text_named", overrides={"model.n_layer": 2})))
+            with open(os.path.join(d, "base.json"), "w", encoding="utf-8") as f:
+                json.dump({"data": {"source": "text"}}, f)
+            self.assertTrue(tier.reads_text(sweep("d", overrides={})))
+        quick = tier.tier_sweeps("quick", claims=True, text=True, converge=True)
+        self.assertEqual(tier.text_sweeps(quick), ["text_probe", "text_train", "text_map", "converge_text",
+                                                   "converge_text_map"])
+
+    def test_reproduce_sh_help_lists_tier_pys_sweeps(self):
+        import subprocess
+        out = subprocess.run(["bash", os.path.join(tier.ROOT, "scripts", "reproduce.sh"), "--help"], check=True,
+                             capture_output=True, text=True).stdout
+        listed = " ".join(out.split("The sweeps", 1)[1].split())
+        for what in ("quick", "claims", "text", "converge", "full-only"):
+            with contextlib.redirect_stdout(io.StringIO()) as f:
+                tier.main(["list", what])
+            self.assertIn(f.getvalue().strip(), listed, what)
+        self.assertEqual(tier.LISTS["full-only"](), ("extras", "extras_init", "extras_lr"))
+
     def test_map_core_is_cells_of_the_stability_map_with_its_configs(self):
         core = tier.read_json(os.path.join(tier.QUICK_DIR, "map_core.json"))
         smap = tier.read_json(os.path.join(tier.QUICK_DIR, "stability_map.json"))

@@ -10,13 +10,16 @@ import json
 import os
 import re
 import tempfile
+import types
 import unittest
 
 try:
     import plotly  # noqa: F401 (only whether it imports)
 except ImportError:
     raise unittest.SkipTest("needs plotly (apt-get install python3-plotly)")
-from stacklab import plot_compare, plot_run, report, report_doc, runlog, views
+from stacklab import plot_compare, plot_run, runlog, views
+from stacklab.report import doc as report_doc
+from stacklab.report import page as report_page
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "run_small")
 
@@ -116,7 +119,7 @@ class Views(unittest.TestCase):
             os.makedirs(os.path.join(self.out, sub))
             open(os.path.join(self.out, sub, "view.html"), "w").close()
         doc = report_doc.Doc()
-        report.view_links(doc, self.out)
+        report_page.view_links(types.SimpleNamespace(doc=doc), types.SimpleNamespace(root=self.out))
         page = doc.html(self.out, "t")
         self.assertIn('<a href="figures/runs/L8-pre/view.html">figures/runs/L8-pre</a>', page)
         self.assertIn('<a href="figures/train_grid/view.html">figures/train_grid</a>', page)

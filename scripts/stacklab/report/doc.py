@@ -1,7 +1,7 @@
 """The report as a list of blocks, written out twice: as Markdown (report.md, figures linked by
 relative path, folded parts in <details>, which GitHub renders too) and as one self-contained HTML
 page (report.html: inline CSS, every figure embedded as a base64 PNG data URI, no network). Used by
-report.py.
+the report's sections (page.py).
 
     doc = Doc(); doc.h(1, "Title"); doc.h(2, "Finding 1", anchor="finding-1")
     doc.p("`code`, **bold**, [a link](#finding-1)")
@@ -9,7 +9,7 @@ report.py.
     doc.beside("figures/x.png", "caption", ["text left of the figure"]); doc.fold("All numbers"); ...; doc.unfold()
     doc.markdown_text("- a list\n\n| a |\n|---|\n| 1 |")   # Markdown from elsewhere, as blocks
     doc.markdown(); doc.html(root)
-Not here: what the report says (report.py, report_sections.py).
+Not here: what the report says (the other modules of report/).
 """
 import base64
 import html

@@ -1,26 +1,20 @@
 """The parts of the report read at a glance: the summary (one row per finding and per claim: what it
 says, the numbers that decide it, its verdict, a link to its section), a section per finding (its
 text beside the figure that shows it, every number folded below), the claims of claims.json with
-their verdicts (claims.evaluate_all when claims.py is there, else "not run"), and the stability map
-("Where pre-norm and post-norm train"). Rows are built from any objects with a claim verdict's fields
-(id, claim, source, rule, value, verdict, details). Used by report.py. Not here: the findings' rules
-(study_findings.py), the map's counts (stability_map.py), loading runs, tables of numbers (report.py).
+their verdicts (claims.evaluate_all), and the stability map ("Where pre-norm and post-norm train").
+Rows are built from any objects with a claim verdict's fields (claims.ClaimVerdict). Used by page.py.
+Not here: the findings' rules (study_findings.py), the map's counts and sentences (stability_map.py,
+map.py), loading runs, tables of numbers (tables.py).
 """
-import importlib
-import json
 import os
 import re
-from dataclasses import dataclass
 
-from . import runlog, stability_map
+from .. import stability_map
 
-CLAIMS_PATH = stability_map.CLAIMS_PATH
 CLAIMS_COMMAND = stability_map.RUN_COMMAND
-# What `--claims` costs, as measured (docs/study.md, "Measurements" and "Round 2's verdicts";
-# configs/experiments/README.md); said once, in the one line that stands for the claims a tier did not run.
-CLAIMS_TIME = "60.9 minutes from a fresh clone on a 2-core Intel Xeon (Ice Lake)"
-CLAIMS2_TIME = ("round 2 adds 49 runs, 40 core-minutes of training on a 2-core Intel Xeon (model 167): "
-                "20 minutes with two at once")
+# Where what a tier costs is kept, measured per machine: the tier table's last column. The report names
+# it, never a time of its own (a measurement typed into code goes stale while the table is kept).
+TIER_TIMES = '`configs/experiments/README.md`, "Two tiers"'
 CLAIMS_FILES = {1: "claims.json", 2: "claims_round2.json"}  # by round
 MAP_ANCHOR = "stability-map"
 MAP_TITLE = "Where pre-norm and post-norm train"
@@ -47,56 +41,6 @@ def one_line(text, limit=120):
 
 
 # ---- claims ----------------------------------------------------------------------------------
-
-@dataclass
-class ClaimRow:
-    """A claim's row when claims.py is absent: the fields of claims.ClaimVerdict."""
-    id: str
-    claim: str
-    source: str
-    rule: str
-    value: str
-    verdict: str   # "seen" | "not seen" | "not run"
-    details: str   # Markdown
-    round: int = 1
-    why: str = ""  # a round-1 claim not seen: its why_not_seen (claims_round2.json), "Category c, ...: ..."
-
-
-def source_text(src):
-    """"Xiong et al. 2020, arXiv 2002.04745, Theorem 1" from a claims.json source."""
-    authors = str(src.get("authors", ""))
-    first = authors.split(",")[0].split()[0] if authors.strip() else "?"
-    out = f"{first} et al. {src.get('year', '?')}, arXiv {src.get('arxiv', '?')}"
-    return out + (f", {src['where']}" if src.get("where") else "")
-
-
-def claims_not_run(claims_path=None):
-    """Every claim of claims.json and claims_round2.json (or of the file given) with verdict "not run"
-    (no claims.py, or no runs of it)."""
-    round2 = os.path.join(os.path.dirname(CLAIMS_PATH), "claims_round2.json")
-    paths = [claims_path] if claims_path else [CLAIMS_PATH] + ([round2] if os.path.isfile(round2) else [])
-    rows = []
-    for path in paths:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-        rows += [ClaimRow(c["id"], c["claim"], source_text(c.get("source") or {}), c["rule"]["text"], "", "not run",
-                          "", doc.get("round", 1)) for c in doc["claims"]]
-    return rows
-
-
-def claim_verdicts(root, claims_path=None, tier="quick"):
-    """(rows, where they come from): claims.evaluate_all(root, ...) when claims.py can be imported,
-    else claims.json's claims, each "not run"."""
-    try:
-        claims = importlib.import_module(".claims", __package__)
-    except ModuleNotFoundError as e:
-        if e.name != f"{__package__}.claims":
-            raise
-        return claims_not_run(claims_path), "no claims.py in this checkout: every claim is listed as not run"
-    return list(claims.evaluate_all(root, claims_path, tier)), "verdicts by scripts/stacklab/claims.py"
-
-
-# ---- the summary -----------------------------------------------------------------------------
 
 def verdict_mark(verdict):
     return f"**{verdict}**"
@@ -127,16 +71,15 @@ def claims_not_run_line(claims):
         return ""
     which = " and ".join(f"{id_ranges(ids)} of `configs/experiments/{CLAIMS_FILES.get(r, 'claims.json')}`"
                          for r, ids in sorted(by_round.items()))
-    time = CLAIMS_TIME + (f"; {CLAIMS2_TIME}" if 2 in by_round else "")
-    return f"Claims {which}: not run at this tier; `{CLAIMS_COMMAND}` runs them ({time})."
+    return f"Claims {which}: not run at this tier; `{CLAIMS_COMMAND}` runs them (measured times: {TIER_TIMES})."
 
 
 def summary_rows(findings, claims, extra=()):
     """[[link, what it says, deciding numbers, verdict]]: findings 1-5, then `extra` (rows of the study's
     other rules: pre- vs post-norm, the text criterion), then the claims that ran (the others are one
     line under the table: claims_not_run_line)."""
-    rows = [[f"[{f['id']}](#{finding_anchor(f['id'])})", f["title"], f["deciding"],
-             verdict_mark("seen" if f["seen"] else "not seen")] for f in findings]
+    rows = [[f"[{f.id}](#{finding_anchor(f.id)})", f.title, f.deciding,
+             verdict_mark("seen" if f.seen else "not seen")] for f in findings]
     rows += [list(r) for r in extra]
     rows += [[f"[{c.id}](#{claim_anchor(c.id)})", one_line(c.claim), c.value or "-", verdict_mark(c.verdict)]
              for c in claims if c.verdict != "not run"]
@@ -170,18 +113,18 @@ def finding_figure(root, fid, probe_name):
 
 def finding_section(doc, f, rel, caption):
     """A finding: claim, rule, deciding numbers and verdict beside its figure; every number folded."""
-    fid = f["id"]
-    doc.h(2, f"Finding {fid}: {f['title']}", anchor=finding_anchor(fid))
-    text = [f["claim"], f"Rule: {f['criterion']}.", f"Deciding numbers: {f['deciding']}.",
-            f"Verdict: {verdict_mark('seen' if f['seen'] else 'not seen')}."]
+    fid = f.id
+    doc.h(2, f"Finding {fid}: {f.title}", anchor=finding_anchor(fid))
+    text = [f.claim, f"Rule: {f.criterion}.", f"Deciding numbers: {f.deciding}.",
+            f"Verdict: {verdict_mark('seen' if f.seen else 'not seen')}."]
     if rel:
         doc.beside(rel, caption, text)
     else:
         for t in text:
             doc.p(t)
         doc.p(f"(its figure, {FINDING_FIGURES[fid][1]}, was not drawn)")
-    doc.fold(f"Every number of finding {fid} ({len(f['measured'])} lines)")
-    doc.ul(f["measured"])
+    doc.fold(f"Every number of finding {fid} ({len(f.measured)} lines)")
+    doc.ul(f.measured)
     doc.unfold()
 
 
@@ -225,9 +168,10 @@ def pre_post_section(doc, verdicts, rule):
             doc.ul(v.lines)
 
 
-def map_section(doc, root, data, lines, caption):
-    """The stability map: generated text beside the figure, every cell's counts folded below; with no
-    map runs, the sentence saying it was not run and the command that runs it."""
+def map_section(doc, root, data, lines, caption, branch_lines, counts):
+    """The stability map: generated text (lines) beside the figure, the branch sizes at initialisation
+    (branch_lines), every cell's counts (counts: map.counts_table) folded below; with no map runs, the
+    sentence saying it was not run and the command that runs it."""
     doc.h(2, MAP_TITLE, anchor=MAP_ANCHOR)
     rel = map_figure_rel()
     if not data.empty and os.path.isfile(os.path.join(root, rel)):
@@ -238,14 +182,12 @@ def map_section(doc, root, data, lines, caption):
         if not data.empty:
             doc.p(f"(the figure was not drawn: `python3 scripts/plot_stability_map.py OUT/{stability_map.SWEEP} "
                   f"--out OUT/figures/{stability_map.SWEEP}`)")
-    sweep_dir = os.path.join(root, stability_map.BRANCH_SWEEP)
-    branch = stability_map.branch_sizes(runlog.sweep_runs(sweep_dir)) if os.path.isdir(sweep_dir) else []
-    if branch:
+    if branch_lines:
         doc.p("Why the init can decide it: how large each branch starts next to the stream it is added to, "
               f"measured by the probe (`branch_ratio`, sweep {stability_map.BRANCH_SWEEP}):")
-        for t in stability_map.branch_text(branch):
+        for t in branch_lines:
             doc.p(t)
     if not data.empty:
         doc.fold("Every cell: seeds trained/diverged/plateau (majority), mean final val loss of the completed seeds")
-        doc.table(*stability_map.counts_table(data))
+        doc.table(*counts)
         doc.unfold()

@@ -1,26 +1,12 @@
 """How a study was run, as the report states it: each reproduce.sh invocation from OUT/timing.jsonl
 (version, commit, cores, the stages' wall times) and the numeric path (OPENBLAS_CORETYPE, the
-OpenBLAS core, the matrix-product path, the CPU, each run's start record). Used by report.py.
+OpenBLAS core, the matrix-product path, the CPU, each run's start record). Used by page.py.
 Not here: the findings, the tables, the figures.
 """
 import json
-import os
 from collections import defaultdict
 
-from .study_findings import fmt
-
-
-def read_timing(root):
-    stages = []
-    path = os.path.join(root, "timing.jsonl")
-    if os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    stages.append(json.loads(line))
-                except ValueError:
-                    pass
-    return stages
+from ..study_findings import fmt
 
 
 def timing_lines(stages, sweeps):

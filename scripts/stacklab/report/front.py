@@ -2,39 +2,18 @@
 per source, the short horizon dashed and the convergence runs' long horizon solid) and under it one
 paragraph answering issue 36's question in words, every number from the runs: which wirings train,
 escape or converge at which depth and horizon, with the min-max over seeds; without the convergence
-runs, what the short horizon shows and that the long one was not run. Used by report.py.
-Not here: the verdicts (study_findings.py, convergence.py), the drawing (plot_convergence.py).
+runs, what the short horizon shows and that the long one was not run. Used by page.py.
+Not here: the verdicts (study_findings.py, convergence.py, judge.ShortHorizon), the drawing (plot_convergence.py).
 """
 from collections import defaultdict
 
-from . import plot_convergence as pc
-from .report_convergence import COMMAND, SOURCE_NAMES, formulas, loss_range, steps_text
-from .study_findings import GRID_WIRINGS, NORES, RES, fmt
-from .study_stats import fmt_num
-from .study_text import outcome_of
+from .. import plot_convergence as pc
+from .convergence import COMMAND, SOURCE_NAMES, formulas, loss_range, steps_text
+from ..study_findings import GRID_WIRINGS, NORES, RES, fmt
+from ..study_stats import fmt_num
 
 QUESTION = ("Do deep stacks without a residual ever escape the plateau given 10-30x the steps, how does the "
             "escape step grow with depth, and do rule P and post-norm's lower loss at L = 32 hold at convergence?")
-
-
-def steps_of(runs) -> str:
-    return "/".join(str(s) for s in sorted({r.summary.get("steps") for r in runs if r.summary} - {None})) or "?"
-
-
-def short_values(tr, point_runs=()) -> dict:
-    """{wiring: {depth: [finals]}} at each wiring's best rate per depth (a Training), else the
-    text point's runs as they are (one rate)."""
-    out = defaultdict(dict)
-    if tr is not None and tr.runs:
-        for w in GRID_WIRINGS:
-            for d in tr.depths:
-                lr = tr.best(w, d)
-                if lr is not None:
-                    out[w][d] = tr.finals(w, d, lr)
-    else:
-        for r in point_runs:
-            out[r.wiring].setdefault(r.n_layer, []).append(r.final_val_loss)
-    return dict(out)
 
 
 def long_values(study, source) -> dict:
@@ -63,14 +42,11 @@ def horizons(study, source) -> dict:
     return {"long": hs[0] if hs else None, "extended": hs[-1] if len(hs) > 1 else None}
 
 
-def panels(tr, text, study):
+def panels(tr, text, study, short):
     """({source: [Series]}, {source: reference losses}, the runs whose wirings colour the figure)."""
-    names = formulas(list(tr.runs) + list(study.runs) + list(text["point_runs"]))
-    text_tr = text["tr"]
-    shorts = {"synthetic": (short_values(tr), steps_of(tr.runs))}
-    text_short = short_values(text_tr, text["point_runs"])
-    if text_short:
-        shorts["text"] = (text_short, steps_of(text_tr.runs if text_tr is not None else text["point_runs"]))
+    names = formulas(list(tr.runs) + list(study.runs) + list(text.point_runs))
+    text_tr = text.tr
+    shorts = {src: (sh.values, sh.steps) for src, sh in short.items()}
     out, refs = {}, {"synthetic": tr.refs}
     for src in SOURCE_NAMES:
         series = []
@@ -85,12 +61,12 @@ def panels(tr, text, study):
         if series:
             out[src] = sorted(series, key=lambda s: (list(GRID_WIRINGS).index(s.wiring) if s.wiring in GRID_WIRINGS
                                                      else len(GRID_WIRINGS), s.kind))
-    runs = [r for r in list(study.runs) + list(text["point_runs"]) + (list(text_tr.runs) if text_tr else [])
+    runs = [r for r in list(study.runs) + list(text.point_runs) + (list(text_tr.runs) if text_tr else [])
             if r.reference_losses]
     if "text" in out:
         refs["text"] = next((r.reference_losses for r in runs if (r.config.get("data") or {}).get("source") == "text"),
                             {})
-    return out, refs, list(tr.runs) + list(study.runs) + list(text["point_runs"])
+    return out, refs, list(tr.runs) + list(study.runs) + list(text.point_runs)
 
 
 # ---- the paragraph ---------------------------------------------------------------------------
@@ -103,16 +79,17 @@ def group_text(items, names) -> str:
     return "; ".join(f"`{names.get(w, w)}` at L={', '.join(map(str, sorted(set(ds))))}" for w, ds in by.items())
 
 
-def short_sentence(src, values, steps, unigram, names) -> str:
-    """What the short horizon shows on one source: residual wirings that train, no-residual ones on the
-    plateau (finding 3's margins, study_text.outcome_of), exceptions named with their losses."""
+def short_sentence(src, sh, names) -> str:
+    """What the short horizon shows on one source (sh: a judge.ShortHorizon): residual wirings that train,
+    no-residual ones on the plateau (its outcomes by finding 3's margins), exceptions named with their losses."""
+    values, steps, unigram = sh.values, sh.steps, sh.unigram
     parts = []
     for group, want, what in ((RES, "trains", "residual wiring trains"),
                               (NORES, "stuck", "wiring without a residual stays on the plateau")):
         pts = [(w, d, v) for w in group for d, v in sorted(values.get(w, {}).items()) if v]
         if not pts:
             continue
-        odd = [(w, d, outcome_of(v, unigram), v) for w, d, v in pts if outcome_of(v, unigram) != want]
+        odd = [(w, d, sh.outcomes[(w, d)], v) for w, d, v in pts if sh.outcomes[(w, d)] != want]
         finals = [x for _, _, v in pts for x in v if x is not None]
         depths = sorted({d for _, d, _ in pts})
         text = (f"every {what} at L={', '.join(map(str, depths))} (final val loss {fmt_num(min(finals))}-"
@@ -163,24 +140,19 @@ def long_sentence(src, study, names, short_steps) -> str:
     return " ".join(out)
 
 
-def answer(tr, text, study) -> str:
-    """The one paragraph under the headline figure."""
-    names = formulas(list(tr.runs) + list(study.runs) + list(text["point_runs"]))
-    syn_steps = steps_of(tr.runs)
-    out = [f"**{QUESTION}**", short_sentence("synthetic", short_values(tr), syn_steps, tr.unigram, names)]
-    text_tr = text["tr"]
-    tv = short_values(text_tr, text["point_runs"])
-    if tv:
-        runs = text_tr.runs if text_tr is not None else text["point_runs"]
-        uni = next((r.reference_losses.get("unigram") for r in runs if r.reference_losses), None)
-        out.append(short_sentence("text", tv, steps_of(runs), uni, names))
+def answer(tr, text, study, short) -> str:
+    """The one paragraph under the headline figure (short: judge.Result.short)."""
+    names = formulas(list(tr.runs) + list(study.runs) + list(text.point_runs))
+    syn_steps = short["synthetic"].steps
+    out = [f"**{QUESTION}**", short_sentence("synthetic", short["synthetic"], names)]
+    if "text" in short:
+        out.append(short_sentence("text", short["text"], names))
     if not study.present:
         out.append(f"The long horizon (10-30x the steps) was not run: `{COMMAND}` runs it (hours).")
         return " ".join(o for o in out if o)
     for src in study.sources:
-        text_runs = text_tr.runs if text_tr is not None else text["point_runs"]
-        short = syn_steps if src == "synthetic" else steps_of(text_runs) if tv else "?"
-        out.append(long_sentence(src, study, names, short))
+        steps = syn_steps if src == "synthetic" else short["text"].steps if "text" in short else "?"
+        out.append(long_sentence(src, study, names, steps))
     rev = study.reversals
     out.append(f"{len(rev)} of the {len(study.rows)} short-horizon statements judged again are reversed at the "
                "long horizon" + (": " + "; ".join(f"{r[0]} ({r[1]}) {r[5]}" for r in rev) if rev else "") + ".")
@@ -198,11 +170,13 @@ def caption(panels_: dict) -> str:
             f"one. Dashed: short horizon; solid: long; dotted: extended. Horizons: {said}.")
 
 
-def front(doc, root, tr, text, study, written) -> str | None:
-    """The headline figure and the paragraph under it; returns the figure's path (None: not drawn)."""
-    p, refs, colour_runs = panels(tr, text, study)
+def front(doc, res, written) -> str | None:
+    """The headline figure and the paragraph under it (res: judge.Result); returns the figure's path
+    (None: not drawn)."""
+    root, tr, text, study = res.root, res.tr, res.text, res.conv
+    p, refs, colour_runs = panels(tr, text, study, res.short)
     rel = pc.draw(root, pc.FRONT, pc.front_figure(p, refs, colour_runs) if p else None, written)
     if rel:
         doc.figure(rel, caption(p))
-    doc.p(answer(tr, text, study))
+    doc.p(answer(tr, text, study, res.short))
     return rel

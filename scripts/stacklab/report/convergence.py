@@ -3,107 +3,23 @@ convergence.py under configs/experiments/convergence_rules.json: per source a ta
 with each point's verdict, its seeds' counts, final loss and horizon (H and 4H where extended), the
 escape step of the stacks without a residual against depth with its fit, pre vs post at L = 32 per
 init, and each short-horizon statement beside its long verdict with every reversal named (also in
-the summary). Without converge sweeps, one line saying how to run them. Used by report.py.
-Not here: the rules (convergence.py), the figures (plot_convergence.py), the front page (report_front.py).
+the summary). Without converge sweeps, one line saying how to run them. Used by page.py.
+Not here: the rules (convergence.py), the figures (plot_convergence.py), the front page (front.py).
 """
-from dataclasses import dataclass
+from collections import Counter
 
-from . import convergence as cv
-from . import stability_map
-from . import study_stats as stats
-from .study_findings import GRID_WIRINGS, finding_3
-from .tier import CONVERGE_SWEEPS
+from .. import convergence as cv
+from .. import study_stats as stats
+from ..study_findings import GRID_WIRINGS, fmt
 
 ANCHOR = "convergence"
 SHORT_LONG_ANCHOR = "convergence-short-long"
-COMMAND = "bash scripts/reproduce.sh --converge"
+COMMAND, RULES_FILE = cv.COMMAND, cv.RULES_FILE
 SOURCE_NAMES = {"synthetic": "Synthetic source (order-2 Markov)", "text": "Tiny Shakespeare"}
-RULES_FILE = "configs/experiments/convergence_rules.json"
 # Where a short verdict the output folder does not hold was measured, and what runs it here.
 NOT_HERE = {"synthetic": "the quick tier's train_grid and map_core run it",
             "text": "docs/study.md, 'Measured on tiny Shakespeare', gives the measured one; "
                     "`bash scripts/reproduce.sh --text` runs it here"}
-
-
-@dataclass
-class Study:
-    """The convergence runs judged, and the short verdicts set beside them."""
-    rules: dict
-    sweeps: list        # the converge sweeps OUT holds
-    runs: list          # every run they list that was loaded (finished, diverged or not)
-    points: list        # [convergence.Point]
-    fits: dict          # (source, wiring) -> convergence.Fit
-    pp: dict            # source -> convergence.PrePost
-    short_pp: dict      # source -> convergence.PrePost on the short horizon's map
-    short: dict         # (statement id, source) -> short verdict
-    short_from: dict    # (statement id, source) -> where the short verdict was read
-    rows: list          # convergence.compare's rows
-
-    @property
-    def present(self) -> bool:
-        return bool(self.points)
-
-    @property
-    def sources(self) -> list:
-        return [s for s in SOURCE_NAMES if any(p.source == s for p in self.points)]
-
-    @property
-    def reversals(self) -> list:
-        return [r for r in self.rows if r[5]]
-
-
-def sweep_runs(sweep) -> list:
-    """A report.Sweep's usable runs and its excluded ones that were loaded (diverged, unfinished):
-    the convergence rules judge a diverged run, and count an unfinished one as not judged. Each is
-    tagged with its sweep and the sweep's seed count (its manifest's), so that a point says "k of
-    n seeds" when seeds are missing."""
-    seeds = {s for e in sweep.manifest.get("runs", []) if isinstance(e, dict)
-             for s in (e.get("seeds") or []) if isinstance(e.get("seeds"), list)}
-    runs = list(sweep.runs) + [r for r in getattr(sweep, "excluded_runs", {}).values() if r.config]
-    for r in runs:
-        r.sweep_name, r.sweep_seeds = sweep.name, len(seeds) or None
-    return runs
-
-
-def short_statements(syn_tr, text_tr, syn_map, syn_map_name, text_map, text_map_name, rules):
-    """({(id, source): short verdict}, {(id, source): where from}, {source: PrePost}) from what this
-    output folder holds: finding 3's parts (i) and (ii) on the training sweeps (synthetic) and on
-    text_train (text); rule P and post-lower on the short map's cells the long rule names."""
-    short, where, pps = {}, {}, {}
-    for src, tr, name in (("synthetic", syn_tr, "train_grid/lr_grid"), ("text", text_tr, "text_train")):
-        if tr is None or not tr.runs:
-            continue
-        parts = finding_3(tr).get("parts", {})
-        steps = "/".join(str(s) for s in sorted({r.summary.get("steps") for r in tr.runs if r.summary} - {None}))
-        for sid, part in (("F3i", "i"), ("F3ii", "ii")):
-            if parts.get(part, "not run") != "not run":
-                short[(sid, src)] = parts[part]
-                where[(sid, src)] = f"finding 3 on {name}, {steps or '?'} steps"
-    cells = f"cells at L={rules['pre_post']['depth']}, lr {rules['pre_post']['learning_rate']:g}"
-    for src, data, name in (("synthetic", syn_map, syn_map_name), ("text", text_map, text_map_name)):
-        if data is None or data.empty:
-            continue
-        pp = cv.pre_post_map(data, rules, src)
-        pps[src] = pp
-        for sid, v in (("P", pp.p_verdict), ("post_lower", cv.post_lower(pp))):
-            if v != "not run":
-                short[(sid, src)] = v
-                where[(sid, src)] = f"{name}'s {cells}"
-    return short, where, pps
-
-
-def judge(sweeps: dict, short_args: dict) -> Study:
-    """The convergence study from the converge sweeps among `sweeps` (name -> report.Sweep), and
-    the short statements from `short_args` (short_statements' keyword arguments but rules)."""
-    rules = cv.load_rules()
-    present = [n for n in CONVERGE_SWEEPS if n in sweeps]
-    runs = [r for n in present for r in sweep_runs(sweeps[n])]
-    points = cv.point_verdicts(runs, rules)
-    fits = cv.escape_fits(runs, rules)
-    pp = {src: cv.pre_post(runs, rules, src) for src in sorted({cv.source_of(r) for r in runs})}
-    short, where, short_pp = short_statements(rules=rules, **short_args)
-    rows = cv.compare(short, cv.long_statements(points, pp, rules), rules) if points else []
-    return Study(rules, present, runs, points, fits, pp, short_pp, short, where, rows)
 
 
 # ---- text pieces -----------------------------------------------------------------------------
@@ -133,6 +49,34 @@ def formulas(runs) -> dict:
     return out
 
 
+def fit_text(f: cv.Fit) -> str:
+    """One line: the verdict on the medians, its fits, and their spread over seeds."""
+    m = f.median_fit
+    steps = "; ".join(f"L={d}: " + (f"{med:g}" if med is not None else f"> {h}") + " (seeds "
+                      + ", ".join(str(s) if s is not None else f"> {h}" for s in ss) + ")"
+                      for d, _, h, ss, med in f.rows)
+    line = f"{f.wiring} ({f.source}): median escape step {steps}; **{m['verdict']}**"
+    if m["factor"] is not None:
+        line += (f" (exp(b) = {fmt(m['factor'])} per layer, SSR {fmt(m['ssr_exp'])}; p = {fmt(m['p'])}, "
+                 f"SSR {fmt(m['ssr_poly'])})")
+    for b in m["bounds"]:
+        line += (f"; L={b['depth']} never escaped within {b['horizon']}: exp(b) > {fmt(b['factor_above'])}, "
+                 f"p > {fmt(b['p_above'])} from L={b['from']}")
+    for d, h in f.not_judged:
+        line += f"; L={d} not judged (no seed finished without diverging, up to {h} steps)"
+    factors = [s["factor"] for s in f.seed_fits.values() if s["factor"] is not None]
+    ps = [s["p"] for s in f.seed_fits.values() if s["p"] is not None]
+    verdicts = Counter(s["verdict"] for s in f.seed_fits.values())
+    if f.seed_fits:
+        line += "; per seed: " + ", ".join(f"{k} {v}" for k, v in verdicts.items())
+        if factors:
+            line += f", exp(b) {fmt(min(factors))}-{fmt(max(factors))}, p {fmt(min(ps))}-{fmt(max(ps))}"
+    return line
+
+
+# ---- pre- vs post-norm at convergence --------------------------------------------------------
+
+
 def point_cell(pt) -> list:
     """One line per horizon of a table cell: verdict, counts ("k of n seeds" where seeds are missing),
     final loss mean (min-max), rate."""
@@ -140,7 +84,7 @@ def point_cell(pt) -> list:
     return [f"{pt.horizon} steps: **{pt.verdict}** ({pt.counts}{lost}); final {loss_range(pt.finals)}; lr {pt.lr:g}"]
 
 
-def verdict_table(study: Study, source: str):
+def verdict_table(study: cv.Study, source: str):
     """Wiring x depth: each cell a line per horizon (H, and 4H where extended)."""
     pts = [p for p in study.points if p.source == source]
     depths = sorted({p.depth for p in pts})
@@ -180,7 +124,7 @@ def statement_row(row, where) -> list:
 
 # ---- the section, the summary rows, findings.json ----------------------------------------------
 
-def section(doc, study: Study, figures: dict):
+def section(doc, study: cv.Study, figures: dict):
     """The report's section "Convergence"; `figures`: plot_convergence's {key: (rel path, caption)}."""
     doc.h(2, "Convergence: do deep stacks without a residual escape the plateau?", anchor=ANCHOR)
     if not study.present:
@@ -200,7 +144,7 @@ def section(doc, study: Study, figures: dict):
             doc.p("The escape step of the stacks without a residual against depth, each depth at its longest "
                   "horizon (median over seeds, a censored seed counting as never), its fits and their spread "
                   "over seeds:")
-            doc.ul([cv.fit_text(f) for f in fits])
+            doc.ul([fit_text(f) for f in fits])
             if f"escape_{src}" in figures:
                 doc.figure(*figures[f"escape_{src}"])
         pp = study.pp.get(src)
@@ -222,7 +166,7 @@ def section(doc, study: Study, figures: dict):
               [statement_row(r, study.short_from) for r in study.rows])
 
 
-def summary_rows(study: Study) -> list:
+def summary_rows(study: cv.Study) -> list:
     """The summary's rows: each short statement beside its long verdict, a reversal named on its row."""
     rows = []
     for sid, src, text, sv, lv, note in study.rows:
@@ -232,7 +176,7 @@ def summary_rows(study: Study) -> list:
     return rows
 
 
-def summary_line(study: Study) -> str:
+def summary_line(study: cv.Study) -> str:
     """One line under the summary: the reversals (none dropped), or that the study was not run."""
     if not study.present:
         return f"[Convergence](#{ANCHOR}): not run (`{COMMAND}` runs it)."
@@ -242,44 +186,10 @@ def summary_line(study: Study) -> str:
             + "; no verdict is dropped.")
 
 
-def findings_json(study: Study) -> dict:
-    """findings.json's "convergence": every point, fit, pre/post cell and short/long row."""
-    if not study.present:
-        return {"present": False, "how": COMMAND, "rules": RULES_FILE}
-    return {
-        "present": True, "rules": RULES_FILE, "fixed_on": study.rules["fixed_on"], "sweeps": study.sweeps,
-        "points": [{"source": p.source, "wiring": p.wiring, "depth": p.depth, "learning_rate": p.lr,
-                    "horizon": p.horizon, "verdict": p.verdict, "counts": p.counts, "seeds_planned": p.planned,
-                    "final_val_loss": stats.summarize_loss(p.finals),
-                    "seeds": [{"seed": sd, "outcome": o, "escape_step": s, "last_eval_step": last, "final_val_loss": f}
-                              for sd, o, s, last, f in p.seeds]} for p in study.points],
-        "escape_fits": [{"source": f.source, "wiring": f.wiring, "verdict": f.median_fit["verdict"],
-                         "rows": [{"depth": d, "learning_rate": lr, "horizon": h, "escape_steps": ss, "median": m}
-                                  for d, lr, h, ss, m in f.rows],
-                         "median_fit": f.median_fit, "seed_fits": {str(k): v for k, v in f.seed_fits.items()},
-                         "not_judged": [{"depth": d, "horizon": h} for d, h in f.not_judged]}
-                        for f in study.fits.values()],
-        "pre_post": [vars(p) for p in study.pp.values()],
-        "pre_post_short": [vars(p) for p in study.short_pp.values()],
-        "short_vs_long": [{"id": sid, "source": src, "statement": text, "short": sv,
-                           "short_from": study.short_from.get((sid, src)), "long": lv, "reversal": note}
-                          for sid, src, text, sv, lv, note in study.rows],
-        "reversals": [{"id": r[0], "source": r[1], "note": r[5]} for r in study.reversals],
-    }
-
-
-def short_map(map_data, map_name, fallback_runs, fallback_name):
-    """(map, its name) for the short horizon's pre vs post: the map sweep when it holds cells, else
-    the cells the training runs hold (train_grid's L = 32; text_train's or text_point's)."""
-    if map_data is not None and not map_data.empty:
-        return map_data, map_name
-    return stability_map.build(fallback_runs), fallback_name
-
-
-def figures(root: str, study: Study, written: list) -> dict:
+def figures(root: str, study: cv.Study, written: list) -> dict:
     """Draws the section's figures (plot_convergence.py) into root/figures/convergence/:
     {key: (rel path, caption)}, key curves_<source> or escape_<source>."""
-    from . import plot_convergence as pc  # matplotlib only where figures are drawn
+    from .. import plot_convergence as pc  # matplotlib only where figures are drawn
     out = {}
     names = formulas(study.runs)
     for src in study.sources:

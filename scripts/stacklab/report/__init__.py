@@ -1,0 +1,142 @@
+"""Writes the deep-stacking report: loads an output folder's sweeps (Sweep), judges them once
+(judge.judge: one typed result) and renders that result section by section (page.SECTIONS): the
+front page (front.py: the headline figure, final val loss against depth per wiring at the short and
+the long horizon, and one generated paragraph answering the question), the summary and a section per
+finding (sections.py), the claims of configs/experiments/claims.json with their verdicts, the
+stability map (map.py), rule P, the study on real text (text.py), the convergence study
+(convergence.py), the tables (tables.py: final loss, learning rates, escape time, extras), the
+numeric path, and every figure with a caption (figures.py). findings.json is the result serialised
+(judge.findings_json).
+
+    /usr/bin/python3 scripts/report.py runs/deep_stacking [--out report.md]
+
+Reads <dir>/<sweep>/manifest.json (probe_grid, the training sweeps train_grid and lr_grid, extras*, converge_*),
+the runs they list (via runlog.py), <dir>/stability_map/ when present (stability_map.py),
+<dir>/figures/**.png and <dir>/timing.jsonl (written by reproduce.sh). Training points are
+(wiring, depth, learning rate), pooled over the training sweeps, seeds aggregated within a point
+(study_stats.py: mean, min-max, 95% t-interval; a finding is seen when it holds for every seed or
+the interval clears it). Writes <dir>/report.md, <dir>/report.html
+(self-contained: report/doc.py) and <dir>/findings.json. Runs that diverged, failed or are
+incomplete, and pending ones (runlog.Run.pending: a copy an extension sweep has not continued, a run
+without config.json), are left out of every number and listed. No number in the report is typed in: each
+comes from the data of this run. It draws the figures of its own front page and convergence section
+(plot_convergence.py) into <dir>/figures/front/ and <dir>/figures/convergence/; the other figures are
+plot_compare.py's. Not here: running anything (reproduce.sh), the per-sweep figures (plot_compare.py).
+"""
+import argparse
+import json
+import os
+import sys
+
+from .. import judge, runlog
+from . import page
+from .convergence import summary_line
+
+
+# ---- loading ---------------------------------------------------------------------------------
+
+class Sweep:
+    """One sweep dir: its manifest, the runs it lists, and which of them are usable."""
+
+    def __init__(self, root, name):
+        self.name, self.dir = name, os.path.join(root, name)
+        self.manifest, entries = runlog.sweep_entries(self.dir)
+        self.mode = self.manifest.get("mode")
+        self.runs, self.excluded = [], []   # usable Runs; (id, reason)
+        self.excluded_runs = {}              # id -> the excluded Run, where its dir exists
+        for e in entries:
+            rid, path = e.id, e.path
+            if self.mode == "probe":
+                if not os.path.isfile(path):
+                    self.excluded.append((rid, f"no probe.json (sweep status: {e.status})"))
+                    continue
+                run = runlog.load_probe(path)
+                if not run.records["layers"][0].get("grad_norm"):
+                    self.excluded.append((rid, "probe.json without gradient norms"))
+                    continue
+            else:
+                if not os.path.isdir(path):
+                    self.excluded.append((rid, f"never started (sweep status: {e.status})"))
+                    continue
+                run = runlog.load_entry(e)
+                # A pending run (a copy not yet extended, one without config.json) is in no number and
+                # not among the excluded runs that the convergence rules count as unjudged seeds: its
+                # config's horizon is not its sweep's, so it would stand in another point.
+                if run.status == "pending":
+                    self.excluded.append((rid, runlog.status_mark(run).strip(" []")))
+                    continue
+                # Diverged means what the run's summary.json says (runlog.is_diverged), whatever
+                # its last loss: no number here is judged by its size.
+                if not runlog.is_completed(run) or run.final_val_loss is None:
+                    mark = runlog.status_mark(run).strip(" []") or run.status
+                    self.excluded.append((rid, mark if not runlog.is_completed(run)
+                                          else "completed without a final val loss"))
+                    self.excluded_runs[rid] = run
+                    continue
+            run.sweep_id, run.sweep_name = rid, name
+            self.runs.append(run)
+
+    @property
+    def present(self):
+        return bool(self.manifest)
+
+    def by(self, wiring, depth=None):
+        return [r for r in self.runs if r.wiring == wiring and (depth is None or r.n_layer == depth)]
+
+
+# ---- main ------------------------------------------------------------------------------------
+
+def write_report(root, sweeps, out=None):
+    """Judges the sweeps (name -> Sweep, or anything with its fields: judge.judge), draws the report's own
+    figures (the front page's, the convergence section's) into root/figures/, and writes report.md,
+    report.html and findings.json beside `out` (default root/report.md). Returns (md path, html path,
+    findings.json's dict). Raises ValueError naming what is missing when there is no probe sweep or no
+    train_grid."""
+    res = judge.judge(root, sweeps)
+    doc = page.render(res).doc
+    out = out or os.path.join(root, "report.md")
+    out_dir = os.path.dirname(os.path.abspath(out))
+    with open(out, "w", encoding="utf-8") as fh:
+        fh.write(doc.markdown())
+    html_path = os.path.splitext(out)[0] + ".html"
+    with open(html_path, "w", encoding="utf-8") as fh:
+        fh.write(doc.html(root, "stacklab: deep-stacking report"))
+    fj = judge.findings_json(res)
+    with open(os.path.join(out_dir, "findings.json"), "w", encoding="utf-8") as fh:
+        json.dump(fj, fh, indent=1)
+    for line in verdict_lines(res):
+        print(line)
+    return out, html_path, fj
+
+
+def verdict_lines(res):
+    """One line per verdict, printed after the report is written."""
+    out = [f"finding {f.id}: {'seen' if f.seen else 'NOT seen'}" for f in res.findings]
+    out += [f"finding {f.id} on text: {'seen' if f.seen else 'NOT seen'}" for f in res.text.findings]
+    out += [f"rule {v.id}: {v.verdict}" for v in (res.text.crit, res.text.p_syn, res.text.p_text)]
+    out += [f"claim {c.id}: {c.verdict}" for c in res.claims]
+    return out + [summary_line(res.conv)]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="Write the deep-stacking report from the sweeps' data.")
+    p.add_argument("root", help="the study dir, e.g. runs/deep_stacking")
+    p.add_argument("--out", help="report path (default ROOT/report.md; report.html and findings.json beside it)")
+    args = p.parse_args(argv)
+    root = args.root
+    if not os.path.isdir(root):
+        print(f"report.py: {root}: no such directory", file=sys.stderr)
+        return 1
+    names = sorted(d for d in os.listdir(root) if runlog.is_sweep_dir(os.path.join(root, d)))
+    try:
+        md, html_path, _ = write_report(root, {n: Sweep(root, n) for n in names}, args.out)
+    except ValueError as e:
+        print(f"report.py: {e}", file=sys.stderr)
+        return 1
+    print(md)
+    print(html_path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
