@@ -2,8 +2,8 @@
 // two), each check a line; a Validator reports the path with the origin that set it.
 #include "config/validate.h"
 
-#include <limits>
 #include <cmath>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 

@@ -25,11 +25,18 @@ NAMED_SECTION = re.compile(r"(docs/[\w/.-]+\.md),? \(?[\"']([^\"'\n]{2,80})[\"']
 SOURCE_ANCHOR = re.compile(r"((?:docs/[\w/.-]+|README)\.md)#([\w-]+)")
 
 
+# Test data: generated documents pinned as expected outputs (a report.md whose figures the test
+# does not keep), not the project's writing.
+FIXTURE_DIRS = (os.path.join("tests", "python", "data"), os.path.join("tests", "fixtures"))
+
+
 def md_files():
-    """Every .md file of the tree but build output and runs, as paths relative to ROOT."""
+    """Every .md file of the tree but build output, runs and test data, as paths relative to ROOT."""
     out = []
     for dirpath, dirnames, filenames in os.walk(ROOT):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("build"))
+        if os.path.relpath(dirpath, ROOT).startswith(FIXTURE_DIRS):
+            continue
         out += [os.path.relpath(os.path.join(dirpath, f), ROOT) for f in sorted(filenames) if f.endswith(".md")]
     return out
 
