@@ -8,28 +8,15 @@
 
 #include <functional>
 
+#include "support/config_errors.h"
+
 namespace sl {
 namespace {
 
+using testing::error_of;
+using testing::parse_error;
+
 using json = nlohmann::json;
-
-// The message of the ConfigError that `f` throws; a test failure if it throws none.
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a ConfigError";
-  return "";
-}
-
-std::string parse_error(const json& j) {
-  return error_of([&] { config_from_json(j, "cfg.json"); });
-}
-
-#define EXPECT_CONTAINS(text, part) \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) << "message: " << (text)
 
 TEST(Config, DefaultsAreTheDocumentedValues) {
   const Config c;

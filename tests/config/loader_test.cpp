@@ -12,29 +12,20 @@
 #include <fstream>
 #include <functional>
 
+#include "support/config_errors.h"
+
 namespace sl {
 namespace {
+
+using testing::error_of;
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a ConfigError";
-  return "";
-}
-
-#define EXPECT_CONTAINS(text, part) \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) << "message: " << (text)
-
-class Loader : public testing::Test {
+class Loader : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::path(testing::TempDir()) / "stacklab_config_XXXXXX").string();
+    std::string tmpl = (fs::path(::testing::TempDir()) / "stacklab_config_XXXXXX").string();
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
   }
