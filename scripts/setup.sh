@@ -20,13 +20,13 @@ BUILD_DIR="$ROOT/build"
 # -DSTACKLAB_BUILD_BENCH=ON; python3-torch for the PyTorch parity check; slurm-wlm and munge for the
 # single-node Slurm of tests/integration/check_slurm.sh (scripts/slurm_local.sh: nothing is
 # configured system-wide, the daemons are not started here); chromium renders report.html headless
-# in tests/integration/check_report_html.sh; libxsmm-dev and pkg-config for the optional libxsmm
-# matrix-product path (-DSTACKLAB_LIBXSMM=ON) that test.sh builds and tests beside the default
-# OpenBLAS one; python3-flake8 and clang-format for test.sh's lint stage.
-RUN_PACKAGES=(g++ cmake make libopenblas-dev nlohmann-json3-dev libgtest-dev python3-numpy python3-matplotlib
-              python3-plotly)
+# in tests/integration/check_report_html.sh; python3-flake8 and clang-format for test.sh's lint
+# stage. libxsmm-dev and pkg-config are run packages: the default build runs its matrix products
+# through libxsmm (CMakeLists.txt, STACKLAB_LIBXSMM).
+RUN_PACKAGES=(g++ cmake make libopenblas-dev libxsmm-dev pkg-config nlohmann-json3-dev libgtest-dev
+              python3-numpy python3-matplotlib python3-plotly)
 TEST_PACKAGES=(libbenchmark-dev python3-torch clang libclang-rt-14-dev slurm-wlm munge chromium
-               libxsmm-dev pkg-config python3-flake8 clang-format)
+               python3-flake8 clang-format)
 # A build of named targets (run.sh and reproduce.sh: `setup.sh stacklab`) installs RUN_PACKAGES; a
 # full build (no target: test.sh) installs both sets.
 PACKAGES=("${RUN_PACKAGES[@]}")

@@ -16,7 +16,8 @@
 #   build      scripts/setup.sh: the missing Debian packages, then Release into build/
 #   unit       every CTest test in build/ (labels: core nn train data config cli)
 #   asan       the same tests built with ASan + UBSan into build-asan/
-#   xsmm       the libxsmm matrix-product path (build-xsmm/): --version, CTest, torch parity
+#   openblas   the second matrix-product path, OpenBLAS alone (build-openblas/, -DSTACKLAB_LIBXSMM=OFF):
+#              --version, CTest, torch parity (--stage xsmm, its name before libxsmm became the default, runs it too)
 #   fuzz       each libFuzzer target for STACKLAB_FUZZ_SECONDS (40) s (tests/fuzz/run.sh, build-fuzz/);
 #              its seed is printed, STACKLAB_FUZZ_SEED=N reruns it
 #   parity     the PyTorch parity check of build/stacklab (tests/parity/torch_parity.py)
@@ -24,10 +25,10 @@
 #   lint       flake8 over scripts/ and tests/ (setup.cfg), clang-format --dry-run over src/ and tests/
 #   check_*    one stage per tests/integration/check_*.sh (end-to-end: Slurm, kill and resume, ...)
 # A check exiting 77 is a loud skip (a prerequisite is missing), never a pass. For quick local
-# runs STACKLAB_SKIP_SANITIZE=1, STACKLAB_SKIP_LIBXSMM=1 and STACKLAB_SKIP_FUZZ=1 skip (loudly)
-# the asan, xsmm and fuzz stages; CI sets none of them.
+# runs STACKLAB_SKIP_SANITIZE=1, STACKLAB_SKIP_OPENBLAS_PATH=1 and STACKLAB_SKIP_FUZZ=1 skip (loudly)
+# the asan, openblas and fuzz stages; CI sets none of them.
 set -euo pipefail
-# Every build this run makes (setup.sh's build/, build-asan, build-xsmm, build-fuzz) treats
+# Every build this run makes (setup.sh's build/, build-asan, build-openblas, build-fuzz) treats
 # compiler warnings as errors.
 export STACKLAB_WERROR=1
 
@@ -40,7 +41,7 @@ CHECKS=()
 shopt -s nullglob
 for c in tests/integration/check_*.sh; do CHECKS+=("$(basename "$c" .sh)"); done
 shopt -u nullglob
-ALL_STAGES=(build unit asan xsmm fuzz parity python lint "${CHECKS[@]}")
+ALL_STAGES=(build unit asan openblas fuzz parity python lint "${CHECKS[@]}")
 FAST_STAGES=(build unit parity_quick python lint)
 
 selected=()
@@ -67,6 +68,9 @@ if ((fast)); then
 elif ((${#selected[@]} == 0)); then
   selected=("${ALL_STAGES[@]}")
 else
+  for i in "${!selected[@]}"; do  # xsmm: the openblas stage's name before libxsmm became the default
+    [[ ${selected[$i]} != xsmm ]] || { echo "test.sh: stage 'xsmm' is now 'openblas' (the default build runs libxsmm)" >&2; selected[$i]=openblas; }
+  done
   for s in "${selected[@]}"; do
     [[ " ${ALL_STAGES[*]} parity_quick " == *" $s "* ]] ||
       { echo "test.sh: no stage '$s'; the stages are: ${ALL_STAGES[*]} parity_quick" >&2; exit 2; }
@@ -180,18 +184,22 @@ stage_asan() {
 }
 
 # The same unit tests (gradient checks included) and the PyTorch parity check on a build whose
-# small products run through libxsmm (-DSTACKLAB_LIBXSMM=ON; setup.sh installs libxsmm-dev).
-stage_xsmm() {
-  [[ "${STACKLAB_SKIP_LIBXSMM:-0}" != "1" ]] || { loud_skip "libxsmm path tests (STACKLAB_SKIP_LIBXSMM=1)"; return 0; }
-  if build_tree "Release, -DSTACKLAB_LIBXSMM=ON" build-xsmm -DSTACKLAB_LIBXSMM=ON -DCMAKE_BUILD_TYPE=Release; then
-    run_check "build-xsmm/stacklab --version names the libxsmm path" \
-      bash -c 'build-xsmm/stacklab --version | grep -q "^matrix products: libxsmm"'
-    run_ctest "ctest (libxsmm path)" build-xsmm "${ctest_args[@]}"
+# products run through OpenBLAS alone (-DSTACKLAB_LIBXSMM=OFF), the path a build without
+# libxsmm takes; the default build (build/, the unit stage) runs them through libxsmm.
+stage_openblas() {
+  if [[ "${STACKLAB_SKIP_OPENBLAS_PATH:-0}" == "1" || "${STACKLAB_SKIP_LIBXSMM:-0}" == "1" ]]; then
+    loud_skip "OpenBLAS-alone path tests (STACKLAB_SKIP_OPENBLAS_PATH=1)"
+    return 0
+  fi
+  if build_tree "Release, -DSTACKLAB_LIBXSMM=OFF" build-openblas -DSTACKLAB_LIBXSMM=OFF -DCMAKE_BUILD_TYPE=Release; then
+    run_check "build-openblas/stacklab --version names OpenBLAS alone" \
+      bash -c 'build-openblas/stacklab --version | grep -q "^matrix products: OpenBLAS"'
+    run_ctest "ctest (OpenBLAS-alone path)" build-openblas "${ctest_args[@]}"
     local py
     if py="$(torch_python)"; then
-      run_check "torch parity, libxsmm path (tests/parity/torch_parity.py)" "$py" tests/parity/torch_parity.py --stacklab build-xsmm/stacklab
+      run_check "torch parity, OpenBLAS-alone path (tests/parity/torch_parity.py)" "$py" tests/parity/torch_parity.py --stacklab build-openblas/stacklab
     else
-      loud_skip "torch parity, libxsmm path: no Python with numpy+torch (apt-get install python3-torch)"
+      loud_skip "torch parity, OpenBLAS-alone path: no Python with numpy+torch (apt-get install python3-torch)"
     fi
   fi
 }

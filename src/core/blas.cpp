@@ -7,11 +7,10 @@
 // single-threaded sgemm. Inside a parallel region (attention's per-head gemms) a gemm runs
 // whole on the calling thread. Without OpenMP, OpenBLAS keeps its own threads.
 //
-// Two paths (chosen when the build is configured, see `matmul_path()`): OpenBLAS for every
-// product (the default, the reference), or with -DSTACKLAB_LIBXSMM=ON libxsmm's JIT kernels for
-// the products its JIT covers and that measured faster than OpenBLAS on this project's shapes
-// (`xsmm_covers`), OpenBLAS for the rest. The choice depends on the shape alone, never on a
-// timing, so a run stays deterministic at a fixed thread count.
+// Two paths (chosen when the build is configured, see `matmul_path()`): libxsmm's JIT kernels on
+// tiles of each product (the default), OpenBLAS for a product scaled by alpha; or, with
+// -DSTACKLAB_LIBXSMM=OFF, OpenBLAS for every product. The choice depends on the shape and the
+// scalars alone, never on a timing, so a run stays deterministic at a fixed thread count.
 #include "core/blas.h"
 
 #include <cblas.h>
@@ -43,30 +42,80 @@ namespace {
 constexpr double kSplitWork = 1 << 20;
 
 #ifdef STACKLAB_HAVE_LIBXSMM
-// libxsmm is column-major: the row-major C (M, N) = op(A) B is the column-major
-// C^T (N, M) = B^T op(A)^T, so libxsmm's "a" is B (N x K, ld ldb) and its "b" is A, transposed
-// when A is stored transposed (its TRANS_B flag). libxsmm 1.17's JIT has no transposed "a", so
-// a row-major B^T (the forward of a Linear) stays with OpenBLAS. Measured single-threaded on this
-// project's machine (AVX-512), libxsmm ran 113-118 GFLOP/s against OpenBLAS's 93-101 on the
-// Linear shapes (512 x {64, 192, 256} x {64, 192, 256}) and the per-head products (64 x 16 x 64),
-// but 35 against 93 on a transposed-A product with a small output and a long inner dimension
-// (64 x 64 x 512: the dW of a 64 x 64 Linear); hence the output-size floor for transposed A.
-constexpr int64_t kXsmmMinTransOut = 8192;
+// libxsmm is column-major: the row-major C (M, N) = A (M, K) B (K, N) is the column-major
+// C^T (N, M) = B^T A^T, so libxsmm's "a" is B (N x K, ld ldb) and its "b" is A (K x M, ld lda).
+// Its JIT kernels are fast on small tiles and slow on long inner dimensions and on transposed
+// operands (measured on an Intel Xeon model 207, 1 thread: 19-38 GFLOP/s on the dW products
+// 768 x 256 x 2048 and 64 x 64 x 512 with its transpose flag, against 60-100 after a copy;
+// docs/benchmarks.md). So a product runs as tiles of C (kTileM, kTileN), each accumulated over
+// blocks of kTileK of the inner dimension, every operand untransposed: a transposed A or B is
+// first copied into this thread's scratch. Each element of C is still one sum over k = 0..K-1 in
+// order (a tile's kernel starts from C for every block after the first), whatever the tiling, so
+// a block of rows gives the same bits whichever thread runs it.
+constexpr int64_t kTileM = 64, kTileN = 256, kTileK = 256;
 
-bool xsmm_covers(bool ta, bool tb, int64_t M, int64_t N, float alpha, float beta) {
-  if (tb || alpha != 1.0f || (beta != 0.0f && beta != 1.0f) || M < 2 || N < 2) return false;
-  return !ta || M * N >= kXsmmMinTransOut;
-}
-
-libxsmm_smmfunction xsmm_kernel(bool ta, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
+libxsmm_smmfunction xsmm_kernel(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
                                 int64_t ldc, float beta) {
   static const bool initialised = (libxsmm_init(), true);
   (void)initialised;
-  const int flags =
-      (ta ? LIBXSMM_GEMM_FLAG_TRANS_B : 0) | (beta == 0.0f ? LIBXSMM_GEMM_FLAG_BETA_0 : 0);
+  const int flags = beta == 0.0f ? LIBXSMM_GEMM_FLAG_BETA_0 : 0;
   const libxsmm_blasint m = N, n = M, k = K, la = ldb, lb = lda, lc = ldc;
   const float one = 1.0f;
   return libxsmm_smmdispatch(m, n, k, &la, &lb, &lc, &one, &beta, &flags, nullptr);
+}
+
+// Y (cols, rows) = X^T, X (rows, cols) with row stride ldx; in 16 x 16 blocks so that both
+// sides stay in cache lines.
+void transpose_into(const float* X, int64_t rows, int64_t cols, int64_t ldx, float* Y) {
+  constexpr int64_t kB = 16;
+  for (int64_t r0 = 0; r0 < rows; r0 += kB)
+    for (int64_t c0 = 0; c0 < cols; c0 += kB) {
+      const int64_t r1 = std::min(r0 + kB, rows), c1 = std::min(c0 + kB, cols);
+      for (int64_t c = c0; c < c1; ++c)
+        for (int64_t r = r0; r < r1; ++r) Y[c * rows + r] = X[r * ldx + c];
+    }
+}
+
+// The products libxsmm runs: alpha 1 and beta 0 or 1 (every product of the model's ops; the
+// attention's fallback path scales by alpha and stays with OpenBLAS).
+bool xsmm_covers(float alpha, float beta) {
+  return alpha == 1.0f && (beta == 0.0f || beta == 1.0f);
+}
+
+void xsmm_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+               const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  thread_local std::vector<float> a_copy, b_copy;
+  if (ta) {  // A stored (K, M): copy op(A) (M, K)
+    a_copy.resize(static_cast<size_t>(M * K));
+    transpose_into(A, K, M, lda, a_copy.data());
+    A = a_copy.data();
+    lda = K;
+  }
+  if (tb) {  // B stored (N, K): copy op(B) (K, N)
+    b_copy.resize(static_cast<size_t>(K * N));
+    transpose_into(B, N, K, ldb, b_copy.data());
+    B = b_copy.data();
+    ldb = N;
+  }
+  for (int64_t n0 = 0; n0 < N; n0 += kTileN) {
+    const int64_t nb = std::min(kTileN, N - n0);
+    for (int64_t m0 = 0; m0 < M; m0 += kTileM) {
+      const int64_t mb = std::min(kTileM, M - m0);
+      for (int64_t k0 = 0; k0 < K; k0 += kTileK) {
+        const int64_t kb = std::min(kTileK, K - k0);
+        const float tile_beta = k0 == 0 ? beta : 1.0f;
+        const float* a = A + m0 * lda + k0;  // (mb, kb)
+        const float* b = B + k0 * ldb + n0;  // (kb, nb)
+        float* c = C + m0 * ldc + n0;        // (mb, nb)
+        if (const libxsmm_smmfunction f = xsmm_kernel(mb, nb, kb, lda, ldb, ldc, tile_beta))
+          f(b, a, c);
+        else  // a tile shape the JIT refuses: the same tile through OpenBLAS (fixed by the shape)
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(mb),
+                      static_cast<int>(nb), static_cast<int>(kb), 1.0f, a, static_cast<int>(lda), b,
+                      static_cast<int>(ldb), tile_beta, c, static_cast<int>(ldc));
+      }
+    }
+  }
 }
 #endif
 
@@ -74,25 +123,10 @@ void sgemm_leaf(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, 
                 int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
                 bool openblas_only) {
 #ifdef STACKLAB_HAVE_LIBXSMM
-  if (!openblas_only && xsmm_covers(ta, tb, M, N, alpha, beta))
-    if (const libxsmm_smmfunction f = xsmm_kernel(ta, M, N, K, lda, ldb, ldc, beta)) {
-      f(B, A, C);
-      return;
-    }
-  // B stored transposed (a Linear's forward, x w^T) has no JIT in libxsmm 1.17: op(B) (K, N) is
-  // copied into this thread's scratch and the product runs untransposed. The copy is K N floats
-  // against 2 M N K FLOPs (b3's forward: 87.6 ms per step in the libxsmm build before, 66.8
-  // after; docs/benchmarks.md). No row threshold: which library runs a block of rows must not
-  // depend on how gemm_split cut it. The scratch keeps the largest op(B) a thread has seen.
-  if (!openblas_only && tb && !ta && xsmm_covers(false, false, M, N, alpha, beta))
-    if (const libxsmm_smmfunction f = xsmm_kernel(false, M, N, K, lda, N, ldc, beta)) {
-      thread_local std::vector<float> bt;  // (K, N)
-      bt.resize(static_cast<size_t>(K * N));
-      for (int64_t n = 0; n < N; ++n)
-        for (int64_t k = 0; k < K; ++k) bt[static_cast<size_t>(k * N + n)] = B[n * ldb + k];
-      f(bt.data(), A, C);
-      return;
-    }
+  if (!openblas_only && K > 0 && xsmm_covers(alpha, beta)) {
+    xsmm_gemm(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
 #else
   (void)openblas_only;
 #endif
@@ -226,7 +260,7 @@ void gemm_openblas(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, 
 std::string matmul_path() {
 #ifdef STACKLAB_HAVE_LIBXSMM
   return "libxsmm " + std::to_string(LIBXSMM_VERSION_MAJOR) + "." +
-         std::to_string(LIBXSMM_VERSION_MINOR) + " JIT where it covers the shape, else OpenBLAS";
+         std::to_string(LIBXSMM_VERSION_MINOR) + " JIT in tiles (OpenBLAS for alpha != 1)";
 #else
   return "OpenBLAS";
 #endif
