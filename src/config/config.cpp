@@ -89,6 +89,7 @@ void visit_train(S& t, V& v) {
   v("threads", t.threads);
   v("grad_accum_steps", t.grad_accum_steps);
   v("flush_subnormals", t.flush_subnormals);
+  v("stop_below_unigram", t.stop_below_unigram);
 }
 template <class S, class V>
 void visit_log(S& l, V& v) {

@@ -98,6 +98,9 @@ struct TrainConfig {
   int threads = 0;               // 0 = all cores
   int grad_accum_steps = 1;      // micro-batches of batch_size summed into one update
   bool flush_subnormals = true;  // FTZ + DAZ on every compute thread (core/fpmode.h)
+  // > 0: end the run after the first eval whose val loss is at least this many nats below the
+  // unigram loss on the val batches (train/escape_stop.h); 0 = off.
+  double stop_below_unigram = 0.0;
   bool operator==(const TrainConfig&) const = default;
 };
 

@@ -184,6 +184,11 @@ void validate_run(const TrainConfig& t, const LogConfig& l, const Validator& v) 
   v.at_least("train.eval_iters", t.eval_iters, 1);
   v.at_least("train.ckpt_interval", t.ckpt_interval, 0);
   v.at_least("train.threads", t.threads, 0);
+  v.non_negative("train.stop_below_unigram", t.stop_below_unigram);
+  if (t.stop_below_unigram > 10)
+    v.fail("train.stop_below_unigram",
+           json(t.stop_below_unigram).dump() +
+               " nats is no escape margin (the study's is 0.1; must be <= 10, 0 = off)");
   v.at_least("log.log_interval", l.log_interval, 1);
   v.at_least("log.layer_interval", l.layer_interval, 1);
 }

@@ -9,6 +9,7 @@
 #include "core/fsutil.h"
 #include "core/hash.h"
 #include "data/text.h"
+#include "train/escape_stop.h"
 
 namespace sl {
 namespace {
@@ -99,6 +100,22 @@ bool is_object_field(const json& j, const char* key) {
   return j.contains(key) && j.at(key).is_object();
 }
 
+// run_dir/summary.json, or null when absent or torn.
+json summary_or_null(const std::string& run_dir) {
+  std::error_code ec;
+  if (!fs::exists(run_dir + "/summary.json", ec)) return nullptr;
+  return json::parse(read_file(run_dir + "/summary.json"), nullptr, false);
+}
+
+// A run stopped on escape (train/escape_stop.h) under the margin `expected` still asks for is the
+// same run at any longer horizon when the horizon is all that differs: it would stop at the same
+// eval. So a sweep that extends its stage (--on-change extend) finds it done, not to extend.
+bool done_on_escape(const std::string& run_dir, const Config& expected,
+                    const std::vector<std::string>& changes) {
+  return only_horizon_changes(changes, expected.optim) &&
+         stopped_on_escape(summary_or_null(run_dir), expected);
+}
+
 }  // namespace
 
 json make_provenance(const Config& cfg, const json& run) {
@@ -187,6 +204,11 @@ RunCheck check_run(const std::string& run_dir, const Config& expected, bool prob
     return s;
   }
   s.changes = provenance_changes(stored, make_provenance(expected, run));
+  if (!probe && !s.changes.empty() && done_on_escape(run_dir, expected, s.changes)) {
+    s.changes.clear();
+    s.state = RunState::Completed;
+    return s;
+  }
   if (!s.changes.empty()) {
     s.state = RunState::Changed;
     return s;
@@ -214,6 +236,11 @@ RunCheck check_run(const std::string& run_dir, const Config& expected, bool prob
   } catch (const json::exception& e) {
     s.changes.push_back(std::string("config.json is unreadable: ") + e.what());
   }
+  if (!s.changes.empty() && done_on_escape(run_dir, expected, s.changes)) {
+    s.changes.clear();
+    s.state = RunState::Completed;
+    return s;
+  }
   if (!s.changes.empty()) {
     s.state = RunState::Changed;
     return s;
@@ -229,11 +256,13 @@ RunCheck check_run(const std::string& run_dir, const Config& expected, bool prob
                                   ? parse_choice<RunState>(st.get<std::string>())
                                         .value_or(RunState::New)  // New: never a summary's
                                   : RunState::New;
-      // Completed below the horizon (an extension stopped before it said "running"): resumable.
+      // Completed below the horizon (an extension stopped before it said "running"): resumable;
+      // but one stopped on escape by the margin it still has is done (train/escape_stop.h).
       const json steps = summary.is_object() ? summary.value("steps", json()) : json();
       const bool short_of_horizon =
           status == RunState::Completed && steps.is_number_integer() &&
-          steps.get<long long>() < static_cast<long long>(expected.train.max_iters);
+          steps.get<long long>() < static_cast<long long>(expected.train.max_iters) &&
+          !stopped_on_escape(summary, expected);
       if ((status == RunState::Completed || status == RunState::Diverged) && !short_of_horizon)
         s.state = status;
     } catch (const json::parse_error&) {

@@ -113,6 +113,9 @@ const std::vector<RecordField>& summary_fields() {
       {"tokens_per_sec", T::kNumber, "throughput of this process's steps"},
       {"diverged", T::kBool, "whether the divergence rule ended the run"},
       {"divergence", T::kObjectOrNull, "the diverged record's fields but kind, or null"},
+      {"stopped", T::kObjectOrNull,
+       "a run ended by train.stop_below_unigram: reason (\"escaped\"), step (the eval that met "
+       "the rule, = steps), val_loss, unigram_on_val, margin; else null"},
       {"error", T::kStringOrNull, "the message of a failed run, or null"},
       {"wiring", T::kString, "the wiring id"},
       {"n_layer", T::kInt, "number of blocks"},

@@ -110,6 +110,16 @@ void RunLog::layers(int64_t step, nlohmann::json rec, double loss) {
   metrics_->write_line(checked_record(rec).dump());
 }
 
+void RunLog::stopped(const nlohmann::json& stopped) {
+  std::printf(
+      "%sescaped at step %lld: val loss %s <= unigram on val %s - %s "
+      "(train.stop_below_unigram): stopping\n",
+      line_start(), static_cast<long long>(stopped.at("step").get<int64_t>()),
+      fixed4(stopped.at("val_loss").get<double>()).c_str(),
+      fixed4(stopped.at("unigram_on_val").get<double>()).c_str(),
+      stopped.at("margin").dump().c_str());
+}
+
 void RunLog::diverged(const nlohmann::json& divergence) {
   nlohmann::json rec = divergence;
   rec["kind"] = "diverged";
@@ -175,6 +185,7 @@ void RunLog::summary(RunState state, int64_t steps, int64_t start_step, double w
                                          : 0.0},
       {"diverged", !o.divergence.is_null()},
       {"divergence", o.divergence},
+      {"stopped", o.stopped},
       {"error", o.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.error)},
       {"wiring", wiring_id(cfg_.model)},
       {"n_layer", cfg_.model.n_layer},
@@ -203,7 +214,11 @@ void RunLog::finish(RunState state, int64_t steps, const RunOutcome& o) const {
                                                 : "val loss " + fixed4(o.last_val) + " at step " +
                                                       std::to_string(o.last_eval_step) + " (best " +
                                                       fixed4(o.best_val) + ")";
-  if (state == RunState::Completed) {
+  if (state == RunState::Completed && !o.stopped.is_null()) {
+    std::printf("done: stopped on escape at step %lld of %lld; %s; %s/summary.json\n",
+                static_cast<long long>(steps), static_cast<long long>(cfg_.train.max_iters),
+                eval.c_str(), dir_.c_str());
+  } else if (state == RunState::Completed) {
     std::printf("done: completed after %lld step%s; %s; %s/summary.json\n",
                 static_cast<long long>(steps), steps == 1 ? "" : "s", eval.c_str(), dir_.c_str());
   } else if (state == RunState::Diverged) {

@@ -25,6 +25,7 @@ struct RunOutcome {
   int64_t last_eval_step = -1;  // -1: no eval yet
   double best_val = std::numeric_limits<double>::infinity();
   nlohmann::json divergence = nullptr;  // the diverged record's fields but kind, or null
+  nlohmann::json stopped = nullptr;     // why the run stopped before its horizon, or null
   std::string error;                    // why the run failed, or ""
 };
 
@@ -41,6 +42,8 @@ class RunLog {
   void start(int64_t step, bool resumed, int64_t n_params, const nlohmann::json& reference_losses,
              const nlohmann::json& data_check);
   void eval(int64_t step, double val_loss, double train_loss);
+  // The console line of a run stopped on escape (`stopped`: train/escape_stop.h's record).
+  void stopped(const nlohmann::json& stopped);
   // A layers record: `metrics` from to_json(LayerStats, ...), plus step, kind and loss.
   void layers(int64_t step, nlohmann::json metrics, double loss);
   // The diverged record (`divergence`: step, reason, blocks, loss, value, limit) and its line.

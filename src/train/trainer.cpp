@@ -5,6 +5,8 @@
 // or a non-finite norm; an eval's losses are judged by the same rule; on layer steps (and the
 // last step) record a "layers" record; clip; update with the scheduled learning rate; log;
 // checkpoint every ckpt_interval steps. At the end a final eval, a checkpoint and summary.json.
+// With train.stop_below_unigram an eval that meets the escape rule ends the run there instead
+// (train/escape_stop.h): a checkpoint of the state it evaluated, and summary.json's "stopped".
 // One class, one method per phase: open the run directory, restore or initialise, announce,
 // then per step evaluate / accumulate / check / update / log / checkpoint, then finish. What it
 // saves is train/train_state.h; what it writes to the log and console is train/run_log.h.
@@ -29,6 +31,7 @@
 #include "nn/dropout.h"
 #include "nn/model.h"
 #include "train/checkpoint.h"
+#include "train/escape_stop.h"
 #include "train/layer_stats.h"
 #include "train/optimizer.h"
 #include "train/provenance.h"
@@ -155,7 +158,11 @@ class Run {
     int64_t& step = step_;
     for (step = start_step_; step < max_iters_ && status_ == RunState::Completed; ++step) {
       if (step % cfg_.train.eval_interval == 0 && !evaluate(step))
-        break;                       // diverged before this step
+        break;  // diverged before this step
+      if (!outcome_.stopped.is_null()) {
+        checkpoint(latest_, step);  // escaped (train.stop_below_unigram): the state just evaluated
+        break;
+      }
       if (!train_step(step)) break;  // diverged: this step is not applied
       if (cfg_.train.ckpt_interval > 0 && (step + 1) % cfg_.train.ckpt_interval == 0 &&
           step + 1 < max_iters_)
@@ -165,7 +172,7 @@ class Run {
         status_ = RunState::Interrupted;
       }
     }
-    if (status_ == RunState::Completed) {
+    if (status_ == RunState::Completed && outcome_.stopped.is_null()) {
       step = max_iters_;
       if (evaluate(max_iters_)) checkpoint(latest_, max_iters_);
     }
@@ -250,6 +257,7 @@ class Run {
     val_batches_ = data_->eval_batches(cfg_.train.eval_iters, B_, T_, false);
     ReferenceLosses refs = data_->reference_losses(T_);
     refs.unigram_on_val = unigram_loss_on(val_batches_, data_->unigram_probs());
+    unigram_on_val_ = refs.unigram_on_val.value_or(unigram_on_val_);  // unset: never escapes
     refs_json_ = to_json(refs);
     train_eval_batches_ = data_->eval_batches(cfg_.train.eval_iters, B_, T_, true);
   }
@@ -305,6 +313,14 @@ class Run {
       outcome_.best_val = outcome_.last_val;
       if (cfg_.train.save_best)
         checkpoint(best_path_, step);  // the state just evaluated, resumable like latest
+    }
+    // The escape rule (train/escape_stop.h), judged at every eval before the horizon: the run
+    // ends at this step, its summary saying why.
+    const double margin = cfg_.train.stop_below_unigram;
+    if (step < max_iters_ && escaped(outcome_.last_val, unigram_on_val_, margin)) {
+      outcome_.stopped = escape_stop_record(step, outcome_.last_val, unigram_on_val_, margin);
+      log_.stopped(outcome_.stopped);
+      return true;
     }
     // Still running: a run killed (SIGKILL, a lost node) between evals leaves a summary with the
     // steps and losses of its last eval, not those of its start.
@@ -417,7 +433,8 @@ class Run {
   bool resumed_ = false;
   int64_t start_step_ = 0, step_ = 0;  // step_: the step being trained
   double wall_before_ = 0.0;           // wall seconds of the run before this process
-  double limit_ = std::numeric_limits<double>::infinity();  // the divergence rule's bound
+  double limit_ = std::numeric_limits<double>::infinity();            // the divergence rule's bound
+  double unigram_on_val_ = std::numeric_limits<double>::quiet_NaN();  // the escape rule's reference
   std::vector<double> update_norms_;
   Clock::time_point t_start_ = Clock::now();
   RunState status_ = RunState::Completed;

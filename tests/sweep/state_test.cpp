@@ -79,6 +79,22 @@ TEST(RunState, ACompletedSummaryShortOfTheHorizonOrWithoutItsConfigIsNotDone) {
   EXPECT_NE(d.state(), RunState::Completed) << "a summary with no config matches no config";
 }
 
+TEST(RunState, ARunStoppedOnEscapeByTheMarginTheSweepStillAsksForIsDoneShortOfItsHorizon) {
+  RunDir d;
+  d.run.config.train.max_iters = 12000;
+  d.run.config.train.stop_below_unigram = 0.1;
+  d.put("config.json", "{}");
+  d.put("metrics.jsonl", "");
+  d.put("summary.json", R"({"status": "completed", "steps": 400,
+    "stopped": {"reason": "escaped", "step": 400, "margin": 0.1}})");
+  write_task_record(d.run.dir, {Executor::Local, TaskState::Exited, 0, "", "h", 1});
+  EXPECT_EQ(d.state(), RunState::Completed) << "it would stop at step 400 again";
+  d.run.config.train.stop_below_unigram = 0.0;
+  EXPECT_EQ(d.state(), RunState::Interrupted) << "a sweep without the rule wants the steps after";
+  d.run.config.train.stop_below_unigram = 0.2;
+  EXPECT_EQ(d.state(), RunState::Interrupted) << "nor is it done under another margin";
+}
+
 TEST(RunState, MetricsWithoutAResultAreAnInterruptedRun) {
   RunDir d;
   d.put("metrics.jsonl", "");

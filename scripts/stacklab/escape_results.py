@@ -1,0 +1,170 @@
+"""The escape-law study's runs as data: each run's escape interval (escape_law.Obs) by the rules'
+escape criterion, the law's points (wiring, rate, init) -> runs, each depth's best rate, and the
+results table docs/results/<sweep>.csv, one line per finished run, so that a lost run folder loses
+no figure. The escape criterion is train.stop_below_unigram's (src/train/escape_stop.h): the first
+eval at or below the run's unigram loss on its val batches (reference_losses.unigram_on_val; the
+population "unigram" where a run predates it) minus the margin.
+
+    obs, row = run_escape(run, margin=0.1)        # Obs (None: diverged or unfinished) and its CSV row
+    write_results_csv("runs/escape_law/escape_l1", "docs/results/escape_l1.csv")
+Not here: the fit (escape_law.py), the figure (plot_escape_law.py).
+"""
+import csv
+import json
+import math
+import os
+from collections import defaultdict
+
+from . import runlog
+from . import study_stats as stats
+from .escape_law import escaped_at, never_within
+
+COLUMNS = ("sweep", "run", "wiring", "depth", "learning_rate", "init", "seed", "steps", "escape_step",
+           "censored", "best_val_loss", "final_val_loss", "unigram_reference", "cpu_model", "openblas_core",
+           "commit")
+
+
+def unigram_reference(run):
+    """(value, name): reference_losses.unigram_on_val where the run records it, else "unigram"."""
+    refs = run.reference_losses or {}
+    if refs.get("unigram_on_val") is not None:
+        return refs["unigram_on_val"], "unigram_on_val"
+    return refs.get("unigram"), "unigram"
+
+
+def evals(run):
+    return sorted((r["step"], r["val_loss"]) for r in run.records["eval"]
+                  if r.get("val_loss") is not None and isinstance(r.get("step"), (int, float))
+                  and math.isfinite(r["val_loss"]))
+
+
+def run_escape(run, margin: float):
+    """(Obs or None, escape step or None, last eval step) of a finished run: escaped at the first
+    eval at or below the reference - margin, in (previous eval step, that step]; else censored at
+    its last eval. A diverged or unfinished run has no Obs."""
+    ev = evals(run)
+    last = ev[-1][0] if ev else None
+    if runlog.is_diverged(run) or not runlog.is_completed(run) or not ev:
+        return None, None, last
+    ref, _ = unigram_reference(run)
+    step, _ = stats.escape_step(run, ref, margin)
+    if step is None:
+        return never_within(run.n_layer, last), None, last
+    prev = max((s for s, _ in ev if s < step), default=None)
+    interval = ((run.config.get("train") or {}).get("eval_interval") or (step - prev if prev is not None else step))
+    return escaped_at(run.n_layer, step, interval, prev), step, last
+
+
+def init_of(run) -> str:
+    return (run.config.get("model") or {}).get("init", "normal")
+
+
+def points(runs, margin: float) -> dict:
+    """{(wiring, learning rate, init): {depth: [Obs]}} over the finished runs."""
+    out = defaultdict(lambda: defaultdict(list))
+    for r in runs:
+        o, _, _ = run_escape(r, margin)
+        if o is not None:
+            out[(r.wiring, stats.learning_rate(r), init_of(r))][r.n_layer].append(o)
+    return {k: dict(v) for k, v in out.items()}
+
+
+def _median_key(obs):
+    """Sort key of a (depth, rate) cell for "best rate": the median of the intervals' upper ends
+    (a censored run as +inf), then fewer censored runs."""
+    med, _ = stats.median_escape([(None if o.censored else o.hi, o.lo) for o in obs])
+    return (math.inf if med is None else med, sum(o.censored for o in obs))
+
+
+def best_rate_obs(pts: dict, wiring: str, init: str = "normal") -> tuple:
+    """(obs, {depth: rate}): at each depth the rate whose runs escape earliest (the lowest median
+    escape step, a censored run +inf; ties: fewer censored, then the lower rate), its runs pooled
+    over depths: the law read at each depth's best rate."""
+    by_depth = defaultdict(dict)
+    for (w, lr, i), cells in pts.items():
+        if w == wiring and i == init:
+            for d, obs in cells.items():
+                by_depth[d][lr] = obs
+    chosen, obs = {}, []
+    for d in sorted(by_depth):
+        lr = min(by_depth[d], key=lambda r: (_median_key(by_depth[d][r]), r))
+        chosen[d] = lr
+        obs += by_depth[d][lr]
+    return obs, chosen
+
+
+def held_rate_obs(pts: dict, wiring: str, rate: float, init: str = "normal") -> list:
+    """The runs of one wiring at one rate over every depth: the law read at a rate held across depths."""
+    cells = pts.get((wiring, rate, init), {})
+    return [o for d in sorted(cells) for o in cells[d]]
+
+
+# ---- the results table --------------------------------------------------------------------------
+
+def study_machine(root):
+    """(cpu_model, commit) from the study folder's timing.jsonl start record (scripts/reproduce.sh
+    writes both; a run folder records neither: its provenance.json holds the config and data
+    identity, its start record the OpenBLAS kernels), else ("", "")."""
+    path = os.path.join(root, "timing.jsonl")
+    found = ("", "")
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(rec, dict) and rec.get("stage") == "start":
+                    found = (rec.get("cpu_model") or "", rec.get("commit") or "")
+    return found
+
+
+def _num(v, nd=6):
+    return "" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.{nd}g}"
+
+
+def rows_of(sweep_dir, margin: float, cpu_model: str = "", commit: str = "") -> list:
+    """One dict per finished (completed or diverged) run of the sweep, in run-id order."""
+    name = os.path.basename(os.path.normpath(sweep_dir))
+    _, entries = runlog.sweep_entries(sweep_dir)
+    rows = []
+    for e in sorted(entries, key=lambda e: e.id):
+        if not os.path.isdir(e.path):
+            continue
+        run = runlog.load_entry(e)
+        if not (runlog.is_completed(run) or runlog.is_diverged(run)):
+            continue
+        obs, step, last = run_escape(run, margin)
+        s = run.summary or {}
+        best = s.get("best_val_loss")
+        if best is None:
+            ev = [v for _, v in evals(run)]
+            best = min(ev) if ev else None
+        censored = ("diverged" if runlog.is_diverged(run)
+                    else "yes" if obs is not None and obs.censored else "no")
+        kernels = (run.start.get("numeric_path") or {}).get("openblas_core", "")
+        rows.append({"sweep": name, "run": e.id, "wiring": run.wiring, "depth": run.n_layer,
+                     "learning_rate": _num(stats.learning_rate(run)), "init": init_of(run),
+                     "seed": stats.seed_of(run), "steps": s.get("steps", last),
+                     "escape_step": "" if step is None else step,
+                     "censored": censored,
+                     "best_val_loss": _num(best), "final_val_loss": _num(run.final_val_loss),
+                     "unigram_reference": unigram_reference(run)[1],
+                     "cpu_model": cpu_model, "openblas_core": kernels,
+                     "commit": commit})
+    return rows
+
+
+def write_results_csv(sweep_dir, out_csv, margin: float = stats.ESCAPE_MARGIN, root=None) -> int:
+    """Writes the sweep's rows_of to out_csv (header first, runs by id; the same folder gives the
+    same bytes); the CPU model and commit from root's (default: the sweep's parent's) timing.jsonl.
+    Returns the number of runs written."""
+    cpu, commit = study_machine(root or os.path.dirname(os.path.normpath(sweep_dir)))
+    rows = rows_of(sweep_dir, margin, cpu, commit)
+    os.makedirs(os.path.dirname(os.path.abspath(out_csv)), exist_ok=True)
+    with open(out_csv, "w", encoding="utf-8", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+    return len(rows)

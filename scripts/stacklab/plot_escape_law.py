@@ -1,0 +1,66 @@
+"""The escape law's figure: escape step against depth per wiring on a log step axis, each run a
+point (an escape at the top of its eval interval), each run that never escaped an upward arrow at
+its last eval step, and the fitted law (escape_law.FormFit) with its 95 % band (the profile
+interval at each depth drawn) and its prediction at L = 96 (a marker with its interval).
+Matplotlib with the Agg backend. Not here: the fit (escape_law.py), reading runs (escape_results.py).
+
+    plot_escape_law({"f(layernorm(x))": (obs, fit)}, "figures/escape_law.png", band=True)
+"""
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+
+from .escape_law import predict  # noqa: E402
+
+
+def plot_escape_law(series: dict, out_path: str, predict_at: float = 96, band: bool = True,
+                    title: str = "Escape step against depth (stacks without a residual)") -> str:
+    """series: {label: (obs, FormFit or None)}. Writes out_path (PNG) and returns it."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    top = 1.0
+    for i, (label, (obs, fit)) in enumerate(series.items()):
+        c = colors[i % len(colors)]
+        esc = [(o.depth, o.hi) for o in obs if not o.censored]
+        cen = [(o.depth, o.lo) for o in obs if o.censored]
+        jitter = 0.06 * (i - (len(series) - 1) / 2)
+        if esc:
+            ax.scatter([d + jitter for d, _ in esc], [s for _, s in esc], color=c, s=18, label=f"{label}: escaped")
+        for d, s in cen:
+            ax.annotate("", xy=(d + jitter, s * 2.2), xytext=(d + jitter, s),
+                        arrowprops={"arrowstyle": "->", "color": c, "lw": 1.2})
+        if cen:
+            ax.scatter([d + jitter for d, _ in cen], [s for _, s in cen], color=c, marker="_", s=60,
+                       label=f"{label}: never escaped within (arrow)")
+        top = max([top] + [s for _, s in esc] + [2.2 * s for _, s in cen])
+        if fit is None:
+            continue
+        depths = sorted({o.depth for o in obs} | {predict_at})
+        grid = [depths[0] + k * (predict_at - depths[0]) / 120 for k in range(121)]
+        line = [fit.median_at(x) for x in grid]
+        ax.plot(grid, line, color=c, lw=1.2, label=f"{label}: {fit.form} law")
+        if band:
+            pts = sorted(set(depths))
+            ends = [predict(obs, fit, x)[1:] for x in pts]
+            lo = [e[0] if e[0] > 0 else float("nan") for e in ends]
+            hi = [e[1] if math.isfinite(e[1]) else float("nan") for e in ends]
+            ax.fill_between(pts, lo, hi, color=c, alpha=0.15, lw=0)
+        m, lo, hi = predict(obs, fit, predict_at)
+        if math.isfinite(m):
+            err = [[m - lo if lo > 0 else 0], [hi - m if math.isfinite(hi) else 0]]
+            ax.errorbar([predict_at], [m], yerr=err, color=c, marker="D", capsize=3)
+            ax.annotate(f"{m:.3g}", (predict_at, m), textcoords="offset points", xytext=(4, 4), fontsize=8)
+            top = max(top, m)
+    ax.set_yscale("log")
+    ax.set_xlabel("depth L (blocks)")
+    ax.set_ylabel("escape step (log)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(out_path, dpi=110)
+    plt.close(fig)
+    return out_path
