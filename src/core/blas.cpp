@@ -27,6 +27,7 @@
 
 #include "core/error.h"
 #include "core/profile.h"
+#include "core/simd.h"
 
 extern "C" {
 // Provided by OpenBLAS; declared here because cblas.h from Debian's alternatives may not.
@@ -64,16 +65,22 @@ libxsmm_smmfunction xsmm_kernel(int64_t M, int64_t N, int64_t K, int64_t lda, in
   return libxsmm_smmdispatch(m, n, k, &la, &lb, &lc, &one, &beta, &flags, nullptr);
 }
 
-// Y (cols, rows) = X^T, X (rows, cols) with row stride ldx; in 16 x 16 blocks so that both
-// sides stay in cache lines.
-void transpose_into(const float* X, int64_t rows, int64_t cols, int64_t ldx, float* Y) {
-  constexpr int64_t kB = 16;
-  for (int64_t r0 = 0; r0 < rows; r0 += kB)
-    for (int64_t c0 = 0; c0 < cols; c0 += kB) {
-      const int64_t r1 = std::min(r0 + kB, rows), c1 = std::min(c0 + kB, cols);
-      for (int64_t c = c0; c < c1; ++c)
-        for (int64_t r = r0; r < r1; ++r) Y[c * rows + r] = X[r * ldx + c];
+// Y (cols, rows) = X^T, X (rows, cols) with row stride ldx: full 16 x 16 blocks transposed in
+// registers (core/simd.h), the edges element by element. A copy: no rounding.
+SL_SIMD_CLONES void transpose_into(const float* X, int64_t rows, int64_t cols, int64_t ldx,
+                                   float* Y) {
+  const int64_t rows16 = rows / kLanes * kLanes, cols16 = cols / kLanes * kLanes;
+  for (int64_t r0 = 0; r0 < rows16; r0 += kLanes)
+    for (int64_t c0 = 0; c0 < cols16; c0 += kLanes) {
+      v16 blk[kLanes];
+      for (int64_t i = 0; i < kLanes; ++i) blk[i] = vload(X + (r0 + i) * ldx + c0);
+      transpose16(blk);
+      for (int64_t i = 0; i < kLanes; ++i) vstore(Y + (c0 + i) * rows + r0, blk[i]);
     }
+  for (int64_t r = 0; r < rows; ++r)  // the columns right of the last full block
+    for (int64_t c = cols16; c < cols; ++c) Y[c * rows + r] = X[r * ldx + c];
+  for (int64_t r = rows16; r < rows; ++r)  // the rows below it
+    for (int64_t c = 0; c < cols16; ++c) Y[c * rows + r] = X[r * ldx + c];
 }
 
 // The products libxsmm runs: alpha 1 and beta 0 or 1 (every product of the model's ops; the
@@ -82,8 +89,11 @@ bool xsmm_covers(float alpha, float beta) {
   return alpha == 1.0f && (beta == 0.0f || beta == 1.0f);
 }
 
+// With a bias (beta 0), C = bias + op(A) op(B): each tile of C starts as the bias rows, written
+// right before its first block's kernel (beta 1) while the tile is in cache, so that the sum is
+// the one a pass of bias rows before the product gives, without that pass over memory.
 void xsmm_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
-               const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+               const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const float* bias) {
   thread_local std::vector<float> a_copy, b_copy;
   if (ta) {  // A stored (K, M): copy op(A) (M, K)
     a_copy.resize(static_cast<size_t>(M * K));
@@ -103,10 +113,14 @@ void xsmm_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A
       const int64_t mb = std::min(kTileM, M - m0);
       for (int64_t k0 = 0; k0 < K; k0 += kTileK) {
         const int64_t kb = std::min(kTileK, K - k0);
-        const float tile_beta = k0 == 0 ? beta : 1.0f;
         const float* a = A + m0 * lda + k0;  // (mb, kb)
         const float* b = B + k0 * ldb + n0;  // (kb, nb)
         float* c = C + m0 * ldc + n0;        // (mb, nb)
+        float tile_beta = k0 == 0 ? beta : 1.0f;
+        if (k0 == 0 && bias) {
+          for (int64_t i = 0; i < mb; ++i) std::copy(bias + n0, bias + n0 + nb, c + i * ldc);
+          tile_beta = 1.0f;
+        }
         if (const libxsmm_smmfunction f = xsmm_kernel(mb, nb, kb, lda, ldb, ldc, tile_beta))
           f(b, a, c);
         else  // a tile shape the JIT refuses: the same tile through OpenBLAS (fixed by the shape)
@@ -119,17 +133,22 @@ void xsmm_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A
 }
 #endif
 
+// bias (N) or null: with a bias (beta 0), C = bias + alpha op(A) op(B).
 void sgemm_leaf(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                 int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-                bool openblas_only) {
+                const float* bias, bool openblas_only) {
 #ifdef STACKLAB_HAVE_LIBXSMM
   if (!openblas_only && K > 0 && xsmm_covers(alpha, beta)) {
-    xsmm_gemm(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    xsmm_gemm(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, bias);
     return;
   }
 #else
   (void)openblas_only;
 #endif
+  if (bias) {  // the bias rows, then the product adds to them
+    for (int64_t i = 0; i < M; ++i) std::copy(bias, bias + N, C + i * ldc);
+    beta = 1.0f;
+  }
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A,
               static_cast<int>(lda), B, static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
@@ -138,13 +157,13 @@ void sgemm_leaf(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, 
 // The leaf product, timed when the op profile is on (core/profile.h).
 void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-           bool openblas_only) {
+           const float* bias, bool openblas_only) {
   if (!op_profile::on()) {
-    sgemm_leaf(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, openblas_only);
+    sgemm_leaf(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, openblas_only);
     return;
   }
   const int64_t t0 = op_profile::now_ns();
-  sgemm_leaf(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, openblas_only);
+  sgemm_leaf(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, openblas_only);
   op_profile::add_sgemm_ns(op_profile::now_ns() - t0);
 }
 
@@ -162,12 +181,17 @@ int64_t thread_block(int64_t extent, int nt) { return ((extent + nt - 1) / nt + 
 
 void gemm_split(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                 const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-                int64_t ldc, bool openblas_only) {
+                int64_t ldc, const float* bias, bool openblas_only) {
   SL_CHECK(M >= 0 && N >= 0 && K >= 0, "negative gemm size");
+  SL_CHECK(!bias || beta == 0.0f, "a gemm with a bias starts C from it: beta must be 0");
   if (M == 0 || N == 0) return;
-  if (K == 0 &&
-      beta == 0.0f) {  // C = 0 exactly, whatever C held (a fresh GradSlot may hold anything)
-    for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
+  if (K == 0 && beta == 0.0f) {  // C = 0 (or the bias) exactly, whatever C held (a fresh
+                                 // GradSlot may hold anything)
+    for (int64_t i = 0; i < M; ++i)
+      if (bias)
+        std::copy(bias, bias + N, C + i * ldc);
+      else
+        std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
     return;
   }
 #ifdef _OPENMP
@@ -186,16 +210,16 @@ void gemm_split(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, flo
       if (lo < hi) {
         if (by_rows)  // rows lo..hi of C: rows of op(A) (columns of A when it is stored transposed)
           sgemm(trans_a, trans_b, hi - lo, N, K, alpha, A + (trans_a ? lo : lo * lda), lda, B, ldb,
-                beta, C + lo * ldc, ldc, openblas_only);
+                beta, C + lo * ldc, ldc, bias, openblas_only);
         else  // columns lo..hi of C: columns of op(B) (rows of B when it is stored transposed)
           sgemm(trans_a, trans_b, M, hi - lo, K, alpha, A, lda, B + (trans_b ? lo * ldb : lo), ldb,
-                beta, C + lo, ldc, openblas_only);
+                beta, C + lo, ldc, bias ? bias + lo : nullptr, openblas_only);
       }
     }
     return;
   }
 #endif
-  sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, openblas_only);
+  sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, openblas_only);
 }
 
 }  // namespace
@@ -203,18 +227,19 @@ void gemm_split(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, flo
 void gemm_ld(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
              const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
              int64_t ldc) {
-  gemm_split(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, false);
+  gemm_split(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr, false);
 }
 
 void gemm_rows(bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B,
-               float beta, float* C, RowBlockFn before, RowBlockFn after, void* ctx) {
+               float beta, float* C, RowBlockFn before, RowBlockFn after, void* ctx,
+               const float* bias) {
   SL_CHECK(M >= 0 && N >= 0 && K >= 0, "negative gemm size");
   if (M == 0 || N == 0) return;
   const int64_t lda = K, ldb = trans_b ? K : N;
   auto rows = [&](int64_t lo, int64_t hi) {  // prologue, product, epilogue of rows lo..hi
     if (before) before(ctx, lo, hi);
     gemm_split(false, trans_b, hi - lo, N, K, 1.0f, A + lo * lda, lda, B, ldb, beta, C + lo * N, N,
-               false);  // whole on this thread inside the region below, else split as gemm_ld
+               bias, false);  // whole on this thread inside the region below, else as gemm_ld
     if (after) after(ctx, lo, hi);
   };
 #ifdef _OPENMP
@@ -227,7 +252,7 @@ void gemm_rows(bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, co
       // (a cut by rows can change OpenBLAS's kernel, and so the rounding). The prologue and the
       // epilogue then run on row blocks before and after the whole product.
       if (before) before(ctx, 0, M);
-      gemm_split(false, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, N, false);
+      gemm_split(false, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, N, bias, false);
       if (after) {
 #pragma omp parallel num_threads(nt)
         {
@@ -254,7 +279,7 @@ void gemm_rows(bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, co
 void gemm_openblas(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                    const float* A, const float* B, float beta, float* C) {
   gemm_split(trans_a, trans_b, M, N, K, alpha, A, trans_a ? M : K, B, trans_b ? K : N, beta, C, N,
-             true);
+             nullptr, true);
 }
 
 std::string matmul_path() {

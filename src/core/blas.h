@@ -22,9 +22,12 @@ void gemm_ld(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float 
 // exactly as gemm_ld cuts it (so C holds gemm_ld's bits): by rows when M >= N, each thread's
 // callbacks on its own rows; when C is wider than tall, by columns, with the callbacks on row
 // blocks before and after the whole product. Either callback may be null. A is not transposed.
+// bias (N), when given (beta 0): C = bias + A op(B), the bias written into each tile of C right
+// before its product (the same sum as bias rows written first, then beta 1).
 using RowBlockFn = void (*)(void* ctx, int64_t lo, int64_t hi);
 void gemm_rows(bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B,
-               float beta, float* C, RowBlockFn before, RowBlockFn after, void* ctx);
+               float beta, float* C, RowBlockFn before, RowBlockFn after, void* ctx,
+               const float* bias = nullptr);
 
 // Which library runs the products in this build ("OpenBLAS", or the libxsmm path), and the
 // kernel family OpenBLAS picked for this CPU at load time (e.g. "Haswell", "Cooperlake"; set by

@@ -97,5 +97,26 @@ TEST(Gemm, GivesTheSameBitsOnOneAndOnTwoThreads) {
   set_num_threads(before);
 }
 
+TEST(GemmRows, WithABiasEqualsTheBiasRowsAddedBeforeTheProductBitForBit) {
+  for (bool tb : {false, true})
+    for (int threads : {1, 2}) {
+      const int64_t M = 300, N = 130, K = 520;  // more than one tile each way
+      const std::vector<float> A = random_floats(static_cast<size_t>(M * K), 31);
+      const std::vector<float> B = random_floats(static_cast<size_t>(K * N), 32);
+      const std::vector<float> bias = random_floats(static_cast<size_t>(N), 33);
+      const int before = num_threads();
+      set_num_threads(threads);
+      std::vector<float> fused(static_cast<size_t>(M * N), -7.0f), rows(fused.size());
+      gemm_rows(tb, M, N, K, A.data(), B.data(), 0.0f, fused.data(), nullptr, nullptr, nullptr,
+                bias.data());
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) rows[i * N + j] = bias[j];
+      gemm_ld(false, tb, M, N, K, 1.0f, A.data(), K, B.data(), tb ? K : N, 1.0f, rows.data(), N);
+      set_num_threads(before);
+      EXPECT_EQ(std::memcmp(fused.data(), rows.data(), rows.size() * sizeof(float)), 0)
+          << "tb=" << tb << " threads=" << threads;
+    }
+}
+
 }  // namespace
 }  // namespace sl

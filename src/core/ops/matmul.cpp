@@ -40,12 +40,6 @@ void matmul_backward(float* dA, float* dB, const float* dC, const float* A, cons
 
 namespace {
 
-// y (rows lo..hi, out) = b broadcast over the rows: a Linear's bias, before its gemm adds x w^T.
-SL_SIMD_CLONES void broadcast_rows(float* y, const float* b, int64_t lo, int64_t hi, int64_t out) {
-  for (int64_t r = lo; r < hi; ++r)
-    for (int64_t j = 0; j < out; ++j) y[r * out + j] = b[j];
-}
-
 struct Dims {
   int64_t batch, M, N, K;
 };
@@ -160,14 +154,9 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   const LinearDims d = check_linear("linear", x, w, b);
   const int64_t rows = d.rows, in = d.in, outf = d.out;
   Tensor y = Tensor::empty(linear_out_shape(x, outf));
-  float* yp = y.data();
-  if (b.defined()) {
-    const float* bp = b.data();
-    parallel_chunks(
-        rows, 64, [=](int64_t lo, int64_t hi) { broadcast_rows(yp, bp, lo, hi, outf); }, outf);
-  }
-  // y (rows, out) = x (rows, in) w^T (in, out) [+ y]
-  gemm(false, true, rows, outf, in, 1.0f, x.data(), w.data(), b.defined() ? 1.0f : 0.0f, yp);
+  // y (rows, out) = x (rows, in) w^T (in, out) [+ b], the bias written tile by tile
+  gemm_rows(true, rows, outf, in, x.data(), w.data(), 0.0f, y.data(), nullptr, nullptr, nullptr,
+            b.defined() ? b.data() : nullptr);
   if (needs_grad(x, w, b)) {
     attach(y, "linear", {x, w, b}, [x, w, b, d](TensorImpl& o) {
       const float* dy = o.grad->data();
@@ -181,11 +170,12 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
 
 namespace {
 
-// The row-block callbacks of linear_gelu (core/blas.h gemm_rows): the bias rows before a block's
-// product, GELU right after it, while the block is in cache; with a tape that pass also leaves
-// GELU's derivative g'(pre) in place of pre, so that backward is a product: dpre = dh * g'(pre),
-// in place over the kept g'(pre) on a block of rows right before the product dx = dpre w reads
-// it. Backward so evaluates no erf or exp, and writes no new (rows, out) buffer.
+// The row-block callbacks of linear_gelu (core/blas.h gemm_rows, which writes the bias into each
+// tile of the product): GELU right after a block's product, while the block is in cache; with a
+// tape that pass also leaves GELU's derivative g'(pre) in place of pre, so that backward is a
+// product: dpre = dh * g'(pre), in place over the kept g'(pre) on a block of rows right before the
+// product dx = dpre w reads it. Backward so evaluates no erf or exp, and writes no new (rows, out)
+// buffer.
 struct LinearGeluRows {
   float* pre;         // (rows, out): x w^T + b, then g'(pre) (with a tape), then dpre
   float* h;           // (rows, out): gelu(pre); the same buffer when there is no tape
@@ -196,10 +186,6 @@ struct LinearGeluRows {
   bool keep_grad;  // a tape: pre becomes g'(pre)
 };
 
-void bias_rows(void* ctx, int64_t lo, int64_t hi) {
-  const auto& k = *static_cast<const LinearGeluRows*>(ctx);
-  broadcast_rows(k.pre, k.bias, lo, hi, k.out);
-}
 void gelu_rows(void* ctx, int64_t lo, int64_t hi) {
   const auto& k = *static_cast<const LinearGeluRows*>(ctx);
   float* pre = k.pre + lo * k.out;
@@ -233,8 +219,8 @@ Tensor linear_gelu(const Tensor& x, const Tensor& w, const Tensor& b, bool tanh_
                    tanh_approx,
                    grad};
   // pre (rows, out) = x (rows, in) w^T (in, out) [+ b];  h = gelu(pre), block by block
-  gemm_rows(true, d.rows, d.out, d.in, x.data(), w.data(), k.bias ? 1.0f : 0.0f, k.pre,
-            k.bias ? bias_rows : nullptr, gelu_rows, &k);
+  gemm_rows(true, d.rows, d.out, d.in, x.data(), w.data(), 0.0f, k.pre, nullptr, gelu_rows, &k,
+            k.bias);
   if (grad) {
     attach(h, op, {x, w, b}, [x, w, b, d, gprime, tanh_approx](TensorImpl& o) {
       // dpre (rows, out) = dh * g'(pre), over gprime: the graph runs backward once
