@@ -28,12 +28,14 @@ from .study_findings import fit_line, fmt
 CLAIMS_PATH = os.path.join(tier.QUICK_DIR, "claims.json")
 ROUND2_PATH = os.path.join(tier.QUICK_DIR, "claims_round2.json")
 BASE_PATH = os.path.join(tier.ROOT, "configs", "base.json")
-# The keys claims.json names that base.json leaves out, and model.emb_scale, which every run must
-# share with its claim's config too (a unit-scale run never stands in for one drawn at init_std). Their
+# The keys claims.json names that base.json leaves out, and model.emb_scale and model.attention_kind,
+# which every run must share with its claim's config too (a unit-scale run never stands in for one
+# drawn at init_std, nor a shaped-attention run for a softmax one). Their
 # values are stacklab's defaults, read from config_defaults.json (`stacklab validate --defaults`, pinned
 # to the binary by test_checkpoint_config). A run whose config lacks one of these keys was made before
 # stacklab had it, so it ran with the default.
-DEFAULT_KEYS = ("model.residual_scale", "model.mlp", "model.qk_norm", "optim.warmup_iters", "model.emb_scale")
+DEFAULT_KEYS = ("model.residual_scale", "model.mlp", "model.qk_norm", "optim.warmup_iters", "model.emb_scale",
+                "model.attention_kind")
 DEFAULTS = {key: tier.get_key(checkpoint_config.defaults(), key) for key in DEFAULT_KEYS}
 AXES = ("model.n_layer", "model.init", "optim.learning_rate")  # a claim's configs: lists crossed with variants
 # claims_round2.json's why_not_seen categories (its "categories" holds their text, read by the report).

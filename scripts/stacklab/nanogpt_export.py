@@ -30,7 +30,7 @@ NANOGPT_WIRING = {
     "norm": "layernorm", "norm_position": "pre", "residual": True, "residual_scale": "none",
     "norm_scaling": "none", "final_norm": True, "attention": True, "mlp": True, "mlp_ratio": 4,
     "activation": "gelu", "pos_emb": "learned", "tie_weights": True, "qk_norm": False, "norm_eps": 1e-5,
-    "emb_scale": "init_std",
+    "emb_scale": "init_std", "attention_kind": "softmax",
 }
 # What nanoGPT lacks, said per key, for the refusal.
 LACKS = {
@@ -42,6 +42,7 @@ LACKS = {
     "pos_emb": "nanoGPT has a learned position table wpe", "tie_weights": "nanoGPT's head is tied to wte",
     "qk_norm": "nanoGPT has no QK-norm", "norm_eps": "nanoGPT's LayerNorm eps is 1e-5",
     "emb_scale": "nanoGPT's embeddings have no sqrt(C) factor",
+    "attention_kind": "nanoGPT's attention is plain softmax attention",
 }
 MODEL_ARGS = ("n_layer", "n_head", "n_embd", "block_size", "bias", "vocab_size", "dropout")
 

@@ -17,7 +17,8 @@ import torch.nn.functional as F
 MODEL_DEFAULTS = {
     "n_layer": 4, "n_head": 4, "n_embd": 64, "block_size": 64, "vocab_size": 32, "bias": True,
     "residual": True, "norm": "layernorm", "norm_eps": 1e-5, "norm_position": "pre",
-    "residual_scale": "none", "final_norm": None, "attention": True, "mlp": True, "mlp_ratio": 4,
+    "residual_scale": "none", "final_norm": None, "attention": True, "attention_kind": "softmax", "mlp": True,
+    "mlp_ratio": 4,
     "activation": "gelu", "init": "normal", "init_std": 0.02, "pos_emb": "learned", "emb_scale": "init_std",
     "tie_weights": False, "dyt_alpha_init": 0.5, "norm_scaling": "none", "layerscale_init": 0.1,
     "qk_norm": False,
@@ -110,8 +111,34 @@ def make_norm(m, C=None, out_scale=1.0):
 
 # ---- branches -----------------------------------------------------------------------------------
 
+# model.attention_kind (mirrors of the attention-kind registry, src/nn/wiring.cpp): each head's
+# (T, T) matrix A from its softmax probabilities P (B, NH, T, T) and the kind's per-head parameters,
+# then y = A v. Written as the matrix itself (the C++ side composes alpha v + beta P v - gamma C v).
+def _uniform_causal(T, dtype):
+    """C: row t is 1/(t+1) over columns 0..t."""
+    return torch.ones(T, T, dtype=dtype).tril() / torch.arange(1, T + 1, dtype=dtype)[:, None]
+
+
+def _per_head(p):
+    return p.view(-1, 1, 1)                                     # (NH,) -> (NH, 1, 1)
+
+
+ATTENTION_KINDS = {
+    "softmax": {"params": (), "zero_query": False, "matrix": lambda P, a: P},
+    # He & Hofmann 2024 (shaped attention, Noci et al. 2023): A = alpha I + beta P - gamma C.
+    "shaped": {"params": ("alpha", "beta", "gamma"), "zero_query": True,
+               "matrix": lambda P, a: (_per_head(a.alpha) * torch.eye(P.shape[-1], dtype=P.dtype)
+                                       + _per_head(a.beta) * P
+                                       - _per_head(a.gamma) * _uniform_causal(P.shape[-1], P.dtype))},
+    "shaped_no_identity": {"params": ("beta",), "zero_query": True,
+                           "matrix": lambda P, a: _per_head(a.beta) * P},
+}
+
+
 class Attention(nn.Module):
-    """Causal multi-head self-attention: qkv Linear(C, 3C), softmax(q k^T / sqrt(HS)) v, proj."""
+    """Causal multi-head self-attention: qkv Linear(C, 3C), A v per head with A as
+    model.attention_kind says (softmax(q k^T / sqrt(HS)) by default), proj. Shaped kinds start the
+    query rows of qkv at 0 and their per-head scalars at 1."""
 
     def __init__(self, m):
         super().__init__()
@@ -123,6 +150,14 @@ class Attention(nn.Module):
         if self.qk_norm:  # model.norm over each head's HS entries of q and of k
             self.q_norm = make_norm(m, C // m["n_head"])
             self.k_norm = make_norm(m, C // m["n_head"])
+        self.kind = ATTENTION_KINDS[m["attention_kind"]]
+        for name in self.kind["params"]:
+            setattr(self, name, nn.Parameter(torch.ones(self.n_head)))
+        if self.kind["zero_query"]:  # the query rows and their bias (stacklab starts every bias at 0)
+            with torch.no_grad():
+                self.qkv.weight[:C].zero_()
+                if self.qkv.bias is not None:
+                    self.qkv.bias[:C].zero_()
 
     def forward(self, x):  # (B, T, C)
         B, T, C = x.shape
@@ -134,6 +169,7 @@ class Attention(nn.Module):
         att = q @ k.transpose(-2, -1) / math.sqrt(HS)            # (B, NH, T, T)
         future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)  # key j > query i
         att = att.masked_fill(future, float("-inf")).softmax(dim=-1)
+        att = self.kind["matrix"](att, self)                     # A (B, NH, T, T)
         y = (att @ v).transpose(1, 2).reshape(B, T, C)           # (B, NH, T, HS) -> (B, T, C)
         return self.proj(y)
 
@@ -300,7 +336,7 @@ EMB_SCALES = {
 # Every mirrored registry, by the config key its entries are chosen with.
 MIRRORS = {"norm": NORMS, "norm_position": PLACEMENTS, "residual_scale": RESIDUAL_SCALES,
            "norm_scaling": NORM_SCALINGS, "activation": ACTIVATIONS, "pos_emb": POS_EMBS,
-           "emb_scale": EMB_SCALES}
+           "emb_scale": EMB_SCALES, "attention_kind": ATTENTION_KINDS}
 
 
 def missing_mirrors(registry):
@@ -316,11 +352,12 @@ def build_model(model_cfg):
 
 def randomize_(model, std, generator=None):
     """Every parameter random, for tests: matrices and embeddings N(0, std), biases N(0, std),
-    norm gains 1 + N(0, std), gates N(0.5, std) so no branch is switched off."""
+    norm gains 1 + N(0, std), gates and shaped attention's scalars N(0.5, std) so no branch or
+    term is switched off."""
     with torch.no_grad():
         for name, p in model.named_parameters():
             noise = torch.randn(p.shape, generator=generator, dtype=torch.float64).to(p.dtype) * std
-            if name.endswith(("_gate", "_scale", ".alpha")):
+            if name.endswith(("_gate", "_scale", ".alpha", "attn.beta", "attn.gamma")):
                 p.copy_(0.5 + noise)
             elif ".norm" in name or "_norm." in name or name.startswith("norm_f"):
                 p.copy_((1.0 if name.endswith(".weight") else 0.0) + noise)
@@ -365,6 +402,12 @@ def check_names():
         (_tiny(norm_position="post", final_norm=True, attention=False, bias=False, pos_emb="none"),
          ["tok_emb.weight", *block(0, "norm2.weight", "mlp.fc.weight", "mlp.proj.weight"),
           "norm_f.weight", "head.weight"]),
+        (_tiny(attention_kind="shaped", mlp=False, norm="none", bias=False, pos_emb="none", tie_weights=True),
+         ["tok_emb.weight", *block(0, "attn.qkv.weight", "attn.proj.weight", "attn.alpha", "attn.beta",
+                                   "attn.gamma")]),
+        (_tiny(attention_kind="shaped_no_identity", mlp=False, norm="none", bias=False, pos_emb="none",
+               tie_weights=True),
+         ["tok_emb.weight", *block(0, "attn.qkv.weight", "attn.proj.weight", "attn.beta")]),
     ]
     fails = []
     for cfg, want in cases:
@@ -379,7 +422,8 @@ def check_causal():
     """Changing tokens at t >= t0 leaves logits at t < t0 unchanged, and does change them at t0."""
     fails = []
     for cfg in (_tiny(n_layer=2), _tiny(n_layer=2, norm_position="post", residual=False),
-                _tiny(n_layer=2, norm_position="sandwich", norm="rmsnorm", pos_emb="sinusoidal")):
+                _tiny(n_layer=2, norm_position="sandwich", norm="rmsnorm", pos_emb="sinusoidal"),
+                _tiny(n_layer=2, attention_kind="shaped", residual=False)):
         model, g = _seeded(cfg)
         idx = torch.randint(0, 7, (2, 6), generator=g)
         other = idx.clone()
@@ -401,7 +445,9 @@ def check_finite_differences():
                 _tiny(n_layer=2, norm_position="post", residual_scale="deepnorm", pos_emb="sinusoidal"),
                 _tiny(n_layer=2, norm="none", residual_scale="rezero", activation="tanh", bias=False),
                 _tiny(n_layer=2, norm="dyt", residual_scale="layerscale", qk_norm=True, norm_scaling="depth"),
-                _tiny(n_layer=2, norm_position="post", emb_scale="unit", tie_weights=True)):
+                _tiny(n_layer=2, norm_position="post", emb_scale="unit", tie_weights=True),
+                _tiny(n_layer=2, attention_kind="shaped", residual=False, norm="none"),
+                _tiny(n_layer=2, attention_kind="shaped_no_identity", norm_position="post")):
         model, g = _seeded(cfg, seed=1)
         idx = torch.randint(0, 7, (2, 6), generator=g)
         tgt = torch.randint(0, 7, (2, 6), generator=g)
@@ -453,6 +499,19 @@ def check_values():
     x = model.tok_emb(idx) + model.pos_emb.weight[:6]
     if not torch.allclose(model(idx)[0], model.norm_f(x) @ model.head.weight.t(), atol=1e-12):
         fails.append("rezero with zero gates is not the identity block")
+    # Shaped attention as built (query rows 0, alpha = beta = gamma = 1): A = I, the sub-layer is proj(v);
+    # the control's A = C, the running mean of v.
+    for kind in ("shaped", "shaped_no_identity"):
+        attn = build_model(_tiny(attention_kind=kind)).double().blocks[0].attn
+        with torch.no_grad():
+            attn.qkv.weight[8:].normal_(generator=g)
+            attn.qkv.bias[8:].normal_(generator=g)  # the query bias stays 0, as a bias starts
+        x = torch.randn(2, 6, 8, generator=g, dtype=torch.float64)
+        v = attn.qkv(x)[..., 16:]
+        if kind == "shaped_no_identity":
+            v = v.cumsum(1) / torch.arange(1, 7, dtype=torch.float64)[:, None]
+        if not torch.allclose(attn(x), attn.proj(v), atol=1e-12):
+            fails.append(f"{kind} attention as built is not A = {'I' if kind == 'shaped' else 'C'}")
     # Small init (matrices N(0, 0.02), biases 0, gains 1): logits near 0, loss near ln V.
     model = build_model(_tiny(vocab_size=50, n_embd=16)).double()
     with torch.no_grad():

@@ -22,6 +22,7 @@ enum class Activation { Gelu, GeluTanh, Relu, Tanh };
 enum class InitScheme { Normal, Scaled, Xavier };
 enum class PosEmb { Learned, Sinusoidal, None };
 enum class EmbScale { InitStd, Unit };
+enum class AttentionKind { Softmax, Shaped, ShapedNoIdentity };
 enum class SourceKind { Markov, Text };
 enum class OptimizerKind { AdamW, Sgd };
 enum class ScheduleKind { Constant, Cosine, WarmupConstant };
@@ -51,6 +52,8 @@ SL_CHOICES(InitScheme, {InitScheme::Normal, "normal"}, {InitScheme::Scaled, "sca
 SL_CHOICES(PosEmb, {PosEmb::Learned, "learned"}, {PosEmb::Sinusoidal, "sinusoidal"},
            {PosEmb::None, "none"});
 SL_CHOICES(EmbScale, {EmbScale::InitStd, "init_std"}, {EmbScale::Unit, "unit"});
+SL_CHOICES(AttentionKind, {AttentionKind::Softmax, "softmax"}, {AttentionKind::Shaped, "shaped"},
+           {AttentionKind::ShapedNoIdentity, "shaped_no_identity"});
 SL_CHOICES(SourceKind, {SourceKind::Markov, "markov"}, {SourceKind::Text, "text"});
 SL_CHOICES(OptimizerKind, {OptimizerKind::AdamW, "adamw"}, {OptimizerKind::Sgd, "sgd"});
 SL_CHOICES(ScheduleKind, {ScheduleKind::Constant, "constant"}, {ScheduleKind::Cosine, "cosine"},

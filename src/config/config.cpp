@@ -34,6 +34,7 @@ void visit_model(S& m, V& v) {
   v.choice("residual_scale", m.residual_scale);
   v("final_norm", m.final_norm);
   v("attention", m.attention);
+  v.choice("attention_kind", m.attention_kind);
   v("mlp", m.mlp);
   v("mlp_ratio", m.mlp_ratio);
   v.choice("activation", m.activation);

@@ -36,6 +36,7 @@ struct ModelConfig {
   ResidualScale residual_scale = ResidualScale::None;
   std::optional<bool> final_norm;  // unset = auto, see resolved_final_norm()
   bool attention = true;
+  AttentionKind attention_kind = AttentionKind::Softmax;  // the attention matrix (nn/wiring.h)
   bool mlp = true;
   int mlp_ratio = 4;
   Activation activation = Activation::Gelu;

@@ -96,6 +96,18 @@ void validate_model(const ModelConfig& m, const Validator& v) {
     v.fail("model.qk_norm",
            "true applies model.norm to queries and keys, but model.norm is \"none\"");
   if (m.qk_norm && !m.attention) v.fail("model.qk_norm", "true needs model.attention true");
+  if (m.attention_kind != AttentionKind::Softmax && !m.attention)
+    v.fail("model.attention_kind",
+           "\"" + name_of(m.attention_kind) +
+               "\" shapes the attention matrix but model.attention is false");
+  // Zero queries make the softmax uniform at init; QK-norm would rescale the first nonzero
+  // queries to unit size (its gradient at q = 0 is 1/sqrt(eps) times the input's), undoing that.
+  if (m.attention_kind != AttentionKind::Softmax && m.qk_norm)
+    v.fail("model.attention_kind",
+           "\"" + name_of(m.attention_kind) +
+               "\" starts the queries at 0 so the softmax is uniform at init; model.qk_norm would "
+               "scale the first nonzero queries up to unit size and undo that: set "
+               "model.qk_norm false");
   v.positive("model.dyt_alpha_init", m.dyt_alpha_init);
   v.non_negative("model.layerscale_init", m.layerscale_init);
 }

@@ -10,6 +10,7 @@
 #include "core/ops/matmul.h"
 #include "core/ops/norm.h"
 #include "core/ops/reduce.h"
+#include "core/ops/scan.h"
 #include "core/ops/shape.h"
 #include "core/ops/softmax.h"
 #include "core/tensor.h"

@@ -48,12 +48,22 @@ ParamInfo deepnorm_rows_from(int64_t from) {
   return i;
 }
 
+// qkv's weight: DeepNorm scales the value rows (from row 2C); the query rows (the first C) start
+// at 0 when the attention kind says so (its bias starts at 0 as every bias does).
+ParamInfo qkv_weight(const ModelConfig& m) {
+  const int64_t C = m.n_embd;
+  ParamInfo i = deepnorm_rows_from(2 * C * C);
+  if (attention_kind_spec(m.attention_kind).zero_query) i.zero_first = C * C;
+  return i;
+}
+
 }  // namespace
 
 // DeepNorm scales the value rows of qkv (from row 2C), attn.proj, mlp.fc and mlp.proj.
 CausalSelfAttention::CausalSelfAttention(const ModelConfig& m)
     : n_head(m.n_head),
-      qkv(m.n_embd, 3 * m.n_embd, m.bias, deepnorm_rows_from(2 * int64_t{m.n_embd} * m.n_embd)),
+      kind(m.attention_kind),
+      qkv(m.n_embd, 3 * m.n_embd, m.bias, qkv_weight(m)),
       proj(m.n_embd, m.n_embd, m.bias, out_projection(0)) {
   add_child("qkv", &qkv);
   add_child("proj", &proj);
@@ -63,6 +73,8 @@ CausalSelfAttention::CausalSelfAttention(const ModelConfig& m)
     add_child("q_norm", q_norm.get());
     add_child("k_norm", k_norm.get());
   }
+  for (const ParamDecl& d : attention_kind_spec(kind).params(m))
+    kind_params.push_back(add_param(d.name, d.shape, d.info));
 }
 
 Tensor CausalSelfAttention::forward(const Tensor& x, const ForwardMode& mode,
@@ -70,7 +82,8 @@ Tensor CausalSelfAttention::forward(const Tensor& x, const ForwardMode& mode,
   // One fused op (core/ops/attention.h) in place of the composition
   //   q, k, v = split_heads(slice_last(qkv(x), 0 | C | 2C, C))      (B, NH, T, HS) each
   //   y = merge_heads(softmax(q k^T / sqrt(HS), causal) v)           (B, T, C)
-  // which tests/core/attention_test.cpp keeps as the reference it is checked against.
+  // which tests/core/attention_test.cpp keeps as the reference it is checked against; the
+  // attention kind's entry (nn/wiring.h) builds A v around it (softmax: the op alone).
   Tensor a = qkv.forward(x);  // (B, T, 3C)
   if (q_norm) {
     // QK-norm: the norm over each head's HS entries of q and of k, before their dot product.
@@ -82,11 +95,11 @@ Tensor CausalSelfAttention::forward(const Tensor& x, const ForwardMode& mode,
     a = concat_last({per_head(*q_norm, 0), per_head(*k_norm, C), slice_last(a, 2 * C, C)});
   }
   if (qkv_out) *qkv_out = a;
-  // model.dropout (nn/dropout.h): on the probabilities inside the op, and on the output.
+  // model.dropout (nn/dropout.h): on the softmax's probabilities inside the op, and on the output.
   const Tensor drop =
       mode.dropout_mask(Shape{x.size(0), n_head, x.size(1), x.size(1)});  // (B, NH, T, T) or none
-  return mode.dropout(
-      proj.forward(causal_attention(a, n_head, drop)));  // (B, T, 3C) -> (B, T, C) -> (B, T, C)
+  const Tensor y = attention_kind_spec(kind).forward(a, n_head, drop, kind_params);  // (B, T, C)
+  return mode.dropout(proj.forward(y));                                              // (B, T, C)
 }
 
 Mlp::Mlp(const ModelConfig& m)

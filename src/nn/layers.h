@@ -4,6 +4,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "config/config.h"
 #include "nn/dropout.h"
@@ -38,8 +39,10 @@ class CausalSelfAttention : public Module {
   // attention op (after QK-norm when on).
   Tensor forward(const Tensor& x, const ForwardMode& mode, Tensor* qkv_out = nullptr) const;
   int64_t n_head;
+  AttentionKind kind;                    // model.attention_kind: the attention matrix A
   Linear qkv, proj;                      // qkv: (3C, C), rows q | k | v; proj: (C, C)
   std::unique_ptr<Norm> q_norm, k_norm;  // model.qk_norm: over the head size HS, shared by heads
+  std::vector<Tensor> kind_params;       // the attention kind's (alpha, beta, gamma: (NH) each)
 };
 
 class Mlp : public Module {

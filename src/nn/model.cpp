@@ -7,8 +7,10 @@
 // drawn as "model.emb_scale" says: N(0, init_std), or N(0, C^-1/2) with the lookup times sqrt(C)
 // in the forward (nn/wiring.h, emb_scale_spec). Every other role
 // starts at its declared constant (biases 0, norm gains 1, ReZero gates 0, LayerScale lambda and
-// DyT alpha at their config values). DeepNorm multiplies the value rows of qkv, attn.proj,
-// mlp.fc and mlp.proj by beta = (8N)^(-1/4) after drawing.
+// DyT alpha at their config values, shaped attention's alpha, beta, gamma 1). DeepNorm multiplies
+// the value rows of qkv, attn.proj, mlp.fc and mlp.proj by beta = (8N)^(-1/4) after drawing; a
+// Weight's zero_first elements (shaped attention's query rows of qkv) are then set to 0, after
+// the draw, so every other weight is drawn as it would be without them.
 #include "nn/model.h"
 
 #include <algorithm>
@@ -62,6 +64,7 @@ void Model::init_weights(uint64_t seed) {
       case ParamRole::NormBias:
       case ParamRole::NormScalar:
       case ParamRole::Gate:
+      case ParamRole::AttnScalar:
         std::fill(p, p + n, info.init_value);
         continue;
       case ParamRole::Embedding:
@@ -81,6 +84,7 @@ void Model::init_weights(uint64_t seed) {
     if (beta != 1.0 && info.deepnorm_from >= 0)
       for (int64_t i = info.deepnorm_from; i < n; ++i)
         p[i] = static_cast<float>(static_cast<double>(p[i]) * beta);
+    std::fill(p, p + std::min(info.zero_first, n), 0.0f);
   }
 }
 

@@ -21,6 +21,8 @@ enum class ParamRole {
   NormScalar,  // a norm's learnable scalar (DyT's alpha): starts at init_value, not decayed
   Gate,        // a residual branch's learnable scale (ReZero a, LayerScale lambda): init_value, not
                // decayed
+  AttnScalar,  // a learnable per-head scalar of the attention matrix (shaped attention's alpha,
+               // beta, gamma): starts at init_value, not decayed
 };
 // The sub-layer of a block a parameter belongs to (None outside blocks).
 enum class SubLayer { None, Attn, Mlp };
@@ -33,6 +35,8 @@ struct ParamInfo {
   bool out_proj =
       false;  // Weight: a branch's output projection ("scaled" init divides by sqrt(2N))
   int64_t deepnorm_from = -1;  // Weight: first element that DeepNorm's beta scales; -1: none
+  int64_t zero_first = 0;      // Weight: elements [0, zero_first) are 0 after the draw (shaped
+                               // attention's query rows); the other elements' draws are unchanged
   SubLayer sublayer = SubLayer::None;  // set by the Block that owns it
   int block = -1;                      // set by the Model: 0 is the block next to the embedding
 

@@ -212,7 +212,83 @@ const EmbScaleSpec kUnitEmb{
     [](const ModelConfig& m) { return 1.0 / std::sqrt(static_cast<double>(m.n_embd)); },
     [](const ModelConfig& m) { return std::sqrt(static_cast<double>(m.n_embd)); }};
 
+// ---- attention kinds -------------------------------------------------------------------------
+
+// s (NH) -> (C): each head's scalar over its HS channels (s as a column times a row of ones), so
+// that mul() scales a heads-merged (B, T, C) tensor head by head.
+Tensor per_head(const Tensor& s, int64_t HS) {
+  const int64_t NH = s.numel();
+  const Tensor ones = Tensor::from(Shape{1, HS}, std::vector<float>(static_cast<size_t>(HS), 1.0f));
+  return reshape(matmul(reshape(s, Shape{NH, 1}), ones), Shape{NH * HS});  // (NH, HS) -> (C)
+}
+
+std::vector<ParamDecl> per_head_scalars(const ModelConfig& m, std::vector<std::string> names) {
+  std::vector<ParamDecl> p;
+  for (auto& n : names)
+    p.push_back({std::move(n), Shape{m.n_head}, constant(ParamRole::AttnScalar, 1.0)});
+  return p;
+}
+
+const AttentionKindSpec kSoftmaxAttention{
+    AttentionKind::Softmax,
+    "A = softmax(q k^T / sqrt(HS) + causal mask)",
+    false,
+    0,
+    [](const ModelConfig&) { return std::vector<ParamDecl>{}; },
+    [](const Tensor& qkv, int64_t n_head, const Tensor& drop, const std::vector<Tensor>&) {
+      return causal_attention(qkv, n_head, drop);
+    }};
+
+// Shaped attention (Noci et al. 2023), as He & Hofmann 2024 ("Simplifying Transformer Blocks",
+// eq. 5) use it to drop the attention skip: alpha, beta, gamma one learnable scalar each per head
+// (the authors' code: attn_mat_skip_gain, attn_mat_resid_gain, centre_attn_gain, shape (1, NH, 1,
+// 1)), all 1 at init, with the query weights 0 (query_init_std 0) so the softmax starts uniform,
+// = C, and A = I. Composed as alpha v + beta softmax(...) v - gamma (C v), C v the running mean.
+const AttentionKindSpec kShapedAttention{
+    AttentionKind::Shaped,
+    "A = alpha I + beta softmax(q k^T / sqrt(HS) + causal mask) - gamma C, C_ts = 1/(t+1) for s "
+    "<= t (uniform causal); alpha, beta, gamma learnable per head, 1 at init, query weights 0 at "
+    "init: A = I at init (He & Hofmann 2024)",
+    true,
+    6,
+    [](const ModelConfig& m) {
+      return per_head_scalars(m, {"alpha", "beta", "gamma"});
+    },
+    [](const Tensor& qkv, int64_t n_head, const Tensor& drop, const std::vector<Tensor>& p) {
+      const int64_t C = qkv.size(2) / 3, HS = C / n_head;
+      const Tensor v = slice_last(qkv, 2 * C, C);  // (B, T, C), the heads' values side by side
+      const Tensor identity = mul(v, per_head(p[0], HS));
+      const Tensor soft = mul(causal_attention(qkv, n_head, drop), per_head(p[1], HS));
+      const Tensor centre = mul(causal_mean(v), per_head(p[2], HS));
+      return sub(add(identity, soft), centre);  // (B, T, C)
+    }};
+
+// The control of shaped: its zero-query init and learnable beta without alpha I - gamma C.
+const AttentionKindSpec kShapedNoIdentity{
+    AttentionKind::ShapedNoIdentity,
+    "A = beta softmax(q k^T / sqrt(HS) + causal mask); beta learnable per head, 1 at init, query "
+    "weights 0 at init: A = C at init (shaped with alpha = gamma = 0)",
+    true,
+    1,
+    [](const ModelConfig& m) { return per_head_scalars(m, {"beta"}); },
+    [](const Tensor& qkv, int64_t n_head, const Tensor& drop, const std::vector<Tensor>& p) {
+      const int64_t HS = qkv.size(2) / 3 / n_head;
+      return mul(causal_attention(qkv, n_head, drop), per_head(p[0], HS));  // (B, T, C)
+    }};
+
 }  // namespace
+
+const AttentionKindSpec& attention_kind_spec(AttentionKind kind) {
+  switch (kind) {
+    case AttentionKind::Softmax:
+      return kSoftmaxAttention;
+    case AttentionKind::Shaped:
+      return kShapedAttention;
+    case AttentionKind::ShapedNoIdentity:
+      return kShapedNoIdentity;
+  }
+  SL_CHECK(false, "attention_kind_spec: an enum value outside AttentionKind");
+}
 
 const NormSpec& norm_spec(NormKind kind) {
   switch (kind) {
@@ -326,6 +402,7 @@ int64_t model_param_count(const ModelConfig& m) {
   if (m.attention) {
     block += 3 * C * C + 3 * C * b + C * C + C * b + norms + count(rs.params(m, "attn"));
     if (m.qk_norm) block += 2 * count(norm_spec(m.norm).params(m, C / m.n_head));
+    block += count(attention_kind_spec(m.attention_kind).params(m));
   }
   if (m.mlp) block += R * C + R * b + C * R + C * b + norms + count(rs.params(m, "mlp"));
   int64_t total = V * C + (pos_emb_spec(m.pos_emb).learned_table ? T * C : 0) + m.n_layer * block;
@@ -371,6 +448,9 @@ std::string describe_wiring(const ModelConfig& m) {
   if (m.norm_scaling != NormScaling::None)
     out += ", norm outputs " + std::string(norm_scaling_spec(m.norm_scaling).formula);
   if (m.qk_norm) out += ", qk-norm: " + name_of(m.norm) + " on q and k per head";
+  if (m.attention_kind != AttentionKind::Softmax)
+    out += ", attention " + name_of(m.attention_kind) + ": " +
+           attention_kind_spec(m.attention_kind).formula;
   return out;
 }
 
@@ -382,6 +462,7 @@ std::string wiring_id(const ModelConfig& m) {
     id.append("-").append(name_of(m.residual_scale));
   if (m.norm_scaling != NormScaling::None) id += "-lns";
   if (m.qk_norm) id += "-qknorm";
+  if (m.attention_kind != AttentionKind::Softmax) id += "-" + name_of(m.attention_kind);
   return id;
 }
 
@@ -442,6 +523,10 @@ nlohmann::json registry_json() {
   });
   j["emb_scale"] = listing<EmbScale>([](EmbScale e) {
     return nlohmann::json{{"formula", emb_scale_spec(e).formula}};
+  });
+  j["attention_kind"] = listing<AttentionKind>([&](AttentionKind k) {
+    return nlohmann::json{{"formula", attention_kind_spec(k).formula},
+                          {"params", decls_json(attention_kind_spec(k).params(m))}};
   });
   return j;
 }

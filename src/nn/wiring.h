@@ -1,5 +1,6 @@
 // The wiring registries: one per axis of a block's wiring (norm types, norm placements,
-// residual scalings, norm scalings, activations, position embeddings, embedding scales). An entry
+// residual scalings, norm scalings, activations, position embeddings, embedding scales, attention
+// kinds). An entry
 // is the one definition of its choice: its formula text (the printed wiring, `stacklab registry`,
 // the README tables), the parameters it adds with their roles and init, and its forward. Parameter
 // counts (memory estimate) come from the same declarations; the PyTorch mirror of each entry is
@@ -129,6 +130,24 @@ struct EmbScaleSpec {
   double (*factor)(const ModelConfig& m);  // 1 leaves the forward as it was (no op is added)
 };
 const EmbScaleSpec& emb_scale_spec(EmbScale kind);
+
+// ---- attention kinds (the attention matrix of each head) ---------------------------------------
+
+// Each head h mixes its values v_h (T, HS) by a (T, T) matrix A: y_h = A v_h, then the heads are
+// merged and projected (attn.proj) as usual. The kind says what A is.
+struct AttentionKindSpec {
+  AttentionKind kind;
+  const char* formula;  // A, and what it is at init
+  bool zero_query;      // the query rows of attn.qkv.weight start at 0 (the softmax starts uniform)
+  int extra_activations;  // (B, T, C) tensors its forward keeps beyond the fused op's (memory)
+  // The parameters of one attention sub-layer (registered under attn.), in forward's p order.
+  std::vector<ParamDecl> (*params)(const ModelConfig& m);
+  // qkv (B, T, 3C) -> the heads' A v merged (B, T, C); drop as causal_attention's (on the
+  // softmax's probabilities only).
+  Tensor (*forward)(const Tensor& qkv, int64_t n_head, const Tensor& drop,
+                    const std::vector<Tensor>& p);
+};
+const AttentionKindSpec& attention_kind_spec(AttentionKind kind);
 
 // ---- what the registries give the rest of the code ---------------------------------------------
 

@@ -54,6 +54,8 @@ MemoryEstimate estimate_memory(const Config& cfg) {
   if (m.attention)
     per_layer +=
         B * T * C * 6 + B * NH * T * T * 3;  // norm, q, k, v, y, proj; scores, probs, dprobs
+  if (m.attention)  // what the attention kind adds around the fused op (shaped: v, C v, ...)
+    per_layer += B * T * C * attention_kind_spec(m.attention_kind).extra_activations;
   if (m.mlp)
     per_layer += B * T * C * 6 + B * T * C * r * 3;  // norm, proj, residual; fc out, act, dact
   e.activation_bytes =

@@ -4,7 +4,8 @@
 // Formula (float32, 4 bytes per number; C n_embd, V vocab, T block_size, B batch, NH heads,
 // L layers, r mlp_ratio, P parameters counted exactly as the model builds them):
 //   weights P + grads P + optimizer state (AdamW 2P, SGD P)
-//   + activations saved for backward, per layer B*T*C*(12 + 3r) + attention B*NH*T*T*3,
+//   + activations saved for backward, per layer B*T*C*(12 + 3r) + attention B*NH*T*T*3 (+ the
+//     attention kind's extra B*T*C tensors: shaped 6),
 //     doubled for the gradients flowing back through them, plus logits B*T*V*3
 //   + eval batches 2 * eval_iters * B*T*2 int32 ids.
 // It is an estimate (within a small factor), meant to catch configs off by orders of magnitude.

@@ -115,6 +115,15 @@ TEST(Config, EmbScaleIsSpelledInitStdOrUnit) {
   EXPECT_CONTAINS(e, "did you mean 'unit'?");
 }
 
+TEST(Config, AttentionKindIsSpelledSoftmaxShapedOrShapedNoIdentity) {
+  EXPECT_EQ(to_json(Config{})["model"]["attention_kind"], "softmax");
+  const Config c = config_from_json({{"model", {{"attention_kind", "shaped"}}}}, "cfg.json");
+  EXPECT_EQ(c.model.attention_kind, AttentionKind::Shaped);
+  EXPECT_CONTAINS(parse_error({{"model", {{"attention_kind", "shapd"}}}}),
+                  "cfg.json: model.attention_kind: expected one of \"softmax\", \"shaped\", "
+                  "\"shaped_no_identity\"");
+}
+
 TEST(Config, ExtendsIsOnlyUnderstoodByTheLoader) {
   EXPECT_CONTAINS(parse_error({{"extends", "base.json"}}), "cfg.json: extends:");
 }

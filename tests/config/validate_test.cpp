@@ -65,6 +65,23 @@ TEST(ValidateConfig, CrossFieldRulesAreEnforced) {
       {{"model", {{"residual_scale", "deepnorm"}, {"norm_position", "post"}}}}, "cfg.json"));
 }
 
+// Shaped attention needs the attention sub-layer, and refuses QK-norm, which would undo its
+// zero-query init; it goes with every norm, placement and residual setting otherwise.
+TEST(ValidateConfig, ShapedAttentionRefusesQkNormAndAModelWithoutAttention) {
+  EXPECT_CONTAINS(parse_error({{"model", {{"attention_kind", "shaped"}, {"qk_norm", true}}}}),
+                  "cfg.json: model.attention_kind: \"shaped\" starts the queries at 0");
+  EXPECT_CONTAINS(
+      parse_error({{"model", {{"attention_kind", "shaped_no_identity"}, {"qk_norm", true}}}}),
+      "set model.qk_norm false");
+  EXPECT_CONTAINS(parse_error({{"model", {{"attention_kind", "shaped"}, {"attention", false}}}}),
+                  "cfg.json: model.attention_kind: \"shaped\" shapes the attention matrix but "
+                  "model.attention is false");
+  EXPECT_NO_THROW(config_from_json(
+      {{"model",
+        {{"attention_kind", "shaped"}, {"residual", false}, {"norm", "none"}, {"dropout", 0.1}}}},
+      "cfg.json"));
+}
+
 TEST(ValidateConfig, ADataPathIsRefusedUnlessTheSourceIsText) {
   const std::string msg = parse_error({{"data", {{"path", "/data/corpus.txt"}}}});
   EXPECT_CONTAINS(msg, "cfg.json: data.path:");

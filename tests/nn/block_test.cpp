@@ -1,13 +1,15 @@
 // Every block wiring the registries define (tests/support/wirings.h): finite-difference
 // gradients, a zeroed branch makes a residual block the identity, post-norm normalizes the sum,
-// and the parameters each wiring declares.
+// the parameters each wiring declares, and shaped attention's sub-layer (the identity at init).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/ops.h"
 #include "core/rng.h"
 #include "nn/block.h"
+#include "nn/model.h"
 #include "support/gradcheck.h"
 #include "support/wirings.h"
 
@@ -26,12 +28,14 @@ ModelConfig small() {
   return c;
 }
 
-// Random weights (gains near 1, gates and DyT alpha away from 0) so every path carries a signal.
+// Random weights (gains near 1, gates, DyT alpha and shaped attention's alpha, beta, gamma away
+// from 0) so every path carries a signal.
 void randomize(Module& m, uint64_t seed) {
   Rng rng(seed);
   for (auto& p : m.parameters()) {
     const bool near_one = p.info.role == ParamRole::NormGain ||
-                          p.info.role == ParamRole::NormScalar || p.info.role == ParamRole::Gate;
+                          p.info.role == ParamRole::NormScalar || p.info.role == ParamRole::Gate ||
+                          p.info.role == ParamRole::AttnScalar;
     for (int64_t i = 0; i < p.tensor.numel(); ++i)
       p.tensor.data()[i] = near_one ? 1.0f + rng.normal(0.0f, 0.2f) : rng.normal(0.0f, 0.3f);
   }
@@ -46,7 +50,8 @@ TEST(Block, TheRegistriesDefineEveryWiringUnderTest) {
   EXPECT_GE(all.size(), 40u);
   for (const char* id :
        {"pre-layernorm-res", "post-rmsnorm-nores", "sandwich-dyt-res-layerscale",
-        "post-layernorm-res-deepnorm", "none-res", "pre-dyt-res-lns", "pre-rmsnorm-res-qknorm"})
+        "post-layernorm-res-deepnorm", "none-res", "pre-dyt-res-lns", "pre-rmsnorm-res-qknorm",
+        "post-layernorm-nores-shaped", "none-nores-shaped_no_identity"})
     EXPECT_TRUE(has(id)) << id;
 }
 
@@ -171,6 +176,56 @@ TEST(Block, EveryParameterDeclaresItsSubLayer) {
           << label(c) << " " << p.name;
     }
   }
+}
+
+// Shaped attention (nn/wiring.h) at init: the query rows are 0, so the softmax is the uniform
+// causal matrix C, and alpha = beta = gamma = 1 make A = I + C - C = I: the sub-layer is proj(v).
+// The control has A = C: proj of the running mean of v.
+TEST(Block, ShapedAttentionAtInitPassesTheValuesStraightToTheProjection) {
+  for (AttentionKind kind : {AttentionKind::Shaped, AttentionKind::ShapedNoIdentity}) {
+    ModelConfig c = small();
+    c.attention_kind = kind;
+    c.init_std = 0.5;  // a softmax far from uniform, were the queries not 0
+    Model model(c);
+    model.init_weights(11);
+    const CausalSelfAttention& attn = *model.blocks[1]->attn;
+    NoGradGuard ng;
+    Tensor x = randn({2, 4, 8}, 12, 1.0f, false);
+    const Tensor v = slice_last(attn.qkv.forward(x), 16, 8);  // (B, T, C)
+    const Tensor want =
+        attn.proj.forward(kind == AttentionKind::Shaped ? v : causal_mean(v));  // (B, T, C)
+    const std::vector<float> got = attn.forward(x, ForwardMode::eval()).to_vector(),
+                             ref = want.to_vector();
+    float scale = 0.0f;
+    for (float r : ref) scale = std::max(scale, std::fabs(r));
+    ASSERT_GT(scale, 0.1f);
+    for (size_t i = 0; i < ref.size(); ++i)
+      EXPECT_NEAR(got[i], ref[i], 1e-6f * scale) << name_of(kind) << " " << i;
+  }
+}
+
+// The softmax term matters once the queries move: with random queries and scalars the output is
+// alpha v + beta softmax(...) v - gamma C v, head by head, against the fused op and causal_mean.
+TEST(Block, ShapedAttentionMixesItsThreeTermsHeadByHead) {
+  ModelConfig c = small();
+  c.attention_kind = AttentionKind::Shaped;
+  CausalSelfAttention attn(c);
+  randomize(attn, 13);
+  NoGradGuard ng;
+  Tensor x = randn({2, 4, 8}, 14, 1.0f, false);
+  const Tensor a = attn.qkv.forward(x);
+  const std::vector<float> sm = causal_attention(a, 2).to_vector(),
+                           v = slice_last(a, 16, 8).to_vector(),
+                           cv = causal_mean(slice_last(a, 16, 8)).to_vector();
+  std::vector<float> mixed(sm.size());
+  for (size_t i = 0; i < mixed.size(); ++i) {
+    const size_t h = (i % 8) / 4;  // channel i % 8 of head size 4
+    mixed[i] = attn.kind_params[0].data()[h] * v[i] + attn.kind_params[1].data()[h] * sm[i] -
+               attn.kind_params[2].data()[h] * cv[i];
+  }
+  const std::vector<float> want = attn.proj.forward(Tensor::from({2, 4, 8}, mixed)).to_vector(),
+                           got = attn.forward(x, ForwardMode::eval()).to_vector();
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5f) << i;
 }
 
 }  // namespace

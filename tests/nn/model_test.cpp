@@ -1,7 +1,11 @@
 // The whole model: causality, loss at init, gradient check on a sample of parameters, names.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
+#include <string>
 
 #include "core/ops.h"
 #include "core/rng.h"
@@ -144,6 +148,120 @@ TEST(Model, NewParametersStartAtTheirDeclaredValuesAndRolesNotTheirNames) {
   // norm1, norm2 per block (2 blocks), q_norm and k_norm per block, norm_f.
   EXPECT_EQ(alphas, 2 * 2 + 2 * 2 + 1);
   EXPECT_EQ(scales, 2 * 2);
+}
+
+// Shaped attention's alpha, beta, gamma: one per head, role AttnScalar, 1 at init, never decayed
+// and counted by model_param_count; the query rows of qkv start at 0 and every other weight is
+// drawn exactly as under softmax attention (the zeroing comes after the draw).
+TEST(Model, ShapedAttentionScalarsArePerHeadStartAtOneAndTheQueryRowsAtZero) {
+  ModelConfig soft = tiny(2);
+  soft.init_std = 0.3;
+  ModelConfig shaped = soft;
+  shaped.attention_kind = AttentionKind::Shaped;
+  Model a(soft), b(shaped);
+  a.init_weights(5);
+  b.init_weights(5);
+  EXPECT_EQ(b.num_parameters(), model_param_count(shaped));
+  EXPECT_EQ(b.num_parameters(), a.num_parameters() + 2 * 3 * shaped.n_head);
+  std::map<std::string, Tensor> by_name;
+  for (const auto& p : a.parameters()) by_name[p.name] = p.tensor;
+  int scalars = 0;
+  const int64_t C = shaped.n_embd;
+  for (const auto& p : b.parameters()) {
+    const std::vector<float> v = p.tensor.to_vector();
+    if (p.info.role == ParamRole::AttnScalar) {
+      EXPECT_TRUE(p.name.ends_with("attn.alpha") || p.name.ends_with("attn.beta") ||
+                  p.name.ends_with("attn.gamma"))
+          << p.name;
+      EXPECT_EQ(p.tensor.shape(), Shape{shaped.n_head}) << p.name;
+      EXPECT_EQ(v, std::vector<float>(static_cast<size_t>(shaped.n_head), 1.0f)) << p.name;
+      EXPECT_FALSE(p.info.decays()) << p.name;
+      EXPECT_EQ(p.info.group(), GradGroup::Attn) << p.name;
+      ++scalars;
+      continue;
+    }
+    const std::vector<float> drawn = by_name.at(p.name).to_vector();
+    if (p.name.ends_with("attn.qkv.weight")) {
+      for (int64_t i = 0; i < C * C; ++i) ASSERT_EQ(v[static_cast<size_t>(i)], 0.0f) << p.name;
+      EXPECT_TRUE(std::equal(v.begin() + C * C, v.end(), drawn.begin() + C * C)) << p.name;
+      EXPECT_NE(drawn[0], 0.0f) << "softmax attention draws its queries";
+    } else {
+      EXPECT_EQ(v, drawn) << p.name;
+    }
+  }
+  EXPECT_EQ(scalars, 2 * 3);
+  ModelConfig control = soft;
+  control.attention_kind = AttentionKind::ShapedNoIdentity;
+  EXPECT_EQ(Model(control).num_parameters(), a.num_parameters() + 2 * control.n_head)
+      << "the control has beta only";
+}
+
+// The op names a loss's graph records, for checking which ops a model builds.
+std::set<std::string> graph_ops(const Tensor& root) {
+  std::set<std::string> ops;
+  std::vector<TensorImpl*> todo{root.impl()};
+  std::set<TensorImpl*> seen;
+  while (!todo.empty()) {
+    TensorImpl* t = todo.back();
+    todo.pop_back();
+    if (!t || !seen.insert(t).second || !t->node) continue;
+    ops.insert(t->node->op);
+    for (const Tensor& in : t->node->inputs) todo.push_back(in.impl());
+  }
+  return ops;
+}
+
+// model.attention_kind "softmax", the default, is the attention stacklab had before the key:
+// the fused op alone, no running mean, no per-head scaling, the queries drawn.
+TEST(Model, TheDefaultAttentionKindBuildsTheFusedOpAloneAndShapedAddsTheRunningMean) {
+  auto ops_of = [](AttentionKind kind) {
+    ModelConfig c = tiny(2);
+    c.attention_kind = kind;
+    Model m(c);
+    m.init_weights(1);
+    std::vector<int32_t> x = tokens(2 * 5, 2, 7), y = tokens(2 * 5, 3, 7);
+    return graph_ops(Model::loss(m.forward(x, 2, 5, ForwardMode::eval()), y));
+  };
+  EXPECT_EQ(ModelConfig{}.attention_kind, AttentionKind::Softmax);
+  const std::set<std::string> soft = ops_of(AttentionKind::Softmax);
+  EXPECT_TRUE(soft.contains("causal_attention"));
+  for (const char* op : {"causal_mean", "matmul", "sub", "mul"})
+    EXPECT_FALSE(soft.contains(op)) << op << " in the default model's graph";
+  const std::set<std::string> shaped = ops_of(AttentionKind::Shaped);
+  for (const char* op : {"causal_attention", "causal_mean", "matmul", "sub", "mul"})
+    EXPECT_TRUE(shaped.contains(op)) << op << " missing from the shaped model's graph";
+  const std::set<std::string> control = ops_of(AttentionKind::ShapedNoIdentity);
+  EXPECT_FALSE(control.contains("causal_mean"));
+  EXPECT_TRUE(control.contains("mul"));
+}
+
+TEST(Model, ShapedAttentionGradientsMatchFiniteDifferencesAwayFromInit) {
+  for (AttentionKind kind : {AttentionKind::Shaped, AttentionKind::ShapedNoIdentity})
+    for (bool residual : {true, false}) {
+      ModelConfig c = tiny();
+      c.attention_kind = kind;
+      c.residual = residual;
+      c.init_std = 0.3;
+      Model m(c);
+      m.init_weights(6);
+      Rng r(9);
+      for (auto& p : m.parameters())  // queries and scalars away from their init
+        if (p.info.role == ParamRole::AttnScalar || p.name.ends_with("qkv.weight"))
+          for (int64_t i = 0; i < p.tensor.numel(); ++i)
+            p.tensor.data()[i] = (p.info.role == ParamRole::AttnScalar ? 1.0f : 0.0f) +
+                                 static_cast<float>(r.normal() * 0.3);
+      std::vector<int32_t> x = tokens(2 * 5, 7, 7), y = tokens(2 * 5, 8, 7);
+      std::vector<Tensor> params;
+      for (auto& p : m.parameters()) params.push_back(p.tensor);
+      testing::GradCheck opt;
+      opt.max_elements = 12;
+      EXPECT_TRUE(testing::grad_check(
+          [&](const std::vector<Tensor>&) {
+            return Model::loss(m.forward(x, 2, 5, ForwardMode::eval()), y);
+          },
+          params, opt))
+          << name_of(kind) << " residual=" << residual;
+    }
 }
 
 TEST(Model, ScaledInitShrinksOutputProjectionsByRootTwoN) {

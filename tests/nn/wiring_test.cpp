@@ -82,6 +82,29 @@ TEST(Wiring, NewWiringsAreDescribedByTheirFormula) {
   EXPECT_EQ(wiring_id(m), "pre-rmsnorm-res-lns-qknorm");
 }
 
+// The default attention kind adds nothing to a name (run names made before the key stay the
+// same); shaped attention and its control add their name and their formula.
+TEST(Wiring, ShapedAttentionIsNamedInTheIdAndTheFormulaAndTheDefaultIsNot) {
+  ModelConfig m = wiring("pre", "layernorm", false);
+  EXPECT_EQ(wiring_id(m), "pre-layernorm-nores");
+  EXPECT_EQ(describe_wiring(m), "pre-norm, no residual: f(layernorm(x))");
+  m.attention_kind = AttentionKind::Shaped;
+  EXPECT_EQ(wiring_id(m), "pre-layernorm-nores-shaped");
+  EXPECT_EQ(describe_wiring(m),
+            "pre-norm, no residual: f(layernorm(x)), attention shaped: A = alpha I + beta "
+            "softmax(q k^T / sqrt(HS) + causal mask) - gamma C, C_ts = 1/(t+1) for s <= t "
+            "(uniform causal); alpha, beta, gamma learnable per head, 1 at init, query weights 0 "
+            "at init: A = I at init (He & Hofmann 2024)");
+  m.attention_kind = AttentionKind::ShapedNoIdentity;
+  EXPECT_EQ(wiring_id(m), "pre-layernorm-nores-shaped_no_identity");
+  const json r = registry_json();
+  EXPECT_EQ(r["attention_kind"][0]["params"], json::array());
+  EXPECT_EQ(r["attention_kind"][1]["params"].size(), 3u);
+  EXPECT_EQ(r["attention_kind"][1]["params"][0]["name"], "alpha");
+  EXPECT_EQ(r["attention_kind"][1]["params"][0]["shape"], json::array({ModelConfig{}.n_head}));
+  EXPECT_EQ(r["attention_kind"][2]["params"][0]["name"], "beta");
+}
+
 TEST(Wiring, EveryWiringHasADistinctIdAndAFormula) {
   std::set<std::string> ids;
   for (const ModelConfig& m : testing::every_wiring(ModelConfig{})) {
@@ -108,6 +131,7 @@ TEST(Wiring, EveryChoiceHasASpellingAndARegistryEntry) {
   listed("activation", choice_names<Activation>());
   listed("pos_emb", choice_names<PosEmb>());
   listed("emb_scale", choice_names<EmbScale>());
+  listed("attention_kind", choice_names<AttentionKind>());
   for (NormKind k : all_choices<NormKind>()) EXPECT_EQ(parse_choice<NormKind>(name_of(k)), k);
   EXPECT_EQ(parse_choice<NormKind>("batchnorm"), std::nullopt);
 }

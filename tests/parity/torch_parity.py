@@ -77,6 +77,18 @@ def wirings(registry):
         ("no-bias", ["--model.bias=false"]),
         ("no-bias-dyt-sandwich", ["--model.bias=false", "--model.norm=dyt", "--model.norm_position=sandwich"]),
     ]
+    # Each attention kind with residual on and off at each placement, and without a norm (at init:
+    # zero queries, so the softmax is uniform; the "trained" variants of variants() move them).
+    for kind in names.get("attention_kind", []):
+        if kind == "softmax":
+            continue
+        for pos in names["norm_position"]:
+            for res in ("true", "false"):
+                out.append((f"{pos}-layernorm-{'res' if res == 'true' else 'nores'}-{kind}",
+                            [f"--model.attention_kind={kind}", f"--model.norm_position={pos}",
+                             f"--model.residual={res}"]))
+        out.append((f"none-nores-{kind}", [f"--model.attention_kind={kind}", "--model.norm=none",
+                                           "--model.residual=false"]))
     out += [(f"act-{a}", [f"--model.activation={a}"]) for a in names["activation"] if a != "gelu"]
     out += [(f"pos-{p}", [f"--model.pos_emb={p}"]) for p in names["pos_emb"] if p != "learned"]
     # Each embedding scale with each position embedding (the factor's place differs between them).

@@ -108,6 +108,15 @@ class RunMatching(unittest.TestCase):
         self.assertFalse(rs.matches(unit, self.POINT, True))
         self.assertTrue(rs.matches(unit, {**self.POINT, "model.emb_scale": "unit"}, True))
 
+    def test_a_shaped_attention_run_never_stands_in_for_a_point_of_softmax_attention(self):
+        rs = cl.RunSet([], "quick", DOC)
+        shaped = fabricate.claim_probe({**self.POINT, "model.attention_kind": "shaped"}, {0: {"grad_norm": [1.0]}})
+        self.assertFalse(rs.matches(shaped, self.POINT, True))
+        self.assertTrue(rs.matches(shaped, {**self.POINT, "model.attention_kind": "shaped"}, True))
+        old = fabricate.claim_probe(self.POINT, {0: {"grad_norm": [1.0]}})
+        old.config["model"].pop("attention_kind", None)  # made before the key: softmax attention
+        self.assertTrue(rs.matches(old, self.POINT, True))
+
     def test_a_run_made_before_the_embedding_scale_existed_holds_its_default(self):
         # Its config has no model.emb_scale: it drew its embeddings N(0, init_std), "init_std".
         rs = cl.RunSet([], "quick", DOC)
@@ -485,6 +494,7 @@ class Defaults(unittest.TestCase):
             self.assertIsNotNone(tier.get_key(d, key), key)
             self.assertEqual(cl.DEFAULTS[key], tier.get_key(d, key), key)
         self.assertEqual(cl.DEFAULTS["model.emb_scale"], "init_std")
+        self.assertEqual(cl.DEFAULTS["model.attention_kind"], "softmax")
 
 
 if __name__ == "__main__":

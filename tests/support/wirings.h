@@ -1,7 +1,8 @@
 // Every block wiring the registries define, for tests that must cover each one without a
 // hand-kept list: the product of norm types, placements, residual on/off and residual scalings,
-// plus each norm with QK-norm and with LayerNorm Scaling, keeping only the combinations that
-// validate_config accepts. A new registry entry is in this list as soon as it exists.
+// plus each norm with QK-norm and with LayerNorm Scaling, plus each attention kind at each
+// placement, keeping only the combinations that validate_config accepts. A new registry entry is in
+// this list as soon as it exists.
 #pragma once
 #include <string>
 #include <vector>
@@ -52,6 +53,21 @@ inline std::vector<ModelConfig> every_wiring(const ModelConfig& base) {
         m.qk_norm = qk;
         keep(m);
       }
+  // Each attention kind other than softmax at every placement, residual on and off, with
+  // LayerNorm and without a norm.
+  for (AttentionKind kind : all_choices<AttentionKind>())
+    for (NormKind norm : {NormKind::LayerNorm, NormKind::None})
+      for (NormPosition pos : all_choices<NormPosition>())
+        for (bool residual : {true, false}) {
+          if (kind == AttentionKind::Softmax) continue;  // covered above
+          if (norm == NormKind::None && pos != NormPosition::Pre) continue;
+          ModelConfig m = base;
+          m.attention_kind = kind;
+          m.norm = norm;
+          m.norm_position = pos;
+          m.residual = residual;
+          keep(m);
+        }
   return out;
 }
 

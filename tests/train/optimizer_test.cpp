@@ -344,9 +344,9 @@ TEST(MakeOptimizer, RejectsDuplicatedParams) {
 // Which roles weight decay touches: the default decays only Linear weights; decay_embeddings adds
 // the embedding tables (nanoGPT's every-2-D-parameter rule); decay_exempt off decays everything.
 TEST(ParamDecays, DefaultDecaysOnlyWeightsAndDecayEmbeddingsAddsTheTablesAsNanoGptDoes) {
-  const ParamRole roles[] = {ParamRole::Weight,   ParamRole::Bias,     ParamRole::Embedding,
-                             ParamRole::NormGain, ParamRole::NormBias, ParamRole::NormScalar,
-                             ParamRole::Gate};
+  const ParamRole roles[] = {ParamRole::Weight,   ParamRole::Bias,      ParamRole::Embedding,
+                             ParamRole::NormGain, ParamRole::NormBias,  ParamRole::NormScalar,
+                             ParamRole::Gate,     ParamRole::AttnScalar};
   OptimConfig exempt;  // decay_exempt true, decay_embeddings false
   OptimConfig nanogpt;
   nanogpt.decay_embeddings = true;
