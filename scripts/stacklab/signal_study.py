@@ -1,0 +1,233 @@
+"""Issue 45's part 2, "the residual, or the signal?", judged by configs/experiments/signal_rules.json:
+the points of its sweeps (an attention kind or a one-sub-layer stack, at a depth), each with its
+seeds' escape steps (train.stop_below_unigram's criterion, escape_results.run_escape), whether it
+trains (at least `need` of its seeds escaped within the horizon), its rank ratio at init (the
+probe sweep), and the verdicts the rules give.
+
+    res = judge("runs/signal", rules)       # Judged: points, verdicts
+    print(markdown(res))                    # the table and the verdicts, for docs/study.md
+    python3 -m stacklab.signal_study runs/signal [--results docs/results]
+Not here: the runs (stacklab sweep configs/experiments/signal_*.json), the escape criterion
+(escape_results.py), the law's fit (escape_law.py).
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+from dataclasses import dataclass, field
+
+from . import runlog
+from .escape_results import run_escape, write_results_csv
+
+RULES = os.path.join(os.path.dirname(__file__), "..", "..", "configs", "experiments", "signal_rules.json")
+TRAIN_SWEEPS = ("signal_shaped", "signal_sublayer")
+PROBE_SWEEP = "signal_probe"
+KINDS = ("softmax", "shaped", "shaped_no_identity")
+
+
+def point_of(config: dict) -> str:
+    """The point a run or probe belongs to, from its config: the attention kind of a full block,
+    else which sub-layer its one-sub-layer stack keeps."""
+    m = config.get("model") or {}
+    if m.get("mlp", True) is False:
+        return "attn-only"
+    if m.get("attention", True) is False:
+        return "mlp-only"
+    return m.get("attention_kind", "softmax")
+
+
+@dataclass
+class Point:
+    name: str
+    depth: int
+    seeds: list = field(default_factory=list)   # [(seed, escape step or None, last eval step)]
+    rank_ratio: list = field(default_factory=list)  # the last stream's rank ratio at init per probe seed
+    need: int = 2
+
+    @property
+    def escaped(self) -> int:
+        return sum(1 for _, s, _ in self.seeds if s is not None)
+
+    @property
+    def trains(self) -> bool:
+        return self.escaped >= self.need
+
+    @property
+    def complete(self) -> bool:
+        return len(self.seeds) >= 3
+
+    def steps_text(self) -> str:
+        esc = sorted(s for _, s, _ in self.seeds if s is not None)
+        cens = [last for _, s, last in self.seeds if s is None]
+        parts = []
+        if esc:
+            med = statistics.median(esc)
+            parts.append(f"median {med:g}, range {esc[0]}-{esc[-1]}" if len(esc) > 1 else f"{esc[0]}")
+        if cens:
+            parts.append(f"{len(cens)} never within {min(cens)}" if len(set(cens)) == 1
+                         else f"{len(cens)} never within {min(cens)}-{max(cens)}")
+        return "; ".join(parts) or "no run"
+
+    def rank_text(self) -> str:
+        if not self.rank_ratio:
+            return "not probed"
+        return f"{statistics.median(self.rank_ratio):.3g}"
+
+
+@dataclass
+class Judged:
+    points: dict       # (name, depth) -> Point
+    verdicts: dict     # depth -> text; "control", "sublayer": {depth: text}
+    missing: list      # (name, depth) of the rules' points with fewer than 3 finished seeds
+
+
+def _seed(run) -> int:
+    return int(((run.config.get("train") or {}).get("seed")) or 0)
+
+
+def load_points(root: str, need: int = 2) -> dict:
+    pts = {}
+    for sweep in TRAIN_SWEEPS:
+        d = os.path.join(root, sweep)
+        if not os.path.isdir(d):
+            continue
+        _, entries = runlog.sweep_entries(d)
+        for e in sorted(entries, key=lambda e: e.id):
+            if not os.path.isdir(e.path):
+                continue
+            run = runlog.load_entry(e)
+            if not (runlog.is_completed(run) or runlog.is_diverged(run)):
+                continue
+            key = (point_of(run.config), int(run.n_layer))
+            p = pts.setdefault(key, Point(key[0], key[1], need=need))
+            _, step, last = run_escape(run, margin=0.1)
+            p.seeds.append((_seed(run), step, last))
+    d = os.path.join(root, PROBE_SWEEP)
+    if os.path.isdir(d):
+        _, entries = runlog.sweep_entries(d)
+        for e in entries:
+            if not os.path.isfile(e.path):
+                continue
+            with open(e.path, encoding="utf-8") as f:
+                probe = json.load(f)
+            cfg = probe.get("config") or {}
+            key = (point_of(cfg), int((cfg.get("model") or {}).get("n_layer", 0)))
+            p = pts.setdefault(key, Point(key[0], key[1], need=need))
+            p.rank_ratio = [s["layers"]["rank_ratio"][-1] for s in probe.get("seeds", [])
+                            if (s.get("layers") or {}).get("rank_ratio")]
+    return pts
+
+
+def _trains(pts, name, depth):
+    p = pts.get((name, depth))
+    return None if p is None or not p.complete else p.trains
+
+
+def verdicts(pts: dict, rules: dict) -> dict:
+    """The rules' criteria (signal_rules.json criteria) applied to the points."""
+    crit = rules["criteria"]["verdict"]
+    out = {"depth": {}, "control": {}, "sublayer": {}}
+    shaped_at = {}
+    for L in (8, 32):
+        soft, shaped = _trains(pts, "softmax", L), _trains(pts, "shaped", L)
+        if soft is None or shaped is None:
+            out["depth"][L] = "not run"
+            continue
+        if soft:
+            out["depth"][L] = "not told apart (softmax attention itself trains here)"
+        else:
+            out["depth"][L] = ("shaped trains without a residual, softmax does not" if shaped
+                               else "neither shaped nor softmax trains without a residual")
+        shaped_at[L] = shaped and not soft
+    if set(shaped_at) == {8, 32}:
+        if all(shaped_at.values()):
+            out["overall"] = crit["sufficient_not_necessary"].split(": ", 1)[1]
+        elif not any(shaped_at.values()):
+            out["overall"] = crit["residual_only"].split(": ", 1)[1]
+        else:
+            yes = [L for L, v in shaped_at.items() if v]
+            no = [L for L, v in shaped_at.items() if not v]
+            out["overall"] = (f"partial: shaped attention trains without a residual at L = {yes[0]} but not at "
+                              f"L = {no[0]} within H")
+    else:
+        out["overall"] = "not judged: " + ", ".join(f"L = {L} not run" for L in (8, 32) if L not in shaped_at)
+    for L in (8, 32):
+        shaped, ctrl = _trains(pts, "shaped", L), _trains(pts, "shaped_no_identity", L)
+        if shaped is None or ctrl is None:
+            out["control"][L] = "not run"
+        elif shaped and ctrl:
+            out["control"][L] = "the control trains too: the zero-query init, not the identity term, keeps it trainable"
+        elif shaped:
+            out["control"][L] = "the control does not train: the identity term is credited"
+        else:
+            out["control"][L] = "shaped does not train: nothing to credit"
+    for L in (2, 8, 32):
+        a, m = _trains(pts, "attn-only", L), _trains(pts, "mlp-only", L)
+        if a is None or m is None:
+            out["sublayer"][L] = "not run"
+        elif a == m:
+            out["sublayer"][L] = "not told apart (" + ("both train" if a else "neither trains") + ")"
+        else:
+            out["sublayer"][L] = ("attention stalls the signal: the MLP-only stack trains, the attention-only "
+                                  "stack does not" if m else
+                                  "the MLP stalls the signal: the attention-only stack trains, the MLP-only does not")
+    return out
+
+
+PLAN = [(k, L) for L in (8, 32) for k in KINDS] + [(s, L) for L in (2, 8, 32) for s in ("attn-only", "mlp-only")]
+
+
+def judge(root: str, rules: dict) -> Judged:
+    need = 2
+    pts = load_points(root, need)
+    missing = [key for key in PLAN if key not in pts or not pts[key].complete]
+    return Judged(pts, verdicts(pts, rules), missing)
+
+
+def markdown(res: Judged) -> str:
+    lines = ["| point | L | escaped within H | escape steps | trains | rank ratio at init (median of 3) |",
+             "|---|---|---|---|---|---|"]
+    for key in PLAN:
+        p = res.points.get(key)
+        if p is None:
+            lines.append(f"| {key[0]} | {key[1]} | not run | | | |")
+            continue
+        tr = ("yes" if p.trains else "no") if p.complete else f"({len(p.seeds)} of 3 seeds finished)"
+        lines.append(f"| {p.name} | {p.depth} | {p.escaped} of {len(p.seeds)} | {p.steps_text()} | {tr} | "
+                     f"{p.rank_text()} |")
+    v = res.verdicts
+    lines += ["", f"Verdict: {v['overall']}."]
+    for L, t in v["depth"].items():
+        lines.append(f"- L = {L}: {t}; control: {v['control'][L]}.")
+    for L, t in v["sublayer"].items():
+        lines.append(f"- sub-layers at L = {L}: {t}.")
+    if res.missing:
+        lines.append("- not run or unfinished: " + ", ".join(f"{n} at L = {L}" for n, L in res.missing) + ".")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m stacklab.signal_study", description=__doc__.split("\n")[0])
+    ap.add_argument("root", help="the folder holding signal_shaped/, signal_sublayer/, signal_probe/")
+    ap.add_argument("--rules", default=RULES)
+    ap.add_argument("--results", help="write one CSV per training sweep here (docs/results)")
+    a = ap.parse_args(argv)
+    if not os.path.isdir(a.root):
+        print(f"signal_study: {a.root} is not a folder", file=sys.stderr)
+        return 2
+    with open(a.rules, encoding="utf-8") as f:
+        rules = json.load(f)
+    res = judge(a.root, rules)
+    sys.stdout.write(markdown(res))
+    if a.results:
+        for sweep in TRAIN_SWEEPS:
+            d = os.path.join(a.root, sweep)
+            if os.path.isdir(d):
+                n = write_results_csv(d, os.path.join(a.results, sweep + ".csv"), root=a.root)
+                print(f"{sweep}: {n} runs -> {os.path.join(a.results, sweep + '.csv')}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
