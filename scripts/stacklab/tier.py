@@ -472,11 +472,13 @@ def cost_model(binary, runs, floor=False):
     per eval (every eval_interval steps and at step 0), 2 x eval_iters forward passes (the train and
     the val split), a probe one forward+backward per seed. Layer records and checkpoints are not counted.
 
-    With floor=True the bench also times OpenBLAS's sgemm on the shape's own products (median of 3 rounds) and
-    a run costs its FLOPs at that ceiling instead: max_iters x flops_per_step plus the eval forwards at a
-    third of a step's FLOPs (bench.h's formula: forward 2, backward 4 per weight and token), over
-    ceiling_gflops. That is the least any build could take on this core while its products run at
-    OpenBLAS's speed, with nothing else in the step. Returns ([seconds per run], {shape: (ms, fwd)})
+    With floor=True the bench also times the shape's own products (median of 3 rounds) through OpenBLAS
+    (ceiling_gflops) and, in a build whose products run elsewhere (libxsmm, the default), through the
+    build's own path (ceiling_build_gflops), and a run costs its FLOPs at the faster of the two
+    instead: max_iters x flops_per_step plus the eval forwards at a third of a step's FLOPs (bench.h's
+    formula: forward 2, backward 4 per weight and token). That is the least this build could take on
+    this core while its products run at their best measured speed, with nothing else in the step.
+    (Before 2026-12-06 the floor was OpenBLAS's alone, the one path then.) Returns ([seconds per run], {shape: (ms, fwd)})
     or, with floor, {shape: (flops_per_step, ceiling_gflops)}."""
     bases, timed, secs = {}, {}, []
     for rid, state, mode, base, kv, run_dir, nseeds in runs:
@@ -494,7 +496,7 @@ def cost_model(binary, runs, floor=False):
                 if not j.get("ceiling_gflops"):
                     raise TierError(f"{' '.join(cmd)}: no ceiling_gflops in its output (a binary without the "
                                     "sgemm ceiling cannot give the floor)")
-                timed[key] = (j["flops_per_step"], j["ceiling_gflops"])
+                timed[key] = (j["flops_per_step"], max(j["ceiling_gflops"], j.get("ceiling_build_gflops") or 0.0))
             else:
                 # forward_ms adds up the step's grad_accum_steps micro-batch forwards; an eval batch
                 # is one forward (without dropout's masks, which bench's forward draws: a slight

@@ -56,6 +56,14 @@ class CostModel(unittest.TestCase):
         self.assertAlmostEqual(secs[1], 4 * step_ms / 1000)
         self.assertEqual(list(timed.values()), [(3e9, 100.0)])
 
+    def test_the_floor_takes_the_faster_of_openblas_and_the_builds_own_path(self):
+        binary = fake_binary(self.dir.name, dict(BENCH, ceiling_build_gflops=150.0))
+        secs, timed = tier.cost_model(binary, [self.run_of()], floor=True)
+        self.assertEqual(list(timed.values()), [(3e9, 150.0)])
+        slow = fake_binary(self.dir.name, dict(BENCH, ceiling_build_gflops=60.0))
+        _, timed = tier.cost_model(slow, [self.run_of()], floor=True)
+        self.assertEqual(list(timed.values()), [(3e9, 100.0)])
+
     def test_the_floor_needs_a_binary_that_times_the_ceiling(self):
         binary = fake_binary(self.dir.name, {k: v for k, v in BENCH.items() if k != "ceiling_gflops"})
         with self.assertRaisesRegex(tier.TierError, "no ceiling_gflops"):
