@@ -478,8 +478,8 @@ def cost_model(binary, runs, floor=False):
     instead: max_iters x flops_per_step plus the eval forwards at a third of a step's FLOPs (bench.h's
     formula: forward 2, backward 4 per weight and token). That is the least this build could take on
     this core while its products run at their best measured speed, with nothing else in the step.
-    (Before 2026-12-06 the floor was OpenBLAS's alone, the one path then.) Returns ([seconds per run], {shape: (ms, fwd)})
-    or, with floor, {shape: (flops_per_step, ceiling_gflops)}."""
+    (Before 2026-12-06 the floor was OpenBLAS's alone, the one path then.) Returns ([seconds per
+    run], {shape: (ms, fwd)}) or, with floor, {shape: (flops_per_step, ceiling_gflops)}."""
     bases, timed, secs = {}, {}, []
     for rid, state, mode, base, kv, run_dir, nseeds in runs:
         cfg = bases.setdefault(base, read_json(base))
@@ -496,7 +496,8 @@ def cost_model(binary, runs, floor=False):
                 if not j.get("ceiling_gflops"):
                     raise TierError(f"{' '.join(cmd)}: no ceiling_gflops in its output (a binary without the "
                                     "sgemm ceiling cannot give the floor)")
-                timed[key] = (j["flops_per_step"], max(j["ceiling_gflops"], j.get("ceiling_build_gflops") or 0.0))
+                best = max(j["ceiling_gflops"], j.get("ceiling_build_gflops") or 0.0)
+                timed[key] = (j["flops_per_step"], best)
             else:
                 # forward_ms adds up the step's grad_accum_steps micro-batch forwards; an eval batch
                 # is one forward (without dropout's masks, which bench's forward draws: a slight
