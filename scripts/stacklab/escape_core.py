@@ -69,7 +69,7 @@ class Core:
     horizon: int = None                           # train.max_iters of the runs
     margin: float = None
     min_depths: int = 3
-    run_seconds: float = None                     # the runs' summary.json wall_seconds added up (core-seconds)
+    run_seconds: float = None                     # the runs' summary.json wall_seconds added up
 
 
 def _bounds(wiring_seeds) -> list:
@@ -121,7 +121,7 @@ def read_wiring(w, formula, rate, runs, rules) -> Wiring:
 def judge_core(sweep, rules=None) -> Core:
     """The core judged from its Sweep (report.Sweep: usable runs and excluded ones); None or an absent
     sweep: not run."""
-    if sweep is None or not getattr(sweep, "present", False):
+    if sweep is None or not getattr(sweep, "manifest", None):  # no manifest.json: never run
         return Core(False)
     rules = rules or load_rules()
     by = {}

@@ -33,9 +33,15 @@ def plot_escape_law(series: dict, out_path: str, predict_at: float = 96, band: b
         def pred(x, obs=obs, fit=fit, given=given):
             return given[x] if given is not None and x in given else predict(obs, fit, x)
         c = colors[i % len(colors)]
-        esc = [(o.depth, o.hi) for o in obs if not o.censored]
-        cen = [(o.depth, o.lo) for o in obs if o.censored]
-        jitter = 0.06 * (i - (len(series) - 1) / 2)
+        # runs at one depth side by side (equal steps would hide each other), the series apart
+        nth = {}
+        spread = []
+        for o in obs:
+            k = nth[o.depth] = nth.get(o.depth, -1) + 1
+            spread.append(0.025 * k)
+        esc = [(o.depth + dx, o.hi) for o, dx in zip(obs, spread) if not o.censored]
+        cen = [(o.depth + dx, o.lo) for o, dx in zip(obs, spread) if o.censored]
+        jitter = 0.1 * (i - (len(series) - 1) / 2)
         if esc:
             ax.scatter([d + jitter for d, _ in esc], [s for _, s in esc], color=c, s=18, label=f"{label}: escaped")
         for d, s in cen:
@@ -64,11 +70,16 @@ def plot_escape_law(series: dict, out_path: str, predict_at: float = 96, band: b
             ax.annotate(f"{m:.3g}", (predict_at, m), textcoords="offset points", xytext=(4, 4), fontsize=8)
             top = max(top, m)
     ax.set_yscale("log")
+    lo, hi = ax.get_ylim()
+    ax.set_ylim(lo, max(hi, top * 1.3))  # the arrows of the runs that never escaped are annotations: not autoscaled
+    xs = sorted({o.depth for item in series.values() for o in item[0]})
+    if xs and all(float(x).is_integer() for x in xs) and len(xs) <= 12:
+        ax.set_xticks(sorted(set(xs) | ({predict_at} if any(item[1] for item in series.values()) else set())))
     ax.set_xlabel("depth L (blocks)")
     ax.set_ylabel("escape step (log)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(out_path, dpi=110)
     plt.close(fig)

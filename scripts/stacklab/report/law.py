@@ -2,7 +2,7 @@
 against depth per wiring without a residual, plot_escape_law.py; the law's line and band where it was
 fitted) and one paragraph with the numbers: per wiring and depth the median escape step over seeds
 and their range, the runs that never escaped, the read (a form, or "no law read" under the rules'
-3 depths), the CPU they ran on (timing.jsonl) and their summed training time. Not run: one line
+3 depths), the CPU they ran on (timing.jsonl) and their wall times added up. Not run: one line
 saying what runs it. Used by page.py. Not here: the reading and the fit (escape_core.py), the
 results table (escape_results.py, written by report/__init__.py).
 """
@@ -56,7 +56,8 @@ def paragraph(core, stages) -> str:
                 f"stopped at their escape): not run in this folder; `{COMMAND}` runs it (the default tier).")
     parts = [f"`{w.formula}` at lr {w.rate:g}: " + "; ".join(depth_text(w, d, core.horizon) for d in sorted(w.seeds))
              + f"; {read_text(w)}" for w in core.wirings]
-    took = (f", {core.run_seconds / 60:.1f} core-minutes of training" if core.run_seconds is not None else "")
+    took = (f" (their wall times add up to {core.run_seconds / 60:.1f} minutes)"
+            if core.run_seconds is not None else "")
     lost = f"; {len(core.excluded)} run(s) excluded (below)" if core.excluded else ""
     return (f"**The escape law's core**: the step at which a stack without a residual first gets "
             f"{core.margin:g} nats below its unigram loss, per depth the median over seeds (their range), "
