@@ -142,7 +142,8 @@ def judge(root, sweeps) -> Result:
                                       "text_map_name": text_map[1]})
     # The claims', the map core's, the text and the convergence sweeps have their own sections, not extras rows.
     own = CLAIMS_SWEEPS + TEXT_SWEEPS + CONVERGE_SWEEPS + tuple(COVERED_BY) + (escape_core.SWEEP,)
-    extras = [s for s in sweeps.values() if s is not probe and s not in training and s.name not in own]
+    extras = [s for s in sweeps.values() if s is not probe and s not in training and s.name not in own
+              and not s.name.startswith("escape_law")]  # the opt-in law's sweeps: their results tables
     stages = read_timing(root)
     start = next((s for s in reversed(stages) if s.get("stage") == "start"), {})
     tier = start.get("tier") or "quick"

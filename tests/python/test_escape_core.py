@@ -136,6 +136,9 @@ class InTheReport(unittest.TestCase):
             sweeps = write_study(root)
             fabricate.write_sweep_dir(root, ec.SWEEP, core_runs())
             sweeps[ec.SWEEP] = report.Sweep(root, ec.SWEEP)
+            # an opt-in stage of the whole law in the same folder: a results table, not an extra
+            fabricate.write_sweep_dir(root, "escape_law_h0", core_runs()[:2])
+            sweeps["escape_law_h0"] = report.Sweep(root, "escape_law_h0")
             with contextlib.redirect_stdout(io.StringIO()):
                 md_path, _, fj = report.write_report(root, sweeps)
             with open(md_path, encoding="utf-8") as f:
@@ -144,7 +147,7 @@ class InTheReport(unittest.TestCase):
             self.assertLess(md.index("**The escape law's core**: "), md.index("Quick tier: "))
             self.assertIn(law.FIGURE, md)
             self.assertTrue(fj["escape_law_core"]["present"])
-            self.assertNotIn(ec.SWEEP, [e[0] for e in (fj.get("extras") or [])])
+            self.assertNotIn("## Extras", md, "the law's sweeps are no extras: the fixture has none")
             with open(os.path.join(root, "results", "escape_law_core.csv"), encoding="utf-8") as f:
                 rows = list(csv.DictReader(f))
             self.assertEqual(len(rows), 18)
@@ -152,7 +155,8 @@ class InTheReport(unittest.TestCase):
             self.assertEqual(sum(r["censored"] == "yes" for r in rows), 3)
 
             dest = os.path.join(root, "docs", "results")
-            self.assertEqual(report.copy_results(root, dest), [os.path.join(dest, "escape_law_core.csv")])
+            self.assertEqual(report.copy_results(root, dest), [os.path.join(dest, "escape_law_core.csv"),
+                                                               os.path.join(dest, "escape_law_h0.csv")])
             with open(os.path.join(dest, "escape_law_core.csv"), encoding="utf-8") as f:
                 self.assertEqual(len(list(csv.DictReader(f))), 18)
 
