@@ -111,8 +111,8 @@ class Judged(unittest.TestCase):
     def test_the_paragraph_gives_medians_with_the_seeds_range_and_the_cpu(self):
         text = law.paragraph(self.core, [{"stage": "start", "cpu_model": "Fabricated Xeon"}])
         self.assertIn("`f(layernorm(x))` at lr 0.0003: L=1: 100 (seeds 100-150); L=2: 350 (seeds 300-450); "
-                      "L=3: never within 3000 (3 of 3 seeds); fewer than 3 depths escaped (2 of 3): no law read",
-                      text)
+                      "L=3: never within 3000 (3 of 3 seeds); fewer than 3 depths escaped (2 of 3): no law read; "
+                      "from L=2 to L=3 the median grows at least x8.57 (L=3 censored at 3000)", text)
         self.assertIn("on Fabricated Xeon", text)
         self.assertIn("18 runs", text)
 

@@ -32,10 +32,12 @@ def depth_text(w, d, horizon) -> str:
 
 
 def read_text(w) -> str:
-    """The law's read in words: "fewer than 3 depths escaped (...): no law read", or the form, its
-    prediction at L = 8 and the falsifier's verdict."""
+    """The law's read in words: "fewer than 3 depths escaped (...): no law read" with the censored
+    depths' lower bounds on the growth, or the form, its prediction at L = 8 and the falsifier's verdict."""
     if w.verdict != "fitted":
-        return w.why
+        return w.why + "".join(f"; from L={b['from']} to L={b['depth']} the median grows at least "
+                               f"x{b['factor_above']:.3g} (L={b['depth']} censored at {b['horizon']})"
+                               for b in w.bounds)
     form = w.best or min(w.fits, key=lambda f: w.fits[f].aic)
     m, lo, hi = w.predictions[form].get(8, (None, None, None))
     pred = (f"; its median escape step at L = 8: {m:.3g} (95 % {lo:.3g}-{hi:.3g})" if m is not None else "")
@@ -63,7 +65,7 @@ def paragraph(core, stages) -> str:
             f"{core.margin:g} nats below its unigram loss, per depth the median over seeds (their range), "
             f"up to {core.horizon} steps. " + ". ".join(parts)
             + f". {core.runs} runs on {cpu_of(stages)}{took}{lost}; rules `{ec.RULES_FILE}`. The whole law "
-            "(L = 1-8, five rates, five seeds, to 48000 steps) is opt-in (docs/study.md).")
+            "(L = 1-6 and 8, five rates, five seeds, staged to 48000 steps) is opt-in (docs/study.md).")
 
 
 def figure(root, core, written):
