@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Reproduces the deep-stacking study end to end: builds (scripts/setup.sh), runs a tier's sweeps into
 # OUT/<sweep>/, plots them into OUT/figures/, then scripts/report.py writes OUT/report.md,
-# OUT/report.html and OUT/findings.json (and draws its front page's and convergence section's figures). Re-running resumes: completed runs are skipped,
+# OUT/report.html and OUT/findings.json (and draws its front page's, escape law's and convergence section's figures,
+# and writes the escape law's results tables OUT/results/*.csv). Re-running resumes: completed runs are skipped,
 # interrupted ones continue.
 #
 #   bash scripts/reproduce.sh                    # quick tier -> runs/deep_stacking (2 runs at once)
@@ -283,6 +284,7 @@ TRAINING=()
 for s in "${SWEEPS[@]}"; do
   case "$s" in
     train_grid | lr_grid) TRAINING+=("$OUT/$s") ;;
+    escape_law*) ;;  # the report draws the escape law's figure (report/law.py) and writes its results table
     *) plot_bg "plot_compare.py $s" scripts/plot_compare.py "$OUT/$s" --out "$OUT/figures/$s" ;;
   esac
 done
@@ -319,6 +321,10 @@ printf '{"stage": "end", "time": %s}\n' "$(now)" >>"$TIMING"
 # The claims of configs/experiments/claims.json, judged by their fixed rules where their sweeps ran.
 if [[ $CLAIMS == 1 || "$TIER" == full ]]; then
   "$PY" scripts/claims.py "$OUT" --tier "$TIER" --json "$OUT/claims_verdicts.json" || die "scripts/claims.py failed"
+fi
+if compgen -G "$OUT/results/*.csv" >/dev/null && ((!TINY)); then
+  # The results tables (one line per run) outlive this folder once committed: docs/results/, by hand.
+  say "results tables: $OUT/results/; to refresh the repository's copy: $PY scripts/report.py $OUT --results-to docs/results"
 fi
 say "done in $(since "$T0") s: $OUT/report.md, $OUT/report.html"
 exit "$status"

@@ -2,7 +2,7 @@
 which the report's sections render and findings.json serialises; nothing here writes text for a
 reader. The rules are the judging modules': study_findings (findings 1-5, the escape table),
 stability_map and claims (the map's outcomes, the claims' verdicts), study_text (rule P, criterion S,
-the findings on text: TextStudy), convergence (the long horizon).
+the findings on text: TextStudy), convergence (the long horizon), escape_core (the escape law's core).
 
     result = judge(root, sweeps)    # sweeps: name -> report.Sweep (or anything with its fields)
     findings_json(result)           # findings.json's dict
@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 from . import claims as claims_mod
 from . import convergence
+from . import escape_core
 from . import stability_map
 from . import study_stats as stats
 from . import runlog, study_text
@@ -58,6 +59,7 @@ class Result:
     branch: list = field(default_factory=list)  # stability_map.branch_sizes of claims_probe's L = 32 points
     short: dict = field(default_factory=dict)   # source -> ShortHorizon ("text" where it ran)
     map_facts: object = None                    # stability_map.map_facts(map): what its counts show
+    law_core: object = None                     # escape_core.Core: the escape law's core (present False: not run)
 
     @property
     def excluded(self) -> list:
@@ -139,8 +141,9 @@ def judge(root, sweeps) -> Result:
                                       "syn_map_name": syn_map[1], "text_map": text_map[0],
                                       "text_map_name": text_map[1]})
     # The claims', the map core's, the text and the convergence sweeps have their own sections, not extras rows.
-    own = CLAIMS_SWEEPS + TEXT_SWEEPS + CONVERGE_SWEEPS + tuple(COVERED_BY)
-    extras = [s for s in sweeps.values() if s is not probe and s not in training and s.name not in own]
+    own = CLAIMS_SWEEPS + TEXT_SWEEPS + CONVERGE_SWEEPS + tuple(COVERED_BY) + (escape_core.SWEEP,)
+    extras = [s for s in sweeps.values() if s is not probe and s not in training and s.name not in own
+              and not s.name.startswith("escape_law")]  # the opt-in law's sweeps: their results tables
     stages = read_timing(root)
     start = next((s for s in reversed(stages) if s.get("stage") == "start"), {})
     tier = start.get("tier") or "quick"
@@ -150,7 +153,7 @@ def judge(root, sweeps) -> Result:
     return Result(root, sweeps, probe, tr, findings, escape_table(tr), map_data, map_name, text, conv, claims,
                   "verdicts by scripts/stacklab/claims.py", extras, stages,
                   tier + (" (--tiny)" if start.get("tiny") else ""), branch, short_horizons(tr, text),
-                  stability_map.map_facts(map_data))
+                  stability_map.map_facts(map_data), escape_core.judge_core(sweeps.get(escape_core.SWEEP)))
 
 
 def findings_json(res: Result) -> dict:
@@ -172,4 +175,5 @@ def findings_json(res: Result) -> dict:
             "pre_post": [vars(text.p_syn), vars(text.p_text)],
             "text": {"criterion": vars(text.crit), "findings": [f.to_json() for f in text.findings],
                      "stability_map": {"source": text.map.source, "cells": stability_map.cells_json(text.map)}},
-            "convergence": convergence.findings_json(res.conv)}
+            "convergence": convergence.findings_json(res.conv),
+            "escape_law_core": escape_core.core_json(res.law_core or escape_core.Core(False))}

@@ -5,6 +5,9 @@ interval at each depth drawn) and its prediction at L = 96 (a marker with its in
 Matplotlib with the Agg backend. Not here: the fit (escape_law.py), reading runs (escape_results.py).
 
     plot_escape_law({"f(layernorm(x))": (obs, fit)}, "figures/escape_law.png", band=True)
+    plot_escape_law({"f(x)": (obs, fit, {1: (m, lo, hi), ...})}, ...)   # intervals given: no fit here
+A series may carry its predictions {depth: (median, lo, hi)} (escape_core's, judged once): the band and
+the marker are then drawn from them, and nothing is computed here.
 """
 import math
 
@@ -18,15 +21,27 @@ from .escape_law import predict  # noqa: E402
 
 def plot_escape_law(series: dict, out_path: str, predict_at: float = 96, band: bool = True,
                     title: str = "Escape step against depth (stacks without a residual)") -> str:
-    """series: {label: (obs, FormFit or None)}. Writes out_path (PNG) and returns it."""
+    """series: {label: (obs, FormFit or None[, {depth: (median, lo, hi)}])}. Writes out_path (PNG) and
+    returns it."""
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     top = 1.0
-    for i, (label, (obs, fit)) in enumerate(series.items()):
+    for i, (label, item) in enumerate(series.items()):
+        obs, fit = item[0], item[1]
+        given = item[2] if len(item) > 2 else None
+
+        def pred(x, obs=obs, fit=fit, given=given):
+            return given[x] if given is not None and x in given else predict(obs, fit, x)
         c = colors[i % len(colors)]
-        esc = [(o.depth, o.hi) for o in obs if not o.censored]
-        cen = [(o.depth, o.lo) for o in obs if o.censored]
-        jitter = 0.06 * (i - (len(series) - 1) / 2)
+        # runs at one depth side by side (equal steps would hide each other), the series apart
+        nth = {}
+        spread = []
+        for o in obs:
+            k = nth[o.depth] = nth.get(o.depth, -1) + 1
+            spread.append(0.025 * k)
+        esc = [(o.depth + dx, o.hi) for o, dx in zip(obs, spread) if not o.censored]
+        cen = [(o.depth + dx, o.lo) for o, dx in zip(obs, spread) if o.censored]
+        jitter = 0.1 * (i - (len(series) - 1) / 2)
         if esc:
             ax.scatter([d + jitter for d, _ in esc], [s for _, s in esc], color=c, s=18, label=f"{label}: escaped")
         for d, s in cen:
@@ -44,22 +59,27 @@ def plot_escape_law(series: dict, out_path: str, predict_at: float = 96, band: b
         ax.plot(grid, line, color=c, lw=1.2, label=f"{label}: {fit.form} law")
         if band:
             pts = sorted(set(depths))
-            ends = [predict(obs, fit, x)[1:] for x in pts]
+            ends = [pred(x)[1:] for x in pts]
             lo = [e[0] if e[0] > 0 else float("nan") for e in ends]
             hi = [e[1] if math.isfinite(e[1]) else float("nan") for e in ends]
             ax.fill_between(pts, lo, hi, color=c, alpha=0.15, lw=0)
-        m, lo, hi = predict(obs, fit, predict_at)
+        m, lo, hi = pred(predict_at)
         if math.isfinite(m):
             err = [[m - lo if lo > 0 else 0], [hi - m if math.isfinite(hi) else 0]]
             ax.errorbar([predict_at], [m], yerr=err, color=c, marker="D", capsize=3)
             ax.annotate(f"{m:.3g}", (predict_at, m), textcoords="offset points", xytext=(4, 4), fontsize=8)
             top = max(top, m)
     ax.set_yscale("log")
+    lo, hi = ax.get_ylim()
+    ax.set_ylim(lo, max(hi, top * 1.3))  # the arrows of the runs that never escaped are annotations: not autoscaled
+    xs = sorted({o.depth for item in series.values() for o in item[0]})
+    if xs and all(float(x).is_integer() for x in xs) and len(xs) <= 12:
+        ax.set_xticks(sorted(set(xs) | ({predict_at} if any(item[1] for item in series.values()) else set())))
     ax.set_xlabel("depth L (blocks)")
     ax.set_ylabel("escape step (log)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(out_path, dpi=110)
     plt.close(fig)

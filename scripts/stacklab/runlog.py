@@ -101,12 +101,22 @@ class Run:
         own = (self.config.get("train") or {}).get("max_iters")
         steps = self.summary.get("steps")
         horizon = self.sweep_max_iters if self.sweep_max_iters is not None else own
-        if isinstance(steps, int) and isinstance(horizon, int) and steps < horizon:
+        if isinstance(steps, int) and isinstance(horizon, int) and steps < horizon and not self.stopped_on_escape:
             whose = "its sweep" if self.sweep_max_iters is not None else "its config.json"
             return f"completed {steps} of the {horizon} steps {whose} gives it (not yet extended)"
         if self.sweep_max_iters is not None and isinstance(own, int) and own != self.sweep_max_iters:
             return f"its config.json says train.max_iters {own}, its sweep {self.sweep_max_iters}"
         return None
+
+    @property
+    def stopped_on_escape(self) -> bool:
+        """Whether train.stop_below_unigram ended the run, under the margin its config.json still asks for:
+        summary.json's stopped {reason "escaped", margin}. Such a run is done below its horizon (the
+        binary's rule, src/train/escape_stop.cpp stopped_on_escape), not a copy waiting to be extended."""
+        st = (self.summary or {}).get("stopped")
+        margin = (self.config.get("train") or {}).get("stop_below_unigram")
+        return (isinstance(st, dict) and st.get("reason") == "escaped" and isinstance(margin, (int, float))
+                and margin > 0 and st.get("margin") == margin)
 
     @property
     def diverged_step(self):

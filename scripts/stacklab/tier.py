@@ -38,7 +38,10 @@ FULL_DIR = os.path.join(QUICK_DIR, "full")
 # study_rules.json's rule P) and its real-text point (text_point: L = 32, `x + f(norm(x))`,
 # `norm(x + f(x))`, `f(norm(x))`) are cells of stability_map and text_train, which run instead where a
 # tier has them (COVERED_BY). The text study's sweeps (TEXT_SWEEPS, tiny Shakespeare: `reproduce.sh --text`).
-QUICK_SWEEPS = ("probe_grid", "train_grid", "lr_grid", "map_core", "text_point")
+# The escape law's core (escape_law_core: issue 45, configs/experiments/escape_law_rules.json's budget.core:
+# no-residual stacks at L = 1-3, 3 seeds, each stopped at its escape) is in the quick tier; the whole law
+# (escape_law_h0/h1/h2, escape_law_scaled_h*) is opt-in, run by hand (docs/reproducing.md).
+QUICK_SWEEPS = ("probe_grid", "train_grid", "lr_grid", "map_core", "text_point", "escape_law_core")
 CLAIMS_SWEEPS = ("claims_probe", "claims_probe_rank", "claims_probe_l32", "claims_train", "stability_map",
                  "claims2_probe", "claims2_probe_l32", "claims2_train", "claims2_qknorm")  # round 1, round 2
 TEXT_SWEEPS = ("text_probe", "text_train", "text_map")

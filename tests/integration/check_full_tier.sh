@@ -159,10 +159,17 @@ STACKLAB_BIN="$BIN" bash "$tmp/repo/scripts/reproduce.sh" --tiny >"$tmp/quick.lo
   { tail -20 "$tmp/quick.log" >&2; fail "reproduce.sh --tiny (quick tier, default --out) exited non-zero"; }
 [[ -s "$tmp/repo/runs/deep_stacking/report.md" && -s "$tmp/repo/runs/deep_stacking/report.html" ]] ||
   fail "the quick tier did not write runs/deep_stacking/report.md and report.html"
-for s in probe_grid train_grid lr_grid map_core; do
+for s in probe_grid train_grid lr_grid map_core escape_law_core; do
   [[ -f "$tmp/repo/runs/deep_stacking/$s/manifest.json" ]] || fail "the quick tier did not run $s"
 done
 Q="$tmp/repo/runs/deep_stacking"
+# The escape law's core (issue 45 part 5): its paragraph under the headline, its figure, its results table
+grep -q "^\*\*The escape law's core\*\*: " "$Q/report.md" || fail "report.md has no paragraph on the escape law's core"
+[[ -s "$Q/figures/escape_law/escape_law_core.png" ]] || fail "the report drew no escape law figure"
+[[ "$(wc -l <"$Q/results/escape_law_core.csv" 2>/dev/null)" == 9 ]] ||
+  fail "results/escape_law_core.csv should hold 8 runs (--tiny: 2 wirings x L = 1, 2 x 2 seeds) and its header"
+"$PY" scripts/report.py "$Q" --results-to "$tmp/results" >/dev/null 2>&1 &&
+  fail "report.py --results-to copied the tables of a --tiny study"
 grep -q "^| \[P\](#pre-post) |" "$Q/report.md" || fail "the quick tier's summary has no row for rule P"
 if [[ -n "${STACKLAB_DATA_LOCAL:-}" ]]; then  # the tiny text point ran, and the report shows it beside the synthetic one
   [[ -f "$Q/text_point/manifest.json" ]] || fail "the quick tier did not run its text point"

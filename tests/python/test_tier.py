@@ -143,8 +143,23 @@ class SizeFlags(unittest.TestCase):
 
 
 class Tiers(unittest.TestCase):
-    def test_the_quick_tier_holds_the_map_core_and_the_text_point(self):
-        self.assertEqual(tier.tier_sweeps("quick"), ("probe_grid", "train_grid", "lr_grid", "map_core", "text_point"))
+    def test_the_quick_tier_holds_the_map_core_the_text_point_and_the_escape_law_core(self):
+        # escape_law_core added by issue 45 part 5 (the law's core in the default tier)
+        self.assertEqual(tier.tier_sweeps("quick"), ("probe_grid", "train_grid", "lr_grid", "map_core", "text_point",
+                                                     "escape_law_core"))
+        self.assertNotIn("escape_law_core", tier.tier_sweeps("full"))
+
+    def test_the_tiny_escape_law_core_keeps_its_stop_and_runs_in_a_few_steps(self):
+        with tempfile.TemporaryDirectory() as d, contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(tier.main(["prepare", d, os.path.join(tier.QUICK_DIR, "escape_law_core.json"),
+                                        "--tiny"]), 0)
+            with open(os.path.join(d, "sweeps", "escape_law_core.json"), encoding="utf-8") as f:
+                s = json.load(f)
+        self.assertEqual(s["grid"]["model.n_layer"], [1, 2])
+        self.assertEqual(s["seeds"], [30, 31])
+        self.assertEqual(s["overrides"]["train.max_iters"], tier.TINY["train.max_iters"])
+        self.assertEqual(s["overrides"]["train.stop_below_unigram"], 0.1)
+        self.assertEqual(len(s["variants"]), 2)
 
     def test_a_sweep_that_holds_the_quick_cells_replaces_them_so_no_config_runs_twice(self):
         self.assertNotIn("map_core", tier.tier_sweeps("quick", claims=True))

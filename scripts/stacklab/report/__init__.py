@@ -20,15 +20,20 @@ the interval clears it). Writes <dir>/report.md, <dir>/report.html
 incomplete, and pending ones (runlog.Run.pending: a copy an extension sweep has not continued, a run
 without config.json), are left out of every number and listed. No number in the report is typed in: each
 comes from the data of this run. It draws the figures of its own front page and convergence section
-(plot_convergence.py) into <dir>/figures/front/ and <dir>/figures/convergence/; the other figures are
-plot_compare.py's. Not here: running anything (reproduce.sh), the per-sweep figures (plot_compare.py).
+(plot_convergence.py) into <dir>/figures/front/ and <dir>/figures/convergence/, and the escape law's core's
+(report/law.py) into <dir>/figures/escape_law/; the other figures are plot_compare.py's. For each escape-law
+sweep it holds (escape_law_core, escape_law_*) it writes the results table <dir>/results/<sweep>.csv
+(escape_results.write_results_csv: one line per finished run); `--results-to docs/results` copies those
+tables into the repository's docs/results/ (refused for a --tiny study).
+Not here: running anything (reproduce.sh), the per-sweep figures (plot_compare.py).
 """
 import argparse
 import json
 import os
+import shutil
 import sys
 
-from .. import judge, runlog
+from .. import escape_results, judge, runlog
 from . import page
 from .convergence import summary_line
 
@@ -104,9 +109,49 @@ def write_report(root, sweeps, out=None):
     fj = judge.findings_json(res)
     with open(os.path.join(out_dir, "findings.json"), "w", encoding="utf-8") as fh:
         json.dump(fj, fh, indent=1)
+    write_results(root, sweeps)
     for line in verdict_lines(res):
         print(line)
     return out, html_path, fj
+
+
+RESULTS = "results"  # root/results/<sweep>.csv
+
+
+def law_sweeps(sweeps) -> list:
+    """The escape-law sweeps among `sweeps` (names): escape_law_core and the opt-in escape_law_* ones."""
+    return sorted(n for n in sweeps if n.startswith("escape_law"))
+
+
+def write_results(root, sweeps) -> list:
+    """root/results/<sweep>.csv for each escape-law sweep present (escape_results.write_results_csv, the
+    CPU and commit from root/timing.jsonl); returns the paths written."""
+    out = []
+    for name in law_sweeps(sweeps):
+        sweep_dir = os.path.join(root, name)
+        if os.path.isfile(os.path.join(sweep_dir, "manifest.json")):
+            path = os.path.join(root, RESULTS, name + ".csv")
+            escape_results.write_results_csv(sweep_dir, path, root=root)
+            out.append(path)
+    return out
+
+
+def copy_results(root, dest) -> list:
+    """Copies root/results/*.csv into dest (e.g. docs/results), replacing the files of the same name;
+    a study made with --tiny is refused (its scaled-down runs would replace the measured table).
+    Returns the paths written; raises ValueError naming the reason."""
+    src = os.path.join(root, RESULTS)
+    tables = sorted(f for f in os.listdir(src) if f.endswith(".csv")) if os.path.isdir(src) else []
+    if not tables:
+        raise ValueError(f"{src}: no results tables to copy (no escape-law sweep in {root}?)")
+    if any(s.get("stage") == "start" and s.get("tiny") for s in judge.read_timing(root)):
+        raise ValueError(f"{root}: a --tiny study (timing.jsonl): its tables would replace measured ones; not copied")
+    os.makedirs(dest, exist_ok=True)
+    out = []
+    for f in tables:
+        shutil.copyfile(os.path.join(src, f), os.path.join(dest, f))
+        out.append(os.path.join(dest, f))
+    return out
 
 
 def verdict_lines(res):
@@ -122,6 +167,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description="Write the deep-stacking report from the sweeps' data.")
     p.add_argument("root", help="the study dir, e.g. runs/deep_stacking")
     p.add_argument("--out", help="report path (default ROOT/report.md; report.html and findings.json beside it)")
+    p.add_argument("--results-to", metavar="DIR",
+                   help="then copy ROOT/results/*.csv (the escape-law results tables) into DIR, e.g. docs/results")
     args = p.parse_args(argv)
     root = args.root
     if not os.path.isdir(root):
@@ -135,6 +182,13 @@ def main(argv=None):
         return 1
     print(md)
     print(html_path)
+    if args.results_to:
+        try:
+            for path in copy_results(root, args.results_to):
+                print(path)
+        except (ValueError, OSError) as e:
+            print(f"report.py: --results-to: {e}", file=sys.stderr)
+            return 1
     return 0
 
 

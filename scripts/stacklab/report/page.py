@@ -11,7 +11,7 @@ from .. import study_stats as stats
 from .. import views
 from ..study_findings import fmt
 from ..study_text import load_rules as study_rules
-from . import convergence, front, sections, text
+from . import convergence, front, law, sections, text
 from .doc import Doc
 from .figures import figure_caption
 from .map import branch_text, counts_table, map_text
@@ -38,6 +38,17 @@ def title_and_front(pg, res):
     pg.doc.h(1, "Why deep stacks need residuals and norms: measured")
     rel = front.front(pg.doc, res, pg.written)
     pg.shown += [rel] if rel else []
+
+
+def law_core(pg, res):
+    """The escape law's core under the headline (law.py): its figure and one paragraph, or "not run"."""
+    core = res.law_core
+    rel = law.figure(res.root, core, pg.written) if core is not None else None
+    if rel:
+        pg.doc.figure(rel, law.caption(core))
+        pg.shown.append(rel)
+    if core is not None:
+        pg.doc.p(law.paragraph(core, res.stages))
 
 
 def what_ran(pg, res):
@@ -198,7 +209,7 @@ def numeric_path(pg, res):
 
 
 # The report's sections in order; the Figures section comes after every section that shows one.
-SECTIONS = (title_and_front, what_ran, summary, findings, claims, stability_map, pre_post, on_real_text,
+SECTIONS = (title_and_front, law_core, what_ran, summary, findings, claims, stability_map, pre_post, on_real_text,
             convergence_study, final_loss, learning_rates, escape, extras, excluded, method, figures, view_links,
             how_run, numeric_path)
 
