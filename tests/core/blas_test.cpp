@@ -80,6 +80,9 @@ TEST(Gemm, MatchesADoublePrecisionLoopAcrossTileEdgesForEveryTransposeAndBeta) {
 }
 
 TEST(Gemm, GivesTheSameBitsOnOneAndOnTwoThreads) {
+  if (!has_libxsmm())
+    GTEST_SKIP() << "OpenBLAS alone (-DSTACKLAB_LIBXSMM=OFF) may round a product cut over threads "
+                    "differently (docs/reference.md, Determinism and threads)";
   // Large enough to be cut over the threads (core/blas.cpp's kSplitWork), both ways: by rows when
   // C is taller than wide, by columns when wider.
   const std::vector<Product> shared = {
