@@ -123,17 +123,22 @@ def _num(v, nd=6):
     return "" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.{nd}g}"
 
 
-def rows_of(sweep_dir, margin: float, cpu_model: str = "", commit: str = "") -> list:
-    """One dict per finished (completed or diverged) run of the sweep, in run-id order."""
-    name = os.path.basename(os.path.normpath(sweep_dir))
+def finished_runs(sweep_dir):
+    """(entry, Run) of each finished (completed or diverged) run of the sweep, in run-id order."""
     _, entries = runlog.sweep_entries(sweep_dir)
-    rows = []
     for e in sorted(entries, key=lambda e: e.id):
         if not os.path.isdir(e.path):
             continue
         run = runlog.load_entry(e)
-        if not (runlog.is_completed(run) or runlog.is_diverged(run)):
-            continue
+        if runlog.is_completed(run) or runlog.is_diverged(run):
+            yield e, run
+
+
+def rows_of(sweep_dir, margin: float, cpu_model: str = "", commit: str = "") -> list:
+    """One dict per finished (completed or diverged) run of the sweep, in run-id order."""
+    name = os.path.basename(os.path.normpath(sweep_dir))
+    rows = []
+    for e, run in finished_runs(sweep_dir):
         obs, step, last = run_escape(run, margin)
         s = run.summary or {}
         best = s.get("best_val_loss")

@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass, field
 
 from . import runlog
-from .escape_results import run_escape, write_results_csv
+from .escape_results import finished_runs, run_escape, write_results_csv
 
 RULES = os.path.join(os.path.dirname(__file__), "..", "..", "configs", "experiments", "signal_rules.json")
 TRAIN_SWEEPS = ("signal_shaped", "signal_sublayer")
@@ -92,13 +92,7 @@ def load_points(root: str, need: int = 2) -> dict:
         d = os.path.join(root, sweep)
         if not os.path.isdir(d):
             continue
-        _, entries = runlog.sweep_entries(d)
-        for e in sorted(entries, key=lambda e: e.id):
-            if not os.path.isdir(e.path):
-                continue
-            run = runlog.load_entry(e)
-            if not (runlog.is_completed(run) or runlog.is_diverged(run)):
-                continue
+        for _, run in finished_runs(d):
             key = (point_of(run.config), int(run.n_layer))
             p = pts.setdefault(key, Point(key[0], key[1], need=need))
             _, step, last = run_escape(run, margin=0.1)
