@@ -34,6 +34,22 @@ std::vector<int32_t> tokens(int n, uint64_t seed, int V) {
   return t;
 }
 
+// The model's loss on a fixed (2, 5) batch of tiny()'s 7 symbols, checked against finite
+// differences in `params` (at most max_elements entries of each).
+::testing::AssertionResult loss_grads_match(Model& m, const std::vector<Tensor>& params,
+                                            int64_t max_elements) {
+  std::vector<int32_t> x = tokens(2 * 5, 7, 7), y = tokens(2 * 5, 8, 7);
+  testing::GradCheck opt;
+  opt.max_elements = max_elements;
+  return testing::grad_check(
+             [&](const std::vector<Tensor>&) {
+               return Model::loss(m.forward(x, 2, 5, ForwardMode::eval()), y);
+             },
+             params, opt)
+             ? ::testing::AssertionSuccess()
+             : ::testing::AssertionFailure();
+}
+
 TEST(Model, FutureTokensDoNotChangePastLogits) {
   for (NormPosition pos : all_choices<NormPosition>()) {
     ModelConfig c = tiny();
@@ -75,17 +91,9 @@ TEST(Model, GradientsOfASampleOfParametersMatchFiniteDifferences) {
     c.init_std = 0.3;
     Model m(c);
     m.init_weights(6);
-    std::vector<int32_t> x = tokens(2 * 5, 7, 7), y = tokens(2 * 5, 8, 7);
     std::vector<Tensor> params;
     for (auto& p : m.parameters()) params.push_back(p.tensor);
-    testing::GradCheck opt;
-    opt.max_elements = 12;
-    EXPECT_TRUE(testing::grad_check(
-        [&](const std::vector<Tensor>&) {
-          return Model::loss(m.forward(x, 2, 5, ForwardMode::eval()), y);
-        },
-        params, opt))
-        << "tied=" << tied;
+    EXPECT_TRUE(loss_grads_match(m, params, 12)) << "tied=" << tied;
   }
 }
 
@@ -250,17 +258,9 @@ TEST(Model, ShapedAttentionGradientsMatchFiniteDifferencesAwayFromInit) {
           for (int64_t i = 0; i < p.tensor.numel(); ++i)
             p.tensor.data()[i] = (p.info.role == ParamRole::AttnScalar ? 1.0f : 0.0f) +
                                  static_cast<float>(r.normal() * 0.3);
-      std::vector<int32_t> x = tokens(2 * 5, 7, 7), y = tokens(2 * 5, 8, 7);
       std::vector<Tensor> params;
       for (auto& p : m.parameters()) params.push_back(p.tensor);
-      testing::GradCheck opt;
-      opt.max_elements = 12;
-      EXPECT_TRUE(testing::grad_check(
-          [&](const std::vector<Tensor>&) {
-            return Model::loss(m.forward(x, 2, 5, ForwardMode::eval()), y);
-          },
-          params, opt))
-          << name_of(kind) << " residual=" << residual;
+      EXPECT_TRUE(loss_grads_match(m, params, 12)) << name_of(kind) << " residual=" << residual;
     }
 }
 
@@ -386,19 +386,11 @@ TEST(Model, UnitEmbScaleGradientsMatchFiniteDifferences) {
       c.init_std = 0.3;
       Model m(c);
       m.init_weights(6);
-      std::vector<int32_t> x = tokens(2 * 5, 7, 7), y = tokens(2 * 5, 8, 7);
       std::vector<Tensor> params;
       for (auto& p : m.parameters())
         if (p.info.role == ParamRole::Embedding || p.name == "blocks.0.attn.qkv.weight")
           params.push_back(p.tensor);
-      testing::GradCheck opt;
-      opt.max_elements = 24;
-      EXPECT_TRUE(testing::grad_check(
-          [&](const std::vector<Tensor>&) {
-            return Model::loss(m.forward(x, 2, 5, ForwardMode::eval()), y);
-          },
-          params, opt))
-          << name_of(pos) << " tied=" << tied;
+      EXPECT_TRUE(loss_grads_match(m, params, 24)) << name_of(pos) << " tied=" << tied;
     }
 }
 
