@@ -55,7 +55,8 @@ void BM_AttentionForward(benchmark::State& st) {
   setup_threads();
   const int64_t B = st.range(0), T = st.range(1), C = st.range(2), NH = st.range(3);
   auto qkv = random_vec(B * T * 3 * C, 3);
-  std::vector<float> y(static_cast<size_t>(B * T * C)), att(static_cast<size_t>(B * NH * T * T));
+  std::vector<float> y(static_cast<size_t>(B * T * C)),
+      att(static_cast<size_t>(B * NH * attention_probs_size(T, C / NH, nullptr)));
   for (auto _ : st) attention_forward(y.data(), att.data(), qkv.data(), B, T, C, NH);
   st.counters["GFLOP/s"] =
       benchmark::Counter(4.0 * B * T * T * C, benchmark::Counter::kIsIterationInvariantRate);
@@ -64,7 +65,8 @@ void BM_AttentionBackward(benchmark::State& st) {
   setup_threads();
   const int64_t B = st.range(0), T = st.range(1), C = st.range(2), NH = st.range(3);
   auto qkv = random_vec(B * T * 3 * C, 3), dy = random_vec(B * T * C, 4);
-  std::vector<float> y(static_cast<size_t>(B * T * C)), att(static_cast<size_t>(B * NH * T * T)),
+  std::vector<float> y(static_cast<size_t>(B * T * C)),
+      att(static_cast<size_t>(B * NH * attention_probs_size(T, C / NH, nullptr))),
       dqkv(static_cast<size_t>(B * T * 3 * C));
   attention_forward(y.data(), att.data(), qkv.data(), B, T, C, NH);
   for (auto _ : st) attention_backward(dqkv.data(), dy.data(), att.data(), qkv.data(), B, T, C, NH);

@@ -179,6 +179,23 @@ TEST(CausalAttention, TiledKernelsMatchFiniteDifferences) {
                          {randn({2, 19, 96}, 14)}));
 }
 
+// Packed probabilities (T a multiple of 16, several bands of 16 rows): the rows of each band
+// start where the band before ends, so a mistake in the offsets shows in the gradients.
+TEST(CausalAttention, TiledKernelsWithPackedProbabilitiesMatchFiniteDifferences) {
+  ASSERT_TRUE(attention_tiled(16, nullptr));
+  EXPECT_TRUE(grad_check([](const std::vector<Tensor>& in) { return causal_attention(in[0], 2); },
+                         {randn({1, 48, 96}, 16)}));
+}
+
+TEST(CausalAttention, KeepsOnlyTheKeyChunksEachRowReachesOnTheTiledPath) {
+  EXPECT_EQ(attention_probs_size(64, 16, nullptr), 2560);  // 16 * 16 * (1 + 2 + 3 + 4)
+  EXPECT_EQ(attention_probs_size(16, 16, nullptr), 256);
+  EXPECT_EQ(attention_probs_size(37, 16, nullptr), 37 * 37);  // not whole chunks: the square
+  EXPECT_EQ(attention_probs_size(64, 8, nullptr), 64 * 64);   // the gemm path: the square
+  const float mask = 1.0f;
+  EXPECT_EQ(attention_probs_size(64, 16, &mask), 64 * 64);
+}
+
 TEST(CausalAttention, TakesTheGemmPathForHeadSizesOtherThanMultiplesOf16OrWithDropout) {
   EXPECT_FALSE(attention_tiled(8, nullptr));
   EXPECT_FALSE(attention_tiled(24, nullptr));

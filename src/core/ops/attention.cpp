@@ -38,6 +38,18 @@ namespace {
 
 int64_t padded(int64_t T) { return (T + kLanes - 1) / kLanes * kLanes; }
 
+// Where row i of one (batch, head)'s P starts. The tiled path with T % 16 == 0 keeps P packed by
+// bands of 16 rows: the rows of band c = i / 16 reach only the key chunks 0..c (the tiled kernels
+// neither write nor read the chunks after a row's own), so each holds 16 (c + 1) floats, and P
+// takes 16 * 16 * n (n + 1) / 2 floats for n = T / 16 bands instead of T^2 (0.625 of it at T = 64,
+// about half at large T). Every other case: the full (T, T) square, row i at i T.
+bool packed_probs(int64_t T, bool tiled) { return tiled && T % kLanes == 0; }
+SL_VINLINE int64_t probs_row(int64_t i, int64_t T) {
+  if (T % kLanes != 0) return i * T;
+  const int64_t c = i / kLanes;
+  return kLanes * kLanes * (c * (c + 1) / 2) + (i % kLanes) * kLanes * (c + 1);
+}
+
 // xt (HS, Tp) = X^T for the (T, HS) rows of x (row stride ld), zero past T. HS is a multiple of
 // 16 (the tiled path's condition): whole 16 x 16 blocks in registers, the last T % 16 rows one
 // by one.
@@ -135,20 +147,22 @@ SL_VINLINE void forward_rows(float* y, int64_t ldy, float* p, const float* q, co
                              const float* kt, float* sc) {
   const int64_t Tp = padded(T), last = i0 + R - 1;
   row_dots<R>(sc, q, ld, kt, i0, Tp, HS, s);  // sc[r][j] = s q_{i0+r} . k_j
-  for (int r = 0; r < R; ++r) softmax_row(p + (i0 + r) * T, sc + r * Tp, i0 + r, T);
+  for (int r = 0; r < R; ++r) softmax_row(p + probs_row(i0 + r, T), sc + r * Tp, i0 + r, T);
   for (int64_t c = 0; c < HS; c += kLanes) {  // y_i = sum_{j <= i} p_ij v_j (p_ij = 0 past i)
     v16 acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = v16{};
+    const float* pr[R];
+    for (int r = 0; r < R; ++r) acc[r] = v16{}, pr[r] = p + probs_row(i0 + r, T);
     for (int64_t j = 0; j <= last; ++j) {
       const v16 vj = vload(v + j * ld + c);
-      for (int r = 0; r < R; ++r) acc[r] += vsplat(p[(i0 + r) * T + j]) * vj;
+      for (int r = 0; r < R; ++r) acc[r] += vsplat(pr[r][j]) * vj;
     }
     for (int r = 0; r < R; ++r) vstore(y + (i0 + r) * ldy + c, acc[r]);
   }
 }
 
-// Forward of one (batch, head): p (T, T) the probabilities (0 above the diagonal within the
-// diagonal's 16-key chunk; the chunks after it unwritten when T % 16 == 0), y (T, HS).
+// Forward of one (batch, head): p the probabilities, row i at probs_row(i, T) (0 above the
+// diagonal within the diagonal's 16-key chunk; packed, without the chunks after it, when
+// T % 16 == 0), y (T, HS).
 // q, k, v (T, HS) rows of stride ld; y rows of stride ldy. kt: (HS, Tp) scratch, sc: (4, Tp).
 SL_SIMD_CLONES void attention_head_forward(float* y, int64_t ldy, float* p, const float* q,
                                            const float* k, const float* v, int64_t ld, int64_t T,
@@ -170,7 +184,7 @@ SL_VINLINE void backward_rows(float* dq, float* dk_acc, float* dv_acc, const flo
   row_dots<R>(ds, dy, ldy, vt, i0, Tp, HS, 1.0f);  // ds[r][j] = dP_ij = dy_i . v_j
   for (int r = 0; r < R; ++r) {  // ds[r][j] = s dS_ij = s P_ij (dP_ij - <dP_i, P_i>), 0 past i
     const int64_t i = i0 + r;
-    const float* pi = p + i * T;
+    const float* pi = p + probs_row(i, T);
     float* dsr = ds + r * Tp;
     if (T % kLanes == 0) {  // whole chunks: P_ij = 0 past i, so those lanes add 0 and give 0
       const int64_t chunks = i / kLanes + 1;
@@ -189,7 +203,9 @@ SL_VINLINE void backward_rows(float* dq, float* dk_acc, float* dv_acc, const flo
   }
   for (int64_t c = 0; c < HS; c += kLanes) {
     v16 dyc[R], qc[R], acc[R];
+    const float* pr[R];
     for (int r = 0; r < R; ++r) {
+      pr[r] = p + probs_row(i0 + r, T);
       dyc[r] = vload(dy + (i0 + r) * ldy + c);
       qc[r] = vload(q + (i0 + r) * ld + c);
       acc[r] = v16{};
@@ -199,9 +215,9 @@ SL_VINLINE void backward_rows(float* dq, float* dk_acc, float* dv_acc, const flo
       v16 gk = vload(dk_acc + j * HS + c), gv = vload(dv_acc + j * HS + c);
       for (int r = 0; r < R; ++r) {
         const v16 dsj = vsplat(ds[r * Tp + j]);
-        acc[r] += dsj * kj;                          // dq_i += s dS_ij k_j
-        gk += dsj * qc[r];                           // dk_j += s dS_ij q_i
-        gv += vsplat(p[(i0 + r) * T + j]) * dyc[r];  // dv_j += P_ij dy_i
+        acc[r] += dsj * kj;               // dq_i += s dS_ij k_j
+        gk += dsj * qc[r];                // dk_j += s dS_ij q_i
+        gv += vsplat(pr[r][j]) * dyc[r];  // dv_j += P_ij dy_i
       }
       vstore(dk_acc + j * HS + c, gk);
       vstore(dv_acc + j * HS + c, gv);
@@ -214,7 +230,8 @@ SL_VINLINE void backward_rows(float* dq, float* dk_acc, float* dv_acc, const flo
 }
 
 // Backward of one (batch, head): dq, dk, dv (T, HS) rows of stride ld, = (beta 0) or += (beta 1)
-// the gradients, given p (T, T) and dy (T, HS) rows of stride ldy.
+// the gradients, given p (rows at probs_row, as the forward wrote them) and dy (T, HS) rows of
+// stride ldy.
 // scratch: 2 T HS + HS Tp + 4 Tp floats.
 SL_SIMD_CLONES void attention_head_backward(float* dq, float* dk, float* dv, const float* dy,
                                             int64_t ldy, const float* p, const float* q,
@@ -277,10 +294,17 @@ bool attention_tiled(int64_t HS, const float* drop) {
   return HS % kLanes == 0 && drop == nullptr && !attention_force_gemm();
 }
 
+int64_t attention_probs_size(int64_t T, int64_t HS, const float* drop) {
+  if (!packed_probs(T, attention_tiled(HS, drop))) return T * T;
+  const int64_t n = T / kLanes;
+  return kLanes * kLanes * (n * (n + 1) / 2);
+}
+
 void attention_forward(float* y, float* att, const float* qkv, int64_t B, int64_t T, int64_t C,
                        int64_t NH, const float* drop, bool keep_att) {
   const int64_t HS = C / NH, C3 = 3 * C;
   const float s = 1.0f / std::sqrt(static_cast<float>(HS));
+  const int64_t PS = attention_probs_size(T, HS, drop);  // floats of one (batch, head)'s P
   if (attention_tiled(HS, drop)) {
     const int64_t per_thread = (HS + kRowBlock) * padded(T);  // K^T and 4 score rows
     auto scratch = make_buffer(static_cast<size_t>(num_threads() * per_thread));
@@ -288,9 +312,8 @@ void attention_forward(float* y, float* att, const float* qkv, int64_t B, int64_
       const int64_t b = bh / NH, h = bh % NH;
       const float* q = qkv + b * T * C3 + h * HS;
       float* kt = scratch->data() + thread_index() * per_thread;  // (HS, Tp), then sc (4, Tp)
-      attention_head_forward(y + b * T * C + h * HS, C,
-                             att + (keep_att ? bh : thread_index()) * T * T, q, q + C, q + 2 * C,
-                             C3, T, HS, s, kt, kt + HS * padded(T));
+      attention_head_forward(y + b * T * C + h * HS, C, att + (keep_att ? bh : thread_index()) * PS,
+                             q, q + C, q + 2 * C, C3, T, HS, s, kt, kt + HS * padded(T));
     });
     return;
   }
@@ -301,7 +324,7 @@ void attention_forward(float* y, float* att, const float* qkv, int64_t B, int64_
     const float* q = qkv + b * T * C3 + h * HS;  // (T, HS), row stride 3C
     const float* k = q + C;
     const float* v = q + 2 * C;
-    float* p = att + (keep_att ? bh : thread_index()) * T * T;  // (T, T)
+    float* p = att + (keep_att ? bh : thread_index()) * PS;  // (T, T)
     gemm_ld(false, true, T, T, HS, s, q, C3, k, C3, 0.0f, p, T);
     causal_softmax_rows(p, T);
     const float* pv = p;
@@ -319,6 +342,7 @@ void attention_backward(float* dqkv, const float* dy, const float* att, const fl
   const int64_t HS = C / NH, C3 = 3 * C;
   const float s = 1.0f / std::sqrt(static_cast<float>(HS));
   const float beta = overwrite ? 0.0f : 1.0f;  // each head's dQ, dK, dV columns are written once
+  const int64_t PS = attention_probs_size(T, HS, drop);  // floats of one (batch, head)'s P
   if (attention_tiled(HS, drop)) {
     const int64_t per_thread = 2 * T * HS + (HS + kRowBlock) * padded(T);
     auto scratch = make_buffer(static_cast<size_t>(num_threads() * per_thread));
@@ -326,8 +350,8 @@ void attention_backward(float* dqkv, const float* dy, const float* att, const fl
       const int64_t b = bh / NH, h = bh % NH;
       const int64_t off = b * T * C3 + h * HS;
       attention_head_backward(dqkv + off, dqkv + off + C, dqkv + off + 2 * C,
-                              dy + b * T * C + h * HS, C, att + bh * T * T, qkv + off,
-                              qkv + off + C, qkv + off + 2 * C, C3, T, HS, s, !overwrite,
+                              dy + b * T * C + h * HS, C, att + bh * PS, qkv + off, qkv + off + C,
+                              qkv + off + 2 * C, C3, T, HS, s, !overwrite,
                               scratch->data() + thread_index() * per_thread);
     });
     return;
@@ -343,7 +367,7 @@ void attention_backward(float* dqkv, const float* dy, const float* att, const fl
     float* dq = dqkv + off;
     float* dk = dq + C;
     float* dv = dq + 2 * C;
-    const float* p = att + bh * T * T;                          // (T, T)
+    const float* p = att + bh * PS;                             // (T, T)
     const float* dyb = dy + b * T * C + h * HS;                 // (T, HS), row stride C
     float* dp = scratch->data() + thread_index() * per_thread;  // (T, T)
     const float* m = drop ? drop + bh * T * T : nullptr;        // (T, T)
@@ -374,8 +398,9 @@ Tensor causal_attention(const Tensor& qkv, int64_t n_head, const Tensor& drop_ma
   const float* drop = drop_mask.defined() ? drop_mask.data() : nullptr;
   Tensor y = Tensor::empty(Shape{B, T, C});
   const bool grad = needs_grad(qkv);
-  auto att = make_buffer(static_cast<size_t>((grad ? B * n_head : num_threads()) * T *
-                                             T));  // (B, NH, T, T), or (threads, T, T)
+  auto att = make_buffer(static_cast<size_t>(
+      (grad ? B * n_head : num_threads()) *
+      attention_probs_size(T, C / n_head, drop)));  // per (batch, head), or per thread
   attention_forward(y.data(), att->data(), qkv.data(), B, T, C, n_head, drop, grad);
   // The tiled forward leaves P's chunks past the diagonal's unwritten, which only the tiled
   // backward does not read: both must take the same path (they can differ only through the
