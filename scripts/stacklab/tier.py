@@ -2,9 +2,9 @@
 invocation, and the size and estimated cost of a tier before it runs.
 
     python3 scripts/tier.py full-configs [--check]   # configs/experiments/full/*.json from the quick tier
-    python3 scripts/tier.py files quick|full [--claims] [--text] [--converge]   # a tier's sweep files
+    python3 scripts/tier.py files quick|full [--claims] [--text] [--converge] [--signal]   # a tier's sweep files
     python3 scripts/tier.py later                      # the extension sweeps, run after their sources
-    python3 scripts/tier.py list quick|claims|text|converge|full|full-only|extends|covered   # names, one line
+    python3 scripts/tier.py list quick|claims|text|converge|signal|full|full-only|extends|covered   # one line
     python3 scripts/tier.py text-files FILE...         # the sweep files that read a text file
     python3 scripts/tier.py extend BIN OUT             # copy the runs an extension sweep continues
     python3 scripts/tier.py prepare OUT FILE... [--tiny]   # OUT/sweeps/<name>.json, out_dir OUT/<name>
@@ -51,6 +51,10 @@ TEXT_SWEEPS = ("text_probe", "text_train", "text_map")
 # `stacklab train --resume --train.max_iters=N` continues, so nothing is trained twice.
 CONVERGE_SWEEPS = ("converge_synth", "converge_synth_map", "converge_text", "converge_text_map", "converge_synth_long")
 EXTENDS = {"converge_synth_long": "converge_synth"}
+# The residual-or-signal study (issue 45 part 2, configs/experiments/signal_rules.json; `reproduce.sh
+# --signal`, opt-in, in no tier by default): the probe at init, then the trainings, each run stopped at
+# its escape. signal_study.py judges them from OUT/<name>.
+SIGNAL_SWEEPS = ("signal_probe", "signal_shaped", "signal_sublayer")
 COVERED_BY = {"map_core": "stability_map", "text_point": "text_train"}
 # The full tier: >= 5 training seeds (from the quick file's first seed: round 2 of the claims runs
 # at seeds 5-7, so 5-9), these rates at every wiring and depth, twice the
@@ -176,11 +180,12 @@ def cmd_full_configs(args):
     return 0
 
 
-def tier_sweeps(tier, claims=False, text=False, converge=False):
+def tier_sweeps(tier, claims=False, text=False, converge=False, signal=False):
     """The sweep names of a tier: the full tier's, or the quick tier's with the claims sweeps
-    (--claims), the text study's (--text) and the convergence study's (--converge) added; a quick
-    sweep whose cells a added sweep holds (COVERED_BY) is left out, so no config runs twice."""
-    extra = CONVERGE_SWEEPS if converge else ()
+    (--claims), the text study's (--text) added; either with the convergence study's (--converge)
+    and the residual-or-signal study's (--signal) added; a quick sweep whose cells an added sweep
+    holds (COVERED_BY) is left out, so no config runs twice."""
+    extra = (CONVERGE_SWEEPS if converge else ()) + (SIGNAL_SWEEPS if signal else ())
     if tier == "full":
         return FULL_SWEEPS + extra
     names = QUICK_SWEEPS + (CLAIMS_SWEEPS if claims else ()) + (TEXT_SWEEPS if text else ()) + extra
@@ -207,7 +212,7 @@ def text_sweeps(names, tier_dir=QUICK_DIR):
 
 # The lists `tier.py list` prints (reproduce.sh's --help names them from here).
 LISTS = {"quick": lambda: QUICK_SWEEPS, "claims": lambda: CLAIMS_SWEEPS, "text": lambda: TEXT_SWEEPS,
-         "converge": lambda: CONVERGE_SWEEPS, "full": lambda: FULL_SWEEPS,
+         "converge": lambda: CONVERGE_SWEEPS, "signal": lambda: SIGNAL_SWEEPS, "full": lambda: FULL_SWEEPS,
          "full-only": lambda: tuple(n for n in FULL_SWEEPS if n not in tier_sweeps("quick", claims=True, text=True)),
          "extends": lambda: tuple(f"{n} continues {src}" for n, src in EXTENDS.items()),
          "covered": lambda: tuple(f"{by} holds {n}'s cells" for n, by in COVERED_BY.items())}
@@ -230,8 +235,8 @@ def cmd_text_files(args):
 def cmd_files(args):
     """The source sweep files of a tier, one per line, relative to the repository (reproduce.sh's
     working directory): the quick tier's (with --claims also the claims sweeps, with --text the
-    text study's) or the full tier's."""
-    names = tier_sweeps(args.tier, args.claims, args.text, args.converge)
+    text study's) or the full tier's; either with --converge and --signal's opt-in studies."""
+    names = tier_sweeps(args.tier, args.claims, args.text, args.converge, args.signal)
     paths = [os.path.join(FULL_DIR if args.tier == "full" else QUICK_DIR, n + ".json") for n in names]
     missing = [p for p in paths if not os.path.isfile(p)]
     if missing:
@@ -653,6 +658,8 @@ def main(argv=None):
                    help="quick tier: add the text study's sweeps on tiny Shakespeare (the full tier has them)")
     a.add_argument("--converge", action="store_true",
                    help="add the convergence study's sweeps (issue 36; in no tier by default)")
+    a.add_argument("--signal", action="store_true",
+                   help="add the residual-or-signal study's sweeps (issue 45 part 2; in no tier by default)")
     sub.add_parser("later", help="print the extension sweeps' names (run after their sources)")
     a = sub.add_parser("list", help="print a list of sweep names on one line (reproduce.sh --help reads them)")
     a.add_argument("what", choices=tuple(LISTS))

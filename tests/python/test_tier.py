@@ -313,6 +313,56 @@ class ConvergeTier(unittest.TestCase):
                          (steps, steps))
 
 
+class SignalTier(unittest.TestCase):
+    """The residual-or-signal study's sweeps (signal_rules.json, issue 45 part 2): opt-in like the
+    convergence study, and prepared into OUT/<name>, where signal_study reads them."""
+
+    def files(self, *flags):
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            self.assertEqual(tier.main(["files", "quick", *flags]), 0)
+        return out.getvalue().split()
+
+    def test_no_tier_runs_it_unless_asked(self):
+        for t in ("quick", "full"):
+            self.assertFalse(set(tier.SIGNAL_SWEEPS) & set(tier.tier_sweeps(t, claims=True, text=True, converge=True)))
+        self.assertEqual(tier.tier_sweeps("quick", signal=True)[-3:], tier.SIGNAL_SWEEPS)
+
+    def test_files_with_signal_adds_its_three_sweep_files_to_the_quick_tier(self):
+        plain, with_signal = self.files(), self.files("--signal")
+        added = [f"configs/experiments/{n}.json" for n in ("signal_probe", "signal_shaped", "signal_sublayer")]
+        self.assertEqual(with_signal, plain + added)
+        self.assertFalse(set(added) & set(self.files("--converge", "--claims", "--text")))
+
+    def test_list_signal_names_the_sweeps_on_one_line(self):
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            self.assertEqual(tier.main(["list", "signal"]), 0)
+        self.assertEqual(out.getvalue(), "signal_probe, signal_shaped, signal_sublayer\n")
+
+    def test_the_names_are_the_sweeps_signal_study_reads(self):
+        from stacklab import signal_study
+        self.assertEqual(set(tier.SIGNAL_SWEEPS), {signal_study.PROBE_SWEEP, *signal_study.TRAIN_SWEEPS})
+        for name in tier.SIGNAL_SWEEPS:
+            s = tier.read_json(os.path.join(tier.QUICK_DIR, name + ".json"))
+            self.assertEqual(s["name"], name)
+            self.assertEqual(s["mode"], "probe" if name == signal_study.PROBE_SWEEP else "train")
+
+    def test_prepare_points_each_copy_at_out_not_at_runs_signal(self):
+        srcs = [os.path.join(tier.QUICK_DIR, n + ".json") for n in tier.SIGNAL_SWEEPS]
+        with tempfile.TemporaryDirectory() as d:
+            with contextlib.redirect_stdout(io.StringIO()):
+                self.assertEqual(tier.main(["prepare", d, *srcs]), 0)
+            for name in tier.SIGNAL_SWEEPS:
+                s = tier.read_json(os.path.join(d, "sweeps", name + ".json"))
+                self.assertEqual(s["out_dir"], os.path.join(d, name))
+                self.assertEqual(s["base"], os.path.join(tier.ROOT, "configs", "base.json"))
+            with contextlib.redirect_stdout(io.StringIO()):
+                self.assertEqual(tier.main(["prepare", d, *srcs, "--tiny"]), 0)
+            tiny = tier.read_json(os.path.join(d, "sweeps", "signal_shaped.json"))
+        self.assertEqual(tiny["grid"]["model.n_layer"], [2])
+        self.assertEqual(tiny["overrides"]["train.stop_below_unigram"], 0.1)
+        self.assertEqual(tiny["overrides"]["train.max_iters"], tier.TINY["train.max_iters"])
+
+
 class Extend(unittest.TestCase):
     """tier.py extend copies an extension sweep's completed source runs for `stacklab sweep
     --on-change extend` to continue; with --settled (the Slurm path) it copies nothing while a
