@@ -235,9 +235,11 @@ def cmd_text_files(args):
 def cmd_files(args):
     """The source sweep files of a tier, one per line, relative to the repository (reproduce.sh's
     working directory): the quick tier's (with --claims also the claims sweeps, with --text the
-    text study's) or the full tier's; either with --converge and --signal's opt-in studies."""
+    text study's) or the full tier's; either with --converge and --signal's opt-in studies, whose
+    files are configs/experiments/'s at both tiers (full-configs derives none of them)."""
     names = tier_sweeps(args.tier, args.claims, args.text, args.converge, args.signal)
-    paths = [os.path.join(FULL_DIR if args.tier == "full" else QUICK_DIR, n + ".json") for n in names]
+    paths = [os.path.join(FULL_DIR if args.tier == "full" and n in FULL_SWEEPS else QUICK_DIR, n + ".json")
+             for n in names]
     missing = [p for p in paths if not os.path.isfile(p)]
     if missing:
         hint = " (python3 scripts/tier.py full-configs)" if args.tier == "full" else ""

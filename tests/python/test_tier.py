@@ -333,6 +333,16 @@ class SignalTier(unittest.TestCase):
         self.assertEqual(with_signal, plain + added)
         self.assertFalse(set(added) & set(self.files("--converge", "--claims", "--text")))
 
+    def test_the_full_tier_adds_the_opt_in_studies_from_their_own_files(self):
+        # `--full --converge` looked for configs/experiments/full/converge_synth.json, which full-configs
+        # never writes, and stopped there.
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            self.assertEqual(tier.main(["files", "full", "--converge", "--signal"]), 0)
+        paths = out.getvalue().split()
+        self.assertIn("configs/experiments/full/train_grid.json", paths)
+        opt_in = tier.CONVERGE_SWEEPS + tier.SIGNAL_SWEEPS
+        self.assertEqual(paths[-len(opt_in):], [f"configs/experiments/{n}.json" for n in opt_in])
+
     def test_list_signal_names_the_sweeps_on_one_line(self):
         with contextlib.redirect_stdout(io.StringIO()) as out:
             self.assertEqual(tier.main(["list", "signal"]), 0)
