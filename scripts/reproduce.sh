@@ -9,6 +9,7 @@
 #   bash scripts/reproduce.sh --claims           # quick tier plus the sweeps of claims.json's configs
 #   bash scripts/reproduce.sh --text             # quick tier plus the study on tiny Shakespeare (data step first)
 #   bash scripts/reproduce.sh --converge         # quick tier plus the convergence study (issue 36; hours)
+#   bash scripts/reproduce.sh --signal           # quick tier plus the residual-or-signal study (issue 45 part 2)
 #   bash scripts/reproduce.sh --full --jobs 2    # full tier (configs/experiments/full/) -> runs/deep_stacking_full
 #   bash scripts/reproduce.sh --full --executor slurm --slurm-partition cpu --slurm-time 04:00:00
 #   bash scripts/reproduce.sh --full --report-only          # after the Slurm jobs: figures and report
@@ -28,8 +29,9 @@ usage() {
   py="$(command -v python3 || echo /usr/bin/python3)"
   names() { "$py" scripts/tier.py list "$1" | fold -s -w 84 | sed 's/ *$//; 1!s/^/                    /'; }
   cat <<'EOF'
-usage: bash scripts/reproduce.sh [--full] [--claims] [--text] [--converge] [--out DIR] [--jobs N] [--executor local|slurm]
-                                 [--slurm-* VALUE ...] [--max-parallel K] [--wait] [--report-only] [--tiny]
+usage: bash scripts/reproduce.sh [--full] [--claims] [--text] [--converge] [--signal] [--out DIR] [--jobs N]
+                                 [--executor local|slurm] [--slurm-* VALUE ...] [--max-parallel K] [--wait]
+                                 [--report-only] [--tiny]
 
   --full            the full tier: configs/experiments/full/*.json (5 seeds, 4 learning rates at every
                     wiring and depth, twice the quick horizon); prints its size (runs, how many are done,
@@ -43,6 +45,11 @@ usage: bash scripts/reproduce.sh [--full] [--claims] [--text] [--converge] [--ou
                     extension sweep continues its source's runs without a residual from H to 4H with
                     `stacklab train --resume` on copies of them; prints its size first. Opt-in: no tier
                     runs it by default. Hours on 2 cores (docs/study.md, "Convergence")
+  --signal          add the residual-or-signal study (issue 45 part 2, configs/experiments/
+                    signal_rules.json: without a residual, does shaped attention train where softmax
+                    attention does not?); prints its size first (an upper bound: each run stops at its
+                    escape). Opt-in: no tier runs it by default. About 1 hour on 2 cores if nothing
+                    escapes (the rules' budget); the report's "The residual, or the signal?" judges it
 EOF
   cat <<EOF
 
@@ -52,6 +59,7 @@ EOF
     --claims adds   $(names claims)
     --text adds     $(names text)
     --converge adds $(names converge)
+    --signal adds   $(names signal)
     extension       $(names extends)
     runs once       $(names covered)
                     (where a tier has both, only the first runs)
@@ -86,6 +94,7 @@ now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
 TIER=quick OUT="" JOBS="${STACKLAB_JOBS:-2}" EXECUTOR=local REPORT_ONLY=0 TINY=0 WAIT=0 CLAIMS=0 TEXT=0 CONVERGE=0
+SIGNAL=0
 SLURM_ARGS=()
 while (($#)); do
   case "$1" in
@@ -94,6 +103,7 @@ while (($#)); do
     --claims) CLAIMS=1 ;;
     --text) TEXT=1 ;;
     --converge) CONVERGE=1 ;;
+    --signal) SIGNAL=1 ;;
     --report-only) REPORT_ONLY=1 ;;
     --tiny) TINY=1 ;;
     --wait) WAIT=1; SLURM_ARGS+=(--wait) ;;
@@ -135,9 +145,10 @@ fi
 T_SETUP="$(now)"
 [[ -x "$BIN" ]] || die "$BIN not found after setup"
 PY="$(bash scripts/find_python.sh --plot)" || die "no Python with numpy and matplotlib (see above)"
-# The tier's sweep files (scripts/stacklab/tier.py: QUICK_SWEEPS, CLAIMS_SWEEPS, FULL_SWEEPS).
+# The tier's sweep files (scripts/stacklab/tier.py: QUICK_SWEEPS, CLAIMS_SWEEPS, FULL_SWEEPS; CONVERGE_SWEEPS
+# and SIGNAL_SWEEPS, the opt-in studies).
 mapfile -t SRC_FILES < <("$PY" scripts/tier.py files "$TIER" $([[ $CLAIMS == 1 ]] && echo --claims) \
-  $([[ $TEXT == 1 ]] && echo --text) $([[ $CONVERGE == 1 ]] && echo --converge))
+  $([[ $TEXT == 1 ]] && echo --text) $([[ $CONVERGE == 1 ]] && echo --converge) $([[ $SIGNAL == 1 ]] && echo --signal))
 ((${#SRC_FILES[@]})) || die "scripts/tier.py files $TIER failed (see above)"
 
 # The text sweeps (tier.py text-files: data.source "text" in the file) read tiny Shakespeare, which the
@@ -217,7 +228,7 @@ if ((REPORT_ONLY)); then
   say "--report-only: running nothing"
   "$BIN" sweep --status "${SWEEPS[@]/#/$OUT/}" || say "not every run completed (see above)"
 else
-  if [[ "$TIER" == full || $TINY == 1 || $CONVERGE == 1 ]]; then
+  if [[ "$TIER" == full || $TINY == 1 || $CONVERGE == 1 || $SIGNAL == 1 ]]; then
     "$PY" scripts/tier.py size "$BIN" "${SWEEP_FILES[@]}" --timing "$TIMING" || die "scripts/tier.py size failed"
   fi
   # All sweeps in one `stacklab sweep` call: one pool of $JOBS slots, so no core idles at the end of
@@ -260,7 +271,7 @@ else
   if [[ "$EXECUTOR" == slurm && $WAIT == 0 ]]; then
     printf '{"stage": "submitted", "time": %s}\n' "$(now)" >>"$TIMING"
     say "submitted. Follow: $BIN sweep --status ${SWEEPS[*]/#/$OUT/}"
-    say "when the jobs are done: bash scripts/reproduce.sh $([[ $TIER == full ]] && echo '--full ')$([[ $CLAIMS == 1 ]] && echo '--claims ')$([[ $TEXT == 1 ]] && echo '--text ')$([[ $CONVERGE == 1 ]] && echo '--converge ')--out $OUT --report-only"
+    say "when the jobs are done: bash scripts/reproduce.sh $([[ $TIER == full ]] && echo '--full ')$([[ $CLAIMS == 1 ]] && echo '--claims ')$([[ $TEXT == 1 ]] && echo '--text ')$([[ $CONVERGE == 1 ]] && echo '--converge ')$([[ $SIGNAL == 1 ]] && echo '--signal ')--out $OUT --report-only"
     exit "$status"
   fi
 fi

@@ -193,11 +193,19 @@ class Tiers(unittest.TestCase):
         out = subprocess.run(["bash", os.path.join(tier.ROOT, "scripts", "reproduce.sh"), "--help"], check=True,
                              capture_output=True, text=True).stdout
         listed = " ".join(out.split("The sweeps", 1)[1].split())
-        for what in ("quick", "claims", "text", "converge", "full-only"):
+        for what in ("quick", "claims", "text", "converge", "signal", "full-only"):
             with contextlib.redirect_stdout(io.StringIO()) as f:
                 tier.main(["list", what])
             self.assertIn(f.getvalue().strip(), listed, what)
         self.assertEqual(tier.LISTS["full-only"](), ("extras", "extras_init", "extras_lr"))
+
+    def test_the_report_only_hint_repeats_every_flag_that_adds_sweeps(self):
+        # After a Slurm submission reproduce.sh prints the command that writes the report; a flag left
+        # out of it would judge the folder without that study's sweeps (their section "not run").
+        with open(os.path.join(tier.ROOT, "scripts", "reproduce.sh"), encoding="utf-8") as f:
+            hint = next(ln for ln in f if "when the jobs are done: bash scripts/reproduce.sh" in ln)
+        for flag in ("--full", "--claims", "--text", "--converge", "--signal"):
+            self.assertIn(f"echo '{flag} '", hint, flag)
 
     def test_map_core_is_cells_of_the_stability_map_with_its_configs(self):
         core = tier.read_json(os.path.join(tier.QUICK_DIR, "map_core.json"))
