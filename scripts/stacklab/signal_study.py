@@ -4,11 +4,13 @@ seeds' escape steps (train.stop_below_unigram's criterion, escape_results.run_es
 trains (at least `need` of its seeds escaped within the horizon), its rank ratio at init (the
 probe sweep), and the verdicts the rules give.
 
-    res = judge("runs/signal", rules)       # Judged: points, verdicts
+    res = judge("runs/signal", load_rules())  # Judged: points, verdicts
     print(markdown(res))                    # the table and the verdicts, for docs/study.md
+    findings_json(res)                      # findings.json's "signal" (judge.py)
     python3 -m stacklab.signal_study runs/signal [--results docs/results]
-Not here: the runs (stacklab sweep configs/experiments/signal_*.json), the escape criterion
-(escape_results.py), the law's fit (escape_law.py).
+The report's section renders the same Judged (report/signal.py) from table() and verdict_items().
+Not here: the runs (`reproduce.sh --signal`, or stacklab sweep configs/experiments/signal_*.json), the
+escape criterion (escape_results.py), the law's fit (escape_law.py).
 """
 import argparse
 import json
@@ -19,11 +21,19 @@ from dataclasses import dataclass, field
 
 from . import runlog
 from .escape_results import finished_runs, run_escape, write_results_csv
+from .tier import SIGNAL_SWEEPS
 
-RULES = os.path.join(os.path.dirname(__file__), "..", "..", "configs", "experiments", "signal_rules.json")
-TRAIN_SWEEPS = ("signal_shaped", "signal_sublayer")
+RULES_FILE = "configs/experiments/signal_rules.json"
+RULES = os.path.join(os.path.dirname(__file__), "..", "..", RULES_FILE)
+COMMAND = "bash scripts/reproduce.sh --signal"
 PROBE_SWEEP = "signal_probe"
+TRAIN_SWEEPS = tuple(n for n in SIGNAL_SWEEPS if n != PROBE_SWEEP)  # signal_shaped, signal_sublayer
 KINDS = ("softmax", "shaped", "shaped_no_identity")
+
+
+def load_rules(path=None) -> dict:
+    with open(path or RULES, encoding="utf-8") as f:
+        return json.load(f)
 
 
 def point_of(config: dict) -> str:
@@ -74,12 +84,22 @@ class Point:
             return "not probed"
         return f"{statistics.median(self.rank_ratio):.3g}"
 
+    def trains_text(self) -> str:
+        return ("yes" if self.trains else "no") if self.complete else f"({len(self.seeds)} of 3 seeds finished)"
+
 
 @dataclass
 class Judged:
     points: dict       # (name, depth) -> Point
     verdicts: dict     # depth -> text; "control", "sublayer": {depth: text}
     missing: list      # (name, depth) of the rules' points with fewer than 3 finished seeds
+    sweeps: list = field(default_factory=list)  # the signal sweeps the folder holds (SIGNAL_SWEEPS' order)
+    rules: dict = field(default_factory=dict)   # signal_rules.json, as judged
+
+    @property
+    def present(self) -> bool:
+        """Whether the folder holds any of the signal sweeps (else the study was not run there)."""
+        return bool(self.sweeps)
 
 
 def _seed(run) -> int:
@@ -176,29 +196,64 @@ def judge(root: str, rules: dict) -> Judged:
     need = 2
     pts = load_points(root, need)
     missing = [key for key in PLAN if key not in pts or not pts[key].complete]
-    return Judged(pts, verdicts(pts, rules), missing)
+    sweeps = [n for n in SIGNAL_SWEEPS if runlog.is_sweep_dir(os.path.join(root, n))]
+    return Judged(pts, verdicts(pts, rules), missing, sweeps, rules)
 
 
-def markdown(res: Judged) -> str:
-    lines = ["| point | L | escaped within H | escape steps | trains | rank ratio at init (median of 3) |",
-             "|---|---|---|---|---|---|"]
+# ---- the Judged as text: markdown() here, the report's section (report/signal.py) from the same parts ----
+
+TABLE_HEADER = ["point", "L", "escaped within H", "escape steps", "trains", "rank ratio at init (median of 3)"]
+
+
+def table(res: Judged) -> tuple:
+    """(header, rows): one row per point the rules plan (PLAN), a point with no run and no probe "not run"."""
+    rows = []
     for key in PLAN:
         p = res.points.get(key)
         if p is None:
-            lines.append(f"| {key[0]} | {key[1]} | not run | | | |")
+            rows.append([key[0], str(key[1]), "not run", "", "", ""])
             continue
-        tr = ("yes" if p.trains else "no") if p.complete else f"({len(p.seeds)} of 3 seeds finished)"
-        lines.append(f"| {p.name} | {p.depth} | {p.escaped} of {len(p.seeds)} | {p.steps_text()} | {tr} | "
-                     f"{p.rank_text()} |")
+        rows.append([p.name, str(p.depth), f"{p.escaped} of {len(p.seeds)}", p.steps_text(), p.trains_text(),
+                     p.rank_text()])
+    return TABLE_HEADER, rows
+
+
+def verdict_items(res: Judged) -> list:
+    """The verdict's parts, one line each: per depth (with its control), per depth of the sub-layer stacks."""
     v = res.verdicts
-    lines += ["", f"Verdict: {v['overall']}."]
-    for L, t in v["depth"].items():
-        lines.append(f"- L = {L}: {t}; control: {v['control'][L]}.")
-    for L, t in v["sublayer"].items():
-        lines.append(f"- sub-layers at L = {L}: {t}.")
+    return ([f"L = {L}: {t}; control: {v['control'][L]}." for L, t in v["depth"].items()]
+            + [f"sub-layers at L = {L}: {t}." for L, t in v["sublayer"].items()])
+
+
+def markdown(res: Judged) -> str:
+    header, rows = table(res)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    lines += ["", f"Verdict: {res.verdicts['overall']}."]
+    lines += ["- " + item for item in verdict_items(res)]
     if res.missing:
         lines.append("- not run or unfinished: " + ", ".join(f"{n} at L = {L}" for n, L in res.missing) + ".")
     return "\n".join(lines) + "\n"
+
+
+def findings_json(res: Judged) -> dict:
+    """findings.json's "signal": not run, or the verdict, its parts and every point with its seeds."""
+    if not res.present:
+        return {"present": False, "verdict": "not run", "how": COMMAND, "rules": RULES_FILE}
+    v = res.verdicts
+    order = [k for k in PLAN if k in res.points] + sorted(k for k in res.points if k not in PLAN)
+    return {
+        "present": True, "rules": RULES_FILE, "fixed_on": res.rules.get("fixed_on"), "sweeps": res.sweeps,
+        "horizon": (res.rules.get("horizon") or {}).get("H"), "verdict": v["overall"],
+        "depths": [{"depth": L, "verdict": t, "control": v["control"][L]} for L, t in v["depth"].items()],
+        "sublayer": [{"depth": L, "verdict": t} for L, t in v["sublayer"].items()],
+        "points": [{"point": p.name, "depth": p.depth, "planned": (p.name, p.depth) in PLAN,
+                    "seeds": [{"seed": sd, "escape_step": st, "last_eval_step": last} for sd, st, last in p.seeds],
+                    "escaped": p.escaped, "finished": len(p.seeds), "need": p.need,
+                    "trains": p.trains if p.complete else None, "rank_ratio_at_init": p.rank_ratio}
+                   for p in (res.points[k] for k in order)],
+        "not_judged": [{"point": n, "depth": L} for n, L in res.missing],
+    }
 
 
 def main(argv=None) -> int:
@@ -210,9 +265,7 @@ def main(argv=None) -> int:
     if not os.path.isdir(a.root):
         print(f"signal_study: {a.root} is not a folder", file=sys.stderr)
         return 2
-    with open(a.rules, encoding="utf-8") as f:
-        rules = json.load(f)
-    res = judge(a.root, rules)
+    res = judge(a.root, load_rules(a.rules))
     sys.stdout.write(markdown(res))
     if a.results:
         for sweep in TRAIN_SWEEPS:

@@ -91,6 +91,34 @@ class Verdicts(unittest.TestCase):
         self.assertIn("(1 of 3 seeds finished)", ss.markdown(res))
 
 
+class FindingsJson(unittest.TestCase):
+    """findings.json's "signal" (judge.py writes it): not run without the sweeps, else the verdict and
+    every point with its seeds."""
+
+    def test_a_folder_without_the_signal_sweeps_is_not_run(self):
+        with tempfile.TemporaryDirectory() as root:
+            res = ss.judge(root, RULES)
+        self.assertFalse(res.present)
+        self.assertEqual(ss.findings_json(res), {"present": False, "verdict": "not run", "how": ss.COMMAND,
+                                                 "rules": ss.RULES_FILE})
+
+    def test_the_verdict_its_parts_and_each_points_seeds_are_written(self):
+        with tempfile.TemporaryDirectory() as root:
+            _write(root, {("shaped", 8): 3, ("shaped", 32): 2})
+            res = ss.judge(root, RULES)
+        fj = json.loads(json.dumps(ss.findings_json(res)))  # what json.dump writes, read back
+        self.assertEqual(res.sweeps, ["signal_shaped", "signal_sublayer"])
+        self.assertTrue(fj["present"])
+        self.assertIn("a residual is sufficient but not necessary", fj["verdict"])
+        self.assertEqual(fj["depths"][0], {"depth": 8, "verdict": "shaped trains without a residual, softmax does not",
+                                           "control": "the control does not train: the identity term is credited"})
+        shaped32 = next(p for p in fj["points"] if (p["point"], p["depth"]) == ("shaped", 32))
+        self.assertEqual([(x["seed"], x["escape_step"]) for x in shaped32["seeds"]], [(40, 100), (41, 100), (42, None)])
+        self.assertEqual((shaped32["escaped"], shaped32["trains"]), (2, True))
+        self.assertEqual(fj["not_judged"], [])
+        self.assertEqual(len(fj["points"]), len(ss.PLAN))
+
+
 class Table(unittest.TestCase):
     def test_escape_steps_read_as_median_and_range_and_censored_runs_as_never_within(self):
         p = ss.Point("shaped", 8, seeds=[(40, 300, 300), (41, 500, 500), (42, None, 5500)])
