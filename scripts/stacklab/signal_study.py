@@ -138,6 +138,16 @@ def _trains(pts, name, depth):
     return None if p is None or not p.complete else p.trains
 
 
+def rule_sentence(text: str) -> str:
+    """The sentence a verdict rule writes, from its text in the rules: after the condition's ": ", without
+    the quotes around it and the final period ("...: 'a, b' (c)." -> "a, b (c)")."""
+    s = text.split(": ", 1)[1].rstrip(".")
+    if s.startswith("'") and "'" in s[1:]:
+        end = s.index("'", 1)
+        s = s[1:end] + s[end + 1:]
+    return s
+
+
 def verdicts(pts: dict, rules: dict) -> dict:
     """The rules' criteria (signal_rules.json criteria) applied to the points."""
     crit = rules["criteria"]["verdict"]
@@ -156,9 +166,9 @@ def verdicts(pts: dict, rules: dict) -> dict:
         shaped_at[L] = shaped and not soft
     if set(shaped_at) == {8, 32}:
         if all(shaped_at.values()):
-            out["overall"] = crit["sufficient_not_necessary"].split(": ", 1)[1]
+            out["overall"] = rule_sentence(crit["sufficient_not_necessary"])
         elif not any(shaped_at.values()):
-            out["overall"] = crit["residual_only"].split(": ", 1)[1]
+            out["overall"] = rule_sentence(crit["residual_only"])
         else:
             yes = [L for L, v in shaped_at.items() if v]
             no = [L for L, v in shaped_at.items() if not v]

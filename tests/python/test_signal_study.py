@@ -49,12 +49,16 @@ class Verdicts(unittest.TestCase):
     def test_shaped_training_at_both_depths_where_softmax_stalls_is_sufficient_but_not_necessary(self):
         res = self.judge({("shaped", 8): 3, ("shaped", 32): 2})
         self.assertEqual(res.missing, [])
-        self.assertIn("a residual is sufficient but not necessary", res.verdicts["overall"])
+        self.assertEqual(res.verdicts["overall"],
+                         "a residual is sufficient but not necessary: a stack that keeps its signal trains without one")
         self.assertEqual(res.verdicts["control"][8], "the control does not train: the identity term is credited")
 
     def test_one_seed_of_three_is_not_training(self):
         res = self.judge({("shaped", 8): 1, ("shaped", 32): 1})
-        self.assertIn("nothing but a residual trains at L >= 8", res.verdicts["overall"])
+        self.assertEqual(res.verdicts["overall"],
+                         "in this lab, nothing but a residual trains at L >= 8 (within H, at 3e-4)")
+        self.assertIn("Verdict: in this lab, nothing but a residual trains at L >= 8 (within H, at 3e-4).\n",
+                      ss.markdown(res))
         self.assertEqual(res.points[("shaped", 8)].escaped, 1)
         self.assertFalse(res.points[("shaped", 8)].trains)
 
