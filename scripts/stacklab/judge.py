@@ -2,7 +2,8 @@
 which the report's sections render and findings.json serialises; nothing here writes text for a
 reader. The rules are the judging modules': study_findings (findings 1-5, the escape table),
 stability_map and claims (the map's outcomes, the claims' verdicts), study_text (rule P, criterion S,
-the findings on text: TextStudy), convergence (the long horizon), escape_core (the escape law's core).
+the findings on text: TextStudy), convergence (the long horizon), escape_core (the escape law's core),
+signal_study (the residual, or the signal?).
 
     result = judge(root, sweeps)    # sweeps: name -> report.Sweep (or anything with its fields)
     findings_json(result)           # findings.json's dict
@@ -18,11 +19,11 @@ from . import convergence
 from . import escape_core
 from . import stability_map
 from . import study_stats as stats
-from . import runlog, study_text
+from . import runlog, signal_study, study_text
 from .study_findings import (GRID_WIRINGS, Training, escape_table, finding_1, finding_2, finding_3, finding_4,
                              finding_5)
 from .study_text import TextStudy
-from .tier import CLAIMS_SWEEPS, CONVERGE_SWEEPS, COVERED_BY, TEXT_SWEEPS
+from .tier import CLAIMS_SWEEPS, CONVERGE_SWEEPS, COVERED_BY, SIGNAL_SWEEPS, TEXT_SWEEPS
 
 TRAINING_SWEEPS = ("train_grid", "lr_grid")  # pooled: each (wiring, depth, rate) lives in one
 
@@ -60,6 +61,7 @@ class Result:
     short: dict = field(default_factory=dict)   # source -> ShortHorizon ("text" where it ran)
     map_facts: object = None                    # stability_map.map_facts(map): what its counts show
     law_core: object = None                     # escape_core.Core: the escape law's core (present False: not run)
+    signal: object = None                       # signal_study.Judged: the residual, or the signal? (present False)
 
     @property
     def excluded(self) -> list:
@@ -140,8 +142,9 @@ def judge(root, sweeps) -> Result:
     conv = convergence.judge(sweeps, {"syn_tr": tr, "text_tr": text.tr, "syn_map": syn_map[0],
                                       "syn_map_name": syn_map[1], "text_map": text_map[0],
                                       "text_map_name": text_map[1]})
-    # The claims', the map core's, the text and the convergence sweeps have their own sections, not extras rows.
-    own = CLAIMS_SWEEPS + TEXT_SWEEPS + CONVERGE_SWEEPS + tuple(COVERED_BY) + (escape_core.SWEEP,)
+    # The claims', the map core's, the text, the convergence and the signal sweeps have their own sections, not
+    # extras rows.
+    own = CLAIMS_SWEEPS + TEXT_SWEEPS + CONVERGE_SWEEPS + SIGNAL_SWEEPS + tuple(COVERED_BY) + (escape_core.SWEEP,)
     extras = [s for s in sweeps.values() if s is not probe and s not in training and s.name not in own
               and not s.name.startswith("escape_law")]  # the opt-in law's sweeps: their results tables
     stages = read_timing(root)
@@ -153,7 +156,8 @@ def judge(root, sweeps) -> Result:
     return Result(root, sweeps, probe, tr, findings, escape_table(tr), map_data, map_name, text, conv, claims,
                   "verdicts by scripts/stacklab/claims.py", extras, stages,
                   tier + (" (--tiny)" if start.get("tiny") else ""), branch, short_horizons(tr, text),
-                  stability_map.map_facts(map_data), escape_core.judge_core(sweeps.get(escape_core.SWEEP)))
+                  stability_map.map_facts(map_data), escape_core.judge_core(sweeps.get(escape_core.SWEEP)),
+                  signal_study.judge(root, signal_study.load_rules()))
 
 
 def findings_json(res: Result) -> dict:
@@ -176,4 +180,5 @@ def findings_json(res: Result) -> dict:
             "text": {"criterion": vars(text.crit), "findings": [f.to_json() for f in text.findings],
                      "stability_map": {"source": text.map.source, "cells": stability_map.cells_json(text.map)}},
             "convergence": convergence.findings_json(res.conv),
-            "escape_law_core": escape_core.core_json(res.law_core or escape_core.Core(False))}
+            "escape_law_core": escape_core.core_json(res.law_core or escape_core.Core(False)),
+            "signal": signal_study.findings_json(res.signal or signal_study.Judged({}, {}, []))}

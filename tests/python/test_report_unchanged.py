@@ -38,6 +38,14 @@ CHANGED = [
      "\n\n**The escape law's core** (escape_law_core: stacks without a residual at L = 1-3, 3 seeds, stopped at "
      "their escape): not run in this folder; `bash scripts/reproduce.sh` runs it (the default tier).\n\n"
      "Quick tier: 54 completed training runs"),
+    # "report: the section 'The residual, or the signal?' (issue 45 part 2, report/signal.py) ...": the fixture
+    # holds no signal sweep, so one line under the summary and the section say it was not run and what runs it
+    ("no verdict is dropped.\n\n<a id=\"finding-1\">",
+     "no verdict is dropped.\n\n[The residual, or the signal?](#signal): not run (`bash scripts/reproduce.sh "
+     "--signal` runs it).\n\n<a id=\"finding-1\">"),
+    ("\n<a id=\"final-loss\"></a>",
+     "\n<a id=\"signal\"></a>\n## The residual, or the signal?\n\nThe residual-or-signal study (issue 45 part 2) "
+     "was not run: `bash scripts/reproduce.sh --signal` runs it.\n\n<a id=\"final-loss\"></a>"),
 ]
 # Keys findings.json gained after the expected file was written, with their value on the fixture (a
 # commit that adds one names it here; the other keys must stay equal).
@@ -45,6 +53,9 @@ ADDED = {
     # the escape law's core (issue 45 part 5): absent from the fixture, "not run"
     "escape_law_core": {"present": False, "verdict": "not run", "sweep": "escape_law_core",
                         "rules": "configs/experiments/escape_law_rules.json"},
+    # the residual, or the signal? (issue 45 part 2): absent from the fixture, "not run"
+    "signal": {"present": False, "verdict": "not run", "how": "bash scripts/reproduce.sh --signal",
+               "rules": "configs/experiments/signal_rules.json"},
 }
 
 

@@ -4,13 +4,14 @@ front page (front.py: the headline figure, final val loss against depth per wiri
 the long horizon, and one generated paragraph answering the question), the summary and a section per
 finding (sections.py), the claims of configs/experiments/claims.json with their verdicts, the
 stability map (map.py), rule P, the study on real text (text.py), the convergence study
-(convergence.py), the tables (tables.py: final loss, learning rates, escape time, extras), the
-numeric path, and every figure with a caption (figures.py). findings.json is the result serialised
-(judge.findings_json).
+(convergence.py), the residual-or-signal study (signal.py), the tables (tables.py: final loss, learning
+rates, escape time, extras), the numeric path, and every figure with a caption (figures.py).
+findings.json is the result serialised (judge.findings_json).
 
     /usr/bin/python3 scripts/report.py runs/deep_stacking [--out report.md]
 
-Reads <dir>/<sweep>/manifest.json (probe_grid, the training sweeps train_grid and lr_grid, extras*, converge_*),
+Reads <dir>/<sweep>/manifest.json (probe_grid, the training sweeps train_grid and lr_grid, extras*, converge_*,
+signal_*: signal_study.py reads those from <dir> itself),
 the runs they list (via runlog.py), <dir>/stability_map/ when present (stability_map.py),
 <dir>/figures/**.png and <dir>/timing.jsonl (written by reproduce.sh). Training points are
 (wiring, depth, learning rate), pooled over the training sweeps, seeds aggregated within a point
@@ -36,6 +37,7 @@ import sys
 from .. import escape_results, judge, runlog
 from . import page
 from .convergence import summary_line
+from .signal import verdict as signal_verdict
 
 
 # ---- loading ---------------------------------------------------------------------------------
@@ -160,7 +162,7 @@ def verdict_lines(res):
     out += [f"finding {f.id} on text: {'seen' if f.seen else 'NOT seen'}" for f in res.text.findings]
     out += [f"rule {v.id}: {v.verdict}" for v in (res.text.crit, res.text.p_syn, res.text.p_text)]
     out += [f"claim {c.id}: {c.verdict}" for c in res.claims]
-    return out + [summary_line(res.conv)]
+    return out + [summary_line(res.conv), f"the residual, or the signal?: {signal_verdict(res.signal)}"]
 
 
 def main(argv=None):

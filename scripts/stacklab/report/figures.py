@@ -5,7 +5,7 @@ import os
 
 from .. import stability_map
 from .. import study_stats as stats
-from ..tier import CLAIMS_SWEEPS, CONVERGE_SWEEPS, TEXT_SWEEPS
+from ..tier import CLAIMS_SWEEPS, CONVERGE_SWEEPS, SIGNAL_SWEEPS, TEXT_SWEEPS
 from .tables import seeds_per_point
 
 # The figures whose per-block values are read at one step (their captions say which).
@@ -82,6 +82,7 @@ def figure_caption(rel, probe, tr, sweeps):
         if s and group != stability_map.SWEEP:
             supports = ("the published claims (C1-C7)" if group in CLAIMS_SWEEPS
                         else "the convergence study (issue 36)" if group in CONVERGE_SWEEPS
+                        else "the residual, or the signal? (issue 45 part 2)" if group in SIGNAL_SWEEPS
                         else "the study on real text" if group in TEXT_SWEEPS + ("text_point",)
                         else "rule P (pre- vs post-norm)" if group == "map_core"
                         else "the extras (not used by a finding)")

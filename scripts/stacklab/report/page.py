@@ -2,7 +2,8 @@
 (judge.Result) to the document, which writes Markdown and HTML (doc.Doc). No section judges: each
 reads the result's fields; the figures a section draws (the front page's, the convergence study's)
 are noted on the Page so that the Figures section lists only the others.
-Not here: judging (judge.py), the sections' parts (sections.py, front.py, text.py, map.py, convergence.py).
+Not here: judging (judge.py), the sections' parts (sections.py, front.py, text.py, map.py, convergence.py,
+signal.py).
 """
 import glob
 import os
@@ -11,7 +12,7 @@ from .. import study_stats as stats
 from .. import views
 from ..study_findings import fmt
 from ..study_text import load_rules as study_rules
-from . import convergence, front, law, sections, text
+from . import convergence, front, law, sections, signal, text
 from .doc import Doc
 from .figures import figure_caption
 from .map import branch_text, counts_table, map_text
@@ -63,8 +64,12 @@ def what_ran(pg, res):
 
 def summary(pg, res):
     sections.summary(pg.doc, res.findings, res.claims, pg.map_lines,
-                     extra=text.summary_extra(res.text) + convergence.summary_rows(res.conv))
+                     extra=text.summary_extra(res.text) + convergence.summary_rows(res.conv)
+                     + signal.summary_rows(res.signal))
     pg.doc.p(convergence.summary_line(res.conv))
+    line = signal.summary_line(res.signal)
+    if line:
+        pg.doc.p(line)
 
 
 def findings(pg, res):
@@ -98,6 +103,11 @@ def convergence_study(pg, res):
     figs = convergence.figures(res.root, res.conv, pg.written) if res.conv.present else {}
     convergence.section(pg.doc, res.conv, figs)
     pg.shown += [rel for rel, _ in figs.values()]
+
+
+def residual_or_signal(pg, res):
+    """The residual, or the signal? (signal.py): the points, the verdict, the points not judged; or "not run"."""
+    signal.section(pg.doc, res.signal, law.cpu_of(res.stages))
 
 
 def final_loss(pg, res):
@@ -210,8 +220,8 @@ def numeric_path(pg, res):
 
 # The report's sections in order; the Figures section comes after every section that shows one.
 SECTIONS = (title_and_front, law_core, what_ran, summary, findings, claims, stability_map, pre_post, on_real_text,
-            convergence_study, final_loss, learning_rates, escape, extras, excluded, method, figures, view_links,
-            how_run, numeric_path)
+            convergence_study, residual_or_signal, final_loss, learning_rates, escape, extras, excluded, method,
+            figures, view_links, how_run, numeric_path)
 
 
 def render(res) -> Page:
