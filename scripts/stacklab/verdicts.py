@@ -1,6 +1,7 @@
 """Every verdict of a study's findings.json (judge.py's Result serialised), and whether two studies
-agree on them: the five findings, rule P, the claims of both rounds, criterion S on text and the
-convergence points. What issue 46 promises after a kernel change that changes the rounding: the
+agree on them: the five findings, rule P, the claims of both rounds, criterion S on text, the
+convergence points and the residual-or-signal study (its verdict, its parts per depth, each point's
+"trains"). What issue 46 promises after a kernel change that changes the rounding: the
 same verdict on every finding and rule, under each matrix-product path.
 
     python3 -m stacklab.verdicts A/findings.json B/findings.json    # exit 1, naming each difference
@@ -35,6 +36,18 @@ def verdicts(f: dict) -> dict:
         key = (f"convergence {p.get('source')} {p.get('wiring')} L={p.get('depth')} "
                f"lr={p.get('learning_rate')} H={p.get('horizon')}")
         out[key] = p.get("verdict")
+    sig = f.get("signal") or {}
+    if sig.get("present"):
+        out["signal"] = sig.get("verdict")
+        for x in sig.get("depths") or []:
+            out[f"signal L={x.get('depth')}"] = x.get("verdict")
+            out[f"signal control L={x.get('depth')}"] = x.get("control")
+        for x in sig.get("sublayer") or []:
+            out[f"signal sub-layers L={x.get('depth')}"] = x.get("verdict")
+        for p in sig.get("points") or []:
+            trains = p.get("trains")
+            out[f"signal {p.get('point')} L={p.get('depth')}"] = ("not judged" if trains is None
+                                                                  else "trains" if trains else "does not train")
     return out
 
 
