@@ -196,6 +196,29 @@ def verdicts(pts: dict, rules: dict) -> dict:
             out["sublayer"][L] = ("attention stalls the signal: the MLP-only stack trains, the attention-only "
                                   "stack does not" if m else
                                   "the MLP stalls the signal: the attention-only stack trains, the MLP-only does not")
+    out["rank"] = rank_reading(pts)
+    return out
+
+
+def rank_reading(pts: dict) -> dict:
+    """criteria.sublayer's last question: whether the points that train are the ones whose rank ratio
+    at init is higher. Over the finished, probed points of each depth, and of all depths together
+    ("all"): the medians' range of those that train and of those that do not, and "yes" when every one
+    that trains starts higher than every one that does not."""
+    judged = [p for p in pts.values() if p.complete and p.rank_ratio]
+    groups = {L: [p for p in judged if p.depth == L] for L in sorted({p.depth for p in judged})}
+    groups["all"] = judged
+    out = {}
+    for key, ps in groups.items():
+        yes = sorted(statistics.median(p.rank_ratio) for p in ps if p.trains)
+        no = sorted(statistics.median(p.rank_ratio) for p in ps if not p.trains)
+        if not yes or not no:
+            out[key] = ("every point trains" if yes else "no point trains") + ": nothing to compare"
+            continue
+        text = (f"those that train start at {yes[0]:.3g}-{yes[-1]:.3g}, those that do not at "
+                f"{no[0]:.3g}-{no[-1]:.3g}: ")
+        out[key] = text + ("yes, every point that trains starts higher" if yes[0] > no[-1] else
+                           "no, a point that does not train starts higher than one that does")
     return out
 
 
@@ -232,7 +255,9 @@ def verdict_items(res: Judged) -> list:
     """The verdict's parts, one line each: per depth (with its control), per depth of the sub-layer stacks."""
     v = res.verdicts
     return ([f"L = {L}: {t}; control: {v['control'][L]}." for L, t in v["depth"].items()]
-            + [f"sub-layers at L = {L}: {t}." for L, t in v["sublayer"].items()])
+            + [f"sub-layers at L = {L}: {t}." for L, t in v["sublayer"].items()]
+            + [f"rank ratio at init, {'all depths' if L == 'all' else f'L = {L}'}: {t}."
+               for L, t in v.get("rank", {}).items()])
 
 
 def markdown(res: Judged) -> str:
@@ -257,6 +282,7 @@ def findings_json(res: Judged) -> dict:
         "horizon": (res.rules.get("horizon") or {}).get("H"), "verdict": v["overall"],
         "depths": [{"depth": L, "verdict": t, "control": v["control"][L]} for L, t in v["depth"].items()],
         "sublayer": [{"depth": L, "verdict": t} for L, t in v["sublayer"].items()],
+        "rank": [{"depth": L, "reading": t} for L, t in v.get("rank", {}).items()],
         "points": [{"point": p.name, "depth": p.depth, "planned": (p.name, p.depth) in PLAN,
                     "seeds": [{"seed": sd, "escape_step": st, "last_eval_step": last} for sd, st, last in p.seeds],
                     "escaped": p.escaped, "finished": len(p.seeds), "need": p.need,

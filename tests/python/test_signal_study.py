@@ -124,6 +124,21 @@ class FindingsJson(unittest.TestCase):
 
 
 class Table(unittest.TestCase):
+    def test_whether_the_points_that_train_start_with_the_higher_rank_ratio_is_read_per_depth_and_over_all(self):
+        def point(name, depth, escaped, ratio):
+            return ss.Point(name, depth, seeds=[(40 + i, 50 if i < escaped else None, 5500) for i in range(3)],
+                            rank_ratio=[ratio] * 3)
+        pts = {("shaped", 8): point("shaped", 8, 3, 0.9), ("softmax", 8): point("softmax", 8, 0, 0.05),
+               ("mlp-only", 2): point("mlp-only", 2, 3, 0.4), ("mlp-only", 32): point("mlp-only", 32, 0, 0.8),
+               ("unprobed", 8): ss.Point("unprobed", 8, seeds=[(40, None, 5500)] * 3)}
+        r = ss.rank_reading(pts)
+        self.assertEqual(r[8], "those that train start at 0.9-0.9, those that do not at 0.05-0.05: "
+                               "yes, every point that trains starts higher")
+        self.assertEqual(r[2], "every point trains: nothing to compare")
+        self.assertEqual(r[32], "no point trains: nothing to compare")
+        self.assertTrue(r["all"].endswith("no, a point that does not train starts higher than one that does"))
+        self.assertIn("0.4-0.9", r["all"])
+
     def test_escape_steps_read_as_median_and_range_and_censored_runs_as_never_within(self):
         p = ss.Point("shaped", 8, seeds=[(40, 300, 300), (41, 500, 500), (42, None, 5500)])
         self.assertEqual(p.steps_text(), "median 400, range 300-500; 1 never within 5500")
