@@ -16,6 +16,20 @@ from stacklab import verdicts as v
 PINNED = os.path.join(os.path.dirname(__file__), "data", "report_unchanged", "findings.json")
 
 
+def run_command(x: dict, y: dict) -> tuple:
+    """`python3 -m stacklab.verdicts` on files holding x and y: the exit codes of x against y, of x
+    against itself and of y against itself, and what it printed."""
+    with tempfile.TemporaryDirectory() as d:
+        a, b = os.path.join(d, "a.json"), os.path.join(d, "b.json")
+        for path, doc in ((a, x), (b, y)):
+            with open(path, "w", encoding="utf-8") as fh:
+                json.dump(doc, fh)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            codes = (v.main([a, b]), v.main([a, a]), v.main([b, b]))
+    return codes + (out.getvalue(),)
+
+
 class Verdicts(unittest.TestCase):
     def setUp(self):
         with open(PINNED, encoding="utf-8") as f:
@@ -42,16 +56,9 @@ class Verdicts(unittest.TestCase):
     def test_the_command_exits_1_on_a_difference_and_0_on_none(self):
         g = copy.deepcopy(self.f)
         g["findings"][1]["seen"] = not g["findings"][1]["seen"]
-        with tempfile.TemporaryDirectory() as d:
-            a, b = os.path.join(d, "a.json"), os.path.join(d, "b.json")
-            for path, doc in ((a, self.f), (b, g)):
-                with open(path, "w", encoding="utf-8") as fh:
-                    json.dump(doc, fh)
-            out = io.StringIO()
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-                self.assertEqual(v.main([a, b]), 1)
-                self.assertEqual(v.main([a, a]), 0)
-            self.assertIn("finding 2", out.getvalue())
+        differ, same, _, out = run_command(self.f, g)
+        self.assertEqual((differ, same), (1, 0))
+        self.assertIn("finding 2", out)
 
 
 def with_signal(f: dict, outcome: dict) -> dict:
@@ -91,16 +98,9 @@ class SignalVerdicts(unittest.TestCase):
                                           "in this lab, nothing but a residual trains at L >= 8 (within H, at 3e-4)"))
         self.assertEqual(diff["signal shaped L=8"], ("trains", "does not train"))
         self.assertNotIn("signal softmax L=8", diff)
-        with tempfile.TemporaryDirectory() as d:
-            a, b = os.path.join(d, "a.json"), os.path.join(d, "b.json")
-            for path, doc in ((a, self.sufficient), (b, residual_only)):
-                with open(path, "w", encoding="utf-8") as fh:
-                    json.dump(doc, fh)
-            out = io.StringIO()
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-                self.assertEqual(v.main([a, b]), 1)
-                self.assertEqual(v.main([b, b]), 0)
-        self.assertIn("verdicts: signal: a residual is sufficient but not necessary", out.getvalue())
+        differ, _, same, out = run_command(self.sufficient, residual_only)
+        self.assertEqual((differ, same), (1, 0))
+        self.assertIn("verdicts: signal: a residual is sufficient but not necessary", out)
 
 
 if __name__ == "__main__":
