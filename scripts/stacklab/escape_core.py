@@ -97,6 +97,15 @@ def read_wiring(w, formula, rate, runs, rules) -> Wiring:
             continue
         seeds.setdefault(r.n_layer, []).append((stats.seed_of(r), step, last))
         obs.append(o)
+    return read_points(w, formula, rate, seeds, obs, rules)
+
+
+def read_points(w, formula, rate, seeds, obs, rules) -> Wiring:
+    """The law's read of one wiring's runs (seeds: {depth: [(seed, escape step or None, last eval)]},
+    obs: their escape_law.Obs; rate: the rate held, or {depth: rate} for the best-rate read): "no fit"
+    with the growth's lower bounds under rules.law.min_escaped_depths escaped depths, else the forms
+    fitted, compared, their predictions at the rules' depths and the falsifier. Used by read_wiring
+    (the core, from runs) and escape_study.py (the opt-in law, from its results table)."""
     need = rules["law"]["min_escaped_depths"]
     out = Wiring(w, formula, rate, seeds, obs, "no fit", "", bounds=_bounds(seeds))
     n_esc = len(out.escaped_depths)

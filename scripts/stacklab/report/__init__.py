@@ -34,7 +34,7 @@ import os
 import shutil
 import sys
 
-from .. import escape_results, judge, runlog
+from .. import escape_results, escape_study, judge, runlog
 from . import page
 from .convergence import summary_line
 from .signal import verdict as signal_verdict
@@ -133,7 +133,10 @@ def write_results(root, sweeps) -> list:
         sweep_dir = os.path.join(root, name)
         if os.path.isfile(os.path.join(sweep_dir, "manifest.json")):
             path = os.path.join(root, RESULTS, name + ".csv")
-            escape_results.write_results_csv(sweep_dir, path, root=root)
+            if name == escape_study.PROBE_SWEEP:  # probes: the ratios at init, one line per probe
+                escape_study.write_probe_table(sweep_dir, path, root=root)
+            else:
+                escape_results.write_results_csv(sweep_dir, path, root=root)
             out.append(path)
     return out
 

@@ -8,6 +8,7 @@ signal.py).
 import glob
 import os
 
+from .. import escape_study
 from .. import study_stats as stats
 from .. import views
 from ..study_findings import fmt
@@ -103,6 +104,24 @@ def convergence_study(pg, res):
     figs = convergence.figures(res.root, res.conv, pg.written) if res.conv.present else {}
     convergence.section(pg.doc, res.conv, figs)
     pg.shown += [rel for rel, _ in figs.values()]
+
+
+def escape_law_study(pg, res):
+    """The escape law's opt-in study (escape_study.py), when the folder holds its escape_law sweep: the
+    depth x rate grid per wiring, the reads, the figure at each depth's best rate. Absent: no section
+    (the core above says how to run the whole law)."""
+    st = escape_study.from_root(res.root)
+    if st is None:
+        return
+    pg.doc.h(2, "The escape law (opt-in study)", anchor="escape-law")
+    rel = os.path.join("figures", "escape_law", escape_study.FIGURE)
+    escape_study.figure(st, os.path.join(res.root, rel))
+    pg.written.append(os.path.join(res.root, rel))
+    pg.doc.figure(rel, "Escape step against depth per wiring without a residual, each depth at its best rate; "
+                       "arrows: runs that never escaped within the steps they reached; the law's line, band and "
+                       "prediction at L = 96 where 3 depths escaped.")
+    pg.shown.append(rel)
+    pg.doc.markdown_text(escape_study.markdown(st, escape_study.ec.load_rules()))
 
 
 def residual_or_signal(pg, res):
@@ -220,8 +239,8 @@ def numeric_path(pg, res):
 
 # The report's sections in order; the Figures section comes after every section that shows one.
 SECTIONS = (title_and_front, law_core, what_ran, summary, findings, claims, stability_map, pre_post, on_real_text,
-            convergence_study, residual_or_signal, final_loss, learning_rates, escape, extras, excluded, method,
-            figures, view_links, how_run, numeric_path)
+            convergence_study, escape_law_study, residual_or_signal, final_loss, learning_rates, escape, extras,
+            excluded, method, figures, view_links, how_run, numeric_path)
 
 
 def render(res) -> Page:

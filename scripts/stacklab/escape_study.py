@@ -1,0 +1,440 @@
+"""Issue 45's escape law, the opt-in study, judged from its results tables: per wiring without a
+residual, every (depth, rate) cell's seeds and escape steps (the depth x rate grid that re-judges
+finding 5 at long horizons and low rates), the law read at each depth's best rate and at each rate
+held across depths (escape_core.read_points: the rules' fit, its forms, predictions at 8, 32 and 96
+and the falsifier), the rank ratio and first/last gradient ratio at init beside each depth (the probe
+sweep), the escape step against -ln(rank ratio) where a read is fitted, and the scaled-init arm beside
+the normal runs at its points. Everything from configs/experiments/escape_law_rules.json.
+
+It reads the committed tables (docs/results/escape_law.csv, escape_law_scaled.csv, escape_law_probe.csv),
+not the run folders, so a lost machine loses no verdict:
+
+    st = judge(read_table("docs/results/escape_law.csv"), rules, probe=read_probe_table(...))
+    print(markdown(st))                       # the grid, the reads, the predictions (docs/study.md)
+    study_json(st)                            # the same as data
+    python3 -m stacklab.escape_study [--results docs/results] [--figure F.png] [--json F.json]
+    python3 -m stacklab.escape_study --write-probe runs/deep_stacking/escape_law_probe --results docs/results
+A stage not yet run leaves its runs censored at the horizon they reached (the table's steps): the
+text says which horizon each depth reached, and the reads are of what ran.
+Not here: the fit (escape_law.py), reading run folders (escape_results.py), the core (escape_core.py).
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import statistics
+import sys
+from dataclasses import dataclass, field
+
+from . import escape_core as ec
+from . import escape_law as law
+from . import escape_results as er
+from . import runlog
+
+TABLE = "escape_law.csv"
+SCALED_TABLE = "escape_law_scaled.csv"
+PROBE_SWEEP = "escape_law_probe"
+PROBE_TABLE = PROBE_SWEEP + ".csv"
+PROBE_COLUMNS = ("wiring", "depth", "seeds", "rank_ratio", "grad_ratio_first_last", "cpu_model", "commit")
+STAGE0 = os.path.join(os.path.dirname(ec.RULES_PATH), "escape_law_h0.json")
+FIGURE = "escape_law.png"
+
+
+def eval_interval(path=STAGE0) -> int:
+    """The eval interval every run of the law uses (escape_law_h0.json's overrides): an escape seen at
+    eval step s happened in (s - interval, s]."""
+    with open(path, encoding="utf-8") as f:
+        return int(json.load(f)["overrides"]["train.eval_interval"])
+
+
+# ---- the tables ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Row:
+    """One finished run of the law from a results table (escape_results.COLUMNS)."""
+    run: str
+    wiring: str
+    depth: int
+    rate: float
+    init: str
+    seed: int
+    steps: int
+    escape: int | None   # the first eval step at or below the unigram reference - margin
+    diverged: bool
+    cpu_model: str
+    commit: str
+
+
+def row_of(r: dict) -> Row:
+    """A Row from one results-table line (a csv.DictReader dict or an escape_results.rows_of dict)."""
+    esc = r["escape_step"]
+    return Row(r["run"], r["wiring"], int(r["depth"]), float(r["learning_rate"]), r["init"], int(r["seed"]),
+               int(float(r["steps"])), int(float(esc)) if esc not in ("", None) else None,
+               r["censored"] == "diverged", r.get("cpu_model", ""), r.get("commit", ""))
+
+
+def read_table(path) -> list:
+    """The rows of a results table (escape_results.write_results_csv); ValueError naming the file and
+    line when a field is missing or not a number."""
+    rows = []
+    with open(path, encoding="utf-8", newline="") as f:
+        for i, r in enumerate(csv.DictReader(f), start=2):
+            try:
+                rows.append(row_of(r))
+            except (KeyError, ValueError, TypeError) as e:
+                raise ValueError(f"{path}:{i}: not a results-table row ({e})") from None
+    return rows
+
+
+def from_root(root, rules=None):
+    """The study judged from a study folder's run folders (root/escape_law, root/escape_law_scaled,
+    root/escape_law_probe: the report's way in), or None when root holds no escape_law sweep."""
+    sweep = os.path.join(root, "escape_law")
+    if not os.path.isfile(os.path.join(sweep, "manifest.json")):
+        return None
+    rules = rules or ec.load_rules()
+    margin = rules["escaped"]["margin"]
+    cpu, commit = er.study_machine(root)
+    rows = [row_of(r) for r in er.rows_of(sweep, margin, cpu, commit)]
+    scaled_dir = os.path.join(root, "escape_law_scaled")
+    scaled = ([row_of(r) for r in er.rows_of(scaled_dir, margin, cpu, commit)]
+              if os.path.isfile(os.path.join(scaled_dir, "manifest.json")) else [])
+    probe_dir = os.path.join(root, "escape_law_probe")
+    probe = ({(r["wiring"], int(r["depth"])): tuple(float(r[k]) if r[k] else None
+                                                    for k in ("rank_ratio", "grad_ratio_first_last"))
+              for r in probe_rows(probe_dir)}
+             if os.path.isfile(os.path.join(probe_dir, "manifest.json")) else None)
+    return judge(rows, rules, probe=probe, scaled_rows=scaled)
+
+
+def probe_rows(probe_dir, cpu_model="", commit="") -> list:
+    """One dict per probe of the probe sweep (PROBE_COLUMNS): its wiring, depth, seeds, the last
+    stream's rank ratio at init (mean over seeds, escape_law.rank_ratio_of_probe) and the first/last
+    gradient ratio, in run-id order."""
+    _, entries = runlog.sweep_entries(probe_dir)
+    out = []
+    for e in sorted(entries, key=lambda e: e.id):
+        path = e.path  # a probe sweep's entry is its probe.json
+        if not os.path.isfile(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            p = json.load(f)
+        m = p.get("config", {}).get("model", {})
+        norm, pos = m.get("norm", "none"), m.get("norm_position", "pre")
+        wiring = f"{pos}-{norm}-nores" if norm != "none" else "none-nores"
+        out.append({"wiring": wiring, "depth": m.get("n_layer"), "seeds": len(p.get("seeds") or []),
+                    "rank_ratio": er._num(law.rank_ratio_of_probe(p)),
+                    "grad_ratio_first_last": er._num(p.get("ratio_first_last")),
+                    "cpu_model": cpu_model, "commit": commit})
+    return out
+
+
+def write_probe_table(probe_dir, out_csv, root=None) -> int:
+    cpu, commit = er.study_machine(root or os.path.dirname(os.path.normpath(probe_dir)))
+    rows = probe_rows(probe_dir, cpu, commit)
+    if not rows:
+        raise ValueError(f"{probe_dir}: no probe.json of escape_law_probe (run `stacklab sweep "
+                         "configs/experiments/escape_law_probe.json` first)")
+    os.makedirs(os.path.dirname(os.path.abspath(out_csv)), exist_ok=True)
+    with open(out_csv, "w", encoding="utf-8", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=PROBE_COLUMNS, lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    return len(rows)
+
+
+def read_probe_table(path) -> dict:
+    """{(wiring, depth): (rank ratio, gradient ratio first/last)} from a probe table."""
+    out = {}
+    with open(path, encoding="utf-8", newline="") as f:
+        for i, r in enumerate(csv.DictReader(f), start=2):
+            try:
+                out[(r["wiring"], int(r["depth"]))] = (float(r["rank_ratio"]) if r["rank_ratio"] else None,
+                                                       float(r["grad_ratio_first_last"])
+                                                       if r["grad_ratio_first_last"] else None)
+            except (KeyError, ValueError) as e:
+                raise ValueError(f"{path}:{i}: not a probe-table row ({e})") from None
+    return out
+
+
+# ---- the judgement ------------------------------------------------------------------------------
+
+@dataclass
+class WiringLaw:
+    wiring: str
+    formula: str
+    cells: dict                    # {(depth, rate): [(seed, escape step or None, last eval step)]}
+    obs: dict                      # {(depth, rate): [escape_law.Obs]}
+    best: ec.Wiring = None         # the read at each depth's best rate (rate: {depth: rate})
+    held: dict = field(default_factory=dict)     # {rate: ec.Wiring}, every rate with runs at 3+ depths
+    probe: dict = field(default_factory=dict)    # {depth: (rank ratio, gradient ratio)}
+    rank_fit: object = None        # escape_law.FormFit of ln step on -ln(rank ratio), at the best rates
+    rank_delta: dict = field(default_factory=dict)  # {form: AIC - lowest} over the depth forms and "linear"
+
+    @property
+    def depths(self) -> list:
+        return sorted({d for d, _ in self.cells})
+
+    @property
+    def rates(self) -> list:
+        return sorted({r for _, r in self.cells})
+
+
+@dataclass
+class Study:
+    wirings: list                  # [WiringLaw] in the rules' order
+    runs: int
+    excluded: list                 # [(run, why)]: diverged runs (no escape interval)
+    reached: dict                  # {depth: the longest run's steps}: the stage each depth reached
+    scaled: list = field(default_factory=list)   # [(wiring, depth, rate, normal seeds, scaled seeds)]
+    cpu_model: str = ""
+    commits: list = field(default_factory=list)
+    margin: float = 0.1
+
+
+def _obs(row: Row, interval: int):
+    if row.escape is None:
+        return law.never_within(row.depth, row.steps)
+    return law.escaped_at(row.depth, row.escape, interval)
+
+
+def _cells(rows, interval):
+    cells, obs = {}, {}
+    for r in sorted(rows, key=lambda r: (r.depth, r.rate, r.seed)):
+        cells.setdefault((r.depth, r.rate), []).append((r.seed, r.escape, r.steps))
+        obs.setdefault((r.depth, r.rate), []).append(_obs(r, interval))
+    return cells, obs
+
+
+def best_rates(obs: dict) -> dict:
+    """{depth: rate}: at each depth the rate whose runs escape earliest (the rules' reads (1): lowest
+    median escape step over seeds, a censored run +inf; ties: fewer censored, then the lower rate)."""
+    out = {}
+    for d in sorted({d for d, _ in obs}):
+        rates = [r for dd, r in obs if dd == d]
+        out[d] = min(rates, key=lambda r: (er._median_key(obs[(d, r)]), r))
+    return out
+
+
+def judge(rows, rules, probe=None, scaled_rows=(), interval=None) -> Study:
+    """The study judged from its table rows (read_table), the probe table ({(wiring, depth): (rank, grad)})
+    and the scaled arm's rows."""
+    interval = interval or eval_interval()
+    excluded = [(r.run, "diverged: no escape interval") for r in rows if r.diverged]
+    usable = [r for r in rows if not r.diverged and r.init == rules["init"]["fit"]]
+    reached = {}
+    for r in usable:
+        reached[r.depth] = max(reached.get(r.depth, 0), r.steps)
+    wirings = []
+    for w, formula in rules["wirings"].items():
+        mine = [r for r in usable if r.wiring == w]
+        if not mine:
+            continue
+        cells, obs = _cells(mine, interval)
+        wl = WiringLaw(w, formula, cells, obs)
+        chosen = best_rates(obs)
+        seeds = {d: cells[(d, lr)] for d, lr in chosen.items()}
+        wl.best = ec.read_points(w, formula, chosen, seeds, [o for d, lr in chosen.items() for o in obs[(d, lr)]],
+                                 rules)
+        for lr in wl.rates:
+            at = {d: cells[(d, r)] for d, r in cells if r == lr}
+            if len(at) >= rules["law"]["min_escaped_depths"]:
+                wl.held[lr] = ec.read_points(w, formula, lr, at, [o for (d, r), os_ in obs.items() if r == lr
+                                                                  for o in os_], rules)
+        wl.probe = {d: v for (pw, d), v in (probe or {}).items() if pw == w}
+        ranks = {d: v[0] for d, v in wl.probe.items() if v[0]}
+        if wl.best.verdict == "fitted" and len([d for d in wl.best.escaped_depths if d in ranks]) >= 3:
+            wl.rank_fit = law.fit_rank(wl.best.obs, ranks)
+            aics = {f: x.aic for f, x in wl.best.fits.items()}
+            aics["linear"] = wl.rank_fit.aic
+            low = min(aics.values())
+            wl.rank_delta = {f: a - low for f, a in aics.items()}
+        wirings.append(wl)
+    scaled = []
+    arm = rules["init"]["second_arm"]
+    s_cells, _ = _cells([r for r in scaled_rows if not r.diverged and r.init == arm["init"]], interval)
+    for wl in wirings:
+        for d in arm["depths"]:
+            for lr in arm["rates"]:
+                sc = [x for x in scaled_rows if x.wiring == wl.wiring and x.depth == d and x.rate == lr
+                      and x.init == arm["init"] and not x.diverged]
+                if sc:
+                    scaled.append((wl.wiring, d, lr, wl.cells.get((d, lr), []),
+                                   [(x.seed, x.escape, x.steps) for x in sorted(sc, key=lambda x: x.seed)]))
+    cpus = sorted({r.cpu_model for r in rows if r.cpu_model})
+    commits = sorted({r.commit[:7] for r in rows if r.commit})
+    return Study(wirings, len(rows), excluded, reached, scaled, ", ".join(cpus), commits,
+                 rules["escaped"]["margin"])
+
+
+# ---- the text -----------------------------------------------------------------------------------
+
+def _g(x) -> str:
+    return "inf" if x is None or (isinstance(x, float) and math.isinf(x)) else f"{x:.3g}"
+
+
+def cell_text(seeds) -> str:
+    """"5/5 · 750 (700-800)", "0/5 · > 3000", "2/5 · > 3000 (500, 650)"."""
+    steps = sorted(s for _, s, _ in seeds if s is not None)
+    n, k = len(seeds), len(steps)
+    last = max(h for _, _, h in seeds)
+    med = statistics.median([s if s is not None else math.inf for _, s, _ in seeds])
+    if k == 0:
+        return f"0/{n} · > {last}"
+    if math.isinf(med):
+        return f"{k}/{n} · > {last} ({', '.join(str(s) for s in steps)})"
+    spread = f"{steps[0]}" if steps[0] == steps[-1] else f"{steps[0]}-{steps[-1]}"
+    return f"{k}/{n} · {med:g} ({spread})"
+
+
+def grid_table(wl: WiringLaw) -> list:
+    """Markdown lines: depth x rate, each cell seeds escaped / seeds and the median escape step (range),
+    the best rate's cell in bold, then the rank and gradient ratios at init."""
+    head = ["L"] + [f"lr {r:g}" for r in wl.rates] + ["rank ratio at init", "grad ratio first/last"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    chosen = wl.best.rate if wl.best else {}
+    for d in wl.depths:
+        row = [str(d)]
+        for r in wl.rates:
+            c = wl.cells.get((d, r))
+            t = cell_text(c) if c else "not run"
+            row.append(f"**{t}**" if chosen.get(d) == r and c and any(s is not None for _, s, _ in c) else t)
+        rank, grad = wl.probe.get(d, (None, None))
+        row += [_g(rank) if rank is not None else "not probed", _g(grad) if grad is not None else "not probed"]
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def read_line(name, w: ec.Wiring) -> str:
+    """One read in words: no fit with its bounds, or the forms, the winner and the predictions."""
+    if w.verdict != "fitted":
+        # the strongest of the censored depths' bounds (the nearest depth's: the deeper ones are weaker)
+        top = max(w.bounds, key=lambda x: x["factor_above"], default=None)
+        b = (f"; from L = {top['from']} to {top['depth']} the median grows at least x{top['factor_above']:.3g} "
+             f"a layer (L = {top['depth']}'s median censored at {top['horizon']})" if top else "")
+        return f"{name}: {w.why}{b}"
+    preds = []
+    for form, p in w.predictions.items():
+        ps = ", ".join(f"L = {d}: {_g(m)} ({_g(lo)}-{_g(hi)})" for d, (m, lo, hi) in sorted(p.items())
+                       if d in (8, 32, 96))
+        preds.append(f"{form}: {ps}")
+    dd = ", ".join(f"{f} {d:+.1f}" for f, d in sorted(w.delta_aic.items(), key=lambda x: x[1]))
+    fz = f"; falsifier: {w.falsifier.text}" if w.falsifier is not None else ""
+    return f"{name}: {w.why} (dAIC {dd}); median escape step, 95 % interval: {'; '.join(preds)}{fz}"
+
+
+def markdown(st: Study, rules) -> str:
+    reached = ", ".join(f"L = {d}: {s}" for d, s in sorted(st.reached.items()))
+    out = [f"{st.runs} runs read ({len(st.excluded)} diverged, left out), on {st.cpu_model or 'a CPU not recorded'}"
+           f" (commit {', '.join(st.commits) or 'not recorded'}). Steps reached per depth (the stage run): {reached}."
+           f" A cell: seeds escaped / seeds, then the median escape step over seeds (their range); a run escapes at"
+           f" the first eval {st.margin:g} nats under its unigram loss; '> N': the median never escaped within N."
+           " Bold: the depth's best rate (the rules' reads (1)).", ""]
+    for wl in st.wirings:
+        out += [f"**`{wl.formula}`**", ""] + grid_table(wl) + [""]
+        chosen = ", ".join(f"L = {d}: {r:g}" for d, r in sorted(wl.best.rate.items()))
+        out.append(f"- {read_line('At each depth best rate (' + chosen + ')', wl.best)}.")
+        for lr, w in sorted(wl.held.items()):
+            out.append(f"- {read_line(f'At lr {lr:g} held across depths', w)}.")
+        if wl.rank_fit is not None:
+            dd = ", ".join(f"{f} {d:+.1f}" for f, d in sorted(wl.rank_delta.items(), key=lambda x: x[1]))
+            out.append(f"- Against -ln(rank ratio at init): ln step = {wl.rank_fit.theta[0]:.3g} + "
+                       f"{wl.rank_fit.theta[1]:.3g} x, sigma {wl.rank_fit.sigma:.3g} "
+                       f"(dAIC with the depth forms: {dd}).")
+        out.append("")
+    if st.scaled:
+        out += ["The scaled-init arm beside the normal runs at its points (not fitted):", "",
+                "| wiring | L | lr | normal init | scaled init |", "|---|---|---|---|---|"]
+        for w, d, lr, normal, scaled in st.scaled:
+            out.append(f"| {rules['wirings'].get(w, w)} | {d} | {lr:g} | "
+                       f"{cell_text(normal) if normal else 'not run'} | {cell_text(scaled)} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def _n(x):
+    return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
+
+
+def _read_json(w: ec.Wiring) -> dict:
+    rate = {str(d): r for d, r in w.rate.items()} if isinstance(w.rate, dict) else w.rate
+    return {"verdict": w.verdict, "why": w.why, "rate": rate,
+            "escaped_depths": w.escaped_depths, "bounds": w.bounds, "best": w.best,
+            "fits": {f: {"theta": list(x.theta), "sigma": x.sigma, "loglik": x.loglik, "aic": x.aic}
+                     for f, x in w.fits.items()},
+            "predictions": {f: [{"depth": d, "median": _n(m), "lo": _n(lo), "hi": _n(hi)}
+                                for d, (m, lo, hi) in sorted(p.items())] for f, p in w.predictions.items()},
+            "falsifier": None if w.falsifier is None else {"median": _n(w.falsifier.median),
+                                                           "fires": w.falsifier.fires,
+                                                           "chance_all_never": w.falsifier.chance_all_never}}
+
+
+def study_json(st: Study) -> dict:
+    return {"runs": st.runs, "excluded": [{"run": r, "reason": y} for r, y in st.excluded],
+            "reached": {str(d): s for d, s in sorted(st.reached.items())}, "cpu_model": st.cpu_model,
+            "commits": st.commits,
+            "wirings": [{"wiring": wl.wiring, "formula": wl.formula,
+                         "cells": [{"depth": d, "learning_rate": r,
+                                    "escape_steps": [{"seed": s, "step": x, "last": h} for s, x, h in c]}
+                                   for (d, r), c in sorted(wl.cells.items())],
+                         "best": _read_json(wl.best),
+                         "held": {f"{lr:g}": _read_json(w) for lr, w in sorted(wl.held.items())},
+                         "probe": {str(d): {"rank_ratio": v[0], "grad_ratio_first_last": v[1]}
+                                   for d, v in sorted(wl.probe.items())},
+                         "rank_fit": None if wl.rank_fit is None else {
+                             "theta": list(wl.rank_fit.theta), "sigma": wl.rank_fit.sigma,
+                             "delta_aic": wl.rank_delta}}
+                        for wl in st.wirings]}
+
+
+def figure(st: Study, path: str) -> str:
+    """Escape step against depth per wiring at each depth's best rate, arrows for censored runs, the
+    law's line, band and prediction at 96 where the read was fitted."""
+    from .plot_escape_law import plot_escape_law
+    series = {}
+    for wl in st.wirings:
+        b = wl.best
+        form = b.best or (min(b.fits, key=lambda f: b.fits[f].aic) if b.fits else None)
+        series[f"{wl.formula}, best rate"] = (b.obs, b.fits.get(form) if form else None, b.predictions.get(form, {}))
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    return plot_escape_law(series, path, predict_at=96, band=True,
+                           title="Escape step against depth, no residual, each depth at its best rate")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m stacklab.escape_study", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--results", default="docs/results", help="the folder of the results tables (default: %(default)s)")
+    ap.add_argument("--write-probe", metavar="PROBE_DIR",
+                    help="first write RESULTS/escape_law_probe.csv from the probe sweep's folder")
+    ap.add_argument("--figure", help="draw the figure into this PNG")
+    ap.add_argument("--json", help="write the judgement as JSON to this file")
+    a = ap.parse_args(argv)
+    try:
+        if a.write_probe:
+            n = write_probe_table(a.write_probe, os.path.join(a.results, PROBE_TABLE))
+            print(f"escape_study: {n} probes -> {os.path.join(a.results, PROBE_TABLE)}", file=sys.stderr)
+        table = os.path.join(a.results, TABLE)
+        if not os.path.isfile(table):
+            raise ValueError(f"{table}: no results table of the escape law (escape_results.write_results_csv "
+                             "writes it from runs/deep_stacking/escape_law)")
+        rules = ec.load_rules()
+        probe_path = os.path.join(a.results, PROBE_TABLE)
+        scaled_path = os.path.join(a.results, SCALED_TABLE)
+        st = judge(read_table(table), rules,
+                   probe=read_probe_table(probe_path) if os.path.isfile(probe_path) else None,
+                   scaled_rows=read_table(scaled_path) if os.path.isfile(scaled_path) else ())
+    except (OSError, ValueError) as e:
+        print(f"escape_study: {e}", file=sys.stderr)
+        return 2
+    print(markdown(st, rules))
+    if a.figure:
+        figure(st, a.figure)
+    if a.json:
+        with open(a.json, "w", encoding="utf-8") as f:
+            json.dump(study_json(st), f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

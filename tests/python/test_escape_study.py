@@ -1,0 +1,188 @@
+"""The escape law's opt-in study judged from its results tables (scripts/stacklab/escape_study.py):
+each depth's best rate is the one whose seeds escape earliest; a read with 3 escaped depths is fitted
+and predicts at 8, 32 and 96; with fewer it is "no fit" with the strongest lower bound on the growth;
+diverged runs are left out and named; the probe's ratios sit beside each depth; the command reads the
+committed tables, writes the figure and the JSON, and names a missing or broken table."""
+import contextlib
+import csv
+import functools
+import io
+import json
+import os
+import tempfile
+import unittest
+
+import fabricate
+from test_escape_core import core_runs
+from test_report_unchanged import write_study
+
+from stacklab import escape_core as ec
+from stacklab import report
+from stacklab import escape_results as er
+from stacklab import escape_study as es
+
+RULES = ec.load_rules()
+
+
+def row(wiring, depth, lr, seed, escape, steps=3000, init="normal", censored=None):
+    return {"sweep": "escape_law", "run": f"L{depth}-{wiring}-lr{lr:g}-s{seed}", "wiring": wiring, "depth": depth,
+            "learning_rate": f"{lr:g}", "init": init, "seed": seed,
+            "steps": escape if escape is not None else steps, "escape_step": "" if escape is None else escape,
+            "censored": censored or ("no" if escape is not None else "yes"), "best_val_loss": 3.3,
+            "final_val_loss": 3.3, "unigram_reference": "unigram_on_val", "cpu_model": "Test CPU",
+            "openblas_core": "Haswell", "commit": "abcdef0123"}
+
+
+def write(path, rows, columns=er.COLUMNS):
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=columns, lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+
+
+# f(layernorm(x)): at 3e-4 L = 1-3 escape (x~4 a layer), L = 4 never; at 1e-4 everything later
+FITTED = ([row("pre-layernorm-nores", d, 3e-4, s, st) for d, sts in
+           {1: (100, 150, 100, 150, 100), 2: (450, 500, 600, 400, 550), 3: (2000, 2400, 1900, 2600, 2200),
+            4: (None,) * 5}.items() for s, st in zip(range(30, 35), sts)]
+          + [row("pre-layernorm-nores", d, 1e-4, s, st) for d, sts in
+             {1: (300,) * 5, 2: (1500,) * 5, 3: (None,) * 5, 4: (None,) * 5}.items()
+             for s, st in zip(range(30, 35), sts)])
+# f(x): only L = 1 and 2 escape, one L = 2 run diverged
+TWO = ([row("none-nores", d, 1e-3, s, st) for d, sts in {1: (200,) * 5, 2: (800,) * 5, 3: (None,) * 5}.items()
+        for s, st in zip(range(30, 35), sts)]
+       + [row("none-nores", 2, 1e-3, 35, None, censored="diverged")])
+
+
+def study(rows, probe=None, scaled=()):
+    with tempfile.TemporaryDirectory() as d:
+        write(os.path.join(d, "t.csv"), rows)
+        return es.judge(es.read_table(os.path.join(d, "t.csv")), RULES, probe=probe, scaled_rows=scaled)
+
+
+PROBE = {("pre-layernorm-nores", d): (r, 1.0) for d, r in {1: 0.56, 2: 0.4, 3: 0.29, 4: 0.22}.items()}
+SCALED = [es.Row(f"s{s}", "pre-layernorm-nores", 2, 3e-4, "scaled", s, 900, 900, False, "", "") for s in range(30, 35)]
+
+
+@functools.lru_cache(maxsize=None)
+def fitted():
+    """The fitted study, judged once for every test that reads it (its fits take seconds)."""
+    return study(FITTED, probe=PROBE, scaled=SCALED)
+
+
+class BestRates(unittest.TestCase):
+    def test_each_depth_takes_the_rate_whose_seeds_escape_earliest_and_a_tie_the_lower_rate(self):
+        st = fitted()
+        self.assertEqual(st.wirings[0].best.rate, {1: 3e-4, 2: 3e-4, 3: 3e-4, 4: 1e-4})
+
+
+class Reads(unittest.TestCase):
+    def test_three_escaped_depths_are_fitted_and_predict_a_later_escape_at_8_32_and_96(self):
+        wl = fitted().wirings[0]
+        self.assertEqual(wl.best.verdict, "fitted")
+        preds = next(iter(wl.best.predictions.values()))
+        self.assertLess(preds[8][0], preds[32][0])
+        self.assertLess(preds[32][0], preds[96][0])
+        self.assertGreater(preds[8][0], 3000)  # L = 4 never escaped within 3000
+
+    def test_a_rate_held_across_depths_is_read_and_one_with_two_escaped_depths_is_no_fit(self):
+        wl = fitted().wirings[0]
+        self.assertEqual(wl.held[3e-4].verdict, "fitted")
+        self.assertEqual(wl.held[1e-4].verdict, "no fit")
+        self.assertIn("fewer than 3 depths escaped (2 of 4)", wl.held[1e-4].why)
+
+    def test_two_escaped_depths_give_no_fit_with_the_strongest_bound_in_the_text(self):
+        st = study(TWO)
+        text = es.markdown(st, RULES)
+        self.assertEqual(st.wirings[0].best.verdict, "no fit")
+        # from L = 2 (800) to L = 3 censored at 3000: at least x3.75 a layer
+        self.assertIn("from L = 2 to 3 the median grows at least x3.75 a layer", text)
+
+    def test_a_diverged_run_is_left_out_and_named(self):
+        st = study(TWO)
+        self.assertEqual([r for r, _ in st.excluded], ["L2-none-nores-lr0.001-s35"])
+        self.assertEqual(len(st.wirings[0].cells[(2, 1e-3)]), 5)
+
+
+class Grid(unittest.TestCase):
+    def test_a_cell_says_how_many_seeds_escaped_their_median_and_range(self):
+        self.assertEqual(es.cell_text([(30, 450, 450), (31, 500, 500), (32, None, 3000)]), "2/3 · 500 (450-500)")
+        self.assertEqual(es.cell_text([(30, None, 3000), (31, 700, 700), (32, None, 3000)]), "1/3 · > 3000 (700)")
+        self.assertEqual(es.cell_text([(30, None, 3000)] * 2), "0/2 · > 3000")
+
+    def test_the_probe_ratios_stand_beside_each_depth_and_a_missing_one_says_so(self):
+        st = study(TWO, probe={("none-nores", 1): (0.7, 1.0), ("none-nores", 2): (0.5, 6.7e-4)})
+        text = es.markdown(st, RULES)
+        self.assertIn("| 1 | **5/5 · 200 (200)** | 0.7 | 1 |", text)
+        self.assertIn("| 3 | 0/5 · > 3000 | not probed | not probed |", text)
+
+    def test_the_rank_fit_needs_three_escaped_depths_with_a_ratio(self):
+        wl = fitted().wirings[0]
+        self.assertIsNotNone(wl.rank_fit)
+        self.assertGreater(wl.rank_fit.theta[1], 0)  # a lower rank ratio, a later escape
+        self.assertIn("linear", wl.rank_delta)
+        self.assertIsNone(study(TWO, probe={("none-nores", 1): (0.7, 1.0)}).wirings[0].rank_fit)
+
+    def test_the_scaled_arm_stands_beside_the_normal_runs_at_its_points(self):
+        st = fitted()
+        self.assertEqual([(w, d, lr) for w, d, lr, _, _ in st.scaled], [("pre-layernorm-nores", 2, 3e-4)])
+        self.assertIn("| f(layernorm(x)) | 2 | 0.0003 | 5/5 · 500 (400-600) | 5/5 · 900 (900) |",
+                      es.markdown(st, RULES))
+
+
+class Command(unittest.TestCase):
+    def test_it_reads_the_tables_prints_the_study_and_writes_the_figure_and_json(self):
+        with tempfile.TemporaryDirectory() as d:
+            write(os.path.join(d, es.TABLE), TWO)
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                rc = es.main(["--results", d, "--figure", os.path.join(d, "law.png"),
+                              "--json", os.path.join(d, "law.json")])
+            self.assertEqual(rc, 0)
+            self.assertIn("**`f(x)`**", out.getvalue())
+            self.assertGreater(os.path.getsize(os.path.join(d, "law.png")), 10000)
+            with open(os.path.join(d, "law.json"), encoding="utf-8") as f:
+                js = json.load(f)
+            self.assertEqual([w["wiring"] for w in js["wirings"]], ["none-nores"])
+            self.assertEqual(js["wirings"][0]["best"]["verdict"], "no fit")
+            self.assertEqual(js["excluded"][0]["run"], "L2-none-nores-lr0.001-s35")
+
+    def test_a_missing_table_or_a_broken_row_is_named_with_exit_code_2(self):
+        with tempfile.TemporaryDirectory() as d:
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                self.assertEqual(es.main(["--results", d]), 2)
+            self.assertIn("escape_law.csv: no results table", err.getvalue())
+            bad = dict(row("none-nores", 1, 1e-3, 30, 200), depth="one")
+            write(os.path.join(d, es.TABLE), [bad])
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                self.assertEqual(es.main(["--results", d]), 2)
+            self.assertIn("escape_law.csv:2: not a results-table row", err.getvalue())
+
+
+class InTheReport(unittest.TestCase):
+    def test_a_folder_with_the_law_shows_its_section_figure_and_table_and_one_without_shows_none(self):
+        with tempfile.TemporaryDirectory() as root:
+            sweeps = write_study(root)
+            with contextlib.redirect_stdout(io.StringIO()):
+                md_path, _, _ = report.write_report(root, sweeps)
+            with open(md_path, encoding="utf-8") as f:
+                self.assertNotIn("The escape law (opt-in study)", f.read())
+            # f(layernorm(x)) at 3e-4, L = 1-3, 3 seeds: two depths escape (no fit: fast)
+            fabricate.write_sweep_dir(root, "escape_law", core_runs()[:9])
+            sweeps["escape_law"] = report.Sweep(root, "escape_law")
+            with contextlib.redirect_stdout(io.StringIO()):
+                md_path, _, _ = report.write_report(root, sweeps)
+            with open(md_path, encoding="utf-8") as f:
+                md = f.read()
+            self.assertIn("## The escape law (opt-in study)", md)
+            self.assertIn("figures/escape_law/escape_law.png", md)
+            self.assertTrue(os.path.isfile(os.path.join(root, "figures", "escape_law", "escape_law.png")))
+            self.assertIn("| 3 | 0/3 · > 3000 | not probed | not probed |", md)
+            self.assertNotIn("## Extras", md)
+            with open(os.path.join(root, "results", "escape_law.csv"), encoding="utf-8") as f:
+                self.assertEqual(len(list(csv.DictReader(f))), 9)
+
+
+if __name__ == "__main__":
+    unittest.main()
