@@ -83,6 +83,8 @@ def _bounds(wiring_seeds) -> list:
         if med is not None or h is None or not below:
             continue
         d0, s0 = below[-1]
+        if h <= s0:  # a depth stopped before the shallower one's median escape bounds nothing
+            continue
         out.append({"depth": d, "horizon": h, "from": d0, "factor_above": (h / s0) ** (1 / (d - d0)),
                     "p_above": math.log(h / s0) / math.log(d / d0)})
     return out
@@ -122,8 +124,9 @@ def read_points(w, formula, rate, seeds, obs, rules) -> Wiring:
     depths = sorted(set(seeds) | set(rules["law"]["prediction"]["depths"]))
     out.predictions = {f: {d: law.predict(obs, out.fits[f], d) for d in depths} for f in shown}
     fz = rules["law"]["falsifier"]
-    lowest = out.best or min(out.fits, key=lambda f: out.fits[f].aic)
-    out.falsifier = law.falsifier(out.fits[lowest], fz["depth"], fz["horizon"], fz["n_never"])
+    if not isinstance(rate, dict) and any(math.isclose(rate, r) for r in fz["rates"]):  # held at its rates only
+        lowest = out.best or min(out.fits, key=lambda f: out.fits[f].aic)
+        out.falsifier = law.falsifier(out.fits[lowest], fz["depth"], fz["horizon"], fz["n_never"])
     return out
 
 

@@ -38,13 +38,31 @@ def evals(run):
                   and math.isfinite(r["val_loss"]))
 
 
+def awaiting_extension(run) -> bool:
+    """A run completed at an earlier stage's horizon that a later stage's sweep has not continued yet
+    (Run.pending: summary.json completed below the horizon its sweep now gives it, config.json
+    present). Its evals up to there are true, so the law reads it as never escaped within the
+    steps it reached; every other number leaves it out (runlog's pending)."""
+    s = run.summary or {}
+    return (run.status == "pending" and s.get("status") == "completed" and run.has_config
+            and isinstance(s.get("steps"), int) and not run.stopped_on_escape
+            and "not yet extended" in (run.pending or ""))
+
+
+def reached(run) -> bool:
+    """Whether the law reads the run: completed, or completed at an earlier stage and awaiting its
+    extension (censored at the steps it reached)."""
+    return runlog.is_completed(run) or awaiting_extension(run)
+
+
 def run_escape(run, margin: float):
     """(Obs or None, escape step or None, last eval step) of a finished run: escaped at the first
     eval at or below the reference - margin, in (previous eval step, that step]; else censored at
-    its last eval. A diverged or unfinished run has no Obs."""
+    its last eval (a run awaiting a later stage's extension at the steps it reached). A diverged or
+    unfinished run has no Obs."""
     ev = evals(run)
     last = ev[-1][0] if ev else None
-    if runlog.is_diverged(run) or not runlog.is_completed(run) or not ev:
+    if runlog.is_diverged(run) or not reached(run) or not ev:
         return None, None, last
     ref, _ = unigram_reference(run)
     step, _ = stats.escape_step(run, ref, margin)
@@ -124,18 +142,21 @@ def _num(v, nd=6):
 
 
 def finished_runs(sweep_dir):
-    """(entry, Run) of each finished (completed or diverged) run of the sweep, in run-id order."""
+    """(entry, Run) of each finished run of the sweep (completed, diverged, or completed at an earlier
+    stage and awaiting its extension: a staged sweep's table keeps every run between its stages), in
+    run-id order."""
     _, entries = runlog.sweep_entries(sweep_dir)
     for e in sorted(entries, key=lambda e: e.id):
         if not os.path.isdir(e.path):
             continue
         run = runlog.load_entry(e)
-        if runlog.is_completed(run) or runlog.is_diverged(run):
+        if reached(run) or runlog.is_diverged(run):
             yield e, run
 
 
 def rows_of(sweep_dir, margin: float, cpu_model: str = "", commit: str = "") -> list:
-    """One dict per finished (completed or diverged) run of the sweep, in run-id order."""
+    """One dict per finished run of the sweep (finished_runs: completed, diverged, or awaiting a later
+    stage's extension, censored at the steps it reached), in run-id order."""
     name = os.path.basename(os.path.normpath(sweep_dir))
     rows = []
     for e, run in finished_runs(sweep_dir):

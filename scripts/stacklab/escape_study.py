@@ -39,6 +39,9 @@ PROBE_TABLE = PROBE_SWEEP + ".csv"
 PROBE_COLUMNS = ("wiring", "depth", "seeds", "rank_ratio", "grad_ratio_first_last", "cpu_model", "commit")
 STAGE0 = os.path.join(os.path.dirname(ec.RULES_PATH), "escape_law_h0.json")
 FIGURE = "escape_law.png"
+# The rules' law.reads: "every rate is fitted where 3 or more depths have a run" (a held read is
+# made); law.fit_when then says whether it is fitted (3 escaped depths) or "no fit".
+MIN_DEPTHS_RUN = 3
 
 
 def eval_interval(path=STAGE0) -> int:
@@ -103,7 +106,7 @@ def from_root(root, rules=None):
     probe_dir = os.path.join(root, "escape_law_probe")
     probe = ({(r["wiring"], int(r["depth"])): tuple(float(r[k]) if r[k] else None
                                                     for k in ("rank_ratio", "grad_ratio_first_last"))
-              for r in probe_rows(probe_dir)}
+              for r in probe_rows(probe_dir) if isinstance(r["depth"], int)}
              if os.path.isfile(os.path.join(probe_dir, "manifest.json")) else None)
     return judge(rows, rules, probe=probe, scaled_rows=scaled)
 
@@ -131,6 +134,8 @@ def probe_rows(probe_dir, cpu_model="", commit="") -> list:
 
 
 def write_probe_table(probe_dir, out_csv, root=None) -> int:
+    """Writes probe_rows to out_csv (the CPU and commit from root's, default the sweep's parent's,
+    timing.jsonl); returns the number of probes. ValueError when the folder holds no probe.json."""
     cpu, commit = er.study_machine(root or os.path.dirname(os.path.normpath(probe_dir)))
     rows = probe_rows(probe_dir, cpu, commit)
     if not rows:
@@ -153,7 +158,7 @@ def read_probe_table(path) -> dict:
                 out[(r["wiring"], int(r["depth"]))] = (float(r["rank_ratio"]) if r["rank_ratio"] else None,
                                                        float(r["grad_ratio_first_last"])
                                                        if r["grad_ratio_first_last"] else None)
-            except (KeyError, ValueError) as e:
+            except (KeyError, ValueError, TypeError) as e:
                 raise ValueError(f"{path}:{i}: not a probe-table row ({e})") from None
     return out
 
@@ -171,6 +176,7 @@ class WiringLaw:
     probe: dict = field(default_factory=dict)    # {depth: (rank ratio, gradient ratio)}
     rank_fit: object = None        # escape_law.FormFit of ln step on -ln(rank ratio), at the best rates
     rank_delta: dict = field(default_factory=dict)  # {form: AIC - lowest} over the depth forms and "linear"
+    rank_best: str = None          # the winner of the depth forms and "linear" by the rules' rule, or None
 
     @property
     def depths(self) -> list:
@@ -185,7 +191,7 @@ class WiringLaw:
 class Study:
     wirings: list                  # [WiringLaw] in the rules' order
     runs: int
-    excluded: list                 # [(run, why)]: diverged runs (no escape interval)
+    excluded: list                 # [(run, why)]: diverged runs (no escape interval), runs of another init
     reached: dict                  # {depth: the longest run's steps}: the stage each depth reached
     scaled: list = field(default_factory=list)   # [(wiring, depth, rate, normal seeds, scaled seeds)]
     cpu_model: str = ""
@@ -221,8 +227,13 @@ def judge(rows, rules, probe=None, scaled_rows=(), interval=None) -> Study:
     """The study judged from its table rows (read_table), the probe table ({(wiring, depth): (rank, grad)})
     and the scaled arm's rows."""
     interval = interval or eval_interval()
-    excluded = [(r.run, "diverged: no escape interval") for r in rows if r.diverged]
-    usable = [r for r in rows if not r.diverged and r.init == rules["init"]["fit"]]
+    fit_init, arm = rules["init"]["fit"], rules["init"]["second_arm"]
+    excluded = [(r.run, "diverged: no escape interval") for r in list(rows) + list(scaled_rows) if r.diverged]
+    excluded += [(r.run, f"init {r.init}, not the fit's {fit_init}") for r in rows
+                 if not r.diverged and r.init != fit_init]
+    excluded += [(r.run, f"init {r.init}, not the second arm's {arm['init']}") for r in scaled_rows
+                 if not r.diverged and r.init != arm["init"]]
+    usable = [r for r in rows if not r.diverged and r.init == fit_init]
     reached = {}
     for r in usable:
         reached[r.depth] = max(reached.get(r.depth, 0), r.steps)
@@ -239,21 +250,18 @@ def judge(rows, rules, probe=None, scaled_rows=(), interval=None) -> Study:
                                  rules)
         for lr in wl.rates:
             at = {d: cells[(d, r)] for d, r in cells if r == lr}
-            if len(at) >= rules["law"]["min_escaped_depths"]:
+            if len(at) >= MIN_DEPTHS_RUN:
                 wl.held[lr] = ec.read_points(w, formula, lr, at, [o for (d, r), os_ in obs.items() if r == lr
                                                                   for o in os_], rules)
         wl.probe = {d: v for (pw, d), v in (probe or {}).items() if pw == w}
         ranks = {d: v[0] for d, v in wl.probe.items() if v[0]}
-        if wl.best.verdict == "fitted" and len([d for d in wl.best.escaped_depths if d in ranks]) >= 3:
+        # the rules' second_knob.rank: a ratio at every depth of the fit, so that the linear form and
+        # the depth forms are fitted to the same runs and compared by the same 2-unit rule
+        if wl.best.verdict == "fitted" and all(d in ranks for d in wl.best.seeds):
             wl.rank_fit = law.fit_rank(wl.best.obs, ranks)
-            aics = {f: x.aic for f, x in wl.best.fits.items()}
-            aics["linear"] = wl.rank_fit.aic
-            low = min(aics.values())
-            wl.rank_delta = {f: a - low for f, a in aics.items()}
+            wl.rank_best, wl.rank_delta = law.compare({**wl.best.fits, "linear": wl.rank_fit})
         wirings.append(wl)
     scaled = []
-    arm = rules["init"]["second_arm"]
-    s_cells, _ = _cells([r for r in scaled_rows if not r.diverged and r.init == arm["init"]], interval)
     for wl in wirings:
         for d in arm["depths"]:
             for lr in arm["rates"]:
@@ -325,6 +333,8 @@ def read_line(name, w: ec.Wiring) -> str:
 
 
 def markdown(st: Study, rules) -> str:
+    """The study as markdown for docs/study.md and the report: a header (runs, CPU, commit, steps
+    reached per depth), per wiring its grid and reads, the scaled arm, the runs left out."""
     reached = ", ".join(f"L = {d}: {s}" for d, s in sorted(st.reached.items()))
     out = [f"{st.runs} runs read ({len(st.excluded)} diverged, left out), on {st.cpu_model or 'a CPU not recorded'}"
            f" (commit {', '.join(st.commits) or 'not recorded'}). Steps reached per depth (the stage run): {reached}."
@@ -333,15 +343,21 @@ def markdown(st: Study, rules) -> str:
            " Bold: the depth's best rate (the rules' reads (1)).", ""]
     for wl in st.wirings:
         out += [f"**`{wl.formula}`**", ""] + grid_table(wl) + [""]
-        chosen = ", ".join(f"L = {d}: {r:g}" for d, r in sorted(wl.best.rate.items()))
+
+        def rate_text(d, r, wl=wl):
+            escaped = any(x is not None for _, x, _ in wl.cells[(d, r)])
+            return f"L = {d}: {r:g}" + ("" if escaped else " (none escaped: the tie's lower rate)")
+        chosen = ", ".join(rate_text(d, r) for d, r in sorted(wl.best.rate.items()))
         out.append(f"- {read_line('At each depth best rate (' + chosen + ')', wl.best)}.")
         for lr, w in sorted(wl.held.items()):
             out.append(f"- {read_line(f'At lr {lr:g} held across depths', w)}.")
         if wl.rank_fit is not None:
             dd = ", ".join(f"{f} {d:+.1f}" for f, d in sorted(wl.rank_delta.items(), key=lambda x: x[1]))
-            out.append(f"- Against -ln(rank ratio at init): ln step = {wl.rank_fit.theta[0]:.3g} + "
-                       f"{wl.rank_fit.theta[1]:.3g} x, sigma {wl.rank_fit.sigma:.3g} "
-                       f"(dAIC with the depth forms: {dd}).")
+            told = (f"{wl.rank_best} wins" if wl.rank_best else
+                    f"not told apart from the depth forms (AIC within {law.DELTA_AIC:g})")
+            out.append(f"- Against x = -ln(rank ratio at init), at the best rates: "
+                       f"ln step = {wl.rank_fit.theta[0]:.3g} + "
+                       f"{wl.rank_fit.theta[1]:.3g} x, sigma {wl.rank_fit.sigma:.3g}; {told} (dAIC: {dd}).")
         out.append("")
     if st.scaled:
         out += ["The scaled-init arm beside the normal runs at its points (not fitted):", "",
@@ -350,6 +366,8 @@ def markdown(st: Study, rules) -> str:
             out.append(f"| {rules['wirings'].get(w, w)} | {d} | {lr:g} | "
                        f"{cell_text(normal) if normal else 'not run'} | {cell_text(scaled)} |")
         out.append("")
+    if st.excluded:
+        out += ["Left out: " + "; ".join(f"{r} ({why})" for r, why in st.excluded) + ".", ""]
     return "\n".join(out)
 
 
@@ -384,7 +402,7 @@ def study_json(st: Study) -> dict:
                                    for d, v in sorted(wl.probe.items())},
                          "rank_fit": None if wl.rank_fit is None else {
                              "theta": list(wl.rank_fit.theta), "sigma": wl.rank_fit.sigma,
-                             "delta_aic": wl.rank_delta}}
+                             "delta_aic": wl.rank_delta, "best": wl.rank_best}}
                         for wl in st.wirings]}
 
 

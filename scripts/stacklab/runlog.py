@@ -104,7 +104,11 @@ class Run:
         if isinstance(steps, int) and isinstance(horizon, int) and steps < horizon and not self.stopped_on_escape:
             whose = "its sweep" if self.sweep_max_iters is not None else "its config.json"
             return f"completed {steps} of the {horizon} steps {whose} gives it (not yet extended)"
-        if self.sweep_max_iters is not None and isinstance(own, int) and own != self.sweep_max_iters:
+        # A run stopped on escape is done at any longer horizon (stacklab sweep --on-change extend leaves
+        # it alone, config.json and all: provenance.cpp's done_on_escape), so a later stage's sweep
+        # giving it more steps makes it no less done.
+        if (self.sweep_max_iters is not None and isinstance(own, int) and own != self.sweep_max_iters
+                and not self.stopped_on_escape):
             return f"its config.json says train.max_iters {own}, its sweep {self.sweep_max_iters}"
         return None
 

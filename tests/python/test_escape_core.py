@@ -57,6 +57,16 @@ class StoppedOnEscape(unittest.TestCase):
         self.assertIsNone(r.pending)
         self.assertEqual(r.status, "completed")
 
+    def test_a_run_stopped_on_escape_stays_done_when_a_later_stage_gives_its_sweep_more_steps(self):
+        # Found before the escape law's stage 1: --on-change extend leaves an escaped run alone, its
+        # config.json at stage 0's 3000, while the sweep's manifest says 12000.
+        r = core_run("none-nores", 2, 1e-3, 30, 300)
+        r.in_sweep, r.sweep_max_iters = True, 12000
+        self.assertIsNone(r.pending)
+        self.assertEqual(r.status, "completed")
+        r.config["train"]["stop_below_unigram"] = 0.2  # stopped under another margin: it would go on
+        self.assertEqual(r.status, "pending")
+
     def test_a_stop_under_another_margin_or_none_stays_pending(self):
         r = core_run("none-nores", 2, 1e-3, 30, 300)
         r.config["train"]["stop_below_unigram"] = 0.2

@@ -103,6 +103,39 @@ class Reads(unittest.TestCase):
         self.assertEqual(len(st.wirings[0].cells[(2, 1e-3)]), 5)
 
 
+class RulesDetails(unittest.TestCase):
+    def test_the_falsifier_is_judged_only_at_the_held_rates_the_rules_name(self):
+        wl = fitted().wirings[0]
+        self.assertIsNotNone(wl.held[3e-4].falsifier)  # 3e-4: one of the rules' falsifier.rates
+        self.assertIsNone(wl.best.falsifier)
+
+    def test_a_depth_stopped_before_the_shallower_median_escape_bounds_nothing(self):
+        # L = 2 escapes at 5000 in stage 1; L = 5 ended at H0 = 3000: no "at least x0.7 a layer"
+        rows = ([row("none-nores", 1, 1e-3, s, 200) for s in range(30, 35)]
+                + [row("none-nores", 2, 1e-3, s, 5000, steps=12000) for s in range(30, 35)]
+                + [row("none-nores", 5, 1e-3, s, None) for s in range(30, 35)])
+        self.assertEqual(study(rows).wirings[0].best.bounds, [])
+
+    def test_a_run_of_another_init_in_the_main_table_is_left_out_and_named(self):
+        st = study(TWO + [row("none-nores", 1, 1e-3, 36, 150, init="scaled")])
+        self.assertIn(("L1-none-nores-lr0.001-s36", "init scaled, not the fit's normal"), st.excluded)
+        self.assertEqual(len(st.wirings[0].cells[(1, 1e-3)]), 5)
+
+
+class Staged(unittest.TestCase):
+    def test_a_run_awaiting_its_next_stage_is_read_censored_at_the_steps_it_reached(self):
+        # the manifest of a stage-1 sweep (12000) over stage 0's runs: the L = 3 runs, on the plateau
+        # to 3000, are pending (not yet extended), and the law still reads them as never within 3000
+        with tempfile.TemporaryDirectory() as root:
+            fabricate.write_sweep_dir(root, "escape_law", core_runs()[:9], max_iters=12000)
+            rows = er.rows_of(os.path.join(root, "escape_law"), 0.1)
+            self.assertEqual(len(rows), 9)
+            self.assertEqual([(r["depth"], r["steps"], r["censored"]) for r in rows if r["depth"] == 3],
+                             [(3, 3000, "yes")] * 3)
+            st = es.from_root(root)
+            self.assertEqual(st.wirings[0].cells[(3, 3e-4)], [(30, None, 3000), (31, None, 3000), (32, None, 3000)])
+
+
 class Grid(unittest.TestCase):
     def test_a_cell_says_how_many_seeds_escaped_their_median_and_range(self):
         self.assertEqual(es.cell_text([(30, 450, 450), (31, 500, 500), (32, None, 3000)]), "2/3 · 500 (450-500)")
@@ -182,6 +215,19 @@ class InTheReport(unittest.TestCase):
             self.assertNotIn("## Extras", md)
             with open(os.path.join(root, "results", "escape_law.csv"), encoding="utf-8") as f:
                 self.assertEqual(len(list(csv.DictReader(f))), 9)
+
+    def test_a_probe_sweep_not_yet_run_writes_no_table_and_breaks_nothing(self):
+        with tempfile.TemporaryDirectory() as root:
+            sweeps = write_study(root)
+            d = os.path.join(root, es.PROBE_SWEEP)
+            os.makedirs(d)
+            with open(os.path.join(d, "manifest.json"), "w", encoding="utf-8") as f:
+                entry = {"id": "L1-none-nores", "dir": "L1-none-nores", "status": "new"}
+                json.dump({"name": es.PROBE_SWEEP, "mode": "probe", "runs": [entry]}, f)
+            err = io.StringIO()
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+                self.assertEqual(report.write_results(root, list(sweeps) + [es.PROBE_SWEEP]), [])
+            self.assertIn("no probe.json yet", err.getvalue())
 
 
 if __name__ == "__main__":
