@@ -406,9 +406,10 @@ def study_json(st: Study) -> dict:
                         for wl in st.wirings]}
 
 
-def figure(st: Study, path: str) -> str:
+def figure(st: Study, path: str, predict_at: float = 96) -> str:
     """Escape step against depth per wiring at each depth's best rate, arrows for censored runs, the
-    law's line, band and prediction at 96 where the read was fitted."""
+    law's line and band up to `predict_at` and its prediction there, where the read was fitted (a
+    provisional fit is drawn to L = 8 only, so that its line does not set the axis)."""
     from .plot_escape_law import plot_escape_law
     series = {}
     for wl in st.wirings:
@@ -416,7 +417,7 @@ def figure(st: Study, path: str) -> str:
         form = b.best or (min(b.fits, key=lambda f: b.fits[f].aic) if b.fits else None)
         series[f"{wl.formula}, best rate"] = (b.obs, b.fits.get(form) if form else None, b.predictions.get(form, {}))
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    return plot_escape_law(series, path, predict_at=96, band=True,
+    return plot_escape_law(series, path, predict_at=predict_at, band=True,
                            title="Escape step against depth, no residual, each depth at its best rate")
 
 
@@ -426,6 +427,8 @@ def main(argv=None) -> int:
     ap.add_argument("--write-probe", metavar="PROBE_DIR",
                     help="first write RESULTS/escape_law_probe.csv from the probe sweep's folder")
     ap.add_argument("--figure", help="draw the figure into this PNG")
+    ap.add_argument("--predict-at", type=float, default=96, metavar="L",
+                    help="draw the fitted law up to depth L and its prediction there (default: %(default)g)")
     ap.add_argument("--json", help="write the judgement as JSON to this file")
     a = ap.parse_args(argv)
     try:
@@ -447,7 +450,7 @@ def main(argv=None) -> int:
         return 2
     print(markdown(st, rules))
     if a.figure:
-        figure(st, a.figure)
+        figure(st, a.figure, a.predict_at)
     if a.json:
         with open(a.json, "w", encoding="utf-8") as f:
             json.dump(study_json(st), f, indent=1)

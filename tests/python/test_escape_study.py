@@ -168,7 +168,7 @@ class Command(unittest.TestCase):
             write(os.path.join(d, es.TABLE), TWO)
             out = io.StringIO()
             with contextlib.redirect_stdout(out):
-                rc = es.main(["--results", d, "--figure", os.path.join(d, "law.png"),
+                rc = es.main(["--results", d, "--figure", os.path.join(d, "law.png"), "--predict-at", "8",
                               "--json", os.path.join(d, "law.json")])
             self.assertEqual(rc, 0)
             self.assertIn("**`f(x)`**", out.getvalue())
