@@ -193,21 +193,23 @@ class Command(unittest.TestCase):
             self.assertIn("escape_law.csv:2: not a results-table row", err.getvalue())
 
 
+def report_md(root, sweeps) -> str:
+    """report.md's text of the report written on root (its verdict lines kept off the test's output)."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        md_path, _, _ = report.write_report(root, sweeps)
+    with open(md_path, encoding="utf-8") as f:
+        return f.read()
+
+
 class InTheReport(unittest.TestCase):
     def test_a_folder_with_the_law_shows_its_section_figure_and_table_and_one_without_shows_none(self):
         with tempfile.TemporaryDirectory() as root:
             sweeps = write_study(root)
-            with contextlib.redirect_stdout(io.StringIO()):
-                md_path, _, _ = report.write_report(root, sweeps)
-            with open(md_path, encoding="utf-8") as f:
-                self.assertNotIn("The escape law (opt-in study)", f.read())
+            self.assertNotIn("The escape law (opt-in study)", report_md(root, sweeps))
             # f(layernorm(x)) at 3e-4, L = 1-3, 3 seeds: two depths escape (no fit: fast)
             fabricate.write_sweep_dir(root, "escape_law", core_runs()[:9])
             sweeps["escape_law"] = report.Sweep(root, "escape_law")
-            with contextlib.redirect_stdout(io.StringIO()):
-                md_path, _, _ = report.write_report(root, sweeps)
-            with open(md_path, encoding="utf-8") as f:
-                md = f.read()
+            md = report_md(root, sweeps)
             self.assertIn("## The escape law (opt-in study)", md)
             self.assertIn("figures/escape_law/escape_law.png", md)
             self.assertTrue(os.path.isfile(os.path.join(root, "figures", "escape_law", "escape_law.png")))
