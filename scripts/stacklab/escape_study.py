@@ -42,6 +42,8 @@ FIGURE = "escape_law.png"
 # The rules' law.reads: "every rate is fitted where 3 or more depths have a run" (a held read is
 # made); law.fit_when then says whether it is fitted (3 escaped depths) or "no fit".
 MIN_DEPTHS_RUN = 3
+# The rules' second_knob.when: "fewer than 4 depths escape within the cap for a wiring at its best rates".
+KNOB_DEPTHS = 4
 
 
 def eval_interval(path=STAGE0) -> int:
@@ -177,6 +179,8 @@ class WiringLaw:
     rank_fit: object = None        # escape_law.FormFit of ln step on -ln(rank ratio), at the best rates
     rank_delta: dict = field(default_factory=dict)  # {form: AIC - lowest} over the depth forms and "linear"
     rank_best: str = None          # the winner of the depth forms and "linear" by the rules' rule, or None
+    knob: str = ""                 # "applies" | "does not apply" | "open": the rules' second knob, and why
+    knob_why: str = ""
 
     @property
     def depths(self) -> list:
@@ -211,6 +215,31 @@ def _cells(rows, interval):
         cells.setdefault((r.depth, r.rate), []).append((r.seed, r.escape, r.steps))
         obs.setdefault((r.depth, r.rate), []).append(_obs(r, interval))
     return cells, obs
+
+
+def caps(rules) -> dict:
+    """{depth: the step cap}: the rules' horizons.cap, or horizons.decided.cap where a decision made
+    before a stage's runs changed it."""
+    h = rules["horizons"]
+    cap = (h.get("decided") or {}).get("cap") or h["cap"]
+    return {int(d): int(s) for d, s in cap.items()}
+
+
+def second_knob(wl: WiringLaw, cap: dict) -> tuple:
+    """(verdict, why): the rules' second knob applies to a wiring when fewer than KNOB_DEPTHS depths
+    escape within their caps at its best rates; "open" while depths not yet at their cap could still
+    make up the count."""
+    escaped = wl.best.escaped_depths
+    reached = {d: max(h for (dd, _), c in wl.cells.items() if dd == d for _, _, h in c) for d in wl.depths}
+    short = [d for d in wl.depths if d not in escaped and d in cap and reached[d] < cap[d]]
+    have = f"escapes at {len(escaped)} depth{'s' * (len(escaped) != 1)}" + (
+        f" (L = {', '.join(map(str, escaped))})" if escaped else "")
+    if len(escaped) >= KNOB_DEPTHS:
+        return "does not apply", have
+    if len(escaped) + len(short) < KNOB_DEPTHS:
+        return "applies", f"{have}; every other depth ran to its cap"
+    left = ", ".join(f"L = {d} reached {reached[d]} of its cap {cap[d]}" for d in short)
+    return "open", f"{have}; {left}"
 
 
 def best_rates(obs: dict) -> dict:
@@ -260,6 +289,7 @@ def judge(rows, rules, probe=None, scaled_rows=(), interval=None) -> Study:
         if wl.best.verdict == "fitted" and all(d in ranks for d in wl.best.seeds):
             wl.rank_fit = law.fit_rank(wl.best.obs, ranks)
             wl.rank_best, wl.rank_delta = law.compare({**wl.best.fits, "linear": wl.rank_fit})
+        wl.knob, wl.knob_why = second_knob(wl, caps(rules))
         wirings.append(wl)
     scaled = []
     for wl in wirings:
@@ -358,6 +388,8 @@ def markdown(st: Study, rules) -> str:
             out.append(f"- Against x = -ln(rank ratio at init), at the best rates: "
                        f"ln step = {wl.rank_fit.theta[0]:.3g} + "
                        f"{wl.rank_fit.theta[1]:.3g} x, sigma {wl.rank_fit.sigma:.3g}; {told} (dAIC: {dd}).")
+        out.append(f"- The rules' second knob (attention-only stacks, when fewer than {KNOB_DEPTHS} depths escape "
+                   f"within their caps): {wl.knob}: {wl.knob_why}.")
         out.append("")
     if st.scaled:
         out += ["The scaled-init arm beside the normal runs at its points (not fitted):", "",
@@ -402,7 +434,8 @@ def study_json(st: Study) -> dict:
                                    for d, v in sorted(wl.probe.items())},
                          "rank_fit": None if wl.rank_fit is None else {
                              "theta": list(wl.rank_fit.theta), "sigma": wl.rank_fit.sigma,
-                             "delta_aic": wl.rank_delta, "best": wl.rank_best}}
+                             "delta_aic": wl.rank_delta, "best": wl.rank_best},
+                         "second_knob": {"verdict": wl.knob, "why": wl.knob_why}}
                         for wl in st.wirings]}
 
 

@@ -63,6 +63,12 @@ PROBE = {("pre-layernorm-nores", d): (r, 1.0) for d, r in {1: 0.56, 2: 0.4, 3: 0
 SCALED = [es.Row(f"s{s}", "pre-layernorm-nores", 2, 3e-4, "scaled", s, 900, 900, False, "", "") for s in range(30, 35)]
 
 
+def fitted_rows():
+    with tempfile.TemporaryDirectory() as d:
+        write(os.path.join(d, "t.csv"), FITTED)
+        return es.read_table(os.path.join(d, "t.csv"))
+
+
 @functools.lru_cache(maxsize=None)
 def fitted():
     """The fitted study, judged once for every test that reads it (its fits take seconds)."""
@@ -120,6 +126,30 @@ class RulesDetails(unittest.TestCase):
         st = study(TWO + [row("none-nores", 1, 1e-3, 36, 150, init="scaled")])
         self.assertIn(("L1-none-nores-lr0.001-s36", "init scaled, not the fit's normal"), st.excluded)
         self.assertEqual(len(st.wirings[0].cells[(1, 1e-3)]), 5)
+
+
+class SecondKnob(unittest.TestCase):
+    def test_it_is_open_while_a_depth_short_of_its_cap_could_make_four_escaped_depths(self):
+        wl = fitted().wirings[0]  # L = 1-3 escape, L = 4 never within 3000, its cap 48000
+        self.assertEqual((wl.knob, wl.knob_why),
+                         ("open", "escapes at 3 depths (L = 1, 2, 3); L = 4 reached 3000 of its cap 48000"))
+        self.assertIn("second knob (attention-only stacks, when fewer than 4 depths escape within their caps): "
+                      "open", es.markdown(fitted(), RULES))
+
+    def test_it_applies_once_every_depth_without_an_escape_ran_to_a_cap_a_decision_lowered(self):
+        rules = json.loads(json.dumps(RULES))
+        rules["horizons"]["decided"]["cap"] = {"1": 3000, "2": 3000, "3": 3000, "4": 3000}
+        wl = es.judge(fitted_rows(), rules).wirings[0]
+        self.assertEqual(wl.knob, "applies")
+        self.assertEqual(es.study_json(es.judge(fitted_rows(), rules))["wirings"][0]["second_knob"]["verdict"],
+                         "applies")
+
+    def test_it_applies_when_too_few_depths_were_run_to_reach_four(self):
+        self.assertEqual(study(TWO).wirings[0].knob, "applies")  # L = 1, 2 escape, only L = 3 left
+
+    def test_four_escaped_depths_need_no_second_knob(self):
+        rows = [row("none-nores", d, 1e-3, s, 200 * 4 ** d) for d in (1, 2, 3, 4) for s in range(30, 33)]
+        self.assertEqual(study(rows).wirings[0].knob, "does not apply")
 
 
 class Staged(unittest.TestCase):
