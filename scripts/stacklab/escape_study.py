@@ -6,8 +6,10 @@ and the falsifier), the rank ratio and first/last gradient ratio at init beside 
 sweep), the escape step against -ln(rank ratio) where a read is fitted, and the scaled-init arm beside
 the normal runs at its points. Everything from configs/experiments/escape_law_rules.json.
 
-It reads the committed tables (docs/results/escape_law.csv, escape_law_scaled.csv, escape_law_probe.csv),
-not the run folders, so a lost machine loses no verdict:
+It reads the committed tables (docs/results/escape_law.csv, escape_law_scaled.csv, escape_law_deep.csv,
+escape_law_probe.csv), not the run folders, so a lost machine loses no verdict. escape_law_deep's longer
+runs supersede the stage-0 runs of their points, and are the out-of-sample test of the predictions the
+rules committed before them (horizons.decided.stage_2_decided.predictions):
 
     st = judge(read_table("docs/results/escape_law.csv"), rules, probe=read_probe_table(...))
     print(markdown(st))                       # the grid, the reads, the predictions (docs/study.md)
@@ -34,6 +36,10 @@ from . import runlog
 
 TABLE = "escape_law.csv"
 SCALED_TABLE = "escape_law_scaled.csv"
+# The rules' horizons.decided.stage_2_decided: longer runs of some stage-0 points in their own sweep; each
+# supersedes the run of its (wiring, depth, rate, init, seed) in the law's reads.
+DEEP_SWEEP = "escape_law_deep"
+DEEP_TABLE = DEEP_SWEEP + ".csv"
 PROBE_SWEEP = "escape_law_probe"
 PROBE_TABLE = PROBE_SWEEP + ".csv"
 PROBE_COLUMNS = ("wiring", "depth", "seeds", "rank_ratio", "grad_ratio_first_last", "cpu_model", "commit")
@@ -94,7 +100,8 @@ def read_table(path) -> list:
 
 def from_root(root, rules=None):
     """The study judged from a study folder's run folders (root/escape_law, root/escape_law_scaled,
-    root/escape_law_probe: the report's way in), or None when root holds no escape_law sweep."""
+    root/escape_law_deep, root/escape_law_probe: the report's way in), or None when root holds no
+    escape_law sweep."""
     sweep = os.path.join(root, "escape_law")
     if not os.path.isfile(os.path.join(sweep, "manifest.json")):
         return None
@@ -105,12 +112,15 @@ def from_root(root, rules=None):
     scaled_dir = os.path.join(root, "escape_law_scaled")
     scaled = ([row_of(r) for r in er.rows_of(scaled_dir, margin, cpu, commit)]
               if os.path.isfile(os.path.join(scaled_dir, "manifest.json")) else [])
+    deep_dir = os.path.join(root, DEEP_SWEEP)
+    deep = ([row_of(r) for r in er.rows_of(deep_dir, margin, cpu, commit)]
+            if os.path.isfile(os.path.join(deep_dir, "manifest.json")) else [])
     probe_dir = os.path.join(root, "escape_law_probe")
     probe = ({(r["wiring"], int(r["depth"])): tuple(float(r[k]) if r[k] else None
                                                     for k in ("rank_ratio", "grad_ratio_first_last"))
               for r in probe_rows(probe_dir) if isinstance(r["depth"], int)}
              if os.path.isfile(os.path.join(probe_dir, "manifest.json")) else None)
-    return judge(rows, rules, probe=probe, scaled_rows=scaled)
+    return judge(rows, rules, probe=probe, scaled_rows=scaled, deep_rows=deep)
 
 
 def probe_rows(probe_dir, cpu_model="", commit="") -> list:
@@ -201,6 +211,23 @@ class Study:
     cpu_model: str = ""
     commits: list = field(default_factory=list)
     margin: float = 0.1
+    superseded: list = field(default_factory=list)  # run ids replaced by DEEP_SWEEP's longer runs
+    disagree: list = field(default_factory=list)    # deeper runs whose first steps did not repeat their run
+    tests: list = field(default_factory=list)       # [DeepTest]: the committed predictions against the deep runs
+
+
+@dataclass
+class DeepTest:
+    """One depth of the rules' out-of-sample test: the median escape step at the depth's best rate among
+    the deep runs (None: censored at `last`), and per form its committed interval and whether the
+    median contradicts it."""
+    wiring: str
+    depth: int
+    rate: float
+    seeds: list                    # [(seed, escape step or None, last eval step)]
+    median: float | None
+    last: int
+    forms: dict                    # {form: ((median, lo, hi), contradicted)}
 
 
 def _obs(row: Row, interval: int):
@@ -242,6 +269,59 @@ def second_knob(wl: WiringLaw, cap: dict) -> tuple:
     return "open", f"{have}; {left}"
 
 
+def _point(r: Row) -> tuple:
+    return (r.wiring, r.depth, r.rate, r.init, r.seed)
+
+
+def supersede(rows, deeper) -> tuple:
+    """(rows, superseded, disagree): `rows` with each run that a run of `deeper` repeats for longer
+    (the same wiring, depth, rate, init and seed) replaced by it, deeper runs of new points added;
+    the replaced runs' ids; and the deeper runs that escaped within the steps their stage-0 run had
+    run without escaping, or escaped at another step (the first steps should be the same bits: same
+    binary, config and seed)."""
+    by_point = {_point(r): r for r in deeper}
+    out, superseded, disagree = [], [], []
+    for r in rows:
+        d = by_point.pop(_point(r), None)
+        if d is None:
+            out.append(r)
+            continue
+        superseded.append(r.run)
+        out.append(d)
+        same = (d.escape == r.escape if r.escape is not None
+                else d.escape is None or d.escape > r.steps)
+        if not same and not (r.diverged or d.diverged):
+            disagree.append(f"{d.run} (escape {d.escape}, its first run {r.escape or 'none'} within {r.steps})")
+    return out + list(by_point.values()), superseded, disagree
+
+
+def deep_tests(wirings, deep_rows, rules) -> list:
+    """The rules' stage_2_decided.test: at each depth with a committed prediction, the deep runs' best
+    rate, its median escape step, and per form whether that median lies outside the form's interval
+    (a median censored at N lies above N: it contradicts only an interval ending below N)."""
+    pred = rules["horizons"].get("decided", {}).get("stage_2_decided", {}).get("predictions")
+    if not pred or not deep_rows:
+        return []
+    forms = {f: {int(d): tuple(v) for d, v in p.items()} for f, p in pred.items() if isinstance(p, dict)}
+    out = []
+    for wl in wirings:
+        for d in sorted({r.depth for r in deep_rows if r.wiring == wl.wiring}):
+            if not any(d in p for p in forms.values()):
+                continue
+            rates = sorted({r.rate for r in deep_rows if r.wiring == wl.wiring and r.depth == d})
+            lr = best_rates({(d, r): wl.obs[(d, r)] for r in rates})[d]
+            seeds = wl.cells[(d, lr)]
+            med = statistics.median([x if x is not None else math.inf for _, x, _ in seeds])
+            last = max(h for _, _, h in seeds)
+            res = {}
+            for f, p in forms.items():
+                if d in p:
+                    m, lo, hi = p[d]
+                    res[f] = (p[d], hi < last if math.isinf(med) else not lo <= med <= hi)
+            out.append(DeepTest(wl.wiring, d, lr, seeds, None if math.isinf(med) else med, last, res))
+    return out
+
+
 def best_rates(obs: dict) -> dict:
     """{depth: rate}: at each depth the rate whose runs escape earliest (the rules' reads (1): lowest
     median escape step over seeds, a censored run +inf; ties: fewer censored, then the lower rate)."""
@@ -252,10 +332,11 @@ def best_rates(obs: dict) -> dict:
     return out
 
 
-def judge(rows, rules, probe=None, scaled_rows=(), interval=None) -> Study:
-    """The study judged from its table rows (read_table), the probe table ({(wiring, depth): (rank, grad)})
-    and the scaled arm's rows."""
+def judge(rows, rules, probe=None, scaled_rows=(), interval=None, deep_rows=()) -> Study:
+    """The study judged from its table rows (read_table), the probe table ({(wiring, depth): (rank, grad)}),
+    the scaled arm's rows and the longer runs that supersede some rows (DEEP_SWEEP's)."""
     interval = interval or eval_interval()
+    rows, superseded, disagree = supersede(list(rows), list(deep_rows))
     fit_init, arm = rules["init"]["fit"], rules["init"]["second_arm"]
     excluded = [(r.run, "diverged: no escape interval") for r in list(rows) + list(scaled_rows) if r.diverged]
     excluded += [(r.run, f"init {r.init}, not the fit's {fit_init}") for r in rows
@@ -303,7 +384,8 @@ def judge(rows, rules, probe=None, scaled_rows=(), interval=None) -> Study:
     cpus = sorted({r.cpu_model for r in rows if r.cpu_model})
     commits = sorted({r.commit[:7] for r in rows if r.commit})
     return Study(wirings, len(rows), excluded, reached, scaled, ", ".join(cpus), commits,
-                 rules["escaped"]["margin"])
+                 rules["escaped"]["margin"], superseded, disagree,
+                 deep_tests(wirings, [r for r in deep_rows if not r.diverged], rules))
 
 
 # ---- the text -----------------------------------------------------------------------------------
@@ -370,7 +452,12 @@ def markdown(st: Study, rules) -> str:
            f" (commit {', '.join(st.commits) or 'not recorded'}). Steps reached per depth (the stage run): {reached}."
            f" A cell: seeds escaped / seeds, then the median escape step over seeds (their range); a run escapes at"
            f" the first eval {st.margin:g} nats under its unigram loss; '> N': the median never escaped within N."
-           " Bold: the depth's best rate (the rules' reads (1)).", ""]
+           " Bold: the depth's best rate (the rules' reads (1))."
+           + (f" {len(st.superseded)} stage-0 runs are read through their longer repeats in {DEEP_SWEEP}"
+              " (the rules' horizons.decided.stage_2_decided)." if st.superseded else ""), ""]
+    if st.disagree:
+        out += ["**Not the same runs**: these longer repeats did not repeat their first run's escape (another "
+                "binary or config?): " + "; ".join(st.disagree) + ".", ""]
     for wl in st.wirings:
         out += [f"**`{wl.formula}`**", ""] + grid_table(wl) + [""]
 
@@ -390,6 +477,19 @@ def markdown(st: Study, rules) -> str:
                        f"{wl.rank_fit.theta[1]:.3g} x, sigma {wl.rank_fit.sigma:.3g}; {told} (dAIC: {dd}).")
         out.append(f"- The rules' second knob (attention-only stacks, when fewer than {KNOB_DEPTHS} depths escape "
                    f"within their caps): {wl.knob}: {wl.knob_why}.")
+        out.append("")
+    if st.tests:
+        out += [f"The predictions committed before {DEEP_SWEEP}'s runs (the rules' horizons.decided."
+                "stage_2_decided), against its runs: the median escape step at each depth's best rate among "
+                "them; a form is contradicted where that median lies outside its 95 % interval (a median "
+                "censored at N lies above N).", "",
+                "| wiring | L | best rate | measured | " + " | ".join(st.tests[0].forms) + " |",
+                "|---|---|---|---|" + "---|" * len(st.tests[0].forms)]
+        for t in st.tests:
+            cells = [f"{_g(m)} ({_g(lo)}-{_g(hi)}): {'contradicted' if bad else 'holds'}"
+                     for (m, lo, hi), bad in t.forms.values()]
+            out.append(f"| {rules['wirings'].get(t.wiring, t.wiring)} | {t.depth} | {t.rate:g} | "
+                       f"{cell_text(t.seeds)} | " + " | ".join(cells) + " |")
         out.append("")
     if st.scaled:
         out += ["The scaled-init arm beside the normal runs at its points (not fitted):", "",
@@ -423,6 +523,10 @@ def _read_json(w: ec.Wiring) -> dict:
 def study_json(st: Study) -> dict:
     return {"runs": st.runs, "excluded": [{"run": r, "reason": y} for r, y in st.excluded],
             "reached": {str(d): s for d, s in sorted(st.reached.items())}, "cpu_model": st.cpu_model,
+            "superseded": st.superseded, "disagree": st.disagree,
+            "deep_tests": [{"wiring": t.wiring, "depth": t.depth, "learning_rate": t.rate, "median": t.median,
+                            "last": t.last, "forms": {f: {"predicted": list(p), "contradicted": bad}
+                                                      for f, (p, bad) in t.forms.items()}} for t in st.tests],
             "commits": st.commits,
             "wirings": [{"wiring": wl.wiring, "formula": wl.formula,
                          "cells": [{"depth": d, "learning_rate": r,
@@ -475,9 +579,11 @@ def main(argv=None) -> int:
         rules = ec.load_rules()
         probe_path = os.path.join(a.results, PROBE_TABLE)
         scaled_path = os.path.join(a.results, SCALED_TABLE)
+        deep_path = os.path.join(a.results, DEEP_TABLE)
         st = judge(read_table(table), rules,
                    probe=read_probe_table(probe_path) if os.path.isfile(probe_path) else None,
-                   scaled_rows=read_table(scaled_path) if os.path.isfile(scaled_path) else ())
+                   scaled_rows=read_table(scaled_path) if os.path.isfile(scaled_path) else (),
+                   deep_rows=read_table(deep_path) if os.path.isfile(deep_path) else ())
     except (OSError, ValueError) as e:
         print(f"escape_study: {e}", file=sys.stderr)
         return 2

@@ -130,9 +130,9 @@ class RulesDetails(unittest.TestCase):
 
 class SecondKnob(unittest.TestCase):
     def test_it_is_open_while_a_depth_short_of_its_cap_could_make_four_escaped_depths(self):
-        wl = fitted().wirings[0]  # L = 1-3 escape, L = 4 never within 3000, its cap 48000
+        wl = fitted().wirings[0]  # L = 1-3 escape, L = 4 never within 3000, its decided cap 12000
         self.assertEqual((wl.knob, wl.knob_why),
-                         ("open", "escapes at 3 depths (L = 1, 2, 3); L = 4 reached 3000 of its cap 48000"))
+                         ("open", "escapes at 3 depths (L = 1, 2, 3); L = 4 reached 3000 of its cap 12000"))
         self.assertIn("second knob (attention-only stacks, when fewer than 4 depths escape within their caps): "
                       "open", es.markdown(fitted(), RULES))
 
@@ -150,6 +150,68 @@ class SecondKnob(unittest.TestCase):
     def test_four_escaped_depths_need_no_second_knob(self):
         rows = [row("none-nores", d, 1e-3, s, 200 * 4 ** d) for d in (1, 2, 3, 4) for s in range(30, 33)]
         self.assertEqual(study(rows).wirings[0].knob, "does not apply")
+
+
+def deep_rules():
+    rules = json.loads(json.dumps(RULES))
+    rules["horizons"]["decided"]["stage_2_decided"]["predictions"] = {
+        "made": "for the test", "power": {"3": [2000, 1500, 2500]}, "exponential": {"3": [5000, 4000, 6000]},
+        "doubly exponential": {"3": [40000, 30000, 50000]}}
+    return rules
+
+
+def rows_of(rows):
+    with tempfile.TemporaryDirectory() as d:
+        write(os.path.join(d, "t.csv"), rows)
+        return es.read_table(os.path.join(d, "t.csv"))
+
+
+# f(x)'s L = 3 runs at 1e-3, censored at 3000 in stage 0, repeated to 12000 (escaping at 4500-5000) and
+# at a new rate 3e-4 (one seed out)
+DEEP = ([row("none-nores", 3, 1e-3, s, st, steps=12000) for s, st in zip(range(30, 35), (4500, 4600, 4700, 4800, 5000))]
+        + [row("none-nores", 3, 3e-4, s, st, steps=12000) for s, st in zip(range(30, 35), (9000,) + (None,) * 4)])
+
+
+@functools.lru_cache(maxsize=None)
+def deep_study():
+    """TWO with DEEP's repeats, judged once (f(x) then escapes at 3 depths: fitted, seconds)."""
+    return es.judge(rows_of(TWO), deep_rules(), deep_rows=rows_of(DEEP))
+
+
+class DeepRuns(unittest.TestCase):
+    def test_a_longer_repeat_supersedes_its_stage_0_run_and_a_new_point_is_added(self):
+        st = deep_study()
+        wl = st.wirings[0]
+        self.assertEqual(sorted(st.superseded), [f"L3-none-nores-lr0.001-s{s}" for s in range(30, 35)])
+        self.assertEqual([x for _, x, _ in wl.cells[(3, 1e-3)]], [4500, 4600, 4700, 4800, 5000])
+        self.assertEqual(len(wl.cells[(3, 3e-4)]), 5)
+        self.assertEqual(wl.best.escaped_depths, [1, 2, 3])
+        self.assertEqual(st.disagree, [])
+        self.assertIn("5 stage-0 runs are read through their longer repeats in escape_law_deep", es.markdown(st, RULES))
+
+    def test_a_repeat_that_escapes_before_its_first_run_ended_on_the_plateau_is_named(self):
+        deep = [row("none-nores", 3, 1e-3, 30, 2000, steps=12000)]
+        st = es.judge(rows_of(TWO), RULES, deep_rows=rows_of(deep))
+        self.assertEqual(st.disagree, ["L3-none-nores-lr0.001-s30 (escape 2000, its first run none within 3000)"])
+        self.assertIn("**Not the same runs**", es.markdown(st, RULES))
+
+    def test_the_committed_predictions_are_judged_at_the_deep_runs_best_rate(self):
+        rules = deep_rules()
+        st = deep_study()
+        (t,) = st.tests
+        self.assertEqual((t.depth, t.rate, t.median), (3, 1e-3, 4700))
+        self.assertEqual({f: bad for f, (_, bad) in t.forms.items()},
+                         {"power": True, "exponential": False, "doubly exponential": True})
+        text = es.markdown(st, rules)
+        self.assertIn("| f(x) | 3 | 0.001 | 5/5 · 4700 (4500-5000) | 2e+03 (1.5e+03-2.5e+03): contradicted | "
+                      "5e+03 (4e+03-6e+03): holds | 4e+04 (3e+04-5e+04): contradicted |", text)
+
+    def test_a_median_censored_at_n_contradicts_only_an_interval_that_ends_below_n(self):
+        deep = [row("none-nores", 3, 1e-3, s, None, steps=12000) for s in range(30, 35)]
+        (t,) = es.judge(rows_of(TWO), deep_rules(), deep_rows=rows_of(deep)).tests
+        self.assertIsNone(t.median)
+        self.assertEqual({f: bad for f, (_, bad) in t.forms.items()},
+                         {"power": True, "exponential": True, "doubly exponential": False})
 
 
 class Staged(unittest.TestCase):
