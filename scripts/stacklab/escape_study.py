@@ -227,7 +227,8 @@ class DeepTest:
     seeds: list                    # [(seed, escape step or None, last eval step)]
     median: float | None
     last: int
-    forms: dict                    # {form: ((median, lo, hi), contradicted)}
+    forms: dict                    # {form: ((median, lo, hi), contradicted, or None while pending)}
+    pending: int = 0               # runs at the depth's deep points still censored short of the others
 
 
 def _obs(row: Row, interval: int):
@@ -311,14 +312,18 @@ def deep_tests(wirings, deep_rows, rules) -> list:
             rates = sorted({r.rate for r in deep_rows if r.wiring == wl.wiring and r.depth == d})
             lr = best_rates({(d, r): wl.obs[(d, r)] for r in rates})[d]
             seeds = wl.cells[(d, lr)]
+            # a run not yet repeated (or stopped early) is censored short of the horizon: no verdict yet
+            at = [x for r in rates for x in wl.cells[(d, r)]]
+            horizon = max(h for _, _, h in at)
+            pending = sum(x is None and h < horizon for _, x, h in at)
             med = statistics.median([x if x is not None else math.inf for _, x, _ in seeds])
             last = max(h for _, _, h in seeds)
             res = {}
             for f, p in forms.items():
                 if d in p:
                     m, lo, hi = p[d]
-                    res[f] = (p[d], hi < last if math.isinf(med) else not lo <= med <= hi)
-            out.append(DeepTest(wl.wiring, d, lr, seeds, None if math.isinf(med) else med, last, res))
+                    res[f] = (p[d], None if pending else hi < last if math.isinf(med) else not lo <= med <= hi)
+            out.append(DeepTest(wl.wiring, d, lr, seeds, None if math.isinf(med) else med, last, res, pending))
     return out
 
 
@@ -486,10 +491,11 @@ def markdown(st: Study, rules) -> str:
                 "| wiring | L | best rate | measured | " + " | ".join(st.tests[0].forms) + " |",
                 "|---|---|---|---|" + "---|" * len(st.tests[0].forms)]
         for t in st.tests:
-            cells = [f"{_g(m)} ({_g(lo)}-{_g(hi)}): {'contradicted' if bad else 'holds'}"
-                     for (m, lo, hi), bad in t.forms.values()]
+            verdict = {True: "contradicted", False: "holds", None: "pending"}
+            cells = [f"{_g(m)} ({_g(lo)}-{_g(hi)}): {verdict[bad]}" for (m, lo, hi), bad in t.forms.values()]
+            wait = f" ({t.pending} runs not yet at the horizon)" if t.pending else ""
             out.append(f"| {rules['wirings'].get(t.wiring, t.wiring)} | {t.depth} | {t.rate:g} | "
-                       f"{cell_text(t.seeds)} | " + " | ".join(cells) + " |")
+                       f"{cell_text(t.seeds)}{wait} | " + " | ".join(cells) + " |")
         out.append("")
     if st.scaled:
         out += ["The scaled-init arm beside the normal runs at its points (not fitted):", "",
@@ -525,8 +531,10 @@ def study_json(st: Study) -> dict:
             "reached": {str(d): s for d, s in sorted(st.reached.items())}, "cpu_model": st.cpu_model,
             "superseded": st.superseded, "disagree": st.disagree,
             "deep_tests": [{"wiring": t.wiring, "depth": t.depth, "learning_rate": t.rate, "median": t.median,
-                            "last": t.last, "forms": {f: {"predicted": list(p), "contradicted": bad}
-                                                      for f, (p, bad) in t.forms.items()}} for t in st.tests],
+                            "last": t.last, "pending": t.pending,
+                            "forms": {f: {"predicted": list(p), "contradicted": bad}
+                                      for f, (p, bad) in t.forms.items()}}
+                           for t in st.tests],
             "commits": st.commits,
             "wirings": [{"wiring": wl.wiring, "formula": wl.formula,
                          "cells": [{"depth": d, "learning_rate": r,

@@ -213,6 +213,15 @@ class DeepRuns(unittest.TestCase):
         self.assertEqual({f: bad for f, (_, bad) in t.forms.items()},
                          {"power": True, "exponential": True, "doubly exponential": False})
 
+    def test_no_verdict_while_a_run_at_the_depth_is_still_short_of_the_others(self):
+        # one seed repeated to 12000, the other four still the stage-0 runs censored at 3000
+        deep = [row("none-nores", 3, 1e-3, 30, None, steps=12000)]
+        st = es.judge(rows_of(TWO), deep_rules(), deep_rows=rows_of(deep))
+        (t,) = st.tests
+        self.assertEqual(t.pending, 4)
+        self.assertEqual({bad for _, bad in t.forms.values()}, {None})
+        self.assertIn("(4 runs not yet at the horizon)", es.markdown(st, deep_rules()))
+
 
 class Staged(unittest.TestCase):
     def test_a_run_awaiting_its_next_stage_is_read_censored_at_the_steps_it_reached(self):
