@@ -58,7 +58,9 @@ def plot_escape_law(series: dict, out_path: str, predict_at: float = 96, band: b
         line = [fit.median_at(x) for x in grid]
         ax.plot(grid, line, color=c, lw=1.2, label=f"{label}: {fit.form} law")
         if band:
-            pts = sorted(set(depths))
+            # the band between the deepest run and predict_at at geometric steps, not a chord across the gap
+            gap = [depths[-2] * (predict_at / depths[-2]) ** (k / 8) for k in range(1, 8)] if len(depths) > 1 else []
+            pts = sorted(set(depths) | {x for x in gap if x < predict_at})
             ends = [pred(x)[1:] for x in pts]
             lo = [e[0] if e[0] > 0 else float("nan") for e in ends]
             hi = [e[1] if math.isfinite(e[1]) else float("nan") for e in ends]
@@ -70,11 +72,17 @@ def plot_escape_law(series: dict, out_path: str, predict_at: float = 96, band: b
             ax.annotate(f"{m:.3g}", (predict_at, m), textcoords="offset points", xytext=(4, 4), fontsize=8)
             top = max(top, m)
     ax.set_yscale("log")
+    xs_all = [o.depth for item in series.values() for o in item[0]]
+    if xs_all and max(xs_all + [predict_at]) / max(min(xs_all), 1e-9) > 10:
+        ax.set_xscale("log")  # a power law is then a straight line, and the measured depths are not crammed
     lo, hi = ax.get_ylim()
     ax.set_ylim(lo, max(hi, top * 1.3))  # the arrows of the runs that never escaped are annotations: not autoscaled
     xs = sorted({o.depth for item in series.values() for o in item[0]})
     if xs and all(float(x).is_integer() for x in xs) and len(xs) <= 12:
-        ax.set_xticks(sorted(set(xs) | ({predict_at} if any(item[1] for item in series.values()) else set())))
+        ticks = sorted(set(xs) | ({predict_at} if any(item[1] for item in series.values()) else set()))
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([f"{t:g}" for t in ticks])
+        ax.minorticks_off() if ax.get_xscale() == "log" else None
     ax.set_xlabel("depth L (blocks)")
     ax.set_ylabel("escape step (log)")
     ax.set_title(title, fontsize=10)
