@@ -15,6 +15,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+from matplotlib.ticker import NullLocator  # noqa: E402
 
 from .escape_law import predict  # noqa: E402
 
@@ -82,7 +83,8 @@ def plot_escape_law(series: dict, out_path: str, predict_at: float = 96, band: b
         ticks = sorted(set(xs) | ({predict_at} if any(item[1] for item in series.values()) else set()))
         ax.set_xticks(ticks)
         ax.set_xticklabels([f"{t:g}" for t in ticks])
-        ax.minorticks_off() if ax.get_xscale() == "log" else None
+        if ax.get_xscale() == "log":
+            ax.xaxis.set_minor_locator(NullLocator())  # the depths' own ticks only; the step axis keeps its minor ones
     ax.set_xlabel("depth L (blocks)")
     ax.set_ylabel("escape step (log)")
     ax.set_title(title, fontsize=10)
