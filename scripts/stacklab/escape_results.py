@@ -77,13 +77,29 @@ def init_of(run) -> str:
     return (run.config.get("model") or {}).get("init", "normal")
 
 
+# The wiring id's suffix for an attention-only stack (model.mlp = false: the rules' second knob), which
+# the wiring id alone does not show: "none-nores" + ATTN_ONLY is f(x) with attention-only blocks.
+ATTN_ONLY = "-attn-only"
+
+
+def stack_suffix(model: dict) -> str:
+    """ATTN_ONLY for a model section with model.mlp = false, else ""."""
+    return ATTN_ONLY if (model or {}).get("mlp", True) is False else ""
+
+
+def wiring_of(run) -> str:
+    """The run's wiring id as the tables name it: its wiring, ATTN_ONLY appended for an attention-only
+    stack."""
+    return run.wiring + stack_suffix(run.config.get("model"))
+
+
 def points(runs, margin: float) -> dict:
     """{(wiring, learning rate, init): {depth: [Obs]}} over the finished runs."""
     out = defaultdict(lambda: defaultdict(list))
     for r in runs:
         o, _, _ = run_escape(r, margin)
         if o is not None:
-            out[(r.wiring, stats.learning_rate(r), init_of(r))][r.n_layer].append(o)
+            out[(wiring_of(r), stats.learning_rate(r), init_of(r))][r.n_layer].append(o)
     return {k: dict(v) for k, v in out.items()}
 
 
@@ -169,7 +185,7 @@ def rows_of(sweep_dir, margin: float, cpu_model: str = "", commit: str = "") -> 
         censored = ("diverged" if runlog.is_diverged(run)
                     else "yes" if obs is not None and obs.censored else "no")
         kernels = (run.start.get("numeric_path") or {}).get("openblas_core", "")
-        rows.append({"sweep": name, "run": e.id, "wiring": run.wiring, "depth": run.n_layer,
+        rows.append({"sweep": name, "run": e.id, "wiring": wiring_of(run), "depth": run.n_layer,
                      "learning_rate": _num(stats.learning_rate(run)), "init": init_of(run),
                      "seed": stats.seed_of(run), "steps": s.get("steps", last),
                      "escape_step": "" if step is None else step,

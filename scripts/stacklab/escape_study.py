@@ -7,7 +7,10 @@ sweep), the escape step against -ln(rank ratio) where a read is fitted, and the 
 the normal runs at its points. Everything from configs/experiments/escape_law_rules.json.
 
 It reads the committed tables (docs/results/escape_law.csv, escape_law_scaled.csv, escape_law_deep.csv,
-escape_law_probe.csv), not the run folders, so a lost machine loses no verdict. escape_law_deep's longer
+escape_law_probe.csv, and the second knob's escape_law_attn.csv and escape_law_attn_probe.csv where they
+exist), not the run folders, so a lost machine loses no verdict. An attention-only stack (model.mlp =
+false) is read as a wiring of its own (its id + escape_results.ATTN_ONLY), and beside its full-block
+wiring the rank line is fitted over both pooled (PooledRank). escape_law_deep's longer
 runs supersede the stage-0 runs of their points, and are the out-of-sample test of the predictions the
 rules committed before them (horizons.decided.stage_2_decided.predictions):
 
@@ -42,6 +45,12 @@ DEEP_SWEEP = "escape_law_deep"
 DEEP_TABLE = DEEP_SWEEP + ".csv"
 PROBE_SWEEP = "escape_law_probe"
 PROBE_TABLE = PROBE_SWEEP + ".csv"
+# The rules' second_knob.written: attention-only stacks of a wiring (model.mlp = false), their runs and
+# their probes in sweeps of their own; their rows carry the wiring id + escape_results.ATTN_ONLY.
+ATTN_SWEEP = "escape_law_attn"
+ATTN_TABLE = ATTN_SWEEP + ".csv"
+ATTN_PROBE_SWEEP = "escape_law_attn_probe"
+ATTN_PROBE_TABLE = ATTN_PROBE_SWEEP + ".csv"
 PROBE_COLUMNS = ("wiring", "depth", "seeds", "rank_ratio", "grad_ratio_first_last", "cpu_model", "commit")
 STAGE0 = os.path.join(os.path.dirname(ec.RULES_PATH), "escape_law_h0.json")
 FIGURE = "escape_law.png"
@@ -115,11 +124,17 @@ def from_root(root, rules=None):
     deep_dir = os.path.join(root, DEEP_SWEEP)
     deep = ([row_of(r) for r in er.rows_of(deep_dir, margin, cpu, commit)]
             if os.path.isfile(os.path.join(deep_dir, "manifest.json")) else [])
-    probe_dir = os.path.join(root, "escape_law_probe")
-    probe = ({(r["wiring"], int(r["depth"])): tuple(float(r[k]) if r[k] else None
-                                                    for k in ("rank_ratio", "grad_ratio_first_last"))
-              for r in probe_rows(probe_dir) if isinstance(r["depth"], int)}
-             if os.path.isfile(os.path.join(probe_dir, "manifest.json")) else None)
+    attn_dir = os.path.join(root, ATTN_SWEEP)
+    if os.path.isfile(os.path.join(attn_dir, "manifest.json")):
+        rows += [row_of(r) for r in er.rows_of(attn_dir, margin, cpu, commit)]
+    probe = None
+    for name in (PROBE_SWEEP, ATTN_PROBE_SWEEP):
+        probe_dir = os.path.join(root, name)
+        if os.path.isfile(os.path.join(probe_dir, "manifest.json")):
+            probe = {**(probe or {}),
+                     **{(r["wiring"], int(r["depth"])): tuple(float(r[k]) if r[k] else None
+                                                              for k in ("rank_ratio", "grad_ratio_first_last"))
+                        for r in probe_rows(probe_dir) if isinstance(r["depth"], int)}}
     return judge(rows, rules, probe=probe, scaled_rows=scaled, deep_rows=deep)
 
 
@@ -137,7 +152,7 @@ def probe_rows(probe_dir, cpu_model="", commit="") -> list:
             p = json.load(f)
         m = p.get("config", {}).get("model", {})
         norm, pos = m.get("norm", "none"), m.get("norm_position", "pre")
-        wiring = f"{pos}-{norm}-nores" if norm != "none" else "none-nores"
+        wiring = (f"{pos}-{norm}-nores" if norm != "none" else "none-nores") + er.stack_suffix(m)
         out.append({"wiring": wiring, "depth": m.get("n_layer"), "seeds": len(p.get("seeds") or []),
                     "rank_ratio": er._num(law.rank_ratio_of_probe(p)),
                     "grad_ratio_first_last": er._num(p.get("ratio_first_last")),
@@ -151,8 +166,9 @@ def write_probe_table(probe_dir, out_csv, root=None) -> int:
     cpu, commit = er.study_machine(root or os.path.dirname(os.path.normpath(probe_dir)))
     rows = probe_rows(probe_dir, cpu, commit)
     if not rows:
-        raise ValueError(f"{probe_dir}: no probe.json of escape_law_probe (run `stacklab sweep "
-                         "configs/experiments/escape_law_probe.json` first)")
+        name = os.path.basename(os.path.normpath(probe_dir))
+        raise ValueError(f"{probe_dir}: no probe.json of a probe sweep (run `stacklab sweep "
+                         f"configs/experiments/{name}.json` first)")
     os.makedirs(os.path.dirname(os.path.abspath(out_csv)), exist_ok=True)
     with open(out_csv, "w", encoding="utf-8", newline="") as f:
         w = csv.DictWriter(f, fieldnames=PROBE_COLUMNS, lineterminator="\n")
@@ -214,6 +230,19 @@ class Study:
     superseded: list = field(default_factory=list)  # run ids replaced by DEEP_SWEEP's longer runs
     disagree: list = field(default_factory=list)    # deeper runs whose first steps did not repeat their run
     tests: list = field(default_factory=list)       # [DeepTest]: the committed predictions against the deep runs
+    pooled: list = field(default_factory=list)      # [PooledRank]: the second knob's pooled rank line
+
+
+@dataclass
+class PooledRank:
+    """The rules' second_knob.written.read: the rank line fitted over a wiring's full-block and
+    attention-only stacks at their best rates, pooled, against each depth form fitted to the same runs
+    (one curve for both stacks at each L)."""
+    wiring: str
+    points: list                   # [(stack wiring id, depth, rank ratio)] of the pooled runs
+    fit: object                    # escape_law.FormFit of the rank line
+    delta: dict                    # {form: AIC - lowest} over the depth forms and "linear"
+    best: str | None               # the winner by the rules' rule, or None: not told apart
 
 
 @dataclass
@@ -337,6 +366,30 @@ def best_rates(obs: dict) -> dict:
     return out
 
 
+def stacks(rules) -> list:
+    """[(wiring id, formula)]: the rules' wirings, then each one's attention-only stack (the second knob's,
+    escape_results.ATTN_ONLY), in that order."""
+    ws = list(rules["wirings"].items())
+    return ws + [(w + er.ATTN_ONLY, f"{f}, attention-only blocks") for w, f in ws]
+
+
+def pooled_rank(full: WiringLaw, attn: WiringLaw, need: int):
+    """The PooledRank of a wiring and its attention-only stack, or None unless both have a rank ratio at
+    every depth of their best-rate reads and the pooled runs escape at `need` or more distinct points."""
+    parts = [(wl, {d: v[0] for d, v in wl.probe.items() if v[0]}) for wl in (full, attn)]
+    if any(not all(d in ranks for d in wl.best.seeds) for wl, ranks in parts):
+        return None
+    escaped = {(wl.wiring, d) for wl, _ in parts for d in wl.best.escaped_depths}
+    if len(escaped) < need:
+        return None
+    obs = [o for wl, _ in parts for o in wl.best.obs]
+    rank_obs = [o for wl, ranks in parts for o in law.with_rank_covariate(wl.best.obs, ranks)]
+    fits = {**law.fit_all(obs), "linear": law.fit_form(rank_obs, "linear")}
+    best, delta = law.compare(fits)
+    pts = [(wl.wiring, d, ranks[d]) for wl, ranks in parts for d in sorted(wl.best.seeds)]
+    return PooledRank(full.wiring, pts, fits["linear"], delta, best)
+
+
 def judge(rows, rules, probe=None, scaled_rows=(), interval=None, deep_rows=()) -> Study:
     """The study judged from its table rows (read_table), the probe table ({(wiring, depth): (rank, grad)}),
     the scaled arm's rows and the longer runs that supersede some rows (DEEP_SWEEP's)."""
@@ -353,7 +406,7 @@ def judge(rows, rules, probe=None, scaled_rows=(), interval=None, deep_rows=()) 
     for r in usable:
         reached[r.depth] = max(reached.get(r.depth, 0), r.steps)
     wirings = []
-    for w, formula in rules["wirings"].items():
+    for w, formula in stacks(rules):
         mine = [r for r in usable if r.wiring == w]
         if not mine:
             continue
@@ -375,8 +428,13 @@ def judge(rows, rules, probe=None, scaled_rows=(), interval=None, deep_rows=()) 
         if wl.best.verdict == "fitted" and all(d in ranks for d in wl.best.seeds):
             wl.rank_fit = law.fit_rank(wl.best.obs, ranks)
             wl.rank_best, wl.rank_delta = law.compare({**wl.best.fits, "linear": wl.rank_fit})
-        wl.knob, wl.knob_why = second_knob(wl, caps(rules))
+        if not w.endswith(er.ATTN_ONLY):  # an attention-only stack is the knob itself
+            wl.knob, wl.knob_why = second_knob(wl, caps(rules))
         wirings.append(wl)
+    by_id = {wl.wiring: wl for wl in wirings}
+    pooled = [p for wl in wirings if wl.wiring + er.ATTN_ONLY in by_id
+              for p in [pooled_rank(wl, by_id[wl.wiring + er.ATTN_ONLY], rules["law"]["min_escaped_depths"])]
+              if p is not None]
     scaled = []
     for wl in wirings:
         for d in arm["depths"]:
@@ -390,7 +448,7 @@ def judge(rows, rules, probe=None, scaled_rows=(), interval=None, deep_rows=()) 
     commits = sorted({r.commit[:7] for r in rows if r.commit})
     return Study(wirings, len(rows), excluded, reached, scaled, ", ".join(cpus), commits,
                  rules["escaped"]["margin"], superseded, disagree,
-                 deep_tests(wirings, [r for r in deep_rows if not r.diverged], rules))
+                 deep_tests(wirings, [r for r in deep_rows if not r.diverged], rules), pooled)
 
 
 # ---- the text -----------------------------------------------------------------------------------
@@ -480,9 +538,21 @@ def markdown(st: Study, rules) -> str:
             out.append(f"- Against x = -ln(rank ratio at init), at the best rates: "
                        f"ln step = {wl.rank_fit.theta[0]:.3g} + "
                        f"{wl.rank_fit.theta[1]:.3g} x, sigma {wl.rank_fit.sigma:.3g}; {told} (dAIC: {dd}).")
-        out.append(f"- The rules' second knob (attention-only stacks, when fewer than {KNOB_DEPTHS} depths escape "
-                   f"within their caps): {wl.knob}: {wl.knob_why}.")
+        if wl.knob:
+            out.append(f"- The rules' second knob (attention-only stacks, when fewer than {KNOB_DEPTHS} depths "
+                       f"escape within their caps): {wl.knob}: {wl.knob_why}.")
         out.append("")
+    for p in st.pooled:
+        dd = ", ".join(f"{f} {d:+.1f}" for f, d in sorted(p.delta.items(), key=lambda x: x[1]))
+        told = (f"{'the rank line' if p.best == 'linear' else p.best} wins" if p.best else
+                f"not told apart (AIC within {law.DELTA_AIC:g})")
+        pts = "; ".join(f"{'attention-only' if w.endswith(er.ATTN_ONLY) else 'full'} L = {d}: {r:.3g}"
+                        for w, d, r in p.points)
+        out += [f"The second knob's read (the rules' second_knob.written.read), "
+                f"`{rules['wirings'].get(p.wiring)}` with full and attention-only blocks pooled at their best rates: "
+                f"ln step = {p.fit.theta[0]:.3g} + "
+                f"{p.fit.theta[1]:.3g} x (x = -ln rank ratio at init), sigma {p.fit.sigma:.3g}, against the depth "
+                f"forms with one curve for both stacks: {told} (dAIC: {dd}). Rank ratios at init: {pts}.", ""]
     if st.tests:
         out += [f"The predictions committed before {DEEP_SWEEP}'s runs (the rules' horizons.decided."
                 "stage_2_decided), against its runs: the median escape step at each depth's best rate among "
@@ -536,6 +606,10 @@ def study_json(st: Study) -> dict:
                                       for f, (p, bad) in t.forms.items()}}
                            for t in st.tests],
             "commits": st.commits,
+            "pooled_rank": [{"wiring": p.wiring, "points": [{"wiring": w, "depth": d, "rank_ratio": r}
+                                                            for w, d, r in p.points],
+                             "theta": list(p.fit.theta), "sigma": p.fit.sigma, "delta_aic": p.delta,
+                             "best": p.best} for p in st.pooled],
             "wirings": [{"wiring": wl.wiring, "formula": wl.formula,
                          "cells": [{"depth": d, "learning_rate": r,
                                     "escape_steps": [{"seed": s, "step": x, "last": h} for s, x, h in c]}
@@ -547,7 +621,7 @@ def study_json(st: Study) -> dict:
                          "rank_fit": None if wl.rank_fit is None else {
                              "theta": list(wl.rank_fit.theta), "sigma": wl.rank_fit.sigma,
                              "delta_aic": wl.rank_delta, "best": wl.rank_best},
-                         "second_knob": {"verdict": wl.knob, "why": wl.knob_why}}
+                         "second_knob": {"verdict": wl.knob or None, "why": wl.knob_why or None}}
                         for wl in st.wirings]}
 
 
@@ -569,27 +643,33 @@ def figure(st: Study, path: str, predict_at: float = 96) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m stacklab.escape_study", description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", default="docs/results", help="the folder of the results tables (default: %(default)s)")
-    ap.add_argument("--write-probe", metavar="PROBE_DIR",
-                    help="first write RESULTS/escape_law_probe.csv from the probe sweep's folder")
+    ap.add_argument("--write-probe", metavar="PROBE_DIR", action="append", default=[],
+                    help="first write RESULTS/<folder name>.csv from a probe sweep's folder (escape_law_probe, "
+                         "escape_law_attn_probe); repeatable")
     ap.add_argument("--figure", help="draw the figure into this PNG")
     ap.add_argument("--predict-at", type=float, default=96, metavar="L",
                     help="draw the fitted law up to depth L and its prediction there (default: %(default)g)")
     ap.add_argument("--json", help="write the judgement as JSON to this file")
     a = ap.parse_args(argv)
     try:
-        if a.write_probe:
-            n = write_probe_table(a.write_probe, os.path.join(a.results, PROBE_TABLE))
-            print(f"escape_study: {n} probes -> {os.path.join(a.results, PROBE_TABLE)}", file=sys.stderr)
+        for probe_dir in a.write_probe:
+            out = os.path.join(a.results, os.path.basename(os.path.normpath(probe_dir)) + ".csv")
+            n = write_probe_table(probe_dir, out)
+            print(f"escape_study: {n} probes -> {out}", file=sys.stderr)
         table = os.path.join(a.results, TABLE)
         if not os.path.isfile(table):
             raise ValueError(f"{table}: no results table of the escape law (escape_results.write_results_csv "
                              "writes it from runs/deep_stacking/escape_law)")
         rules = ec.load_rules()
-        probe_path = os.path.join(a.results, PROBE_TABLE)
+        probe = None
+        for name in (PROBE_TABLE, ATTN_PROBE_TABLE):
+            if os.path.isfile(os.path.join(a.results, name)):
+                probe = {**(probe or {}), **read_probe_table(os.path.join(a.results, name))}
         scaled_path = os.path.join(a.results, SCALED_TABLE)
         deep_path = os.path.join(a.results, DEEP_TABLE)
-        st = judge(read_table(table), rules,
-                   probe=read_probe_table(probe_path) if os.path.isfile(probe_path) else None,
+        attn_path = os.path.join(a.results, ATTN_TABLE)
+        rows = read_table(table) + (read_table(attn_path) if os.path.isfile(attn_path) else [])
+        st = judge(rows, rules, probe=probe,
                    scaled_rows=read_table(scaled_path) if os.path.isfile(scaled_path) else (),
                    deep_rows=read_table(deep_path) if os.path.isfile(deep_path) else ())
     except (OSError, ValueError) as e:

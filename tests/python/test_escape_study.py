@@ -5,11 +5,13 @@ diverged runs are left out and named; the probe's ratios sit beside each depth; 
 committed tables, writes the figure and the JSON, and names a missing or broken table."""
 import contextlib
 import csv
+import dataclasses
 import functools
 import io
 import json
 import os
 import tempfile
+import types
 import unittest
 
 import fabricate
@@ -17,6 +19,7 @@ from test_escape_core import core_runs
 from test_report_unchanged import write_study
 
 from stacklab import escape_core as ec
+from stacklab import escape_law as law
 from stacklab import report
 from stacklab import escape_results as er
 from stacklab import escape_study as es
@@ -150,6 +153,55 @@ class SecondKnob(unittest.TestCase):
     def test_four_escaped_depths_need_no_second_knob(self):
         rows = [row("none-nores", d, 1e-3, s, 200 * 4 ** d) for d in (1, 2, 3, 4) for s in range(30, 33)]
         self.assertEqual(study(rows).wirings[0].knob, "does not apply")
+
+
+ATTN = "none-nores" + er.ATTN_ONLY
+# The rank ratio at init of f(x)'s full and attention-only stacks, and escape steps set by it alone:
+# 100 exp(2 x), x = -ln(rank ratio), so that at each L the attention-only stack (more rank kept) escapes
+# earlier than the full one, which no curve of depth alone shared by both fits
+RANKS = {"none-nores": {1: 0.7, 2: 0.35, 3: 0.15}, ATTN: {1: 0.85, 2: 0.65, 3: 0.5, 4: 0.38}}
+KNOB = [row(w, d, 1e-3, s, int(round(100 / r ** 2 * (1 + 0.05 * (s - 31)) / 50.0)) * 50)
+        for w, rs in RANKS.items() for d, r in rs.items() for s in range(30, 33)]
+KNOB_PROBE = {(w, d): (r, 1.0) for w, rs in RANKS.items() for d, r in rs.items()}
+
+
+@functools.lru_cache(maxsize=None)
+def knob_study():
+    """KNOB judged once with its probe (the pooled fits take seconds)."""
+    return study(KNOB, probe=KNOB_PROBE)
+
+
+class AttentionOnly(unittest.TestCase):
+    def test_an_attention_only_stack_is_a_wiring_of_its_own_with_its_formula_and_no_knob_of_its_own(self):
+        st = knob_study()
+        self.assertEqual([wl.wiring for wl in st.wirings], ["none-nores", ATTN])
+        attn = st.wirings[1]
+        self.assertEqual((attn.formula, attn.knob), ("f(x), attention-only blocks", ""))
+        self.assertEqual(attn.best.escaped_depths, [1, 2, 3, 4])
+        text = es.markdown(st, RULES)
+        self.assertIn("**`f(x), attention-only blocks`**", text)
+        self.assertEqual(text.count("The rules' second knob"), 1)  # the full stack's line only
+
+    def test_a_run_or_probe_without_its_mlp_is_named_attention_only_in_the_tables(self):
+        run = types.SimpleNamespace(wiring="none-nores", config={"model": {"mlp": False}})
+        self.assertEqual(er.wiring_of(run), ATTN)
+        run.config = {"model": {"n_layer": 2}}
+        self.assertEqual(er.wiring_of(run), "none-nores")
+
+    def test_the_pooled_rank_line_wins_where_the_rank_ratio_and_not_depth_sets_the_escape(self):
+        (p,) = knob_study().pooled
+        self.assertEqual(p.wiring, "none-nores")
+        self.assertEqual(p.best, "linear")
+        self.assertAlmostEqual(p.fit.theta[1], 2.0, delta=0.2)  # the slope the steps were made with
+        self.assertGreaterEqual(min(d for f, d in p.delta.items() if f != "linear"), law.DELTA_AIC)
+        self.assertIn("the rank line wins", es.markdown(knob_study(), RULES))
+        self.assertEqual(es.study_json(knob_study())["pooled_rank"][0]["best"], "linear")
+
+    def test_no_pooled_read_without_a_rank_ratio_at_every_depth_of_both_stacks(self):
+        full, attn = knob_study().wirings
+        missing = dataclasses.replace(attn, probe={d: v for d, v in attn.probe.items() if d != 4})
+        self.assertIsNone(es.pooled_rank(full, missing, 3))
+        self.assertIsNotNone(es.pooled_rank(full, attn, 3))
 
 
 def deep_rules():
