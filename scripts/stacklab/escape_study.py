@@ -7,12 +7,13 @@ sweep), the escape step against -ln(rank ratio) where a read is fitted, and the 
 the normal runs at its points. Everything from configs/experiments/escape_law_rules.json.
 
 It reads the committed tables (docs/results/escape_law.csv, escape_law_scaled.csv, escape_law_deep.csv,
-escape_law_probe.csv, and the second knob's escape_law_attn.csv and escape_law_attn_probe.csv where they
-exist), not the run folders, so a lost machine loses no verdict. An attention-only stack (model.mlp =
-false) is read as a wiring of its own (its id + escape_results.ATTN_ONLY), and beside its full-block
-wiring the rank line is fitted over both pooled (PooledRank). escape_law_deep's longer
-runs supersede the stage-0 runs of their points, and are the out-of-sample test of the predictions the
-rules committed before them (horizons.decided.stage_2_decided.predictions):
+escape_law_probe.csv, the second knob's escape_law_attn.csv and escape_law_attn_probe.csv and the second
+numeric path's escape_law_haswell.csv where they exist), not the run folders, so a lost machine loses
+no verdict. An attention-only stack (model.mlp = false) is read as a wiring of its own (its id +
+escape_results.ATTN_ONLY), and beside its full-block wiring the rank line is fitted over both pooled
+(PooledRank). The second path's runs replace the main path's of their points in a read of their own
+(PathCheck). escape_law_deep's longer runs supersede the stage-0 runs of their points, and are the
+out-of-sample test of the predictions the rules committed before them (horizons.decided.stage_2_decided.predictions):
 
     st = judge(read_table("docs/results/escape_law.csv"), rules, probe=read_probe_table(...))
     print(markdown(st))                       # the grid, the reads, the predictions (docs/study.md)
@@ -51,6 +52,10 @@ ATTN_SWEEP = "escape_law_attn"
 ATTN_TABLE = ATTN_SWEEP + ".csv"
 ATTN_PROBE_SWEEP = "escape_law_attn_probe"
 ATTN_PROBE_TABLE = ATTN_PROBE_SWEEP + ".csv"
+# The rules' second_path: some best-rate points run again on another product path (OpenBLAS alone, its
+# Haswell kernels), read in place of the main path's runs of the same points.
+SECOND_PATH_SWEEP = "escape_law_haswell"
+SECOND_PATH_TABLE = SECOND_PATH_SWEEP + ".csv"
 PROBE_COLUMNS = ("wiring", "depth", "seeds", "rank_ratio", "grad_ratio_first_last", "cpu_model", "commit")
 STAGE0 = os.path.join(os.path.dirname(ec.RULES_PATH), "escape_law_h0.json")
 FIGURE = "escape_law.png"
@@ -84,6 +89,7 @@ class Row:
     diverged: bool
     cpu_model: str
     commit: str
+    kernels: str = ""    # the OpenBLAS kernels its start record names
 
 
 def row_of(r: dict) -> Row:
@@ -91,7 +97,7 @@ def row_of(r: dict) -> Row:
     esc = r["escape_step"]
     return Row(r["run"], r["wiring"], int(r["depth"]), float(r["learning_rate"]), r["init"], int(r["seed"]),
                int(float(r["steps"])), int(float(esc)) if esc not in ("", None) else None,
-               r["censored"] == "diverged", r.get("cpu_model", ""), r.get("commit", ""))
+               r["censored"] == "diverged", r.get("cpu_model", ""), r.get("commit", ""), r.get("openblas_core", ""))
 
 
 def read_table(path) -> list:
@@ -135,7 +141,10 @@ def from_root(root, rules=None):
                      **{(r["wiring"], int(r["depth"])): tuple(float(r[k]) if r[k] else None
                                                               for k in ("rank_ratio", "grad_ratio_first_last"))
                         for r in probe_rows(probe_dir) if isinstance(r["depth"], int)}}
-    return judge(rows, rules, probe=probe, scaled_rows=scaled, deep_rows=deep)
+    second_dir = os.path.join(root, SECOND_PATH_SWEEP)
+    second = ([row_of(r) for r in er.rows_of(second_dir, margin, cpu, commit)]
+              if os.path.isfile(os.path.join(second_dir, "manifest.json")) else [])
+    return judge(rows, rules, probe=probe, scaled_rows=scaled, deep_rows=deep, second_rows=second)
 
 
 def probe_rows(probe_dir, cpu_model="", commit="") -> list:
@@ -231,6 +240,7 @@ class Study:
     disagree: list = field(default_factory=list)    # deeper runs whose first steps did not repeat their run
     tests: list = field(default_factory=list)       # [DeepTest]: the committed predictions against the deep runs
     pooled: list = field(default_factory=list)      # [PooledRank]: the second knob's pooled rank line
+    paths: list = field(default_factory=list)       # [PathCheck]: the rules' second_path
 
 
 @dataclass
@@ -243,6 +253,20 @@ class PooledRank:
     fit: object                    # escape_law.FormFit of the rank line
     delta: dict                    # {form: AIC - lowest} over the depth forms and "linear"
     best: str | None               # the winner by the rules' rule, or None: not told apart
+
+
+@dataclass
+class PathCheck:
+    """The rules' second_path for one wiring: its points on both paths, the law read at each depth's best
+    rate with the second path's runs in place of the main path's, and whether it holds."""
+    wiring: str
+    kernels: str                   # the second path's OpenBLAS kernels, as its runs recorded them
+    points: list                   # [(depth, rate, main seeds, second seeds, outside the main range)]
+    main_form: str | None          # the winning form on each path (None: not told apart or no fit)
+    second_form: str | None
+    main_96: tuple | None          # (median, lo, hi) at L = 96 of each path's winner (lowest AIC if none)
+    second_96: tuple | None
+    holds: bool | None             # None: a path's read is not fitted
 
 
 @dataclass
@@ -390,9 +414,58 @@ def pooled_rank(full: WiringLaw, attn: WiringLaw, need: int):
     return PooledRank(full.wiring, pts, fits["linear"], delta, best)
 
 
-def judge(rows, rules, probe=None, scaled_rows=(), interval=None, deep_rows=()) -> Study:
+def _median(seeds) -> float:
+    return statistics.median([x if x is not None else math.inf for _, x, _ in seeds])
+
+
+def _at_96(read: ec.Wiring):
+    if read.verdict != "fitted":
+        return None
+    form = read.best or min(read.fits, key=lambda f: read.fits[f].aic)
+    return read.predictions.get(form, {}).get(96)
+
+
+def path_checks(wirings, second_rows, rules, interval) -> list:
+    """The rules' second_path: per wiring with runs on the second path, those runs in place of the main
+    path's of the same (depth, rate, seed), the law read again at each depth's best rate, and the
+    verdict: the same form wins and each path's median at L = 96 lies in the other's interval."""
+    out = []
+    for wl in wirings:
+        mine = sorted((r for r in second_rows if r.wiring == wl.wiring and not r.diverged),
+                      key=lambda r: (r.depth, r.rate, r.seed))
+        if not mine:
+            continue
+        cells, obs = _cells(mine, interval)
+        by_seed = {(d, lr): {s for s, _, _ in c} for (d, lr), c in cells.items()}
+        mixed_cells = {k: [x for x in c if x[0] not in by_seed.get(k, ())] for k, c in wl.cells.items()}
+        mixed_obs = {k: [o for x, o in zip(wl.cells[k], wl.obs[k]) if x[0] not in by_seed.get(k, ())]
+                     for k in wl.cells}
+        for k in cells:
+            mixed_cells[k] = sorted(mixed_cells.get(k, []) + cells[k])
+            mixed_obs[k] = mixed_obs.get(k, []) + obs[k]
+        chosen = best_rates(mixed_obs)
+        read = ec.read_points(wl.wiring, wl.formula, chosen, {d: mixed_cells[(d, lr)] for d, lr in chosen.items()},
+                              [o for d, lr in chosen.items() for o in mixed_obs[(d, lr)]], rules)
+        points = []
+        for (d, lr), c in sorted(cells.items()):
+            main = wl.cells.get((d, lr), [])
+            esc = [x for _, x, _ in main if x is not None]
+            lo, hi = (min(esc), max(esc)) if esc else (math.inf, math.inf)
+            if len(esc) < len(main):
+                hi = math.inf
+            points.append((d, lr, main, c, not lo <= _median(c) <= hi))
+        m96, s96 = _at_96(wl.best), _at_96(read)
+        holds = (None if m96 is None or s96 is None else
+                 wl.best.best == read.best and s96[1] <= m96[0] <= s96[2] and m96[1] <= s96[0] <= m96[2])
+        kernels = ", ".join(sorted({r.kernels for r in mine if r.kernels})) or "not recorded"
+        out.append(PathCheck(wl.wiring, kernels, points, wl.best.best, read.best, m96, s96, holds))
+    return out
+
+
+def judge(rows, rules, probe=None, scaled_rows=(), interval=None, deep_rows=(), second_rows=()) -> Study:
     """The study judged from its table rows (read_table), the probe table ({(wiring, depth): (rank, grad)}),
-    the scaled arm's rows and the longer runs that supersede some rows (DEEP_SWEEP's)."""
+    the scaled arm's rows, the longer runs that supersede some rows (DEEP_SWEEP's) and the second
+    path's runs (SECOND_PATH_SWEEP's, read in path_checks)."""
     interval = interval or eval_interval()
     rows, superseded, disagree = supersede(list(rows), list(deep_rows))
     fit_init, arm = rules["init"]["fit"], rules["init"]["second_arm"]
@@ -448,7 +521,8 @@ def judge(rows, rules, probe=None, scaled_rows=(), interval=None, deep_rows=()) 
     commits = sorted({r.commit[:7] for r in rows if r.commit})
     return Study(wirings, len(rows), excluded, reached, scaled, ", ".join(cpus), commits,
                  rules["escaped"]["margin"], superseded, disagree,
-                 deep_tests(wirings, [r for r in deep_rows if not r.diverged], rules), pooled)
+                 deep_tests(wirings, [r for r in deep_rows if not r.diverged], rules), pooled,
+                 path_checks(wirings, list(second_rows), rules, interval))
 
 
 # ---- the text -----------------------------------------------------------------------------------
@@ -567,6 +641,26 @@ def markdown(st: Study, rules) -> str:
             out.append(f"| {rules['wirings'].get(t.wiring, t.wiring)} | {t.depth} | {t.rate:g} | "
                        f"{cell_text(t.seeds)}{wait} | " + " | ".join(cells) + " |")
         out.append("")
+    if st.paths:
+        out += [f"On a second numeric path (the rules' second_path, {SECOND_PATH_SWEEP}: OpenBLAS alone, its "
+                f"{st.paths[0].kernels} kernels), each depth's best-rate point beside the main path's runs of the "
+                "same seeds; the law read again with them in their place. It holds where the same form wins and "
+                "each path's median at L = 96 lies in the other's 95 % interval.", "",
+                "| wiring | L | lr | main path | second path |", "|---|---|---|---|---|"]
+        for c in st.paths:
+            for d, lr, main, second, outside in c.points:
+                flag = " (outside the main path's range)" if outside else ""
+                out.append(f"| {rules['wirings'].get(c.wiring, c.wiring)} | {d} | {lr:g} | "
+                           f"{cell_text(main) if main else 'not run'} | {cell_text(second)}{flag} |")
+        out.append("")
+        for c in st.paths:
+            def at(x):
+                return "no fit" if x is None else f"{_g(x[0])} ({_g(x[1])}-{_g(x[2])})"
+            verdict = {True: "holds", False: "does not hold", None: "not judged (a read is not fitted)"}[c.holds]
+            out.append(f"- `{rules['wirings'].get(c.wiring, c.wiring)}`: main path {c.main_form or 'not told apart'}, "
+                       f"second path {c.second_form or 'not told apart'}; L = 96: {at(c.main_96)} against "
+                       f"{at(c.second_96)}: {verdict}.")
+        out.append("")
     if st.scaled:
         out += ["The scaled-init arm beside the normal runs at its points (not fitted):", "",
                 "| wiring | L | lr | normal init | scaled init |", "|---|---|---|---|---|"]
@@ -606,6 +700,16 @@ def study_json(st: Study) -> dict:
                                       for f, (p, bad) in t.forms.items()}}
                            for t in st.tests],
             "commits": st.commits,
+            "second_path": [{"wiring": c.wiring, "kernels": c.kernels, "main_form": c.main_form,
+                             "second_form": c.second_form,
+                             "main_96": None if c.main_96 is None else [_n(x) for x in c.main_96],
+                             "second_96": None if c.second_96 is None else [_n(x) for x in c.second_96],
+                             "holds": c.holds,
+                             "points": [{"depth": d, "learning_rate": lr, "outside": o,
+                                         "main": [{"seed": sd, "step": x, "last": h} for sd, x, h in m],
+                                         "second": [{"seed": sd, "step": x, "last": h} for sd, x, h in sc]}
+                                        for d, lr, m, sc, o in c.points]}
+                            for c in st.paths],
             "pooled_rank": [{"wiring": p.wiring, "points": [{"wiring": w, "depth": d, "rank_ratio": r}
                                                             for w, d, r in p.points],
                              "theta": list(p.fit.theta), "sigma": p.fit.sigma, "delta_aic": p.delta,
@@ -669,7 +773,9 @@ def main(argv=None) -> int:
         deep_path = os.path.join(a.results, DEEP_TABLE)
         attn_path = os.path.join(a.results, ATTN_TABLE)
         rows = read_table(table) + (read_table(attn_path) if os.path.isfile(attn_path) else [])
+        second_path = os.path.join(a.results, SECOND_PATH_TABLE)
         st = judge(rows, rules, probe=probe,
+                   second_rows=read_table(second_path) if os.path.isfile(second_path) else (),
                    scaled_rows=read_table(scaled_path) if os.path.isfile(scaled_path) else (),
                    deep_rows=read_table(deep_path) if os.path.isfile(deep_path) else ())
     except (OSError, ValueError) as e:

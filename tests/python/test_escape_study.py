@@ -204,6 +204,34 @@ class AttentionOnly(unittest.TestCase):
         self.assertIsNotNone(es.pooled_rank(full, attn, 3))
 
 
+def second_path(scale_at_3):
+    """FITTED's best-rate runs at 3e-4 on a second path: the same escape steps, L = 3's times scale_at_3."""
+    rows = [dict(r, openblas_core="Haswell") for r in FITTED
+            if r["learning_rate"] == "0.0003" and r["escape_step"] != ""]
+    for r in rows:
+        if r["depth"] == 3:
+            r["escape_step"] = r["steps"] = int(r["escape_step"] * scale_at_3)
+    return rows_of(rows)
+
+
+class SecondPath(unittest.TestCase):
+    def test_the_same_escapes_on_a_second_path_hold_the_law_and_name_its_kernels(self):
+        (c,) = es.path_checks(fitted().wirings, second_path(1.0), RULES, 50)
+        self.assertEqual((c.wiring, c.kernels, c.holds), ("pre-layernorm-nores", "Haswell", True))
+        self.assertEqual(c.main_form, c.second_form)
+        self.assertEqual(c.main_96, c.second_96)
+        self.assertEqual([(d, o) for d, _, _, _, o in c.points], [(1, False), (2, False), (3, False)])
+
+    def test_a_point_whose_median_leaves_the_main_paths_range_is_named(self):
+        st = dataclasses.replace(fitted(), paths=es.path_checks(fitted().wirings, second_path(2.0), RULES, 50))
+        (c,) = st.paths
+        self.assertEqual([(d, o) for d, _, _, _, o in c.points], [(1, False), (2, False), (3, True)])
+        self.assertIsNotNone(c.holds)
+        self.assertIn("| f(layernorm(x)) | 3 | 0.0003 | 5/5 · 2200 (1900-2600) | 5/5 · 4400 (3800-5200) (outside "
+                      "the main path's range) |", es.markdown(st, RULES))
+        self.assertEqual(es.study_json(st)["second_path"][0]["points"][2]["outside"], True)
+
+
 def deep_rules():
     rules = json.loads(json.dumps(RULES))
     rules["horizons"]["decided"]["stage_2_decided"]["predictions"] = {
