@@ -262,8 +262,8 @@ class PathCheck:
     wiring: str
     kernels: str                   # the second path's OpenBLAS kernels, as its runs recorded them
     points: list                   # [(depth, rate, main seeds, second seeds, outside the main range)]
-    main_form: str | None          # the winning form on each path (None: not told apart or no fit)
-    second_form: str | None
+    main_form: str                 # each path's winning form, "not told apart" or "no fit"
+    second_form: str
     main_96: tuple | None          # (median, lo, hi) at L = 96 of each path's winner (lowest AIC if none)
     second_96: tuple | None
     holds: bool | None             # None: a path's read is not fitted
@@ -418,6 +418,10 @@ def _median(seeds) -> float:
     return statistics.median([x if x is not None else math.inf for _, x, _ in seeds])
 
 
+def _winner(read: ec.Wiring) -> str:
+    return read.best or ("not told apart" if read.verdict == "fitted" else "no fit")
+
+
 def _at_96(read: ec.Wiring):
     if read.verdict != "fitted":
         return None
@@ -456,9 +460,9 @@ def path_checks(wirings, second_rows, rules, interval) -> list:
             points.append((d, lr, main, c, not lo <= _median(c) <= hi))
         m96, s96 = _at_96(wl.best), _at_96(read)
         holds = (None if m96 is None or s96 is None else
-                 wl.best.best == read.best and s96[1] <= m96[0] <= s96[2] and m96[1] <= s96[0] <= m96[2])
+                 _winner(wl.best) == _winner(read) and s96[1] <= m96[0] <= s96[2] and m96[1] <= s96[0] <= m96[2])
         kernels = ", ".join(sorted({r.kernels for r in mine if r.kernels})) or "not recorded"
-        out.append(PathCheck(wl.wiring, kernels, points, wl.best.best, read.best, m96, s96, holds))
+        out.append(PathCheck(wl.wiring, kernels, points, _winner(wl.best), _winner(read), m96, s96, holds))
     return out
 
 
@@ -657,8 +661,8 @@ def markdown(st: Study, rules) -> str:
             def at(x):
                 return "no fit" if x is None else f"{_g(x[0])} ({_g(x[1])}-{_g(x[2])})"
             verdict = {True: "holds", False: "does not hold", None: "not judged (a read is not fitted)"}[c.holds]
-            out.append(f"- `{rules['wirings'].get(c.wiring, c.wiring)}`: main path {c.main_form or 'not told apart'}, "
-                       f"second path {c.second_form or 'not told apart'}; L = 96: {at(c.main_96)} against "
+            out.append(f"- `{rules['wirings'].get(c.wiring, c.wiring)}`: main path {c.main_form}, "
+                       f"second path {c.second_form}; L = 96: {at(c.main_96)} against "
                        f"{at(c.second_96)}: {verdict}.")
         out.append("")
     if st.scaled:
