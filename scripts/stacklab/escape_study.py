@@ -740,6 +740,8 @@ def figure(st: Study, path: str, predict_at: float = 96) -> str:
     from .plot_escape_law import plot_escape_law
     series = {}
     for wl in st.wirings:
+        if wl.wiring.endswith(er.ATTN_ONLY):  # the second knob's stacks: in the text, not the law's figure
+            continue
         b = wl.best
         form = b.best or (min(b.fits, key=lambda f: b.fits[f].aic) if b.fits else None)
         series[f"{wl.formula}, best rate"] = (b.obs, b.fits.get(form) if form else None, b.predictions.get(form, {}))

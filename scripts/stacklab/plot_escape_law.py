@@ -56,7 +56,8 @@ def plot_escape_law(series: dict, out_path: str, predict_at: float = 96, band: b
             continue
         depths = sorted({o.depth for o in obs} | {predict_at})
         grid = [depths[0] + k * (predict_at - depths[0]) / 120 for k in range(121)]
-        line = [fit.median_at(x) for x in grid]
+        # a step beyond 1e300 (a doubly exponential law far out) is not drawn: it would set the axis
+        line = [v if math.isfinite(v) and v < 1e300 else float("nan") for v in map(fit.median_at, grid)]
         ax.plot(grid, line, color=c, lw=1.2, label=f"{label}: {fit.form} law")
         if band:
             # the band between the deepest run and predict_at at geometric steps, not a chord across the gap
