@@ -56,6 +56,7 @@ ATTN_PROBE_TABLE = ATTN_PROBE_SWEEP + ".csv"
 # Haswell kernels), read in place of the main path's runs of the same points.
 SECOND_PATH_SWEEP = "escape_law_haswell"
 SECOND_PATH_TABLE = SECOND_PATH_SWEEP + ".csv"
+PROBE_SWEEPS = (PROBE_SWEEP, ATTN_PROBE_SWEEP)  # the law's probe sweeps: their tables are probe tables
 PROBE_COLUMNS = ("wiring", "depth", "seeds", "rank_ratio", "grad_ratio_first_last", "cpu_model", "commit")
 STAGE0 = os.path.join(os.path.dirname(ec.RULES_PATH), "escape_law_h0.json")
 FIGURE = "escape_law.png"

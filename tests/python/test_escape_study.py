@@ -400,17 +400,18 @@ class InTheReport(unittest.TestCase):
                 self.assertEqual(len(list(csv.DictReader(f))), 9)
 
     def test_a_probe_sweep_not_yet_run_writes_no_table_and_breaks_nothing(self):
-        with tempfile.TemporaryDirectory() as root:
-            sweeps = write_study(root)
-            d = os.path.join(root, es.PROBE_SWEEP)
-            os.makedirs(d)
-            with open(os.path.join(d, "manifest.json"), "w", encoding="utf-8") as f:
-                entry = {"id": "L1-none-nores", "dir": "L1-none-nores", "status": "new"}
-                json.dump({"name": es.PROBE_SWEEP, "mode": "probe", "runs": [entry]}, f)
-            err = io.StringIO()
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-                self.assertEqual(report.write_results(root, list(sweeps) + [es.PROBE_SWEEP]), [])
-            self.assertIn("no probe.json yet", err.getvalue())
+        for name in es.PROBE_SWEEPS:  # the second knob's attention-only probe is a probe sweep too
+            with self.subTest(sweep=name), tempfile.TemporaryDirectory() as root:
+                sweeps = write_study(root)
+                d = os.path.join(root, name)
+                os.makedirs(d)
+                with open(os.path.join(d, "manifest.json"), "w", encoding="utf-8") as f:
+                    entry = {"id": "L1-none-nores", "dir": "L1-none-nores", "status": "new"}
+                    json.dump({"name": name, "mode": "probe", "runs": [entry]}, f)
+                err = io.StringIO()
+                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+                    self.assertEqual(report.write_results(root, list(sweeps) + [name]), [])
+                self.assertIn("no probe.json yet", err.getvalue())
 
 
 if __name__ == "__main__":

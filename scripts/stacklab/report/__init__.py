@@ -133,7 +133,7 @@ def write_results(root, sweeps) -> list:
         sweep_dir = os.path.join(root, name)
         if os.path.isfile(os.path.join(sweep_dir, "manifest.json")):
             path = os.path.join(root, RESULTS, name + ".csv")
-            if name == escape_study.PROBE_SWEEP:  # probes: the ratios at init, one line per probe
+            if name in escape_study.PROBE_SWEEPS:  # probes: the ratios at init, one line per probe
                 if not escape_study.probe_rows(sweep_dir):
                     runlog.warn(f"{sweep_dir}: no probe.json yet (a probe sweep not run to its end): no {path}")
                     continue
