@@ -51,7 +51,6 @@ PROBE_TABLE = PROBE_SWEEP + ".csv"
 ATTN_SWEEP = "escape_law_attn"
 ATTN_TABLE = ATTN_SWEEP + ".csv"
 ATTN_PROBE_SWEEP = "escape_law_attn_probe"
-ATTN_PROBE_TABLE = ATTN_PROBE_SWEEP + ".csv"
 # The rules' second_path: some best-rate points run again on another product path (OpenBLAS alone, its
 # Haswell kernels), read in place of the main path's runs of the same points.
 SECOND_PATH_SWEEP = "escape_law_haswell"
@@ -115,36 +114,30 @@ def read_table(path) -> list:
 
 
 def from_root(root, rules=None):
-    """The study judged from a study folder's run folders (root/escape_law, root/escape_law_scaled,
-    root/escape_law_deep, root/escape_law_probe: the report's way in), or None when root holds no
-    escape_law sweep."""
+    """The study judged from a study folder's run folders (root/escape_law and, where they were run,
+    the scaled arm, the deep runs, the second knob's, the second path's and the probe sweeps: the
+    report's way in), or None when root holds no escape_law sweep."""
     sweep = os.path.join(root, "escape_law")
     if not os.path.isfile(os.path.join(sweep, "manifest.json")):
         return None
     rules = rules or ec.load_rules()
     margin = rules["escaped"]["margin"]
     cpu, commit = er.study_machine(root)
-    rows = [row_of(r) for r in er.rows_of(sweep, margin, cpu, commit)]
-    scaled_dir = os.path.join(root, "escape_law_scaled")
-    scaled = ([row_of(r) for r in er.rows_of(scaled_dir, margin, cpu, commit)]
-              if os.path.isfile(os.path.join(scaled_dir, "manifest.json")) else [])
-    deep_dir = os.path.join(root, DEEP_SWEEP)
-    deep = ([row_of(r) for r in er.rows_of(deep_dir, margin, cpu, commit)]
-            if os.path.isfile(os.path.join(deep_dir, "manifest.json")) else [])
-    attn_dir = os.path.join(root, ATTN_SWEEP)
-    if os.path.isfile(os.path.join(attn_dir, "manifest.json")):
-        rows += [row_of(r) for r in er.rows_of(attn_dir, margin, cpu, commit)]
+
+    def present(name):
+        return os.path.isfile(os.path.join(root, name, "manifest.json"))
+
+    def rows_of(name):  # the sweep's rows, none when it was not run
+        return ([row_of(r) for r in er.rows_of(os.path.join(root, name), margin, cpu, commit)]
+                if present(name) else [])
+    rows = rows_of("escape_law") + rows_of(ATTN_SWEEP)
+    scaled, deep, second = rows_of("escape_law_scaled"), rows_of(DEEP_SWEEP), rows_of(SECOND_PATH_SWEEP)
     probe = None
-    for name in (PROBE_SWEEP, ATTN_PROBE_SWEEP):
-        probe_dir = os.path.join(root, name)
-        if os.path.isfile(os.path.join(probe_dir, "manifest.json")):
-            probe = {**(probe or {}),
-                     **{(r["wiring"], int(r["depth"])): tuple(float(r[k]) if r[k] else None
-                                                              for k in ("rank_ratio", "grad_ratio_first_last"))
-                        for r in probe_rows(probe_dir) if isinstance(r["depth"], int)}}
-    second_dir = os.path.join(root, SECOND_PATH_SWEEP)
-    second = ([row_of(r) for r in er.rows_of(second_dir, margin, cpu, commit)]
-              if os.path.isfile(os.path.join(second_dir, "manifest.json")) else [])
+    for name in filter(present, PROBE_SWEEPS):
+        probe = {**(probe or {}),
+                 **{(r["wiring"], int(r["depth"])): tuple(float(r[k]) if r[k] else None
+                                                          for k in ("rank_ratio", "grad_ratio_first_last"))
+                    for r in probe_rows(os.path.join(root, name)) if isinstance(r["depth"], int)}}
     return judge(rows, rules, probe=probe, scaled_rows=scaled, deep_rows=deep, second_rows=second)
 
 
@@ -773,7 +766,7 @@ def main(argv=None) -> int:
                              "writes it from runs/deep_stacking/escape_law)")
         rules = ec.load_rules()
         probe = None
-        for name in (PROBE_TABLE, ATTN_PROBE_TABLE):
+        for name in (n + ".csv" for n in PROBE_SWEEPS):
             if os.path.isfile(os.path.join(a.results, name)):
                 probe = {**(probe or {}), **read_probe_table(os.path.join(a.results, name))}
         scaled_path = os.path.join(a.results, SCALED_TABLE)
