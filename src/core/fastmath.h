@@ -13,10 +13,11 @@
 // SL_SIMD_CLONES on a hot loop function: GCC compiles it three times, for x86-64-v4 (AVX-512,
 // 16 floats a vector), x86-64-v3 (AVX2 + FMA, 8) and the baseline (SSE2, 4), and picks the clone
 // once at load time from the CPU (an ifunc). The default build so stays runnable on any x86-64
-// while using the widest units that exist. Elementwise loops give the same bits in every clone
-// (no FMA contraction: -ffp-contract=off); an `omp simd` reduction sums its lanes in an order
-// fixed by the vector width, so a clone is deterministic but may differ from another clone in
-// the last bits. Empty where it does not apply: clang, non-x86, or a build that already targets
+// while using the widest units that exist. Each clone is deterministic, but clones may differ in
+// the last bits: the kernel files that allow FMA contraction (attention, elementwise, norm) fuse
+// a * b + c in the two FMA clones and not in the baseline one, and an `omp simd` reduction sums
+// its lanes in an order fixed by the vector width. The same binary on the same CPU so always
+// runs the same clone and gives the same bits. Empty where it does not apply: clang, non-x86, or a build that already targets
 // AVX2 (STACKLAB_NATIVE). Give it to small non-inline loop functions (a chunk of a kernel), not
 // to the OpenMP lambdas: a clone is not inlined into its callers.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__AVX2__) && \

@@ -19,9 +19,10 @@
 #include "core/ops/attention.h"
 
 // GCC if-converts (and so vectorises) the clamps and selects of core/fastmath.h only when FP
-// exceptions need not be preserved; stacklab never inspects FP exception flags.
+// exceptions need not be preserved; stacklab never inspects FP exception flags. These kernels
+// also contract a * b + c into an FMA where the clone has one (core/fastmath.h, SL_SIMD_CLONES).
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math")
+#pragma GCC optimize("no-trapping-math", "fp-contract=fast")
 #endif
 
 #include <cmath>

@@ -9,9 +9,10 @@
 #include "core/ops/elementwise.h"
 
 // GCC if-converts (and so vectorises) the clamps and selects of core/fastmath.h only when FP
-// exceptions need not be preserved; stacklab never inspects FP exception flags.
+// exceptions need not be preserved; stacklab never inspects FP exception flags. These kernels
+// also contract a * b + c into an FMA where the clone has one (core/fastmath.h, SL_SIMD_CLONES).
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math")
+#pragma GCC optimize("no-trapping-math", "fp-contract=fast")
 #endif
 
 #include <algorithm>
@@ -100,24 +101,36 @@ constexpr float kGeluCubic = 0.044715f;
 namespace {
 inline float fast_tanh(float u) { return 1.0f - 2.0f / (fast_exp(2.0f * u) + 1.0f); }
 
+// Exact GELU with one exponential for value and slope: Phi(v) = (1 + erf(v / sqrt(2))) / 2, with
+// A&S 7.1.26's erf(a) = 1 - poly(a) e^(-a^2) at a = |v| / sqrt(2), and e^(-a^2) = e^(-v^2 / 2) is
+// also phi's exponential: so g = v Phi(v) and g' = Phi(v) + v phi(v) share e and poly. Every
+// exact-GELU kernel below computes Phi as gelu_cdf does, so a value has the same bits whichever
+// kernel (plain, fused with its derivative, or the derivative alone) produced it.
+struct GeluParts {
+  float e, cdf;
+};
+inline GeluParts gelu_parts(float v) {
+  const float e = fast_exp(-0.5f * v * v);
+  const float erf_abs = 1.0f - erf_poly(__builtin_fabsf(v) * kInvSqrt2) * e;
+  // Phi as an add, not a product: then g' = Phi + v (phi's factor) has one product to contract
+  // into its add, the same in every kernel (GCC contracts a product whose only use is an add).
+  return {e, 0.5f + 0.5f * __builtin_copysignf(erf_abs, v)};
+}
+inline float gelu_grad(float v) {
+  const GeluParts g = gelu_parts(v);
+  return g.cdf + v * (kInvSqrt2Pi * g.e);
+}
+
 // The loops over one chunk [lo, hi), as plain functions: GCC vectorises these, not the same
 // loops written inside the OpenMP lambdas.
 SL_SIMD_CLONES void gelu_forward_span(float* y, const float* x, int64_t lo, int64_t hi) {
-  for (int64_t i = lo; i < hi; ++i) y[i] = 0.5f * x[i] * (1.0f + fast_erf(x[i] * kInvSqrt2));
+  for (int64_t i = lo; i < hi; ++i) y[i] = x[i] * gelu_parts(x[i]).cdf;
 }
 SL_SIMD_CLONES void gelu_tanh_forward_span(float* y, const float* x, int64_t lo, int64_t hi) {
   for (int64_t i = lo; i < hi; ++i) {
     const float v = x[i];
     y[i] = 0.5f * v * (1.0f + fast_tanh(kSqrt2OverPi * (v + kGeluCubic * v * v * v)));
   }
-}
-// Phi(v) + v phi(v) with one exp: fast_erf(a) is 1 - poly(a) e^(-a^2), and at a = |v|/sqrt(2)
-// e^(-a^2) = e^(-v^2/2) is phi's exponential too.
-inline float gelu_grad(float v) {
-  const float e = fast_exp(-0.5f * v * v);
-  const float erf_abs = 1.0f - erf_poly(__builtin_fabsf(v) * kInvSqrt2) * e;
-  const float cdf = 0.5f * (1.0f + __builtin_copysignf(erf_abs, v));
-  return cdf + v * (kInvSqrt2Pi * e);
 }
 inline float gelu_tanh_grad(float v) {
   const float t = fast_tanh(kSqrt2OverPi * (v + kGeluCubic * v * v * v));
@@ -126,18 +139,13 @@ inline float gelu_tanh_grad(float v) {
 }
 // y = g(x), and in place over x, g'(x): the forward of a GELU whose backward is then a product
 // (linear_gelu keeps g'(x) instead of x). Each value has the bits of gelu_forward_span and of
-// gelu_grad: the exact form evaluates erf's polynomial once for both (its argument |x|/sqrt(2)
-// is the same in each, as |x c| = |x| c for c > 0) and keeps the two exponentials they round
-// differently (e^(-a^2) and e^(-x^2/2)); the tanh form shares tanh(u) whole.
+// gelu_grad: the exact form shares e and Phi (gelu_parts), the tanh form tanh(u).
 SL_SIMD_CLONES void gelu_forward_grad_span(float* y, float* xg, int64_t lo, int64_t hi) {
   for (int64_t i = lo; i < hi; ++i) {
     const float v = xg[i];
-    const float z = v * kInvSqrt2, a = __builtin_fabsf(z);
-    const float poly = erf_poly(a);
-    y[i] = 0.5f * v * (1.0f + __builtin_copysignf(1.0f - poly * fast_exp(-a * a), z));
-    const float e = fast_exp(-0.5f * v * v);
-    const float cdf = 0.5f * (1.0f + __builtin_copysignf(1.0f - poly * e, v));
-    xg[i] = cdf + v * (kInvSqrt2Pi * e);
+    const GeluParts g = gelu_parts(v);
+    y[i] = v * g.cdf;
+    xg[i] = g.cdf + v * (kInvSqrt2Pi * g.e);
   }
 }
 SL_SIMD_CLONES void gelu_tanh_forward_grad_span(float* y, float* xg, int64_t lo, int64_t hi) {

@@ -3,9 +3,17 @@
 //   rms_norm:   xhat = x * rstd, dx = rstd * (g - xhat * mean(g * xhat)); dgamma += dy xhat
 //   dyt:        u = dy gamma (1 - t^2), t = tanh(alpha x): dx = alpha u; dalpha += sum(u x); dgamma
 //   += dy t
-// Row statistics are accumulated in double. Rows run in parallel in fixed chunks of kRows;
+// Row statistics are float sums of 16-float vectors, their lanes added in core/simd.h's fixed tree
+// and the row's last C % 16 values after them: one order whatever the clone (the FMA clones
+// contract the products into their sums, so they round differently from the baseline one).
+// Rows run in parallel in fixed chunks of kRows;
 // dgamma/dbeta are summed per chunk and the chunk partials added in order (deterministic).
 #include "core/ops/norm.h"
+
+// The kernels contract a * b + c into an FMA where the clone has one (SL_SIMD_CLONES).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=fast")
+#endif
 
 #include <cmath>
 #include <string>
@@ -15,6 +23,7 @@
 #include "core/error.h"
 #include "core/fastmath.h"
 #include "core/parallel.h"
+#include "core/simd.h"
 
 namespace sl {
 namespace {
@@ -47,27 +56,63 @@ void rows_with_param_grads(int64_t rows, int64_t C, float* dgamma, float* dbeta,
 
 namespace {
 
-// One chunk of rows [lo, hi) of each kernel, as plain functions cloned for AVX2 (core/fastmath.h).
-// Row sums run in double under `omp simd` (lanes of partial sums, added at the end); the
-// per-element loops have no branch inside, so both vectorise.
+// One chunk of rows [lo, hi) of each kernel, as plain functions cloned per vector width
+// (core/fastmath.h). The per-element loops have no branch inside, so they vectorise.
+
+// sum_i x_i over one row of C.
+SL_VINLINE float row_sum(const float* x, int64_t C) {
+  v16 acc = v16{};
+  int64_t i = 0;
+  for (; i + kLanes <= C; i += kLanes) acc += vload(x + i);
+  float s = hsum(acc);
+  for (; i < C; ++i) s += x[i];
+  return s;
+}
+// sum_i (x_i - m)^2 over one row of C.
+SL_VINLINE float row_sq_dev(const float* x, float m, int64_t C) {
+  const v16 mv = vsplat(m);
+  v16 acc = v16{};
+  int64_t i = 0;
+  for (; i + kLanes <= C; i += kLanes) {
+    const v16 d = vload(x + i) - mv;
+    acc += d * d;
+  }
+  float s = hsum(acc);
+  for (; i < C; ++i) s += (x[i] - m) * (x[i] - m);
+  return s;
+}
+// sum_i a_i b_i over one row of C.
+SL_VINLINE float row_dot(const float* a, const float* b, int64_t C) {
+  v16 acc = v16{};
+  int64_t i = 0;
+  for (; i + kLanes <= C; i += kLanes) acc += vload(a + i) * vload(b + i);
+  float s = hsum(acc);
+  for (; i < C; ++i) s += a[i] * b[i];
+  return s;
+}
+// sum_i a_i and sum_i a_i b_i over one row of C.
+SL_VINLINE void row_sum_dot(const float* a, const float* b, int64_t C, float& sa, float& sab) {
+  v16 acc = v16{}, accd = v16{};
+  int64_t i = 0;
+  for (; i + kLanes <= C; i += kLanes) {
+    const v16 av = vload(a + i);
+    acc += av;
+    accd += av * vload(b + i);
+  }
+  sa = hsum(acc);
+  sab = hsum(accd);
+  for (; i < C; ++i) sa += a[i], sab += a[i] * b[i];
+}
 
 SL_SIMD_CLONES void layer_norm_rows(float* y, float* mean, float* rstd, const float* x,
                                     const float* gamma, const float* beta, int64_t lo, int64_t hi,
                                     int64_t C, float eps) {
+  const float inv_c = 1.0f / static_cast<float>(C);
   for (int64_t r = lo; r < hi; ++r) {
     const float* xr = x + r * C;
-    double s = 0.0;
-#pragma omp simd reduction(+ : s)
-    for (int64_t i = 0; i < C; ++i) s += static_cast<double>(xr[i]);
-    const double mu = s / static_cast<double>(C);
-    double v = 0.0;
-#pragma omp simd reduction(+ : v)
-    for (int64_t i = 0; i < C; ++i)
-      v += (static_cast<double>(xr[i]) - mu) * (static_cast<double>(xr[i]) - mu);
-    const float rs =
-        static_cast<float>(1.0 / std::sqrt(v / static_cast<double>(C) + static_cast<double>(eps)));
-    const float m = static_cast<float>(mu);
-    float* yr = y + r * C;  // one write of the row: the same operations in the same order
+    const float m = row_sum(xr, C) * inv_c;
+    const float rs = 1.0f / std::sqrt(row_sq_dev(xr, m, C) * inv_c + eps);
+    float* yr = y + r * C;  // one write of the row
     if (gamma && beta)
       for (int64_t i = 0; i < C; ++i) yr[i] = gamma[i] * ((xr[i] - m) * rs) + beta[i];
     else if (gamma)
@@ -93,25 +138,21 @@ SL_SIMD_CLONES void layer_norm_backward_rows(float* dx, float* dg, float* db, fl
                                              const float* rstd, const float* gamma, int64_t lo,
                                              int64_t hi, int64_t C, bool overwrite) {
   float* xh = scratch;  // (C) xhat of the row
+  const float inv_c = 1.0f / static_cast<float>(C);
   for (int64_t r = lo; r < hi; ++r) {
     const float* xr = x + r * C;
     const float* dyr = dy + r * C;
     const float m = mean[r], rs = rstd[r];
     for (int64_t i = 0; i < C; ++i) xh[i] = (xr[i] - m) * rs;
     const float* g = scaled_grad(scratch + C, dyr, gamma, C);
-    double sg = 0.0, sgx = 0.0;
-#pragma omp simd reduction(+ : sg, sgx)
-    for (int64_t i = 0; i < C; ++i) {
-      sg += static_cast<double>(g[i]);
-      sgx += static_cast<double>(g[i] * xh[i]);
-    }
+    float sg, sgx;
+    row_sum_dot(g, xh, C, sg, sgx);
     if (dg)
       for (int64_t i = 0; i < C; ++i) dg[i] += dyr[i] * xh[i];
     if (db)
       for (int64_t i = 0; i < C; ++i) db[i] += dyr[i];
     if (!dx) continue;
-    const float mg = static_cast<float>(sg / static_cast<double>(C));
-    const float mgx = static_cast<float>(sgx / static_cast<double>(C));
+    const float mg = sg * inv_c, mgx = sgx * inv_c;
     float* dxr = dx + r * C;
     if (overwrite)
       for (int64_t i = 0; i < C; ++i) dxr[i] = rs * (g[i] - mg - xh[i] * mgx);
@@ -124,11 +165,7 @@ SL_SIMD_CLONES void rms_norm_rows(float* y, float* rstd, const float* x, const f
                                   int64_t lo, int64_t hi, int64_t C, float eps) {
   for (int64_t r = lo; r < hi; ++r) {
     const float* xr = x + r * C;
-    double ss = 0.0;
-#pragma omp simd reduction(+ : ss)
-    for (int64_t i = 0; i < C; ++i) ss += static_cast<double>(xr[i]) * static_cast<double>(xr[i]);
-    const float rs =
-        static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(C) + static_cast<double>(eps)));
+    const float rs = 1.0f / std::sqrt(row_sq_dev(xr, 0.0f, C) / static_cast<float>(C) + eps);
     float* yr = y + r * C;
     if (gamma)
       for (int64_t i = 0; i < C; ++i) yr[i] = gamma[i] * xr[i] * rs;
@@ -148,13 +185,11 @@ SL_SIMD_CLONES void rms_norm_backward_rows(float* dx, float* dg, float* scratch,
     const float rs = rstd[r];
     for (int64_t i = 0; i < C; ++i) xh[i] = xr[i] * rs;
     const float* g = scaled_grad(scratch + C, dyr, gamma, C);
-    double sgx = 0.0;
-#pragma omp simd reduction(+ : sgx)
-    for (int64_t i = 0; i < C; ++i) sgx += static_cast<double>(g[i] * xh[i]);
+    const float sgx = row_dot(g, xh, C);
     if (dg)
       for (int64_t i = 0; i < C; ++i) dg[i] += dyr[i] * xh[i];
     if (!dx) continue;
-    const float mgx = static_cast<float>(sgx / static_cast<double>(C));
+    const float mgx = sgx / static_cast<float>(C);
     float* dxr = dx + r * C;
     if (overwrite)
       for (int64_t i = 0; i < C; ++i) dxr[i] = rs * (g[i] - xh[i] * mgx);
