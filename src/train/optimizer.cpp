@@ -32,7 +32,9 @@ struct AdamWChunk {
 
 // AdamW on elements [lo, hi) of one parameter; returns the sum of the squared changes of w.
 // The element loop runs over blocks of kBlock, keeping the old weights in a small buffer that a
-// scalar loop then compares in double: the element loop so has no serial reduction and vectorises.
+// second loop then compares in double: the element loop so has no serial reduction and vectorises,
+// and the second is an `omp simd` reduction (lane partials in an order fixed by the clone's vector
+// width; a serial chain of double adds there cost b3 about 6 of its optimizer's 11.4 ms).
 SL_SIMD_CLONES double adamw_span(float* __restrict w, float* __restrict m, float* __restrict v,
                                  const float* __restrict g, int64_t lo, int64_t hi,
                                  const AdamWCoeffs c) {
@@ -50,6 +52,7 @@ SL_SIMD_CLONES double adamw_span(float* __restrict w, float* __restrict m, float
       w[i] = decayed + c.neg_step * m[i] / denom;
       before[i - b] = old;
     }
+#pragma omp simd reduction(+ : dsq)
     for (int64_t i = b; i < e; ++i) {
       const double d = static_cast<double>(w[i]) - static_cast<double>(before[i - b]);
       dsq += d * d;
