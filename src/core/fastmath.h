@@ -3,8 +3,9 @@
 // reduction x = n ln2 + r with n rounded by the 1.5 * 2^23 trick (its low mantissa bits are n),
 // a degree-6 polynomial for e^r, scaled by 2^n through the exponent bits; relative error ~3e-7
 // on [-87, 88] (inputs are clamped to it); one template for a float and for a vector of floats
-// (core/simd.h), so each lane computes what the scalar does. fast_erf: Abramowitz & Stegun 7.1.26
-// on |x|, absolute error <= 6e-7 in float, sign restored with copysign. Written with ternaries and
+// (core/simd.h), so each lane computes what the scalar does. erf_poly: the polynomial of
+// Abramowitz & Stegun 7.1.26, erf(a) = 1 - erf_poly(a) e^(-a^2) for a >= 0, absolute error
+// <= 6e-7 in float (exact GELU, core/ops/elementwise.cpp). Written with ternaries and
 // builtins (no std:: calls) so that a TU compiled with -fno-trapping-math (see elementwise.cpp)
 // vectorises them. Not here: double precision.
 #pragma once
@@ -17,9 +18,9 @@
 // the last bits: the kernel files that allow FMA contraction (attention, elementwise, norm) fuse
 // a * b + c in the two FMA clones and not in the baseline one, and an `omp simd` reduction sums
 // its lanes in an order fixed by the vector width. The same binary on the same CPU so always
-// runs the same clone and gives the same bits. Empty where it does not apply: clang, non-x86, or a build that already targets
-// AVX2 (STACKLAB_NATIVE). Give it to small non-inline loop functions (a chunk of a kernel), not
-// to the OpenMP lambdas: a clone is not inlined into its callers.
+// runs the same clone and gives the same bits. Empty where it does not apply: clang, non-x86, or
+// a build that already targets AVX2 (STACKLAB_NATIVE). Give it to small non-inline loop functions
+// (a chunk of a kernel), not to the OpenMP lambdas: a clone is not inlined into its callers.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__AVX2__) && \
     !defined(STACKLAB_NO_SIMD_CLONES)
 #define SL_SIMD_CLONES \
@@ -76,11 +77,6 @@ inline float erf_poly(float a) {
   const float t = 1.0f / (1.0f + 0.3275911f * a);
   return t * (0.254829592f +
               t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
-}
-
-inline float fast_erf(float x) {
-  const float a = __builtin_fabsf(x);
-  return __builtin_copysignf(1.0f - erf_poly(a) * fast_exp(-a * a), x);
 }
 
 }  // namespace sl

@@ -43,6 +43,23 @@ TEST(LayerNorm, OutputHasZeroMeanAndUnitVariancePerPositionNotPerBatch) {
   }
 }
 
+// Rows whose squares overflow a float sum (the statistics are float vectors; such a row has them
+// again in double): [-a, a] repeated, over 64 values and over 100 (vectors and a tail), still
+// normalises to about -1 and 1, by LayerNorm and by RMSNorm.
+TEST(LayerNorm, ARowTooLargeToSquareInFloatStillNormalizesToAboutMinusOneAndOne) {
+  for (const int64_t C : {int64_t{64}, int64_t{100}}) {
+    std::vector<float> v(static_cast<size_t>(C));
+    for (int64_t i = 0; i < C; ++i) v[static_cast<size_t>(i)] = i % 2 ? 3e19f : -3e19f;
+    const Tensor x = Tensor::from({C}, v);
+    const std::vector<float> y = layer_norm(x, Tensor(), Tensor(), 1e-5f).to_vector();
+    const std::vector<float> r = rms_norm(x, Tensor(), 1e-5f).to_vector();
+    for (int64_t i = 0; i < C; ++i) {
+      EXPECT_NEAR(y[static_cast<size_t>(i)], i % 2 ? 1.0f : -1.0f, 1e-5) << "C " << C << ", i " << i;
+      EXPECT_NEAR(r[static_cast<size_t>(i)], i % 2 ? 1.0f : -1.0f, 1e-5) << "C " << C << ", i " << i;
+    }
+  }
+}
+
 TEST(LayerNorm, AppliesGammaAndBeta) {
   Tensor y = layer_norm(Tensor::from({2}, {2, 4}), Tensor::from({2}, {2, 3}),
                         Tensor::from({2}, {1, -1}), 1e-5f);

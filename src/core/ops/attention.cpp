@@ -79,6 +79,8 @@ SL_VINLINE void transpose_rows(float* xt, const float* x, int64_t ld, int64_t T,
 // order (over d, or over j), whatever R.
 constexpr int kForwardRows = 8;
 constexpr int kRowBlock = 4;
+static_assert(kLanes % kForwardRows == 0 && kLanes % kRowBlock == 0,
+              "a block of query rows must lie within one 16-key chunk");
 
 // Causal softmax of row i's scores sc[0..i] into out (T): the probabilities, zeros after i; sc
 // is overwritten with the exponentials (out may be sc: the gemm path works in place). The max and
@@ -317,7 +319,7 @@ void attention_forward(float* y, float* att, const float* qkv, int64_t B, int64_
     parallel_for(B * NH, B * NH * T * T * HS, [&](int64_t bh) {
       const int64_t b = bh / NH, h = bh % NH;
       const float* q = qkv + b * T * C3 + h * HS;
-      float* kt = scratch->data() + thread_index() * per_thread;  // (HS, Tp), then sc (4, Tp)
+      float* kt = scratch->data() + thread_index() * per_thread;  // (HS, Tp), then sc (8, Tp)
       attention_head_forward(y + b * T * C + h * HS, C, att + (keep_att ? bh : thread_index()) * PS,
                              q, q + C, q + 2 * C, C3, T, HS, s, kt, kt + HS * padded(T));
     });

@@ -104,7 +104,7 @@ inline float fast_tanh(float u) { return 1.0f - 2.0f / (fast_exp(2.0f * u) + 1.0
 // Exact GELU with one exponential for value and slope: Phi(v) = (1 + erf(v / sqrt(2))) / 2, with
 // A&S 7.1.26's erf(a) = 1 - poly(a) e^(-a^2) at a = |v| / sqrt(2), and e^(-a^2) = e^(-v^2 / 2) is
 // also phi's exponential: so g = v Phi(v) and g' = Phi(v) + v phi(v) share e and poly. Every
-// exact-GELU kernel below computes Phi as gelu_cdf does, so a value has the same bits whichever
+// exact-GELU kernel below computes Phi as gelu_parts does, so a value has the same bits whichever
 // kernel (plain, fused with its derivative, or the derivative alone) produced it.
 struct GeluParts {
   float e, cdf;

@@ -104,15 +104,31 @@ SL_VINLINE void row_sum_dot(const float* a, const float* b, int64_t C, float& sa
   for (; i < C; ++i) sa += a[i], sab += a[i] * b[i];
 }
 
+// A row whose float statistics overflow (|x| near 1e19 at C = 64) has them again in double, so
+// that it normalises as before instead of to beta. Rare; cold.
+__attribute__((noinline, cold)) void row_stats_double(const float* x, int64_t C, float eps,
+                                                      bool centred, float& m, float& rs) {
+  double s = 0.0, v = 0.0;
+  if (centred)
+    for (int64_t i = 0; i < C; ++i) s += static_cast<double>(x[i]);
+  const double mu = s / static_cast<double>(C);
+  for (int64_t i = 0; i < C; ++i)
+    v += (static_cast<double>(x[i]) - mu) * (static_cast<double>(x[i]) - mu);
+  m = static_cast<float>(mu);
+  rs = static_cast<float>(1.0 / std::sqrt(v / static_cast<double>(C) + static_cast<double>(eps)));
+}
+
 SL_SIMD_CLONES void layer_norm_rows(float* y, float* mean, float* rstd, const float* x,
                                     const float* gamma, const float* beta, int64_t lo, int64_t hi,
                                     int64_t C, float eps) {
   const float inv_c = 1.0f / static_cast<float>(C);
   for (int64_t r = lo; r < hi; ++r) {
     const float* xr = x + r * C;
-    const float m = row_sum(xr, C) * inv_c;
-    const float rs = 1.0f / std::sqrt(row_sq_dev(xr, m, C) * inv_c + eps);
-    float* yr = y + r * C;  // one write of the row
+    float m = row_sum(xr, C) * inv_c;
+    const float var = row_sq_dev(xr, m, C) * inv_c;
+    float rs = 1.0f / std::sqrt(var + eps);
+    if (!(var <= 3.0e38f)) row_stats_double(xr, C, eps, true, m, rs);  // overflow (or NaN input)
+    float* yr = y + r * C;                                             // one write of the row
     if (gamma && beta)
       for (int64_t i = 0; i < C; ++i) yr[i] = gamma[i] * ((xr[i] - m) * rs) + beta[i];
     else if (gamma)
@@ -165,7 +181,9 @@ SL_SIMD_CLONES void rms_norm_rows(float* y, float* rstd, const float* x, const f
                                   int64_t lo, int64_t hi, int64_t C, float eps) {
   for (int64_t r = lo; r < hi; ++r) {
     const float* xr = x + r * C;
-    const float rs = 1.0f / std::sqrt(row_sq_dev(xr, 0.0f, C) / static_cast<float>(C) + eps);
+    const float ms = row_sq_dev(xr, 0.0f, C) / static_cast<float>(C);
+    float rs = 1.0f / std::sqrt(ms + eps), m0;
+    if (!(ms <= 3.0e38f)) row_stats_double(xr, C, eps, false, m0, rs);  // overflow (or NaN input)
     float* yr = y + r * C;
     if (gamma)
       for (int64_t i = 0; i < C; ++i) yr[i] = gamma[i] * xr[i] * rs;
