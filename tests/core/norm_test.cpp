@@ -54,8 +54,10 @@ TEST(LayerNorm, ARowTooLargeToSquareInFloatStillNormalizesToAboutMinusOneAndOne)
     const std::vector<float> y = layer_norm(x, Tensor(), Tensor(), 1e-5f).to_vector();
     const std::vector<float> r = rms_norm(x, Tensor(), 1e-5f).to_vector();
     for (int64_t i = 0; i < C; ++i) {
-      EXPECT_NEAR(y[static_cast<size_t>(i)], i % 2 ? 1.0f : -1.0f, 1e-5) << "C " << C << ", i " << i;
-      EXPECT_NEAR(r[static_cast<size_t>(i)], i % 2 ? 1.0f : -1.0f, 1e-5) << "C " << C << ", i " << i;
+      EXPECT_NEAR(y[static_cast<size_t>(i)], i % 2 ? 1.0f : -1.0f, 1e-5)
+          << "C " << C << ", i " << i;
+      EXPECT_NEAR(r[static_cast<size_t>(i)], i % 2 ? 1.0f : -1.0f, 1e-5)
+          << "C " << C << ", i " << i;
     }
   }
 }
