@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compares stacklab runs across depth and wiring (and, for training runs, the study's figures).
 
-    /usr/bin/python3 scripts/plot_compare.py PATH... [--out DIR] [--step 0|last]
+    /usr/bin/python3 scripts/plot_compare.py PATH... [--out DIR] [--step 0|last] [--plotly-dir DIR]
 
 The code is in the package: stacklab/plot_compare.py.
 """

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plots one stacklab run: loss curves, per-block gradient norms, the residual stream.
 
-    /usr/bin/python3 scripts/plot_run.py RUN_DIR [--out DIR] [--steps 0,100,300]
+    /usr/bin/python3 scripts/plot_run.py RUN_DIR [--out DIR] [--steps 0,100,300] [--plotly-dir DIR]
 
 The code is in the package: stacklab/plot_run.py.
 """

@@ -279,7 +279,8 @@ fi
 t="$(now)"
 rm -rf "$OUT/figures"
 # The plot scripts read disjoint inputs and write disjoint folders: up to $JOBS of them run at
-# once (each is one single-threaded Python process, mostly matplotlib's rendering).
+# once (each is one single-threaded Python process, mostly matplotlib's rendering). Their views
+# share one plotly.js, OUT/figures/plotly-<version>.js (--plotly-dir; each writes it whole).
 plot() {  # plot WHAT SCRIPT ARGS...: one plot script, its output dropped, "WHAT: no figures" if it fails
   local what="$1"
   shift
@@ -296,21 +297,23 @@ for s in "${SWEEPS[@]}"; do
   case "$s" in
     train_grid | lr_grid) TRAINING+=("$OUT/$s") ;;
     escape_law*) ;;  # the report draws the escape law's figure (report/law.py) and writes its results table
-    *) plot_bg "plot_compare.py $s" scripts/plot_compare.py "$OUT/$s" --out "$OUT/figures/$s" ;;
+    *) plot_bg "plot_compare.py $s" scripts/plot_compare.py "$OUT/$s" --out "$OUT/figures/$s" --plotly-dir "$OUT/figures" ;;
   esac
 done
 # The training points pooled over train_grid and lr_grid: at initialisation (with the learning-
 # rate, escape-step and loss-curve figures) and at each run's last layers record.
 if ((${#TRAINING[@]})); then
-  plot_bg "plot_compare.py training" scripts/plot_compare.py "${TRAINING[@]}" --out "$OUT/figures/training"
+  plot_bg "plot_compare.py training" scripts/plot_compare.py "${TRAINING[@]}" --out "$OUT/figures/training" \
+    --plotly-dir "$OUT/figures"
   plot_bg "plot_compare.py training --step last" scripts/plot_compare.py "${TRAINING[@]}" --step last \
-    --out "$OUT/figures/training_last"
+    --out "$OUT/figures/training_last" --plotly-dir "$OUT/figures"
 fi
 # Single runs, each with its loss curves and its block x step heatmap: the deepest pre-norm stack
 # with and without a residual (lowest seed, the rate every depth has).
 while read -r run; do
   [[ -n "$run" ]] || continue
-  plot_bg "plot_run.py $run" scripts/plot_run.py "$run" --out "$OUT/figures/runs/$(basename "$run")"
+  plot_bg "plot_run.py $run" scripts/plot_run.py "$run" --out "$OUT/figures/runs/$(basename "$run")" \
+    --plotly-dir "$OUT/figures"
 done < <("$PY" scripts/tier.py deepest "$OUT")
 # The stability map (its sweep comes with --claims): one figure of wiring x init x rate x depth,
 # read by the report's "Where pre-norm and post-norm train".

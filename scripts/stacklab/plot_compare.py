@@ -1,7 +1,7 @@
 """Compares stacklab runs across depth and wiring: gradient norms per block, final loss, the
 first/last block gradient ratio, and the state of the residual stream at the last boundary.
 
-    /usr/bin/python3 scripts/plot_compare.py PATH... [--out DIR] [--step 0|last]
+    /usr/bin/python3 scripts/plot_compare.py PATH... [--out DIR] [--step 0|last] [--plotly-dir DIR]
 
 PATHs are run dirs, sweep dirs (run dirs one or two levels down) or `stacklab probe` JSON files
 (a probe counts as a run with one step-0 layers record; its seeds are read from the file). Writes
@@ -358,6 +358,9 @@ def main(argv=None):
     p.add_argument("--out", help="output directory")
     p.add_argument("--step", default="0",
                    help="layers-record step to compare (default 0), or 'last': the runs' last layers record")
+    p.add_argument("--plotly-dir", metavar="DIR",
+                   help="where view.html's plotly.js goes: one copy shared by every view plotted with the same DIR "
+                   "(reproduce.sh: OUT/figures); default the output directory")
     args = p.parse_args(argv)
 
     runs = runlog.find_runs(args.paths)
@@ -403,7 +406,7 @@ def main(argv=None):
         plot_loss_vs_lr(all_runs, out_dir, written)
         plot_escape(runs, out_dir, written)
         plot_deepest_curves(runs, out_dir, written)
-    views.write_view(views.write_sweep_view, all_runs, out_dir, written)
+    views.write_view(views.write_sweep_view, all_runs, out_dir, written, args.plotly_dir)
     for n in sorted(note):
         print(f"plot_compare: {n}")
     for path in written:

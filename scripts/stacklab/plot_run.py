@@ -1,6 +1,6 @@
 """Plots one stacklab run: loss curves, per-block gradient norms, the residual stream.
 
-    /usr/bin/python3 scripts/plot_run.py RUN_DIR [--out DIR] [--steps 0,100,300]
+    /usr/bin/python3 scripts/plot_run.py RUN_DIR [--out DIR] [--steps 0,100,300] [--plotly-dir DIR]
 
 Writes PNGs into RUN_DIR/plots/ (or --out) and prints each path: loss.png, grad_norm_by_block.png,
 grad_norm_heatmap.png, stream.png, stream_grad.png, layer_metrics.png (one panel per per-layer
@@ -318,6 +318,9 @@ def main(argv=None):
     p.add_argument("--out", help="output directory (default RUN_DIR/plots)")
     p.add_argument("--steps", help="layers-record steps for the per-block plots, e.g. 0,100,300 "
                    "(default: first, middle and last record)")
+    p.add_argument("--plotly-dir", metavar="DIR",
+                   help="where view.html's plotly.js goes: one copy shared by every view plotted with the same DIR "
+                   "(reproduce.sh: OUT/figures); default the output directory")
     args = p.parse_args(argv)
 
     metrics = os.path.join(args.run_dir, "metrics.jsonl")
@@ -366,7 +369,7 @@ def main(argv=None):
         skip("grad_norm_by_block.png, grad_norm_heatmap.png, stream.png, stream_grad.png, layer_metrics.png",
              "no layers records in metrics.jsonl")
 
-    views.write_view(views.write_run_view, run, out_dir, written)
+    views.write_view(views.write_run_view, run, out_dir, written, args.plotly_dir)
     for path in written:
         print(path)
     if not written:

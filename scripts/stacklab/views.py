@@ -1,11 +1,13 @@
 """Self-contained HTML views to explore, beside the PNGs: one run's (loss curves, its per-block
 gradient norms over steps as a heatmap, every per-layer metric over steps) and a sweep's (runs
 picked side by side on shared axes, and every run's heatmap, one at a time). Drawn with plotly
-(Debian's python3-plotly), its JavaScript embedded once per page, so a view opens from disk with no
-server and no network.
+(Debian's python3-plotly). plotly.js (8.7 MB) is not in the page: one copy, plotly-<version>.js, lies in
+the folder `plotly_dir` (default: the view's own), and every view written with that folder loads it by
+its relative path, so a study's views share one copy (reproduce.sh: OUT/figures/) and each still opens
+from disk with no server and no network.
 
-    write_run_view(run, out_dir)     -> out_dir/view.html   (called by plot_run.py)
-    write_sweep_view(runs, out_dir)  -> out_dir/view.html   (called by plot_compare.py)
+    write_run_view(run, out_dir, plotly_dir=None)     -> out_dir/view.html   (called by plot_run.py)
+    write_sweep_view(runs, out_dir, plotly_dir=None)  -> out_dir/view.html   (called by plot_compare.py)
 
 Each page writes what it rendered into #view-check on load (charts, charts drawn, script errors,
 network requests):
@@ -69,14 +71,14 @@ def log_scaled(values):
     return bool(pos) and min(pos) * 30 < max(pos) and len(pos) == len([v for v in values if v is not None])
 
 
-def write_view(writer, what, out_dir, written):
-    """writer(what, out_dir) with its path appended to `written`; without plotly, a loud line and no view
-    (the PNGs are still written)."""
+def write_view(writer, what, out_dir, written, plotly_dir=None):
+    """writer(what, out_dir, plotly_dir) with its path appended to `written`; without plotly, a loud line
+    and no view (the PNGs are still written)."""
     if not available():
         print(f"views: SKIPPED {os.path.join(out_dir, VIEW_NAME)}: no plotly (apt-get install python3-plotly; "
               "scripts/setup.sh installs it)", file=sys.stderr)
         return
-    written.append(writer(what, out_dir))
+    written.append(writer(what, out_dir, plotly_dir))
 
 
 # ---- one run ------------------------------------------------------------------------------------
@@ -174,10 +176,11 @@ def run_sections(run):
     return out
 
 
-def write_run_view(run, out_dir) -> str:
-    """Writes out_dir/view.html for one run; returns its path."""
+def write_run_view(run, out_dir, plotly_dir=None) -> str:
+    """Writes out_dir/view.html for one run (plotly.js in plotly_dir, default out_dir); returns its path."""
     desc = f"{runlog.label(run)}; {run.status}, last step {run.last_step}"
-    return write_page(os.path.join(out_dir, VIEW_NAME), f"stacklab run {run.name}", desc, run_sections(run))
+    return write_page(os.path.join(out_dir, VIEW_NAME), f"stacklab run {run.name}", desc, run_sections(run),
+                      plotly_dir=plotly_dir)
 
 
 # ---- a sweep --------------------------------------------------------------------------------------
@@ -271,8 +274,9 @@ def run_heatmaps_figure(runs):
     return fig
 
 
-def write_sweep_view(runs, out_dir) -> str:
-    """Writes out_dir/view.html comparing runs (run dirs; probe files count as step-0 runs)."""
+def write_sweep_view(runs, out_dir, plotly_dir=None) -> str:
+    """Writes out_dir/view.html comparing runs (run dirs; probe files count as step-0 runs; plotly.js in
+    plotly_dir, default out_dir)."""
     runs, picked, sections = sweep_sections(runs)
     boxes = "".join(f'<label><input type="checkbox" value="{html.escape(run_key(r))}" onchange="pickRuns()"'
                     f'{" checked" if run_key(r) in picked else ""}> {html.escape(run_key(r))}</label> '
@@ -281,27 +285,64 @@ def write_sweep_view(runs, out_dir) -> str:
               f'<p class="note">{len(runs)} runs; the first {len(picked)} are shown. Hover for values, drag to '
               "zoom, double-click to reset.</p>")
     return write_page(os.path.join(out_dir, VIEW_NAME), "stacklab sweep view", f"{len(runs)} runs", sections,
-                      picker, PICKER_JS)
+                      picker, PICKER_JS, plotly_dir=plotly_dir)
 
 
 # ---- the page -----------------------------------------------------------------------------------
 
-def write_page(path, title, subtitle, sections, top_html="", extra_js="") -> str:
+def plotly_file_name() -> str:
+    """The shared copy's name, with plotly.js's version: a view never loads another version's copy."""
+    from plotly.offline import get_plotlyjs_version
+    return f"plotly-{get_plotlyjs_version()}.js"
+
+
+def write_atomic(path, text):
+    """Writes text to path through a temporary file and a rename: a reader (a browser, another plot
+    process writing the same shared copy) sees the old file or the new one, never a part."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def shared_plotly(plotly_dir) -> str:
+    """The path of plotly_dir's copy of plotly.js, written unless an equal one is there (plot processes
+    running at once may each write it: each write is whole, and all are the same bytes)."""
     from plotly.offline import get_plotlyjs
+    path = os.path.join(plotly_dir, plotly_file_name())
+    js = get_plotlyjs()
+    if not (os.path.isfile(path) and os.path.getsize(path) == len(js.encode("utf-8"))):
+        write_atomic(path, js)
+    return path
+
+
+# Right after plotly.js's script tag: a page whose copy is missing (the view moved out of its folder)
+# says where it looks, instead of showing empty charts.
+MISSING_JS = """if(!window.Plotly)document.addEventListener('DOMContentLoaded',function(){
+var p=document.createElement('p');p.id='plotly-missing';p.style.color='#b00';p.textContent=
+'plotly.js not found at SRC (relative to this page): the views of a folder share one copy of it; open '+
+'view.html where the plotting wrote it, or plot the runs again.';document.body.insertBefore(p,
+document.body.firstChild);});"""
+
+
+def write_page(path, title, subtitle, sections, top_html="", extra_js="", plotly_dir=None) -> str:
+    """Writes one view page to path; plotly.js is loaded from plotly_dir's shared copy (default: the
+    page's own folder) by its path relative to the page."""
+    script = shared_plotly(plotly_dir or os.path.dirname(os.path.abspath(path)))
+    src = os.path.relpath(script, os.path.dirname(os.path.abspath(path))).replace(os.sep, "/")
     parts = []
     for heading, note, fig in sections:
         parts.append(f"<h2>{html.escape(heading)}</h2>" + (f'<p class="note">{html.escape(note)}</p>' if note else ""))
         parts.append(fig.to_html(full_html=False, include_plotlyjs=False,
                                  config={"displaylogo": False, "responsive": True}))
+    missing = MISSING_JS.replace("SRC", src.replace("'", "\\'"))
     page = (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-            f"<style>{CSS}</style><script>{ERRORS_JS}</script><script>{get_plotlyjs()}</script>"
+            f"<style>{CSS}</style><script>{ERRORS_JS}</script>"
+            f'<script src="{html.escape(src)}" charset="utf-8"></script><script>{missing}</script>'
             f"<script>{extra_js}</script></head><body><h1>{html.escape(title)}</h1>"
             f'<p class="note">{html.escape(subtitle)}</p>{top_html}{"".join(parts)}'
             f'<footer><div id="view-check">charts not checked (scripts off?)</div>'
             f"written by scripts/stacklab/views.py</footer><script>{CHECK_JS}</script></body></html>\n")
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(page)
-    os.replace(tmp, path)
+    write_atomic(path, page)
     return path

@@ -2,17 +2,19 @@
 # Checks the HTML views (scripts/stacklab/views.py) as a person uses them, in headless Chromium
 # (Debian's `chromium`): three real runs (`build/stacklab train`: two 2-block runs of a 16-wide
 # model, with and without the residual, 12 steps, and a 96-block run 8 wide, 6 steps, a layers
-# record every step), plot_run.py's view of each and plot_compare.py's sweep view of all three.
-# Each page must be self-contained (no http(s) URL, no <link>), load with no script error and no
-# network request, and draw every chart (the page's own #view-check). Hovering as a person would
+# record every step), plot_run.py's view of each and plot_compare.py's sweep view of all three: the
+# first run's view alone, as `plot_run.py RUN_DIR` writes it (plotly.js beside it), the others as
+# reproduce.sh writes a study's (--plotly-dir: one copy of plotly.js that every view loads by a
+# relative path). Each page must load nothing from a URL (no http(s) URL, no <link>), load with no
+# script error and no network request, and draw every chart (the page's own #view-check). Hovering as a person would
 # (tests/integration/view_probe.js, injected into a copy) must show the last val loss and a
 # gradient-norm heatmap cell (in the sweep view, its first run's) equal to metrics.jsonl's values
 # at the digits the page shows (6 and 5 significant), and picking one run in the sweep view must
 # hide every other run's traces.
-# Size bound: the 96-block view (96 blocks x 7 layers records x 11 metrics) is under 10 MB, at
-# most 1 MB of it beside plotly.js (Debian's unminified plotly.js 2.6.3 alone is 8.7 MB).
-# Then a page with a script error, one with a chart never drawn and one that fetches over the
-# network must each fail.
+# Size bound: the 96-block view (96 blocks x 7 layers records x 11 metrics) is under 1 MB, and the
+# four views hold two copies of plotly.js (Debian's unminified plotly.js 2.6.3 is 8.7 MB), not four.
+# Then a page with a script error, one with a chart never drawn, one that fetches over the network
+# and one moved away from its plotly.js must each fail.
 # Run by scripts/test.sh from the repo root. Exit 0 pass, 77 skip (no binary, plotly or chromium), 1 fail.
 # Not here: the PNG figures (check_plots.sh), the report's link to each view (check_report_html.sh).
 set -uo pipefail
@@ -43,30 +45,39 @@ for spec in "res:--model.residual=true" "nores:--model.residual=false"; do
 done
 "$BIN" train configs/base.json "${DEEP[@]}" --out "$S/deep96" >"$tmp/train.log" 2>&1 ||
   { cat "$tmp/train.log" >&2; fail "stacklab train deep96"; }
-for r in res nores deep96; do
-  MPLBACKEND=Agg "$PY" scripts/plot_run.py "$S/$r" >"$tmp/plot.log" 2>&1 || { cat "$tmp/plot.log" >&2; fail "plot_run.py $r"; }
+MPLBACKEND=Agg "$PY" scripts/plot_run.py "$S/res" >"$tmp/plot.log" 2>&1 || { cat "$tmp/plot.log" >&2; fail "plot_run.py res"; }
+for r in nores deep96; do
+  MPLBACKEND=Agg "$PY" scripts/plot_run.py "$S/$r" --plotly-dir "$S" >"$tmp/plot.log" 2>&1 ||
+    { cat "$tmp/plot.log" >&2; fail "plot_run.py $r"; }
 done
-MPLBACKEND=Agg "$PY" scripts/plot_compare.py "$S" --out "$S/compare" >"$tmp/plot.log" 2>&1 ||
+MPLBACKEND=Agg "$PY" scripts/plot_compare.py "$S" --out "$S/compare" --plotly-dir "$S" >"$tmp/plot.log" 2>&1 ||
   { cat "$tmp/plot.log" >&2; fail "plot_compare.py"; }
 VIEWS=("$S/res/plots/view.html" "$S/nores/plots/view.html" "$S/deep96/plots/view.html" "$S/compare/view.html")
 for v in "${VIEWS[@]}"; do [[ -s "$v" ]] || fail "no view written: $v"; done
 ((fails == 0)) || { echo "check_views: $fails check(s) failed" >&2; exit 1; }
 
-# Static: self-contained; the 96-block view's size bound.
-"$PY" - "$S/deep96/plots/view.html" "${VIEWS[@]}" <<'EOF' || fail "static checks (see above)"
-import os, re, sys
+# Static: each page loads plotly.js from one file on disk, by a relative path, and nothing from a
+# URL; two copies for four views (the lone run's, the shared one); the 96-block view's size bound.
+"$PY" - "$S" "$S/deep96/plots/view.html" "${VIEWS[@]}" <<'EOF' || fail "static checks (see above)"
+import glob, os, re, sys
 from plotly.offline import get_plotlyjs
 plotly_js = get_plotlyjs()
-for v in sys.argv[2:]:
+for v in sys.argv[3:]:
     page = open(v, encoding="utf-8").read()
-    assert page.count(plotly_js) == 1, f"{v} does not embed plotly.js once"
-    page = page.replace(plotly_js, "")  # the library's own strings (CDN names of features not used here)
+    assert plotly_js[:2000] not in page, f"{v} embeds plotly.js"
+    srcs = re.findall(r'<script src="([^"]*)"', page)
+    assert len(srcs) == 1 and not os.path.isabs(srcs[0]), f"{v}: scripts loaded {srcs}, expected one relative path"
+    lib = os.path.join(os.path.dirname(v), srcs[0])
+    assert open(lib, encoding="utf-8").read() == plotly_js, f"{v}: {lib} is not plotly.js"
     assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', page), f"{v} refers to a URL"
-    assert "<link" not in page, f"{v} has a <link> (not self-contained)"
-size = os.path.getsize(sys.argv[1])
-own = size - len(plotly_js.encode("utf-8"))
-print(f"check_views: the 96-block view is {size / 1e6:.2f} MB, {own / 1e6:.3f} MB of it not plotly.js")
-assert size < 10e6 and own < 1e6, "the 96-block view is over its bound (10 MB total, 1 MB beside plotly.js)"
+    assert "<link" not in page, f"{v} has a <link>"
+copies = sorted(os.path.relpath(p, sys.argv[1])
+                for p in glob.glob(os.path.join(sys.argv[1], "**", "plotly-*.js"), recursive=True))
+print(f"check_views: {len(sys.argv) - 3} views, plotly.js copies: {' '.join(copies)}")
+assert len(copies) == 2, "the views plotted with --plotly-dir do not share one copy of plotly.js"
+size = os.path.getsize(sys.argv[2])
+print(f"check_views: the 96-block view is {size / 1e6:.3f} MB (plotly.js, {len(plotly_js) / 1e6:.1f} MB, apart)")
+assert size < 1e6, "the 96-block view is over its bound (1 MB beside plotly.js)"
 EOF
 
 # render FILE: the DOM after the load event (the page's check and any probe have run) into FILE.dom.
@@ -137,21 +148,26 @@ runs = sorted(runlog.find_runs([sys.argv[1]]), key=lambda r: (r.wiring, r.n_laye
 print(views.run_key(runs[0]))' "$S" 2>/dev/null)"
 probe "$S/compare/view.html" "$S/$first" 0 || fail "sweep view: charts, hover values or the run picker (see above)"
 
-# The check must catch a script error, a chart that cannot draw and a network request.
-# The second: its plot call skipped (no error), so one chart is never drawn.
-sed 's|</body>|<script>notAFunction();</script></body>|' "$S/res/plots/view.html" >"$tmp/error.html"
-"$PY" - "$S/res/plots/view.html" "$tmp/undrawn.html" <<'EOF'
+# The check must catch a script error, a chart that cannot draw, a network request and a view
+# whose plotly.js is not where it looks. The first three are written beside the view (its plotly.js
+# found); the second has its plot call skipped (no error), so one chart is never drawn.
+V="$S/res/plots"
+sed 's|</body>|<script>notAFunction();</script></body>|' "$V/view.html" >"$V/error.html"
+"$PY" - "$V/view.html" "$V/undrawn.html" <<'EOF'
 import sys
 page = open(sys.argv[1], encoding="utf-8").read()
 assert 'if (document.getElementById("' in page, "the chart calls are not where this check expects them"
 open(sys.argv[2], "w", encoding="utf-8").write(page.replace('if (document.getElementById("', 'if (false && document.getElementById("', 1))
 EOF
 # The third: an image fetched over the network (a port nothing listens on: the failed fetch counts).
-sed 's|</body>|<img src="http://127.0.0.1:9/x.png"></body>|' "$S/res/plots/view.html" >"$tmp/network.html"
-for bad in error undrawn network; do
-  render "$tmp/$bad.html"
-  drawn "$tmp/$bad.html.dom" 2>/dev/null && fail "a view with $bad (see check_views.sh) passed"
+sed 's|</body>|<img src="http://127.0.0.1:9/x.png"></body>|' "$V/view.html" >"$V/network.html"
+# The fourth: the sweep view moved away from the folder of its plotly.js; the page must say so.
+cp "$S/compare/view.html" "$tmp/moved.html"
+for bad in "$V/error" "$V/undrawn" "$V/network" "$tmp/moved"; do
+  render "$bad.html"
+  drawn "$bad.html.dom" 2>/dev/null && fail "a view with $(basename "$bad") (see check_views.sh) passed"
 done
+grep -q 'id="plotly-missing"' "$tmp/moved.html.dom" || fail "a view without its plotly.js does not say so"
 
 if ((fails)); then
   echo "check_views: $fails check(s) failed" >&2

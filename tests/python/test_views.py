@@ -1,7 +1,8 @@
 """The HTML views (scripts/stacklab/views.py) on the committed example run tests/fixtures/run_small:
-the plotting step writes view.html beside the PNGs (plot_run.py and plot_compare.py), a page holds
-plotly.js once and the run's own numbers, the sweep view starts with at most MAX_PICKED runs shown,
-and the report links every view by a relative path (never a URL). Rendering in a browser:
+the plotting step writes view.html beside the PNGs (plot_run.py and plot_compare.py), a page loads
+plotly.js from one copy shared by every view written with the same plotly_dir (by a relative path,
+never a URL) and holds the run's own numbers, the sweep view starts with at most MAX_PICKED runs
+shown, and the report links every view by a relative path (never a URL). Rendering in a browser:
 tests/integration/check_views.sh.
 """
 import contextlib
@@ -41,6 +42,11 @@ def chart_data(path):
     return [json.loads(c) for c in calls]
 
 
+def script_sources(page):
+    """The src of every <script src=...> of a page."""
+    return re.findall(r'<script src="([^"]*)"', page)
+
+
 class Views(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -64,12 +70,15 @@ class Views(unittest.TestCase):
         self.assertEqual([t["type"] for t in heat], ["heatmap"])
         self.assertEqual(heat[0]["customdata"][2], [r["grad_norm"][2] for r in self.run.records["layers"]])
 
-    def test_a_run_view_embeds_plotly_once_and_the_runs_numbers(self):
+    def test_a_run_view_loads_plotly_from_beside_it_and_holds_the_runs_numbers(self):
         from plotly.offline import get_plotlyjs
         path = views.write_run_view(self.run, self.out)
         page = read(path)
-        self.assertEqual(page.count(get_plotlyjs()), 1)
-        self.assertNotRegex(page.replace(get_plotlyjs(), ""), r'(src|href)\s*=\s*"(https?:)?//')
+        self.assertNotIn(get_plotlyjs()[:2000], page)
+        self.assertEqual(script_sources(page), [views.plotly_file_name()])
+        self.assertEqual(read(os.path.join(self.out, views.plotly_file_name())), get_plotlyjs())
+        self.assertNotRegex(page, r'(src|href)\s*=\s*"(https?:)?//')
+        self.assertLess(os.path.getsize(path), 1e6)
         loss, grad, metrics = chart_data(path)
         val = next(t for t in loss if t["name"] == "val loss")
         evals = self.run.records["eval"]
@@ -81,6 +90,25 @@ class Views(unittest.TestCase):
         self.assertIn("block %{y}<br>step %{x}<br>grad_norm %{customdata:.5g}", grad[0]["hovertemplate"])
         self.assertEqual([t["name"] for t in metrics], [d["name"] for d in self.run.layer_metrics
                                                         if any(isinstance(r.get(d["name"]), list) for r in layers)])
+
+    # Pins issue 60 part B: every view carried its own 8.7 MB copy of plotly.js (9 in the default study).
+    def test_views_written_with_one_plotly_dir_share_one_copy_of_plotly(self):
+        from plotly.offline import get_plotlyjs
+        figures = os.path.join(self.out, "figures")
+        quiet(plot_run.main, [FIXTURE, "--out", os.path.join(figures, "runs", "run_small"), "--plotly-dir", figures])
+        quiet(plot_compare.main, [FIXTURE, "--out", os.path.join(figures, "sweep"), "--plotly-dir", figures])
+        copies = [os.path.relpath(os.path.join(d, f), self.out) for d, _, files in os.walk(self.out)
+                  for f in files if f.endswith(".js")]
+        self.assertEqual(copies, [os.path.join("figures", views.plotly_file_name())])
+        self.assertEqual(read(os.path.join(figures, views.plotly_file_name())), get_plotlyjs())
+        for sub, src in (("runs/run_small", "../../"), ("sweep", "../")):
+            page = read(os.path.join(figures, sub, "view.html"))
+            self.assertEqual(script_sources(page), [src + views.plotly_file_name()])
+            self.assertLess(len(page), 1e6)
+
+    def test_a_view_says_so_when_its_plotly_copy_is_missing(self):
+        page = read(views.write_run_view(self.run, os.path.join(self.out, "v"), self.out))
+        self.assertIn(f"plotly.js not found at ../{views.plotly_file_name()} (relative to this page)", page)
 
     # Pins issue 37 item 9: a 1-step run's one train-loss point, in "lines" mode, drew nothing.
     def test_a_one_step_runs_train_loss_is_drawn_as_a_marker(self):
