@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from . import runlog
 from . import stability_map
 from . import study_stats as stats
-from .study_findings import finding_3, fit_line
+from .study_findings import finding_3, fit_line, rounding_ssr
 from .tier import CONVERGE_SWEEPS
 from .study_text import pre_post as rule_p  # the short horizon's rule P, on the cells named here
 
@@ -214,7 +214,8 @@ def growth_fit(points, min_ratio: float) -> dict:
     pts = sorted(points)
     esc = [(d, s) for d, s, _ in pts if s is not None and s > 0]
     out = {"escaped": len(esc), "depths": [d for d, _, _ in pts], "factor": None, "p": None,
-           "ssr_exp": None, "ssr_poly": None, "intercept_exp": None, "intercept_poly": None, "bounds": []}
+           "ssr_exp": None, "ssr_poly": None, "exact_exp": None, "exact_poly": None, "intercept_exp": None,
+           "intercept_poly": None, "bounds": []}
     for d, s, h in pts:
         if s is not None or h is None:
             continue
@@ -226,8 +227,9 @@ def growth_fit(points, min_ratio: float) -> dict:
     if len(esc) >= 2:
         ds, ls = [d for d, _ in esc], [math.log(s) for _, s in esc]
         e, q = fit_line(ds, ls), fit_line([math.log(d) for d in ds], ls)  # one point a depth: distinct x
-        out.update(factor=math.exp(e.slope), p=q.slope, ssr_exp=e.ssr, ssr_poly=q.ssr, intercept_exp=e.intercept,
-                   intercept_poly=q.intercept)
+        level = rounding_ssr(ls)  # an SSR at or below it is an exact fit: rounding, not a residual
+        out.update(factor=math.exp(e.slope), p=q.slope, ssr_exp=e.ssr, ssr_poly=q.ssr, exact_exp=e.ssr <= level,
+                   exact_poly=q.ssr <= level, intercept_exp=e.intercept, intercept_poly=q.intercept)
     if not pts:
         out["verdict"] = "not judged"
     elif not esc:
@@ -237,10 +239,12 @@ def growth_fit(points, min_ratio: float) -> dict:
     elif len(esc) == 2:
         out["verdict"] = "grows, form not told apart (2 depths)" if esc[1][1] > esc[0][1] else "no growth"
     else:
-        exp_better = out["ssr_exp"] <= out["ssr_poly"]
-        best, other = (out["ssr_exp"], out["ssr_poly"]) if exp_better else (out["ssr_poly"], out["ssr_exp"])
+        # An exact fit's SSR counts as 0: its digits are rounding, and differ between CPUs' kernels.
+        s_exp, s_poly = (0.0 if out["exact_exp"] else out["ssr_exp"]), (0.0 if out["exact_poly"] else out["ssr_poly"])
+        exp_better = s_exp <= s_poly
+        best, other = (s_exp, s_poly) if exp_better else (s_poly, s_exp)
         slope = math.log(out["factor"]) if exp_better else out["p"]
-        if slope <= 0:
+        if slope <= 0 or (out["exact_exp"] and out["exact_poly"]):  # both exact: every depth escaped alike
             out["verdict"] = "no growth"
         elif best <= min_ratio * other:
             out["verdict"] = "exponential" if exp_better else "polynomial"

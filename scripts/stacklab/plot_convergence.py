@@ -124,6 +124,11 @@ def curves_figure(runs, source: str, rules: dict):
     return fig
 
 
+def ssr_label(m: dict, form: str) -> str:
+    """A fit's residual in a legend: "SSR 0.0952", or "exact" where growth_fit judged it at rounding level."""
+    return "exact" if m.get(f"exact_{form}") else f"SSR {m[f'ssr_{form}']:.3g}"
+
+
 def escape_figure(fits: list, names: dict):
     """One panel per wiring without a residual: each seed's escape step (open triangle at its horizon
     where it did not escape), the median, and the exponential and polynomial fits on the medians."""
@@ -145,9 +150,9 @@ def escape_figure(fits: list, names: dict):
         x = np.geomspace(min(depths), max(depths), 50) if depths else np.array([])
         if m["factor"] is not None and x.size:
             ax.plot(x, np.exp(m["intercept_exp"]) * m["factor"] ** x, color="tab:green", lw=1.3,
-                    label=f"exponential: x{m['factor']:.3g} per layer (SSR {m['ssr_exp']:.3g})")
+                    label=f"exponential: x{m['factor']:.3g} per layer ({ssr_label(m, 'exp')})")
             ax.plot(x, np.exp(m["intercept_poly"]) * x ** m["p"], color="tab:purple", ls="--", lw=1.3,
-                    label=f"polynomial: L^{m['p']:.3g} (SSR {m['ssr_poly']:.3g})")
+                    label=f"polynomial: L^{m['p']:.3g} ({ssr_label(m, 'poly')})")
             ax.legend(fontsize=7)
         ax.set_yscale("log")
         if depths:

@@ -58,6 +58,22 @@ def fit_line(x, y) -> Line | None:
     return Line(float(b), float(a), 1.0 - ssr / ss if ss > 0 else 1.0, ssr)
 
 
+# How many units of rounding (eps x the largest |y|) a residual of a least-squares line may be and still
+# be rounding: the same fit run by other numpy/BLAS kernels moves its residual by a few units (issue 60:
+# 3.9e-30 against 6.3e-30 for an exact two-point line at ln step ~ 7); a measured residual is many orders
+# above it.
+ROUNDING_UNITS = 1000
+
+
+def rounding_ssr(y) -> float:
+    """The residual sum of squares a least-squares line through the values y can show from rounding
+    alone: n (ROUNDING_UNITS eps max(1, |y|))^2. A fit whose SSR is at or below it is exact: its
+    residual is rounding noise, not a figure (its value differs from one CPU's kernels to another's)."""
+    y = np.asarray(y, float)
+    scale = max(1.0, float(np.max(np.abs(y)))) if len(y) else 1.0
+    return float(len(y) * (ROUNDING_UNITS * np.finfo(float).eps * scale) ** 2)
+
+
 def probe_mean(run, key):
     return runlog.Run.layers_at(run, 0).get(key) or []
 

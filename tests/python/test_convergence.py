@@ -120,6 +120,22 @@ class GrowthFit(unittest.TestCase):
         self.assertAlmostEqual(b["factor_above"], 10 ** (1 / 24))
         self.assertAlmostEqual(b["p_above"], math.log(10) / math.log(4))
 
+    def test_an_exact_fit_is_judged_so_and_a_measured_residual_is_not(self):
+        # two depths: both lines pass through both points, their residuals are rounding (issue 60: 3.94e-30
+        # on one CPU's kernels, 6.31e-30 on another's): exact, and the report says so instead of a figure
+        two = cv.growth_fit([(2, 300, 1000), (8, 2100, 4000)], 0.5)
+        self.assertEqual((two["exact_exp"], two["exact_poly"]), (True, True))
+        self.assertEqual(rc.ssr_text(two, "exp"), "exact fit (residual at rounding level)")
+        apart = cv.growth_fit([(2, 1.0, 9), (8, math.e, 9), (32, math.e ** 3, 99)], 0.5)
+        self.assertEqual((apart["exact_exp"], apart["exact_poly"]), (False, False))
+        self.assertEqual(rc.ssr_text(apart, "exp"), "SSR 0.095")
+
+    def test_an_exact_exponential_wins_whatever_digits_its_rounding_leaves(self):
+        f = cv.growth_fit([(L, 100 * 2 ** (L / 2), 10 ** 9) for L in (2, 8, 32)], 0.5)
+        self.assertTrue(f["exact_exp"])
+        self.assertFalse(f["exact_poly"])
+        self.assertEqual(f["verdict"], "exponential")
+
     def test_one_or_no_escaped_depth_gives_no_fit(self):
         self.assertEqual(cv.growth_fit([(2, 100, 1000), (8, None, 4000), (32, None, 4000)], 0.5)["verdict"], "no fit")
         self.assertEqual(cv.growth_fit([(2, None, 1000), (8, None, 4000)], 0.5)["verdict"], "never escaped")

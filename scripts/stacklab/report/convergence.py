@@ -49,6 +49,15 @@ def formulas(runs) -> dict:
     return out
 
 
+EXACT = "exact fit (residual at rounding level)"
+
+
+def ssr_text(m: dict, form: str) -> str:
+    """A fit's residual as the report says it: "SSR 0.095", or EXACT where growth_fit judged it at
+    rounding level (its digits are noise that differs between CPUs' kernels, not a figure)."""
+    return EXACT if m.get(f"exact_{form}") else f"SSR {fmt(m[f'ssr_{form}'])}"
+
+
 def fit_text(f: cv.Fit) -> str:
     """One line: the verdict on the medians, its fits, and their spread over seeds."""
     m = f.median_fit
@@ -57,8 +66,8 @@ def fit_text(f: cv.Fit) -> str:
                       for d, _, h, ss, med in f.rows)
     line = f"{f.wiring} ({f.source}): median escape step {steps}; **{m['verdict']}**"
     if m["factor"] is not None:
-        line += (f" (exp(b) = {fmt(m['factor'])} per layer, SSR {fmt(m['ssr_exp'])}; p = {fmt(m['p'])}, "
-                 f"SSR {fmt(m['ssr_poly'])})")
+        line += (f" (exp(b) = {fmt(m['factor'])} per layer, {ssr_text(m, 'exp')}; p = {fmt(m['p'])}, "
+                 f"{ssr_text(m, 'poly')})")
     for b in m["bounds"]:
         line += (f"; L={b['depth']} never escaped within {b['horizon']}: exp(b) > {fmt(b['factor_above'])}, "
                  f"p > {fmt(b['p_above'])} from L={b['from']}")
