@@ -281,11 +281,30 @@ rm -rf "$OUT/figures"
 # The plot scripts read disjoint inputs and write disjoint folders: up to $JOBS of them run at
 # once (each is one single-threaded Python process, mostly matplotlib's rendering). Their views
 # share one plotly.js, OUT/figures/plotly-<version>.js (--plotly-dir; each writes it whole).
+# Ctrl-C used to leave the plot scripts running (a background Python of a non-interactive shell
+# ignores SIGINT) and the script going on to its report, exit 0: now SIGINT or SIGTERM while they
+# run stops every plot job (each job's shell passes SIGTERM on to its Python) and the script, exit
+# 130 / 143, with a message.
 plot() {  # plot WHAT SCRIPT ARGS...: one plot script, its output dropped, "WHAT: no figures" if it fails
   local what="$1"
   shift
-  MPLBACKEND=Agg "$PY" "$@" >/dev/null || say "$what: no figures"
+  PLOT_CHILD=""
+  trap '[[ -n "$PLOT_CHILD" ]] && kill -TERM "$PLOT_CHILD" 2>/dev/null; wait; exit 143' INT TERM
+  MPLBACKEND=Agg "$PY" "$@" >/dev/null &
+  PLOT_CHILD=$!
+  wait "$PLOT_CHILD" || say "$what: no figures"
 }
+stop_plots() {  # stop_plots SIGNAME CODE: the trap of SIGINT and SIGTERM while the plot jobs run
+  trap '' INT TERM
+  local pid
+  for pid in $(jobs -p); do kill -TERM "$pid" 2>/dev/null || true; done
+  wait
+  printf 'reproduce: ERROR: plots stopped by a signal (%s): the plot jobs were stopped and no report was written; run this script again with the same flags and --report-only to plot and report\n' \
+    "$1" >&2
+  exit "$2"
+}
+trap 'stop_plots SIGINT 130' INT
+trap 'stop_plots SIGTERM 143' TERM
 PLOT_JOBS="$JOBS"
 ((PLOT_JOBS > 0)) || PLOT_JOBS="$(nproc)"  # --jobs 0: one per core, as `stacklab sweep` reads it
 plot_bg() {
@@ -328,6 +347,7 @@ if [[ -f "$OUT/text_map/manifest.json" ]]; then
   plot_bg "plot_stability_map.py text_map" scripts/plot_stability_map.py "$OUT/text_map" --out "$OUT/figures/text_map"
 fi
 wait
+trap - INT TERM
 printf '{"stage": "plots", "seconds": %s}\n' "$(since "$t")" >>"$TIMING"
 printf '{"stage": "end", "time": %s}\n' "$(now)" >>"$TIMING"
 
