@@ -86,7 +86,7 @@ TITLES = {1: "No residual, no norm: gradients vanish toward the first block, exp
              "blocks' gradients vanish in training",
           3: "Residual stacks train at every depth; stacks without residual stay on the plateau, worse with depth",
           4: "The last block's gradient: L^-1/2 in pre-norm, flat in post-norm (Xiong et al. 2020)",
-          5: "Without a residual, no learning rate tried leaves the unigram plateau (L >= 2)"}
+          5: "Without a residual, no learning rate tried leaves the unigram plateau {within} (L >= 2)"}
 
 
 @dataclass
@@ -110,10 +110,22 @@ class Finding:
         return d
 
 
-def finding(fid, claim, criterion, rows, seen, note="", deciding="") -> Finding:
+def finding(fid, claim, criterion, rows, seen, note="", deciding="", within="") -> Finding:
     """A finding's verdict. `deciding`: one short line of the numbers its verdict turns on, for the
-    report's summary; every number in it is also in `rows`."""
-    return Finding(fid, claim, criterion, rows, bool(seen), note, TITLES[fid], deciding or (rows[-1] if rows else ""))
+    report's summary; every number in it is also in `rows`. `within`: the horizon a title names
+    (finding 5's, steps_text)."""
+    return Finding(fid, claim, criterion, rows, bool(seen), note, TITLES[fid].format(within=within),
+                   deciding or (rows[-1] if rows else ""))
+
+
+def steps_text(runs) -> str:
+    """The horizon a finding about trainings holds within, from the runs' last eval steps: "within
+    150 steps", "within 150-300 steps", or "within the steps trained" when no run has an eval. Finding
+    5 is about that horizon only: given longer, the same stacks can leave the plateau (docs/study.md)."""
+    last = sorted({h for h in (stats.escape_step(r, None)[1] for r in runs) if h is not None})
+    if not last:
+        return "within the steps trained"
+    return f"within {last[0]:g} steps" if len(last) == 1 else f"within {last[0]:g}-{last[-1]:g} steps"
 
 
 def finding_1(probe):
@@ -374,12 +386,17 @@ def finding_3(tr):
 
 
 def finding_5(tr):
-    claim = "Without a residual, stacks of 2 or more layers stay on the unigram plateau at every learning rate tried."
+    judged = [r for w in NORES for d in tr.depths if d >= 2 for lr in stats.rates_at(tr.pts, w, d)
+              for r in tr.seeds(w, d, lr)]
+    within = steps_text(judged)
+    claim = (f"Without a residual, stacks of 2 or more layers stay on the unigram plateau {within} at every "
+             "learning rate tried.")
     crit = (f"every no-residual point (`f(norm(x))`, `norm(f(x))`, `f(x)`) with L >= 2, at every rate run, ends above "
             f"unigram - {F3_STUCK_MARGIN} for every seed or by the 95% interval of the mean; where it does not, the "
             f"(wiring, depth, rate, seeds) are listed")
     if not tr.runs or tr.unigram is None:
-        return finding(5, claim, crit, ["no completed training run"], False, deciding="no completed training run")
+        return finding(5, claim, crit, ["no completed training run"], False, deciding="no completed training run",
+                       within=within)
     thr = tr.unigram - F3_STUCK_MARGIN
     rows, fails, n_pts = [], [], 0
     for w in NORES:
@@ -402,7 +419,8 @@ def finding_5(tr):
         rows.append("left out (no final loss to judge; listed under Excluded runs): " + "; ".join(left))
     rows += ["not on the plateau: " + f for f in fails] or ["every point stays on the plateau"]
     return finding(5, claim, crit, rows, n_pts > 0 and not fails,
-                   deciding=f"{n_pts - len(fails)} of {n_pts} no-residual points (L >= 2) stay above {fmt(thr, 4)}")
+                   deciding=f"{n_pts - len(fails)} of {n_pts} no-residual points (L >= 2) stay above {fmt(thr, 4)}",
+                   within=within)
 
 
 def escape_table(tr):

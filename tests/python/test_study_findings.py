@@ -147,6 +147,24 @@ class Finding5NoResidualPlateauAtEveryRate(unittest.TestCase):
         self.assertIn("not on the plateau: pre-layernorm-nores L=4 lr 0.01: stuck in 0 of 3 seeds",
                       " ".join(f.measured))
 
+    def test_its_title_and_claim_say_within_how_many_steps_the_stacks_stayed(self):
+        # issue 57: "no learning rate tried leaves the unigram plateau" holds within the horizon trained,
+        # and the finding says so where it is stated (given longer, L = 2 does leave it)
+        tr = training(grid_finals, lrs=(1e-3, 1e-2))
+        for r in tr.runs:
+            r.records["eval"] = [{"step": s, "kind": "eval", "val_loss": 3.44} for s in (0, 75, 150)]
+        f = sf.finding_5(tr)
+        self.assertEqual(f.title, "Without a residual, no learning rate tried leaves the unigram plateau "
+                                  "within 150 steps (L >= 2)")
+        self.assertIn("stay on the unigram plateau within 150 steps at every learning rate tried", f.claim)
+
+    def test_the_horizon_is_a_range_when_the_runs_ran_for_different_steps_and_unknown_without_evals(self):
+        runs = [fabricate.run("none-nores", 2, 1e-3, s, 3.44, evals=[(0, 3.46), (h, 3.44)])
+                for s, h in ((0, 150), (1, 300))]
+        self.assertEqual(sf.steps_text(runs), "within 150-300 steps")
+        self.assertEqual(sf.steps_text(runs[:1]), "within 150 steps")
+        self.assertEqual(sf.steps_text([fabricate.run("none-nores", 2, 1e-3, 0, 3.44)]), "within the steps trained")
+
 
 if __name__ == "__main__":
     unittest.main()
