@@ -197,6 +197,136 @@ def rows_of(sweep_dir, margin: float, cpu_model: str = "", commit: str = "") -> 
     return rows
 
 
+class TableError(ValueError):
+    """A table under docs/results/ that cannot be read as written; the message names the file and line."""
+
+
+def nonempty(v):
+    if not v:
+        raise ValueError("empty")
+    return v
+
+
+def any_text(v):
+    return v
+
+
+def integer(lowest):
+    def parse(v):
+        x = float(v)  # "4150" (and "4150.0", as a float step was written) but not "41x"
+        if not math.isfinite(x) or not x.is_integer() or x < lowest:
+            raise ValueError(f"not an integer >= {lowest}")
+        return int(x)
+    return parse
+
+
+def positive(v):
+    x = float(v)
+    if not math.isfinite(x) or x <= 0:
+        raise ValueError("not a finite number > 0")
+    return x
+
+
+def optional(parse):
+    def opt(v):
+        return None if v == "" else parse(v)
+    return opt
+
+
+def finite(v):
+    x = float(v)
+    if not math.isfinite(x):
+        raise ValueError("not finite")
+    return x
+
+
+def one_of(*allowed):
+    def parse(v):
+        if v not in allowed:
+            raise ValueError(f"not one of {', '.join(allowed)}")
+        return v
+    return parse
+
+
+def commit_field(v):
+    """A commit as study_machine records it: empty (not recorded), "unknown" (reproduce.sh outside git) or a
+    full hexadecimal hash (a cut one is a torn write)."""
+    if v in ("", "unknown") or (len(v) in (40, 64) and all(c in "0123456789abcdef" for c in v)):
+        return v
+    raise ValueError("not a full commit hash (40 hex digits), 'unknown' or empty")
+
+
+# Each column of COLUMNS: how its text is read (ValueError: not a valid value).
+FIELDS = {"sweep": nonempty, "run": nonempty, "wiring": nonempty, "depth": integer(1), "learning_rate": positive,
+          "init": nonempty, "seed": integer(0), "steps": integer(0), "escape_step": optional(integer(0)),
+          "censored": one_of("yes", "no", "diverged"), "best_val_loss": optional(finite),
+          "final_val_loss": optional(finite), "unigram_reference": one_of("unigram_on_val", "unigram"),
+          "cpu_model": any_text, "openblas_core": any_text, "commit": commit_field}
+
+
+def read_rows(path, fields: dict, key=("run",), what="results-table row", check=None) -> list:
+    """The rows of a CSV table under docs/results/ as dicts of their text, every row checked: the header holds
+    every column of `fields`, each line has as many fields as the header, each value parses by its column's
+    function in `fields`, check(row) (a cross-field rule: None, or why the row breaks it) holds, no two rows
+    share `key`, and the last line ends with a newline (one without is a torn write: the table was cut while
+    being written). TableError naming the file and line otherwise. The one reader of such tables
+    (read_results_csv, escape_study.read_probe_table)."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise TableError(f"{path}: not UTF-8 text ({e})") from None
+    if not text:
+        raise TableError(f"{path}:1: an empty file, not a table (header: {','.join(fields)})")
+    if not text.endswith("\n"):
+        raise TableError(f"{path}:{text.count(chr(10)) + 1}: the last line ends without a newline: a torn write "
+                         "(the table was cut while being written); write it again from its runs")
+    reader = csv.reader(text.splitlines(keepends=True))
+    header = next(reader)
+    missing = [c for c in fields if c not in header]
+    if missing:
+        raise TableError(f"{path}:1: not a {what.replace(' row', '')}'s header: no column {', '.join(missing)}")
+    out, seen = [], {}
+    for values in reader:
+        line = reader.line_num
+        if len(values) != len(header):
+            raise TableError(f"{path}:{line}: not a {what} ({len(values)} fields, the header has {len(header)})")
+        r = dict(zip(header, values))
+        for col, parse in fields.items():
+            try:
+                parse(r[col])
+            except ValueError as e:
+                raise TableError(f"{path}:{line}: not a {what} ({col} {r[col]!r}: {e})") from None
+        why = check(r) if check else None
+        if why:
+            raise TableError(f"{path}:{line}: not a {what} ({why})")
+        k = tuple(r[c] for c in key)
+        if k in seen:
+            raise TableError(f"{path}:{line}: not a {what} ({', '.join(key)} {', '.join(k)} again, first at line "
+                             f"{seen[k]})")
+        seen[k] = line
+        out.append(r)
+    return out
+
+
+def _censored_agrees(r):
+    """None, or why a results-table row's censored, escape_step and steps disagree."""
+    esc, c = r["escape_step"], r["censored"]
+    if (esc != "") != (c == "no"):
+        return f"censored {c!r} with escape_step {esc!r}: an escape step goes with censored 'no' only"
+    if esc != "" and float(esc) > float(r["steps"]):
+        return f"escape_step {esc} after the {r['steps']} steps run"
+    return None
+
+
+def read_results_csv(path) -> list:
+    """The rows of a results table (write_results_csv's, COLUMNS) as dicts of their text, each checked (read_rows:
+    field count, types, commit, a torn last line, a run twice) and censored agreeing with escape_step (an escape
+    step for "no" and only for it, at or before the steps run); TableError naming the file and line otherwise.
+    The reader of every results table (escape_law*.csv, signal_*.csv)."""
+    return read_rows(path, FIELDS, check=_censored_agrees)
+
+
 def write_results_csv(sweep_dir, out_csv, margin: float = stats.ESCAPE_MARGIN, root=None) -> int:
     """Writes the sweep's rows_of to out_csv (header first, runs by id; the same folder gives the
     same bytes); the CPU model and commit from root's (default: the sweep's parent's) timing.jsonl.

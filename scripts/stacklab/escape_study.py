@@ -101,16 +101,11 @@ def row_of(r: dict) -> Row:
 
 
 def read_table(path) -> list:
-    """The rows of a results table (escape_results.write_results_csv); ValueError naming the file and
-    line when a field is missing or not a number."""
-    rows = []
-    with open(path, encoding="utf-8", newline="") as f:
-        for i, r in enumerate(csv.DictReader(f), start=2):
-            try:
-                rows.append(row_of(r))
-            except (KeyError, ValueError, TypeError) as e:
-                raise ValueError(f"{path}:{i}: not a results-table row ({e})") from None
-    return rows
+    """The rows of a results table (escape_results.write_results_csv) as Rows; escape_results.TableError (a
+    ValueError) naming the file and line when a row is not whole: a field missing, not a number where one
+    is due, censored not agreeing with the escape step, a cut commit, or a last line without its newline (a
+    torn write). escape_results.read_results_csv checks every row."""
+    return [row_of(r) for r in er.read_results_csv(path)]
 
 
 def from_root(root, rules=None):
@@ -180,18 +175,19 @@ def write_probe_table(probe_dir, out_csv, root=None) -> int:
     return len(rows)
 
 
+# Each column of PROBE_COLUMNS: how its text is read (escape_results.read_rows).
+PROBE_FIELDS = {"wiring": er.nonempty, "depth": er.integer(1), "seeds": er.integer(0),
+                "rank_ratio": er.optional(er.positive), "grad_ratio_first_last": er.optional(er.finite),
+                "cpu_model": er.any_text, "commit": er.commit_field}
+
+
 def read_probe_table(path) -> dict:
-    """{(wiring, depth): (rank ratio, gradient ratio first/last)} from a probe table."""
-    out = {}
-    with open(path, encoding="utf-8", newline="") as f:
-        for i, r in enumerate(csv.DictReader(f), start=2):
-            try:
-                out[(r["wiring"], int(r["depth"]))] = (float(r["rank_ratio"]) if r["rank_ratio"] else None,
-                                                       float(r["grad_ratio_first_last"])
-                                                       if r["grad_ratio_first_last"] else None)
-            except (KeyError, ValueError, TypeError) as e:
-                raise ValueError(f"{path}:{i}: not a probe-table row ({e})") from None
-    return out
+    """{(wiring, depth): (rank ratio, gradient ratio first/last)} from a probe table, every row checked as a
+    results table's are (escape_results.read_rows: field count, types, commit, a torn last line, a
+    (wiring, depth) twice); escape_results.TableError naming the file and line otherwise."""
+    return {(r["wiring"], int(r["depth"])): (float(r["rank_ratio"]) if r["rank_ratio"] else None,
+                                             float(r["grad_ratio_first_last"]) if r["grad_ratio_first_last"] else None)
+            for r in er.read_rows(path, PROBE_FIELDS, key=("wiring", "depth"), what="probe-table row")}
 
 
 # ---- the judgement ------------------------------------------------------------------------------

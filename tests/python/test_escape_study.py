@@ -33,7 +33,7 @@ def row(wiring, depth, lr, seed, escape, steps=3000, init="normal", censored=Non
             "steps": escape if escape is not None else steps, "escape_step": "" if escape is None else escape,
             "censored": censored or ("no" if escape is not None else "yes"), "best_val_loss": 3.3,
             "final_val_loss": 3.3, "unigram_reference": "unigram_on_val", "cpu_model": "Test CPU",
-            "openblas_core": "Haswell", "commit": "abcdef0123"}
+            "openblas_core": "Haswell", "commit": "abcdef0123" + "0" * 30}
 
 
 def write(path, rows, columns=er.COLUMNS):

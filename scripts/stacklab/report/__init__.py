@@ -147,13 +147,20 @@ def write_results(root, sweeps) -> list:
 def copy_results(root, dest) -> list:
     """Copies root/results/*.csv into dest (e.g. docs/results), replacing the files of the same name;
     a study made with --tiny is refused (its scaled-down runs would replace the measured table).
-    Returns the paths written; raises ValueError naming the reason."""
+    Returns the paths written; raises ValueError naming the reason. Every table is read first as its reader
+    reads it (escape_results.read_results_csv, escape_study.read_probe_table): one that is not whole (a torn
+    write, a broken row) stops the copy before any file is replaced."""
     src = os.path.join(root, RESULTS)
     tables = sorted(f for f in os.listdir(src) if f.endswith(".csv")) if os.path.isdir(src) else []
     if not tables:
         raise ValueError(f"{src}: no results tables to copy (no escape-law sweep in {root}?)")
     if any(s.get("stage") == "start" and s.get("tiny") for s in judge.read_timing(root)):
         raise ValueError(f"{root}: a --tiny study (timing.jsonl): its tables would replace measured ones; not copied")
+    for f in tables:
+        if f[:-len(".csv")] in escape_study.PROBE_SWEEPS:
+            escape_study.read_probe_table(os.path.join(src, f))
+        else:
+            escape_results.read_results_csv(os.path.join(src, f))
     os.makedirs(dest, exist_ok=True)
     out = []
     for f in tables:
