@@ -328,6 +328,7 @@ plot_bg() {
 }
 TRAINING=()
 for s in "${SWEEPS[@]}"; do
+  [[ -f "$OUT/$s/manifest.json" ]] || continue  # never ran (--report-only named it above)
   case "$s" in
     train_grid | lr_grid) TRAINING+=("$OUT/$s") ;;
     escape_law*) ;;  # the report draws the escape law's figure (report/law.py) and writes its results table

@@ -1,6 +1,7 @@
 """scripts/reproduce.sh --report-only on a study where a sweep never ran (issue 60, defect 11): a
 --tiny study whose text sweep was skipped (no text) says that sweep was not run and why, passes only
-the sweeps that ran to `stacklab sweep --status`, and does not say "not every run completed". The
+the sweeps that ran to `stacklab sweep --status` and the plots, and does not say "not every run
+completed". The
 binary is stood in for by a script that answers `sweep --status` as the real one does (a folder
 without manifest.json is an error, exit 1), the plot scripts and the report by a Python that does
 nothing for them.
@@ -17,7 +18,8 @@ REPRODUCE = os.path.join(REPO, "scripts", "reproduce.sh")
 
 FAKE_PYTHON = """#!/usr/bin/env bash
 case "${1:-}" in
-  scripts/plot_* | scripts/report.py) exit 0 ;;
+  scripts/plot_*) echo "$*" >>"$PLOTS"; exit 0 ;;
+  scripts/report.py) exit 0 ;;
 esac
 exec /usr/bin/python3 "$@"
 """
@@ -46,8 +48,9 @@ class ReportOnlyOnAStudyWithoutItsTextSweep(unittest.TestCase):
             with open(path, "w") as f:
                 f.write(text)
             os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+        self.plots = os.path.join(d, "plots")
         self.env = dict(os.environ, STACKLAB_PYTHON=os.path.join(d, "python3"),
-                        STACKLAB_BIN=os.path.join(d, "stacklab"))
+                        STACKLAB_BIN=os.path.join(d, "stacklab"), PLOTS=self.plots)
         self.out = os.path.join(d, "study")
         names = subprocess.run(["/usr/bin/python3", "scripts/tier.py", "list", "quick"], cwd=REPO, text=True,
                                capture_output=True, check=True).stdout.strip().split(", ")
@@ -74,6 +77,10 @@ class ReportOnlyOnAStudyWithoutItsTextSweep(unittest.TestCase):
                       "Shakespeare, and a --tiny study skips its text sweeps", out)
         status = next(line for line in out.splitlines() if line.startswith("status of: "))
         self.assertEqual(status.split()[2:], [os.path.join(self.out, n) for n in self.ran])
+        with open(self.plots) as f:
+            plotted = f.read()
+        self.assertNotIn("text_point", plotted)  # not plotted either ("no figures" said of it before)
+        self.assertIn(os.path.join(self.out, "probe_grid"), plotted)
 
     def test_a_sweep_that_ran_with_a_run_not_completed_is_still_said(self):
         with open(os.path.join(self.tmp.name, "stacklab"), "a") as f:
