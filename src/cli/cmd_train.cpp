@@ -71,7 +71,8 @@ Config resume_config(const std::string& run_dir, const std::vector<std::string>&
                      bool& decay_changed) {
   const Config started = load_run_config(run_dir);
   check_resume_provenance(run_dir, read_provenance(run_dir), started);
-  ResumedConfig r = resumed_config(started, overrides, run_dir);
+  const TrainedSoFar so_far = trained_so_far(run_dir);
+  ResumedConfig r = resumed_config(started, overrides, run_dir, so_far);
   for (const std::string& note : r.notes) std::printf("%s\n", note.c_str());
   decay_changed = r.decay_changed;
   return r.cfg;

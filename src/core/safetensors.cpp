@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <set>
 
@@ -199,10 +200,14 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
   write_file_atomic(path, safetensors_serialize(tensors, metadata));
 }
 
-TensorFile parse_safetensors(std::string_view bytes, const std::string& origin) {
-  if (bytes.size() < 8)
-    bad(origin, "file is " + std::to_string(bytes.size()) +
-                    " bytes, shorter than the 8-byte header length");
+namespace {
+
+// The header length of a file of `file_size` bytes that begins with `bytes`, checked against the
+// limit and the file's size.
+uint64_t header_length(std::string_view bytes, uint64_t file_size, const std::string& origin) {
+  if (bytes.size() < 8 || file_size < 8)
+    bad(origin,
+        "file is " + std::to_string(file_size) + " bytes, shorter than the 8-byte header length");
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i)
     n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[static_cast<size_t>(i)]))
@@ -210,19 +215,31 @@ TensorFile parse_safetensors(std::string_view bytes, const std::string& origin) 
   if (n > kMaxSafetensorsHeader)
     bad(origin, "header length " + std::to_string(n) + " is absurd (limit " +
                     std::to_string(kMaxSafetensorsHeader) + " bytes); not a safetensors file?");
-  if (n > bytes.size() - 8)
+  if (n > file_size - 8)
     bad(origin, "header length " + std::to_string(n) + " exceeds the " +
-                    std::to_string(bytes.size() - 8) +
+                    std::to_string(file_size - 8) +
                     " bytes after the length field (file truncated?)");
+  return n;
+}
 
+// The header's `text` as a JSON object.
+json checked_header(std::string_view text, const std::string& origin) {
   // nlohmann's parser stops at a NUL byte, so "{...}\0<anything>" would pass; the header is
   // JSON padded with spaces, never NUL (a flipped bit turns a padding space into one).
-  if (const size_t nul = bytes.substr(8, n).find('\0'); nul != std::string_view::npos)
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
     bad(origin,
         "header holds a NUL byte at offset " + std::to_string(8 + nul) + " (corrupt file?)");
-  const json header = parse_header_json(bytes.substr(8, n), origin);
+  json header = parse_header_json(text, origin);
   if (!header.is_object())
     bad(origin, std::string("header must be a JSON object, got ") + header.type_name());
+  return header;
+}
+
+}  // namespace
+
+TensorFile parse_safetensors(std::string_view bytes, const std::string& origin) {
+  const uint64_t n = header_length(bytes, bytes.size(), origin);
+  const json header = checked_header(bytes.substr(8, n), origin);
 
   TensorFile file;
   std::vector<Entry> entries;
@@ -246,6 +263,24 @@ TensorFile parse_safetensors(std::string_view bytes, const std::string& origin) 
 
 TensorFile load_safetensors(const std::string& path) {
   return parse_safetensors(read_file(path), path);
+}
+
+std::map<std::string, std::string> read_safetensors_metadata(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) bad(path, "cannot open it");
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<uint64_t>(std::max<std::streamoff>(0, in.tellg()));
+  in.seekg(0);
+  std::string head(8, '\0');
+  in.read(head.data(), 8);
+  head.resize(static_cast<size_t>(in.gcount()));
+  const uint64_t n = header_length(head, size, path);
+  std::string text(static_cast<size_t>(n), '\0');
+  if (!in.read(text.data(), static_cast<std::streamsize>(n)))
+    bad(path, "could not read its " + std::to_string(n) + "-byte header");
+  const json header = checked_header(text, path);
+  const auto it = header.find(kMetadataKey);
+  return it == header.end() ? std::map<std::string, std::string>{} : parse_metadata(*it, path);
 }
 
 }  // namespace sl

@@ -37,4 +37,9 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 TensorFile parse_safetensors(std::string_view bytes, const std::string& origin);
 TensorFile load_safetensors(const std::string& path);
 
+// The header's "__metadata__" of the file at `path` (empty when it has none), read without the
+// tensor data: the length field and the header, checked as above, but not the entries' layout.
+// For a reader that needs a few metadata values and checks the whole file before using it.
+std::map<std::string, std::string> read_safetensors_metadata(const std::string& path);
+
 }  // namespace sl

@@ -13,6 +13,7 @@
 #include "config/validate.h"
 #include "core/error.h"
 #include "nn/wiring.h"
+#include "train/resume.h"
 
 namespace sl {
 namespace {
@@ -396,6 +397,15 @@ Extension sweep_run_extension(const SweepPlan& plan, const SweepRun& r) {
   if (const auto rest = provenance_changes(stored, make_provenance(r.config, r.run_info));
       !rest.empty())
     return {{}, "other changes than the horizon: " + rest.front()};
+  // What `train --resume` would refuse, refused here before anything runs (train/resume.h).
+  try {
+    if (std::string why =
+            extension_problem(load_run_config(r.dir), r.config, trained_so_far(r.dir), r.dir);
+        !why.empty())
+      return {{}, why};
+  } catch (const Error& e) {
+    return {{}, e.what()};
+  }
   return {{"--train.max_iters=" + std::to_string(want),
            "--optim.lr_decay_iters=" + std::to_string(decay)},
           "",

@@ -4,7 +4,8 @@
 // the definition of configs/experiments/escape_law_rules.json's "escaped" and of
 // scripts/stacklab/escape_law.py; with margin 0.1 it is convergence_rules.json's, measured
 // against the val batches' unigram loss. The trainer stops there (summary.json "stopped"); the
-// sweep and `train --resume` then count the run as done at any longer horizon.
+// sweep then counts the run as done at any longer horizon, and `train --resume` refuses to extend
+// it (train/resume.h: it would stop at the same eval, training nothing).
 // Not here: the training loop (trainer.cpp), the fit of escape steps (escape_law.py).
 #pragma once
 #include <cstdint>

@@ -9,8 +9,11 @@
 #include "core/error.h"
 #include "core/fsutil.h"
 #include "core/json_read.h"
+#include "core/safetensors.h"
+#include "train/escape_stop.h"
 #include "train/provenance.h"
 #include "train/run_state.h"
+#include "train/schedule.h"
 
 namespace sl {
 namespace {
@@ -27,22 +30,61 @@ bool schedule_decays(ScheduleKind kind) {
   return false;
 }
 
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// The first step below `trained` whose learning rate differs between the schedules of `a` and
+// `b` (each at its own train.max_iters), or -1 when none does.
+int64_t first_rate_difference(const Config& a, const Config& b, int64_t trained) {
+  for (int64_t s = 0; s < trained; ++s)
+    if (learning_rate_at(a.optim, s, a.train.max_iters) !=
+        learning_rate_at(b.optim, s, b.train.max_iters))
+      return s;
+  return -1;
+}
+
+// "steps 0-49" (or "step 0") of a run that trained `n` > 0 steps.
+std::string steps_text(int64_t n) { return n == 1 ? "step 0" : "steps 0-" + std::to_string(n - 1); }
+
+// "stacklab train RUN/config.json --train.max_iters=N ... --out NEW_DIR": the longer run from
+// step 0.
+std::string fresh_command(const std::string& run_dir, const Config& cfg, const std::string& more) {
+  return "stacklab train " + run_dir +
+         "/config.json --train.max_iters=" + std::to_string(cfg.train.max_iters) + more +
+         " --out NEW_DIR";
+}
+
 // An extension past the decay horizon of a decaying schedule would run every new step at
 // optim.min_lr (0 by default: the new steps would change nothing). Refused unless the user says
-// where the decay ends now (--optim.lr_decay_iters, also to keep it where it was).
-void check_extended_decay(const Config& started, const Config& cfg, bool decay_set) {
+// where the decay ends now (--optim.lr_decay_iters, also to keep it where it was). Whether the
+// run has decayed already is `so_far`'s: only a run trained to the horizon is told it has.
+void check_extended_decay(const Config& started, const Config& cfg, bool decay_set,
+                          const TrainedSoFar& so_far, const std::string& run_dir) {
   const int horizon = resolved_lr_decay_iters(started);
   if (decay_set || !schedule_decays(cfg.optim.schedule) || cfg.train.max_iters <= horizon) return;
-  char min_lr[32];
-  std::snprintf(min_lr, sizeof min_lr, "%g", cfg.optim.min_lr);
-  throw Error(
-      "--train.max_iters=" + std::to_string(cfg.train.max_iters) +
-      ": the run's learning rate (optim.schedule=" + name_of(cfg.optim.schedule) +
-      ") has decayed to optim.min_lr=" + min_lr + " at optim.lr_decay_iters=" +
-      std::to_string(horizon) + ", so every new step would run at lr " + min_lr +
-      "; extend the decay too with --optim.lr_decay_iters=" + std::to_string(cfg.train.max_iters) +
-      " (or pass --optim.lr_decay_iters=" + std::to_string(horizon) +
-      " to keep it and train the new steps at optim.min_lr)");
+  const std::string min_lr = number(cfg.optim.min_lr), n = std::to_string(cfg.train.max_iters);
+  const std::string head =
+      "--train.max_iters=" + n +
+      ": the run's learning rate (optim.schedule=" + name_of(cfg.optim.schedule) + ") " +
+      (so_far.step >= horizon ? "has decayed" : "decays") + " to optim.min_lr=" + min_lr +
+      " at optim.lr_decay_iters=" + std::to_string(horizon) +
+      (so_far.step >= horizon ? "" : " (the run is at step " + std::to_string(so_far.step) + ")") +
+      ", so every step from " + std::to_string(horizon) + " on would run at lr " + min_lr + "; ";
+  const std::string keep = "pass --optim.lr_decay_iters=" + std::to_string(horizon) +
+                           " to keep it and train those steps at optim.min_lr";
+  Config moved = started;
+  moved.train.max_iters = cfg.train.max_iters;
+  moved.optim.lr_decay_iters = cfg.train.max_iters;
+  if (first_rate_difference(started, moved, so_far.step) < 0)
+    throw Error(head + "extend the decay too with --optim.lr_decay_iters=" + n + " (or " + keep +
+                ")");
+  throw Error(head + keep + "; a decay to " + n +
+              " would change the rate of steps the run has trained, so that schedule is a new "
+              "run: " +
+              fresh_command(run_dir, cfg, " --optim.lr_decay_iters=" + n));
 }
 
 // "note: the learning-rate decay now ends at ... (was ...)".
@@ -66,6 +108,65 @@ std::string threads_note(int was, int now) {
 }
 
 }  // namespace
+
+TrainedSoFar trained_so_far(const std::string& run_dir) {
+  TrainedSoFar t;
+  std::error_code ec;
+  if (std::filesystem::exists(run_dir + "/summary.json", ec))
+    t.summary = nlohmann::json::parse(read_file(run_dir + "/summary.json"), nullptr, false);
+  if (t.summary.is_discarded()) t.summary = nullptr;
+  const std::string latest = run_dir + "/checkpoints/latest.safetensors";
+  if (!std::filesystem::exists(latest, ec)) return t;
+  const auto meta = read_safetensors_metadata(latest);
+  const auto it = meta.find("train_state");
+  const nlohmann::json st =
+      it == meta.end() ? nlohmann::json() : nlohmann::json::parse(it->second, nullptr, false);
+  const nlohmann::json step =
+      st.is_object() ? st.value("step", nlohmann::json()) : nlohmann::json();
+  if (!step.is_number_integer() || step.get<int64_t>() < 0)
+    throw Error(latest +
+                ": its train_state has no step to resume at; restore the file, or start "
+                "the run over");
+  t.step = step.get<int64_t>();
+  return t;
+}
+
+std::string extension_problem(const Config& started, const Config& cfg, const TrainedSoFar& so_far,
+                              const std::string& run_dir) {
+  if (cfg.train.max_iters <= started.train.max_iters) return "";
+  const std::string n = std::to_string(cfg.train.max_iters);
+  if (stopped_on_escape(so_far.summary, cfg)) {
+    const nlohmann::json& st = so_far.summary.at("stopped");
+    char why[160];
+    std::snprintf(why, sizeof why, "val loss %.4f <= unigram on val %.4f - %g",
+                  st.value("val_loss", 0.0), st.value("unigram_on_val", 0.0),
+                  st.value("margin", 0.0));
+    const std::string decay = std::to_string(cfg.optim.lr_decay_iters);
+    return run_dir + " stopped on its escape rule at step " + st.at("step").dump() + " (" + why +
+           ", train.stop_below_unigram): resumed at any horizon it evaluates that state again " +
+           "and stops there, so an extension to train.max_iters=" + n +
+           " would train nothing and only relabel the run. Under the same schedule it is " +
+           "already that run's result (a sweep counts it done); to train past its escape, " +
+           "start a new run without the rule: " +
+           fresh_command(run_dir, cfg,
+                         " --optim.lr_decay_iters=" + decay + " --train.stop_below_unigram=0");
+  }
+  if (const int64_t s = first_rate_difference(started, cfg, so_far.step); s >= 0) {
+    const std::string was = std::to_string(resolved_lr_decay_iters(started)),
+                      now = std::to_string(resolved_lr_decay_iters(cfg));
+    const double rate_was = learning_rate_at(started.optim, s, started.train.max_iters);
+    const double rate_now = learning_rate_at(cfg.optim, s, cfg.train.max_iters);
+    return "optim.lr_decay_iters=" + now + ": " + run_dir + " trained " + steps_text(so_far.step) +
+           " under optim.lr_decay_iters=" + was +
+           " (optim.schedule=" + name_of(cfg.optim.schedule) +
+           "), and the new decay changes the learning rate of step " + std::to_string(s) + " (" +
+           number(rate_was) + " -> " + number(rate_now) +
+           "): its config.json would name a schedule it never trained under. Keep the decay " +
+           "(--optim.lr_decay_iters=" + was + "), or train the new schedule from step 0: " +
+           fresh_command(run_dir, cfg, " --optim.lr_decay_iters=" + now);
+  }
+  return "";
+}
 
 bool extension_started(const std::string& run_dir, const Config& cfg) {
   std::error_code ec;
@@ -120,7 +221,7 @@ void check_resume_provenance(const std::string& run_dir, const nlohmann::json& s
 }
 
 ResumedConfig resumed_config(const Config& started, const std::vector<std::string>& overrides,
-                             const std::string& run_dir) {
+                             const std::string& run_dir, const TrainedSoFar& so_far) {
   nlohmann::json j = to_json(started);
   std::string refused;
   bool decay_set = false;
@@ -156,9 +257,14 @@ ResumedConfig resumed_config(const Config& started, const std::vector<std::strin
         "(--train.max_iters=N above " +
         std::to_string(started.train.max_iters) + ")");
   if (cfg.train.max_iters > started.train.max_iters) {
-    check_extended_decay(started, cfg, decay_set);
     if (!decay_set && started.optim.lr_decay_iters == 0)
       cfg.optim.lr_decay_iters = started.train.max_iters;  // the horizon it was trained under
+    // A run stopped on its escape rule first: any horizon stops it at the same eval again.
+    if (stopped_on_escape(so_far.summary, cfg))
+      throw Error(extension_problem(started, cfg, so_far, run_dir));
+    check_extended_decay(started, cfg, decay_set, so_far, run_dir);
+    if (const std::string why = extension_problem(started, cfg, so_far, run_dir); !why.empty())
+      throw Error("--" + why);
     r.decay_changed = resolved_lr_decay_iters(cfg) != resolved_lr_decay_iters(started);
     if (r.decay_changed)
       r.notes.push_back(decay_note(resolved_lr_decay_iters(cfg), resolved_lr_decay_iters(started)));

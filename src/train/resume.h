@@ -2,10 +2,12 @@
 // overrides a resumed run accepts (train.max_iters to extend it, optim.lr_decay_iters to move its
 // decay with an extension, train.threads), that it is never shortened, that a decaying schedule
 // is not extended past its horizon unless the new horizon is given, that its data and config
-// still match provenance.json, and that a run that wrote a checkpoint still has it. Each rule
-// throws an Error naming the flag or file. Not here: the run lock, the checkpoint
-// (train/checkpoint.h) or the loop (train/trainer.h).
+// still match provenance.json, that an extension trains what its config will say (not a run
+// stopped on its escape rule, not a schedule that rewrites steps already trained), and that a run
+// that wrote a checkpoint still has it. Each rule throws an Error naming the flag or file. Not
+// here: the run lock, the checkpoint (train/checkpoint.h) or the loop (train/trainer.h).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -36,15 +38,37 @@ void check_resume_provenance(const std::string& run_dir, const nlohmann::json& s
 // (train.ckpt_interval of `cfg`, the resumed config), instead of training it again.
 void check_checkpoint_not_lost(const std::string& run_dir, const Config& cfg);
 
+// How far a run directory trained, for the extension rules: the step its checkpoint resumes at
+// (checkpoints/latest.safetensors' train_state, read from the file's header alone; 0 when there is
+// none: the run starts over) and its summary.json (null when absent or torn).
+struct TrainedSoFar {
+  int64_t step = 0;
+  nlohmann::json summary;
+};
+TrainedSoFar trained_so_far(const std::string& run_dir);
+
+// Why extending the run `started` (trained as `so_far`) to `cfg` (a larger train.max_iters, its
+// optim.lr_decay_iters as the extension sets it) would leave a run whose config.json names what it
+// never trained, or trains nothing; "" when it would not:
+// - the run stopped on its escape rule (train/escape_stop.h) under cfg's margin: resumed, it
+//   evaluates the same state and stops there again, training nothing;
+// - the schedule changes the learning rate of a step it already trained (a cosine decay moved
+//   past the warm-up): a fresh run of cfg would train those steps otherwise.
+// `run_dir` names the run in the message. Shared by `train --resume` (resumed_config) and
+// `sweep --on-change extend` (sweep_run_extension), so the sweep refuses before it runs.
+std::string extension_problem(const Config& started, const Config& cfg, const TrainedSoFar& so_far,
+                              const std::string& run_dir);
+
 struct ResumedConfig {
   Config cfg;                      // the run's config with the accepted overrides
   bool decay_changed = false;      // the extension moves the resolved optim.lr_decay_iters
   std::vector<std::string> notes;  // what the resume changes, one line each, to print
 };
 
-// `started` (the run's config.json) with the --resume overrides `overrides` ("key=value")
-// applied, as the rules above allow; messages name RUN_DIR/config.json.
+// `started` (the run's config.json, trained as `so_far`) with the --resume overrides `overrides`
+// ("key=value") applied, as the rules above allow (an extension as extension_problem allows);
+// messages name RUN_DIR/config.json.
 ResumedConfig resumed_config(const Config& started, const std::vector<std::string>& overrides,
-                             const std::string& run_dir);
+                             const std::string& run_dir, const TrainedSoFar& so_far);
 
 }  // namespace sl

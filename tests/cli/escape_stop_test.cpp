@@ -1,8 +1,9 @@
 // train.stop_below_unigram end to end: a run stops at the first eval at least the margin below
 // its unigram loss on val, its summary says so, a sweep that extends its stage
 // (`--on-change extend`) leaves it alone while it continues a run that has not escaped, and
-// `train --resume` of it with a longer horizon stops at the same eval again. The key is
-// validated by name.
+// `train --resume` of it with a longer horizon is refused: it would stop at the same eval again,
+// training nothing, and relabel the run (issue 60). A cosine stage whose decay moves with the
+// horizon is not continued by the sweep either. The key is validated by name.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -20,8 +21,10 @@ using json = nlohmann::json;
 
 // A two-run stage in `out`: "stop" under the study's margin 0.1 (a residual stack at lr 1e-2
 // escapes within a few dozen steps) and "never" under a margin no run reaches (9 nats below a
-// unigram loss of 3.4); `iters` steps, evals every 5.
-std::string write_stage(const std::string& path, const std::string& out, int iters) {
+// unigram loss of 3.4); `iters` steps, evals every 5; `extra`: more JSON members for its
+// overrides, each with a leading comma.
+std::string write_stage(const std::string& path, const std::string& out, int iters,
+                        const std::string& extra = "") {
   write_text(path, R"({"name": "stage", "base": ")" + base_config() + R"(", "out_dir": ")" + out +
                        R"(",
     "overrides": {"model.n_layer": 1, "model.n_embd": 16, "model.n_head": 2,
@@ -30,7 +33,7 @@ std::string write_stage(const std::string& path, const std::string& out, int ite
                   "log.layer_interval": 1000, "optim.learning_rate": 0.01,
                   "train.max_iters": )" +
                        std::to_string(iters) + R"(, "optim.lr_decay_iters": )" +
-                       std::to_string(iters) + R"(},
+                       std::to_string(iters) + extra + R"(},
     "variants": [{"name": "stop", "train.stop_below_unigram": 0.1},
                  {"name": "never", "train.stop_below_unigram": 9.0}]})");
   return path;
@@ -99,19 +102,52 @@ TEST(StopOnEscape, ASweepExtendingItsStageLeavesAnEscapedRunAloneAndContinuesThe
   fs::remove_all(dir);
 }
 
-TEST(StopOnEscape, ResumingAnEscapedRunWithALongerHorizonStopsAtTheSameEvalAgain) {
+TEST(StopOnEscape, ExtendingAnEscapedRunIsRefusedSinceItWouldStopAgainTrainingNothing) {
   const std::string dir = make_temp_dir("escape_resume");
   ASSERT_EQ(run_stacklab({"sweep", write_stage(dir + "/s1.json", dir + "/out", 300)}).exit_code, 0);
   const std::string stop = run_of(dir + "/out", "stop");
-  const json s = read_json(stop + "/summary.json");
-  const RunResult r = run_stacklab(
-      {"train", "--resume", stop, "--train.max_iters=1200", "--optim.lr_decay_iters=1200"});
-  ASSERT_EQ(r.exit_code, 0) << r;
-  EXPECT_TRUE(contains(r.out, "stopped on escape")) << r;
-  const json t = read_json(stop + "/summary.json");
-  EXPECT_EQ(t.at("stopped").at("step"), s.at("stopped").at("step"));
-  EXPECT_EQ(t.at("final_val_loss"), s.at("final_val_loss")) << "the same state, evaluated again";
-  EXPECT_EQ(t.at("max_iters"), 1200);
+  const std::string summary = read_text(stop + "/summary.json");
+  const std::string config = read_text(stop + "/config.json");
+  const std::string metrics = read_text(stop + "/metrics.jsonl");
+  const int64_t at = read_json(stop + "/summary.json").at("stopped").at("step").get<int64_t>();
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{"--train.max_iters=1200", "--optim.lr_decay_iters=1200"},
+        std::vector<std::string>{"--train.max_iters=1200"}}) {
+    std::vector<std::string> cmd = {"train", "--resume", stop};
+    cmd.insert(cmd.end(), flags.begin(), flags.end());
+    const RunResult r = run_stacklab(cmd);
+    EXPECT_EQ(r.exit_code, 1) << r;
+    for (const std::string& part :
+         std::vector<std::string>{"stopped on its escape rule at step " + std::to_string(at),
+                                  "would train nothing", "--train.stop_below_unigram=0"})
+      EXPECT_TRUE(contains(r.output, part)) << "missing '" << part << "' in\n" << r;
+  }
+  EXPECT_EQ(read_text(stop + "/summary.json"), summary) << "the run is not relabelled";
+  EXPECT_EQ(read_text(stop + "/config.json"), config);
+  EXPECT_EQ(read_text(stop + "/metrics.jsonl"), metrics);
+  fs::remove_all(dir);
+}
+
+// Issue 60: a cosine stage stopped on escape at step s, then "extended" with its decay moved to
+// the new horizon, evaluated again, stopped at s having trained nothing, and said config 4 x H /
+// 4 x H: a fresh run of that config trains steps 0..s at other rates and ends elsewhere.
+TEST(StopOnEscape, ASweepMovingACosineDecayDoesNotRelabelAnEscapedRun) {
+  const std::string dir = make_temp_dir("escape_cosine");
+  const std::string cosine = R"(, "optim.schedule": "cosine", "optim.warmup_iters": 2)";
+  ASSERT_EQ(
+      run_stacklab({"sweep", write_stage(dir + "/s1.json", dir + "/out", 300, cosine)}).exit_code,
+      0);
+  const std::string stop = run_of(dir + "/out", "stop");
+  ASSERT_TRUE(read_json(stop + "/summary.json").at("stopped").is_object());
+  const std::string summary = read_text(stop + "/summary.json");
+  const std::string config = read_text(stop + "/config.json");
+  const RunResult r =
+      run_stacklab({"sweep", write_stage(dir + "/s2.json", dir + "/out", 1200, cosine),
+                    "--on-change", "extend"});
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_TRUE(contains(r.output, stop + ": " + stop + " stopped on its escape rule")) << r;
+  EXPECT_EQ(read_text(stop + "/summary.json"), summary) << "the escaped run is left as it is";
+  EXPECT_EQ(read_text(stop + "/config.json"), config);
   fs::remove_all(dir);
 }
 

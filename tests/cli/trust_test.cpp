@@ -228,29 +228,42 @@ TEST(ResumeExtend, ExtendingACosineRunPastItsDecayIsRefusedUnlessTheDecayKeyIsGi
   // run at lr 0.
   const auto r = run_stacklab({"train", "--resume", dir + "/a", "--train.max_iters=30"});
   EXPECT_EQ(r.exit_code, 1) << r;
-  for (const char* part : {"--train.max_iters=30", "optim.lr_decay_iters=20", "optim.min_lr=0",
-                           "extend the decay too with --optim.lr_decay_iters=30"})
+  for (const char* part : {"--train.max_iters=30", "has decayed", "optim.lr_decay_iters=20",
+                           "optim.min_lr=0", "pass --optim.lr_decay_iters=20 to keep it"})
     EXPECT_TRUE(contains(r.output, part)) << "missing '" << part << "' in\n" << r;
   EXPECT_EQ(testing::read_text(dir + "/a/metrics.jsonl"), before)
       << "a refused extension leaves the run alone";
+  // Its 20 steps trained under a decay to 20: a decay to 30 would give each of them another
+  // rate, so config.json would name a schedule the run never trained under (issue 60).
   const auto moved = run_stacklab(
       {"train", "--resume", dir + "/a", "--train.max_iters=30", "--optim.lr_decay_iters=30"});
-  ASSERT_EQ(moved.exit_code, 0) << moved;
-  EXPECT_EQ(read_json(dir + "/a/config.json").at("optim").at("lr_decay_iters"), 30);
-  for (const auto& rec : read_jsonl(dir + "/a/metrics.jsonl")) {
-    if (rec.at("kind") == "train" && rec.at("step").get<int>() >= 20) {
-      EXPECT_GT(rec.at("lr").get<double>(), 0.0)
-          << "the extended decay trains the new steps: " << rec;
-    }
-  }
+  EXPECT_EQ(moved.exit_code, 1) << moved;
+  EXPECT_TRUE(contains(moved.output, "never trained under")) << moved;
+  EXPECT_EQ(testing::read_text(dir + "/a/metrics.jsonl"), before);
   // Keeping the decay where it is, on purpose: the new steps run at min_lr.
   const auto kept = run_stacklab(
-      {"train", "--resume", dir + "/a", "--train.max_iters=35", "--optim.lr_decay_iters=30"});
+      {"train", "--resume", dir + "/a", "--train.max_iters=35", "--optim.lr_decay_iters=20"});
   EXPECT_EQ(kept.exit_code, 0) << kept;
   // The decay moves only with an extension.
   const auto alone = run_stacklab({"train", "--resume", dir + "/a", "--optim.lr_decay_iters=50"});
   EXPECT_EQ(alone.exit_code, 1) << alone;
   EXPECT_TRUE(contains(alone.output, "only with an extension")) << alone;
+  // A run that trained only its warm-up keeps every rate it trained at under a longer decay: the
+  // decay moves with the extension and trains the new steps.
+  ASSERT_EQ(run_stacklab(tiny_run(dir + "/w", {"--train.max_iters=20", "--optim.schedule=cosine",
+                                               "--optim.warmup_iters=20", "--log.log_interval=1"}))
+                .exit_code,
+            0);
+  const auto warm = run_stacklab(
+      {"train", "--resume", dir + "/w", "--train.max_iters=30", "--optim.lr_decay_iters=30"});
+  ASSERT_EQ(warm.exit_code, 0) << warm;
+  EXPECT_EQ(read_json(dir + "/w/config.json").at("optim").at("lr_decay_iters"), 30);
+  for (const auto& rec : read_jsonl(dir + "/w/metrics.jsonl")) {
+    if (rec.at("kind") == "train" && rec.at("step").get<int>() >= 20) {
+      EXPECT_GT(rec.at("lr").get<double>(), 0.0)
+          << "the extended decay trains the new steps: " << rec;
+    }
+  }
   // A constant schedule extends as before.
   ASSERT_EQ(run_stacklab(tiny_run(dir + "/c", {"--train.max_iters=20"})).exit_code, 0);
   EXPECT_EQ(run_stacklab({"train", "--resume", dir + "/c", "--train.max_iters=30"}).exit_code, 0);

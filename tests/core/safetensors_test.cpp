@@ -96,6 +96,31 @@ TEST(Safetensors, SaveAndLoadGoThroughTheFileSystem) {
   fs::remove_all(dir);
 }
 
+// What `train --resume` and `sweep --on-change extend` read of a checkpoint before deciding
+// whether an extension may run: the metadata alone, never the data (a file cut in its data still
+// gives its header; the full read refuses it later).
+TEST(Safetensors, TheMetadataIsReadFromTheHeaderAloneAndABadHeaderIsRefusedNamingTheFile) {
+  const fs::path dir = fs::temp_directory_path() / ("sl_st_meta_" + std::to_string(::getpid()));
+  make_dirs(dir.string());
+  const std::string path = (dir / "m.safetensors").string();
+  const std::string bytes = safetensors_serialize(sample_tensors(), {{"train_state", "{}"}});
+  write_file_atomic(path, bytes.substr(0, bytes.size() - 4));  // its data cut short
+  EXPECT_EQ(read_safetensors_metadata(path),
+            (std::map<std::string, std::string>{{"train_state", "{}"}}));
+  write_file_atomic(path, safetensors_serialize(sample_tensors(), {}));
+  EXPECT_TRUE(read_safetensors_metadata(path).empty());
+  for (const std::string& bad : {bytes.substr(0, 12), make_file("[1]", 0), std::string("abc")}) {
+    write_file_atomic(path, bad);
+    try {
+      read_safetensors_metadata(path);
+      ADD_FAILURE() << "accepted a bad header";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
+  fs::remove_all(dir);
+}
+
 TEST(Safetensors, LoadOfAMissingFileNamesIt) {
   try {
     load_safetensors("/nonexistent/m.safetensors");
