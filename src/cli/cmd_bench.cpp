@@ -101,6 +101,29 @@ void print_profile(const BenchResult& r) {
                 100.0 * total(p) / r.profiled_step_ms);
 }
 
+// The FMA peak's line: the best of its rounds and step/peak, with what says the machine was
+// loaded when anything does; a best round below a product beside it is no peak, so no ratio.
+void print_peak(const nlohmann::json& j, const BenchResult& r) {
+  std::string signs;
+  for (const auto& s : j["peak_load_signs"])
+    signs += (signs.empty() ? "" : "; ") + s.get<std::string>();
+  if (j["fma_peak_gflops"].is_null()) {
+    std::printf(
+        "  peak       not measured: the machine was loaded (%s); no step/peak ratio (run bench "
+        "again on idle cores)\n",
+        signs.c_str());
+    return;
+  }
+  std::printf(
+      "  peak       %8.2f GFLOP/s FP32 FMA in registers (%s, %d threads, best of %zu short rounds "
+      "between the products); step/peak %.2f%s\n",
+      j["fma_peak_gflops"].get<double>(), r.peak_isa.c_str(), r.threads, r.peak_gflops.size(),
+      j["peak_ratio"].get<double>(), j["peak_loaded"].get<bool>() ? ", not clean:" : "");
+  if (j["peak_loaded"].get<bool>())
+    std::printf("             the machine was loaded (%s); run bench again on idle cores\n",
+                signs.c_str());
+}
+
 }  // namespace
 
 int cmd_bench(const ArgList& argv) {
@@ -165,12 +188,7 @@ int cmd_bench(const ArgList& argv) {
         "  ceiling    %8.2f GFLOP/s this build's path (%s) on the same shapes; step/ceiling %.2f\n",
         j["ceiling_build_gflops"].get<double>(), matmul_path().c_str(),
         j["ceiling_build_ratio"].get<double>());
-  if (j.contains("fma_peak_gflops"))
-    std::printf(
-        "  peak       %8.2f GFLOP/s FP32 FMA in registers (%s, %d threads, the same rounds); "
-        "step/peak %.2f\n",
-        j["fma_peak_gflops"].get<double>(), r.peak_isa.c_str(), r.threads,
-        j["peak_ratio"].get<double>());
+  if (j.contains("fma_peak_gflops")) print_peak(j, r);
   std::printf("  numerics   matrix products %s; OpenBLAS kernels %s; vector loops %s\n",
               matmul_path().c_str(), openblas_core().c_str(), simd_clone().c_str());
   if (!r.profile.empty()) print_profile(r);

@@ -4,6 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -114,6 +119,52 @@ FmaPeak fma_peak(int threads, double seconds) {
   for (double d : done) total += d;
   const double slowest = *std::max_element(secs.begin(), secs.end());
   return {slowest > 0 ? total / slowest / 1e9 : 0.0, loop.isa};
+}
+
+PeakReading read_peak(const std::vector<double>& rounds, const std::vector<PeakProduct>& products,
+                      double loadavg, int cpus, int threads) {
+  PeakReading r;
+  if (!rounds.empty()) {
+    const auto [lo, hi] = std::minmax_element(rounds.begin(), rounds.end());
+    r.gflops = *hi;
+    r.spread = *hi > 0 ? (*hi - *lo) / *hi : 0.0;
+  }
+  for (const PeakProduct& p : products)
+    if (p.gflops > r.product.gflops) r.product = p;
+  char buf[200];
+  if (r.product.gflops > r.gflops) {
+    r.below_product = true;
+    std::snprintf(buf, sizeof buf, "the FMA peak's best round, %.2f GFLOP/s, is below %s at %.2f",
+                  r.gflops, r.product.name.c_str(), r.product.gflops);
+    r.signs.emplace_back(buf);
+  }
+  if (r.spread > kPeakLoadedSpread) {
+    std::snprintf(buf, sizeof buf, "the peak's %zu rounds spread %.0f %%", rounds.size(),
+                  100.0 * r.spread);
+    r.signs.emplace_back(buf);
+  }
+  if (std::isfinite(loadavg) && cpus > 0 && loadavg + std::max(threads, 1) > cpus + 0.5) {
+    std::snprintf(buf, sizeof buf, "load average %.2f on %d CPUs before it, for %d thread%s",
+                  loadavg, cpus, std::max(threads, 1), threads == 1 ? "" : "s");
+    r.signs.emplace_back(buf);
+  }
+  r.loaded = !r.signs.empty();
+  return r;
+}
+
+double parse_loadavg(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  return end != text.c_str() && std::isfinite(v) && v >= 0
+             ? v
+             : std::numeric_limits<double>::quiet_NaN();
+}
+
+double load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string text;
+  if (!std::getline(in, text)) return std::numeric_limits<double>::quiet_NaN();
+  return parse_loadavg(text);
 }
 
 }  // namespace sl

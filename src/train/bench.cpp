@@ -1,10 +1,12 @@
 // Step timing and the sgemm ceiling for `stacklab bench` (formulas in bench.h).
 #include "train/bench.h"
 
+#include <sched.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 #include "core/blas.h"
@@ -31,16 +33,34 @@ int resolve_threads(int requested) {
   return requested > 0 ? requested : static_cast<int>(std::thread::hardware_concurrency());
 }
 
-// One round of the ceiling: OpenBLAS on the config's Linear shapes and, in a libxsmm build, the
-// build's own path on them too (short timings: the rounds give the repeats).
-void time_ceiling(BenchResult& r, const std::vector<GemmShape>& shapes) {
-  r.ceiling_gflops.push_back(gemm_ceiling_gflops(time_gemms(shapes, r.threads, 0.02, true)));
-  const FmaPeak peak = fma_peak(r.threads, 0.05);
+// One short round of the FMA peak.
+void time_peak(BenchResult& r) {
+  const FmaPeak peak = fma_peak(r.threads, 0.02);
   r.peak_gflops.push_back(peak.gflops);
   r.peak_isa = peak.isa;
-  if (has_libxsmm())
+}
+
+// One round of the ceiling: OpenBLAS on the config's Linear shapes and, in a libxsmm build, the
+// build's own path on them too (short timings: the rounds give the repeats), with a short round
+// of the FMA peak before, between and after them, so that the peak's best round sees no less
+// of the machine than the products beside it.
+void time_ceiling(BenchResult& r, const std::vector<GemmShape>& shapes) {
+  time_peak(r);
+  r.ceiling_gflops.push_back(gemm_ceiling_gflops(time_gemms(shapes, r.threads, 0.02, true)));
+  time_peak(r);
+  if (has_libxsmm()) {
     r.ceiling_build_gflops.push_back(
         gemm_ceiling_gflops(time_gemms(shapes, r.threads, 0.02, false)));
+    time_peak(r);
+  }
+}
+
+// The CPUs this process may run on (its affinity mask), else the hardware's count.
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+  return static_cast<int>(std::thread::hardware_concurrency());
 }
 
 // `steps` more training steps with the op profile on: r.profile and r.profiled_step_ms. Apart
@@ -112,6 +132,8 @@ BenchResult run_bench(Config cfg, const BenchOptions& opt) {
   if (opt.warmup < 0) throw Error("--warmup must be >= 0, got " + std::to_string(opt.warmup));
   BenchResult r;
   r.threads = resolve_threads(opt.threads > 0 ? opt.threads : cfg.train.threads);
+  r.loadavg = load_average();  // what else ran on the cores before the bench started
+  r.cpus = usable_cpus();
   set_num_threads(r.threads);
   set_flush_subnormals(cfg.train.flush_subnormals);
 
@@ -196,6 +218,13 @@ BenchResult run_bench(Config cfg, const BenchOptions& opt) {
   return r;
 }
 
+PeakReading peak_reading(const BenchResult& r, double step_gflops) {
+  std::vector<PeakProduct> products = {{"the training step", step_gflops}};
+  for (double g : r.ceiling_gflops) products.push_back({"OpenBLAS sgemm", g});
+  for (double g : r.ceiling_build_gflops) products.push_back({"this build's products", g});
+  return read_peak(r.peak_gflops, products, r.loadavg, r.cpus, r.threads);
+}
+
 nlohmann::json to_json(const BenchResult& r, const Config& cfg) {
   const double med = median(r.step_ms);
   const auto [lo, hi] = std::minmax_element(r.step_ms.begin(), r.step_ms.end());
@@ -233,11 +262,20 @@ nlohmann::json to_json(const BenchResult& r, const Config& cfg) {
     j["ceiling_rounds"] = r.ceiling_gflops.size();
     j["ceiling_ratio"] = j["gflops"].get<double>() / ceiling;
   }
+  j["loadavg"] = std::isfinite(r.loadavg) ? nlohmann::json(r.loadavg) : nlohmann::json();
+  j["cpus"] = r.cpus;
   if (!r.peak_gflops.empty()) {
-    const double peak = median(r.peak_gflops);
-    j["fma_peak_gflops"] = peak;
+    const PeakReading p = peak_reading(r, j["gflops"].get<double>());
+    // A best round below a product measured beside it is no peak: null, with the reason.
+    j["fma_peak_gflops"] = p.below_product ? nlohmann::json() : nlohmann::json(p.gflops);
+    j["fma_peak_best_round_gflops"] = p.gflops;
+    j["fma_peak_rounds"] = r.peak_gflops.size();
+    j["fma_peak_spread"] = p.spread;
     j["fma_peak_isa"] = r.peak_isa;
-    j["peak_ratio"] = j["gflops"].get<double>() / peak;
+    j["peak_ratio"] =
+        p.below_product ? nlohmann::json() : nlohmann::json(j["gflops"].get<double>() / p.gflops);
+    j["peak_loaded"] = p.loaded;
+    j["peak_load_signs"] = p.signs;
   }
   if (!r.profile.empty()) {
     nlohmann::json rows = nlohmann::json::array();

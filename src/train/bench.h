@@ -11,12 +11,14 @@
 // (causal masking would halve the useful part; torch computes the full square too).
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
+#include "core/peak.h"
 
 namespace sl {
 
@@ -46,9 +48,12 @@ struct BenchResult {
   double final_loss = 0.0;
   std::vector<double> ceiling_gflops;        // OpenBLAS sgemm on the Linear shapes, one per round
   std::vector<double> ceiling_build_gflops;  // the build's own path on them (libxsmm builds only)
-  std::vector<double>
-      peak_gflops;       // the cores' FP32 FMA rate in registers (core/peak.h), a round each
+  // The cores' FP32 FMA rate in registers (core/peak.h): short rounds before, between and after
+  // the products of each ceiling round; the best one is the peak (read_peak).
+  std::vector<double> peak_gflops;
   std::string peak_isa;  // the vectors it ran on: "AVX-512", "AVX2+FMA" or "scalar"
+  double loadavg = std::numeric_limits<double>::quiet_NaN();  // /proc/loadavg before the steps
+  int cpus = 0;                                               // the CPUs this process may use
   // With BenchOptions::profile: the ops, then "optimizer" and the unattributed rest of forward
   // and backward, so that the rows add up to profiled_step_ms (the profiled steps' mean).
   std::vector<ProfileRow> profile;
@@ -59,6 +64,9 @@ struct BenchResult {
 double train_step_flops(const ModelConfig& m, int64_t B, int64_t T, int64_t n_matmul_params);
 
 BenchResult run_bench(Config cfg, const BenchOptions& opt);
+// The FMA peak of `r` read against every product measured beside it (core/peak.h read_peak):
+// OpenBLAS's and the build's ceiling rounds and the step's `step_gflops`.
+PeakReading peak_reading(const BenchResult& r, double step_gflops);
 nlohmann::json to_json(const BenchResult& r, const Config& cfg);
 
 // One sgemm shape, row-major C (M, N) = op(A) op(B), timed over `reps` calls after a warm-up.

@@ -82,12 +82,29 @@ TEST(BenchPeak, ReportsTheFmaPeakOfTheWidestVectorsBesideTheCeilingAndNotWithout
   };
   const json j = bench({"--rounds", "2"});
   ASSERT_TRUE(j.contains("fma_peak_gflops")) << j.dump();
-  EXPECT_GT(j.at("fma_peak_gflops").get<double>(), 0.0);
+  EXPECT_GT(j.at("fma_peak_best_round_gflops").get<double>(), 0.0);
   EXPECT_TRUE(std::set<std::string>({"AVX-512", "AVX2+FMA", "scalar"})
                   .count(j.at("fma_peak_isa").get<std::string>()))
       << j.dump();
-  EXPECT_DOUBLE_EQ(j.at("peak_ratio").get<double>(),
-                   j.at("gflops").get<double>() / j.at("fma_peak_gflops").get<double>());
+  // Short rounds before, between and after the products of each of the 2 ceiling rounds.
+  EXPECT_GE(j.at("fma_peak_rounds").get<int>(), 4) << j.dump();
+  EXPECT_TRUE(j.at("cpus").get<int>() >= 1) << j.dump();
+  EXPECT_TRUE(j.at("peak_load_signs").is_array()) << j.dump();
+  EXPECT_EQ(j.at("peak_loaded").get<bool>(), !j.at("peak_load_signs").empty()) << j.dump();
+  // Whatever the load: a peak is never reported below a product measured beside it, and a ratio
+  // only beside a peak.
+  if (j.at("fma_peak_gflops").is_null()) {
+    EXPECT_TRUE(j.at("peak_loaded").get<bool>()) << j.dump();
+    EXPECT_TRUE(j.at("peak_ratio").is_null()) << j.dump();
+  } else {
+    const double peak = j.at("fma_peak_gflops").get<double>();
+    EXPECT_DOUBLE_EQ(peak, j.at("fma_peak_best_round_gflops").get<double>());
+    for (const char* product : {"gflops", "ceiling_gflops", "ceiling_build_gflops"})
+      if (j.contains(product)) {
+        EXPECT_GE(peak, j.at(product).get<double>()) << product << " in " << j.dump();
+      }
+    EXPECT_DOUBLE_EQ(j.at("peak_ratio").get<double>(), j.at("gflops").get<double>() / peak);
+  }
   EXPECT_FALSE(bench({"--no-ceiling"}).contains("fma_peak_gflops"));
 }
 
