@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "config/loader.h"
@@ -127,6 +128,9 @@ class LocalPool {
     return g_sweep_stop.load() ? 128 + g_sweep_stop.load() : failed_ ? kExitError : kExitOk;
   }
 
+  // Whether item `i` was started by this pool (a stop leaves the rest as they were).
+  bool started(size_t i) const { return started_items_.count(i) != 0; }
+
  private:
   void start(size_t i) {
     SweepItem& it = items_[i];
@@ -137,6 +141,7 @@ class LocalPool {
     const pid_t pid = spawn(child_args(*it.plan, *it.run, 1, it.fresh, it.extend), it.run->dir);
     running_[pid] = i;
     started_[pid] = Clock::now();
+    started_items_.insert(i);
     it.state = RunState::Running;
   }
 
@@ -158,6 +163,7 @@ class LocalPool {
   SweepProgress progress_;
   std::map<pid_t, size_t> running_;  // pid -> index in items
   std::map<pid_t, Clock::time_point> started_;
+  std::set<size_t> started_items_;
   size_t next_ = 0, failed_ = 0;
 };
 
@@ -268,18 +274,30 @@ int run_local(const std::vector<SweepPlan>& plans, std::vector<SweepItem>& items
   }
   for (const auto& plan : plans)
     write_manifest(plan, items, {{"executor", name_of(Executor::Local)}});
-  const int code = LocalPool(items, jobs, todo).run();
+  LocalPool pool(items, jobs, todo);
+  const int code = pool.run();
   for (const auto& plan : plans) {
     write_manifest(plan, items, {{"executor", name_of(Executor::Local)}});
-    size_t failed = 0, diverged = 0;
-    for (const auto& it : items) {
+    size_t failed = 0, diverged = 0, interrupted = 0, not_run = 0;
+    for (size_t i = 0; i < items.size(); ++i) {
+      const SweepItem& it = items[i];
       if (it.plan != &plan) continue;
       diverged += it.state == RunState::Diverged;
       failed += it.state == RunState::Failed;
+      // A stop (a signal, a closed stdout) leaves runs without a result: the ones it stopped and
+      // the pending ones it never started. Neither is a run done.
+      if (pool.started(i))
+        interrupted += it.state == RunState::Interrupted;
+      else
+        not_run += run_pending(it.state);
     }
-    std::printf("sweep %s: %zu run%s, %zu failed, %zu diverged; manifest %s/manifest.json\n",
+    std::string stopped;
+    if (interrupted + not_run > 0)
+      stopped = "; " + std::to_string(interrupted) + " interrupted, " + std::to_string(not_run) +
+                " not run (run the sweep again to continue them)";
+    std::printf("sweep %s: %zu run%s, %zu failed, %zu diverged%s; manifest %s/manifest.json\n",
                 plan.name.c_str(), plan.runs.size(), plan.runs.size() == 1 ? "" : "s", failed,
-                diverged, plan.out_dir.c_str());
+                diverged, stopped.c_str(), plan.out_dir.c_str());
   }
   return code;
 }

@@ -54,6 +54,24 @@ TEST(SweepCommand, ASecondInvocationOnARunningOutDirIsRefusedNamingItAndTheHolde
   fs::remove_all(dir);
 }
 
+// Issue 60: after a SIGINT the summary said "3 runs, 0 failed, 0 diverged" of runs that never ran.
+TEST(SweepCommand, TheSummaryOfAStoppedSweepCountsTheRunsItInterruptedAndTheOnesItNeverRan) {
+  const std::string dir = make_temp_dir("sweep_sigint");
+  const std::string sweep =
+      write_sweep(dir, 100000, "[1, 2, 3]");  // ~10 s each if a failure leaves one running
+  Child first({"sweep", sweep, "--jobs", "1"});
+  ASSERT_TRUE(
+      wait_until([&] { return fs::exists(dir + "/out/L1-pre-layernorm-res-s0/metrics.jsonl"); }));
+  first.signal(SIGINT);
+  const RunResult r = first.wait();
+  EXPECT_EQ(r.exit_code, 130) << r;
+  EXPECT_TRUE(contains(r.out,
+                       "3 runs, 0 failed, 0 diverged; 1 interrupted, 2 not run (run the "
+                       "sweep again to continue them)"))
+      << r;
+  fs::remove_all(dir);
+}
+
 // `stacklab sweep ... | head -1` used to die of SIGPIPE at its next progress line, before writing
 // its manifest: a run completed on disk stayed "new" there. A closed stdout now stops the sweep as
 // SIGINT does (exit 141), no further run starts, and the manifest says what each run did.
