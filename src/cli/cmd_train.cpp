@@ -22,6 +22,7 @@
 #include "train/provenance.h"
 #include "train/resume.h"
 #include "train/run_lock.h"
+#include "train/run_log.h"
 #include "train/setup.h"
 #include "train/trainer.h"
 
@@ -65,8 +66,8 @@ void place_run(Config& cfg, const std::string& dir) {
 namespace {
 
 // --resume RUN_DIR [--train.max_iters=N [--optim.lr_decay_iters=D]] [--train.threads=T]: the
-// run's own config, extended as train/resume.h allows. `decay_changed` is set when the decay
-// horizon moves.
+// run's own config, extended as train/resume.h allows, with a note for each change that may alter
+// its last bits (threads, the numeric path). `decay_changed` is set when the decay horizon moves.
 Config resume_config(const std::string& run_dir, const std::vector<std::string>& overrides,
                      bool& decay_changed) {
   const Config started = load_run_config(run_dir);
@@ -74,6 +75,10 @@ Config resume_config(const std::string& run_dir, const std::vector<std::string>&
   const TrainedSoFar so_far = trained_so_far(run_dir);
   ResumedConfig r = resumed_config(started, overrides, run_dir, so_far);
   for (const std::string& note : r.notes) std::printf("%s\n", note.c_str());
+  if (so_far.step > 0)  // continued from a checkpoint: say what else changes its last bits
+    for (const std::string& note :
+         numeric_path_notes(last_numeric_path(run_dir), numeric_path_json()))
+      std::printf("%s\n", note.c_str());
   decay_changed = r.decay_changed;
   return r.cfg;
 }

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <string_view>
 
 #include "config/loader.h"
 #include "core/error.h"
@@ -166,6 +167,47 @@ std::string extension_problem(const Config& started, const Config& cfg, const Tr
            fresh_command(run_dir, cfg, " --optim.lr_decay_iters=" + now);
   }
   return "";
+}
+
+nlohmann::json last_numeric_path(const std::string& run_dir) {
+  const std::string path = run_dir + "/metrics.jsonl";
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return nullptr;
+  const std::string text = read_file(path);
+  nlohmann::json last = nullptr;
+  for (size_t start = 0; start < text.size();) {
+    const size_t nl = text.find('\n', start);
+    const std::string_view line =
+        std::string_view(text).substr(start, nl == std::string::npos ? nl : nl - start);
+    start = nl == std::string::npos ? text.size() : nl + 1;
+    // Only the start and resume records hold it: the other lines are not parsed.
+    if (line.find("\"numeric_path\"") == std::string_view::npos) continue;
+    const nlohmann::json rec = nlohmann::json::parse(line, nullptr, false);
+    if (!rec.is_object()) continue;
+    const std::string kind = rec.value("kind", "");
+    if ((kind == "start" || kind == "resume") && rec.contains("numeric_path") &&
+        rec["numeric_path"].is_object())
+      last = rec["numeric_path"];
+  }
+  return last;
+}
+
+std::vector<std::string> numeric_path_notes(const nlohmann::json& was, const nlohmann::json& now) {
+  std::vector<std::string> notes;
+  if (!was.is_object() || !now.is_object()) return notes;
+  static const char* const kParts[][2] = {{"matmul", "matrix-product path"},
+                                          {"openblas_core", "OpenBLAS kernels"},
+                                          {"vector_loops", "vector-loop clone"}};
+  for (const auto& [key, what] : kParts) {
+    const nlohmann::json a = was.value(key, nlohmann::json()), b = now.value(key, nlohmann::json());
+    if (!a.is_string() || !b.is_string() || a == b) continue;
+    notes.push_back("note: numeric_path." + std::string(key) + " " + a.get<std::string>() + " -> " +
+                    b.get<std::string>() +
+                    " (the run's last start or resume record); losses are bit-identical to an "
+                    "uninterrupted run only on the same " +
+                    what);
+  }
+  return notes;
 }
 
 bool extension_started(const std::string& run_dir, const Config& cfg) {

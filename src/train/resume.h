@@ -4,7 +4,8 @@
 // is not extended past its horizon unless the new horizon is given, that its data and config
 // still match provenance.json, that an extension trains what its config will say (not a run
 // stopped on its escape rule, not a schedule that rewrites steps already trained), and that a run
-// that wrote a checkpoint still has it. Each rule throws an Error naming the flag or file. Not
+// that wrote a checkpoint still has it. Each rule throws an Error naming the flag or file. Also
+// the notes a resume prints for what may change its last bits (threads, the numeric path). Not
 // here: the run lock, the checkpoint (train/checkpoint.h) or the loop (train/trainer.h).
 #pragma once
 #include <cstdint>
@@ -58,6 +59,16 @@ TrainedSoFar trained_so_far(const std::string& run_dir);
 // `sweep --on-change extend` (sweep_run_extension), so the sweep refuses before it runs.
 std::string extension_problem(const Config& started, const Config& cfg, const TrainedSoFar& so_far,
                               const std::string& run_dir);
+
+// The numeric_path of the last "start" or "resume" record in RUN_DIR/metrics.jsonl (null when it
+// has none): what the run's arithmetic last ran on (train/run_log.h numeric_path_json).
+nlohmann::json last_numeric_path(const std::string& run_dir);
+
+// One "note: ..." line for each part of a run's numeric path that differs between `was` (its last
+// start or resume record's) and `now`: the matrix-product path (matmul: libxsmm or OpenBLAS), the
+// kernels OpenBLAS picked (openblas_core) and the vector-loop clone (vector_loops). Like a thread
+// change, each may change the last bits of every step from here on. None when `was` is null.
+std::vector<std::string> numeric_path_notes(const nlohmann::json& was, const nlohmann::json& now);
 
 struct ResumedConfig {
   Config cfg;                      // the run's config with the accepted overrides

@@ -19,17 +19,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// What fixes this run's arithmetic besides its config: the matrix-product path of the build, the
-// kernels OpenBLAS picked for this CPU, the clone of the vector loops, the thread count, and
-// whether subnormals are flushed to zero (read back from this thread's control register).
-nlohmann::json numeric_path_json() {
-  return {{"matmul", matmul_path()},
-          {"openblas_core", openblas_core()},
-          {"vector_loops", simd_clone()},
-          {"threads", num_threads()},
-          {"flush_subnormals", flush_subnormals_on()}};
-}
-
 std::string fixed4(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4f", v);
@@ -50,6 +39,14 @@ std::string line_ranges(const std::vector<size_t>& lines) {
 }
 
 }  // namespace
+
+nlohmann::json numeric_path_json() {
+  return {{"matmul", matmul_path()},
+          {"openblas_core", openblas_core()},
+          {"vector_loops", simd_clone()},
+          {"threads", num_threads()},
+          {"flush_subnormals", flush_subnormals_on()}};
+}
 
 RunLog::RunLog(const Config& cfg, std::string dir, std::string command_line, bool progress_tty)
     : cfg_(cfg),

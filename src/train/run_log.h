@@ -79,6 +79,12 @@ class RunLog {
   double ms_avg_ = 0.0;
 };
 
+// What fixes this run's arithmetic besides its config, as the start and resume records hold it
+// ("numeric_path"): the matrix-product path of the build, the kernels OpenBLAS picked for this
+// CPU, the clone of the vector loops, the thread count, and whether subnormals are flushed to zero
+// (read back from this thread's control register).
+nlohmann::json numeric_path_json();
+
 // Rewinds metrics.jsonl to a checkpoint at `step`: keeps the records of the steps before it and
 // the history of earlier resumes (their "resume" records, up to `step`); the records from `step`
 // on are cut (the resumed run writes them again), with a note naming their lines. A line that

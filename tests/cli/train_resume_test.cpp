@@ -181,6 +181,43 @@ TEST(TrainResume, ADamagedMetricsLineIsKeptAsideWithAWarningAndEarlierResumesSta
   EXPECT_EQ(resumes[1].at("step"), 50);
 }
 
+// Issue 60: a checkpoint resumed under the other matrix-product path (a run started by an
+// OpenBLAS-only build, continued by a libxsmm one, or the reverse) got no note, where a thread
+// change does. The start record is edited to say the other path, as the other build writes it.
+TEST(TrainResume, ACheckpointResumedOnAnotherMatrixProductPathGetsANote) {
+  const std::string dir = make_temp_dir("resume") + "/run";
+  ASSERT_EQ(run_stacklab(concat(concat({"train", base_config()}, testing::tiny_model_args()),
+                                {"--out", dir}))
+                .exit_code,
+            0);
+  const auto same = run_stacklab({"train", "--resume", dir, "--train.max_iters=44"});
+  ASSERT_EQ(same.exit_code, 0) << same;
+  EXPECT_EQ(same.output.find("numeric_path"), std::string::npos) << "the same path: no note\n"
+                                                                 << same;
+  std::istringstream in(testing::read_text(dir + "/metrics.jsonl"));
+  std::string line, text, path;
+  while (std::getline(in, line)) {
+    json rec = json::parse(line);
+    if (rec.at("kind") == "start" || rec.at("kind") == "resume") {
+      path = rec.at("numeric_path").at("matmul").get<std::string>();
+      rec["numeric_path"]["matmul"] = path == "OpenBLAS" ? "libxsmm 1.17 JIT" : "OpenBLAS";
+    }
+    text += rec.dump() + "\n";
+  }
+  testing::write_text(dir + "/metrics.jsonl", text);
+  const auto r = run_stacklab({"train", "--resume", dir, "--train.max_iters=48"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_NE(r.output.find("note: numeric_path.matmul " +
+                          std::string(path == "OpenBLAS" ? "libxsmm 1.17 JIT" : "OpenBLAS") +
+                          " -> " + path),
+            std::string::npos)
+      << r;
+  EXPECT_NE(r.output.find("bit-identical to an uninterrupted run only on the same matrix-product "
+                          "path"),
+            std::string::npos)
+      << r;
+}
+
 TEST(TrainResume, RejectsConfigOverrides) {
   const std::string dir = make_temp_dir("resume") + "/run";
   ASSERT_EQ(run_stacklab(concat(concat({"train", base_config()}, testing::tiny_model_args()),

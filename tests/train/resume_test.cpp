@@ -226,6 +226,49 @@ TEST(ResumeRules, HowFarARunTrainedIsItsCheckpointsStepAndItsSummary) {
   fs::remove_all(dir);
 }
 
+// Issue 60: a checkpoint resumed under the other matrix-product path (OpenBLAS, libxsmm) got no
+// note, where a thread change does.
+TEST(ResumeRules, EachPartOfTheNumericPathThatChangedGetsANoteAsAThreadChangeDoes) {
+  const nlohmann::json was = {{"matmul", "libxsmm 1.17 JIT in tiles (OpenBLAS for alpha != 1)"},
+                              {"openblas_core", "Haswell"},
+                              {"vector_loops", "x86-64-v4 (AVX-512)"},
+                              {"threads", 1}};
+  nlohmann::json now = was;
+  now["threads"] = 2;  // the threads note's (train.threads), not this one's
+  EXPECT_TRUE(numeric_path_notes(was, now).empty());
+  now["matmul"] = "OpenBLAS";
+  const std::vector<std::string> one = numeric_path_notes(was, now);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0],
+            "note: numeric_path.matmul libxsmm 1.17 JIT in tiles (OpenBLAS for alpha != 1) -> "
+            "OpenBLAS (the run's last start or resume record); losses are bit-identical to an "
+            "uninterrupted run only on the same matrix-product path");
+  now["openblas_core"] = "SkylakeX";
+  now["vector_loops"] = "x86-64-v3 (AVX2)";
+  EXPECT_EQ(numeric_path_notes(was, now).size(), 3u);
+  EXPECT_TRUE(numeric_path_notes(nullptr, now).empty()) << "a run from before the record";
+}
+
+TEST(ResumeRules, TheNumericPathARunLastRanOnIsItsLastStartOrResumeRecords) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "stacklab_resume_test_path";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  EXPECT_TRUE(last_numeric_path(dir.string()).is_null()) << "no metrics.jsonl";
+  write_file_atomic(
+      (dir / "metrics.jsonl").string(),
+      R"({"step": 0, "kind": "start", "numeric_path": {"matmul": "OpenBLAS"}})"
+      "\n"
+      R"({"step": 0, "kind": "train", "loss": 3.1})"
+      "\n"
+      R"({"step": 4, "kind": "resume", "numeric_path": {"matmul": "libxsmm"}})"
+      "\n"
+      R"({"step": 5, "kind": "eval", "numeric_path": {"matmul": "not a start record"}})"
+      "\n"
+      R"({"step": 6, "kind": "resume", "numeric_pa)");  // torn by a crash
+  EXPECT_EQ(last_numeric_path(dir.string()), (nlohmann::json{{"matmul", "libxsmm"}}));
+  fs::remove_all(dir);
+}
+
 TEST(ResumeRules, ADirectoryWithoutConfigJsonIsNotARunDirectory) {
   const fs::path dir = fs::path(::testing::TempDir()) / "stacklab_resume_test_empty";
   fs::create_directories(dir);
