@@ -17,8 +17,8 @@ With equal parameter counts AIC orders the forms as the likelihood does; a form 
 other's AIC is at least DELTA_AIC (2) above its own, else the forms are "not told apart".
 Prediction: the median escape step exp(mu(L)) with a 95 % profile-likelihood interval (the
 values of mu(L) whose profile log-likelihood is within chi2_1(0.95) / 2 = 1.92 of the maximum; no
-random draws, so it is reproducible as it stands). An end of the interval past 1e300 steps is inf:
-the data do not bound it.
+random draws, so it is reproducible as it stands). An end of the interval the profile does not reach
+within 1e300 steps is None: the data do not bound it, and the text says "no bound" (step_text).
 
     obs = [escaped_at(2, 400, 50), never_within(3, 6000), ...]
     fits = fit_all(obs)                  # {form: FormFit}
@@ -283,26 +283,35 @@ def profile(obs, fit: FormFit, x: float, v: float) -> float:
 def predict(obs, fit: FormFit, x: float, level_cut: float = CHI2_1_95):
     """(median escape step at x, lower, upper) with the profile-likelihood interval of mu(x):
     each end found by stepping out from the estimate until the profile drops by level_cut / 2,
-    then bisection; an end not reached by ln step = 690 is 0 or inf (the data do not bound it)."""
+    then bisection, the range's edge (ln step = +-690; for the doubly exponential form a step of 1
+    below) tried before an end is given up; an end the profile does not reach within that range is
+    None: the data do not bound it (step_text says "no bound")."""
     v_hat = fit.mu_at(x)
     top = fit.loglik
 
     def drop(v):
         return 2 * (top - profile(obs, fit, x, v)) - level_cut
+    # the range of mu(x) an end is looked for in: ln step within +-690; the doubly exponential form's mu
+    # is positive (a step above 1), so its lower edge is a mu just above 0
+    edge = {1.0: _BIG, -1.0: 1e-9 if fit.form == "doubly exponential" else -_BIG}
     ends = []
     for sign in (-1.0, 1.0):
         inner, h, outer = v_hat, 0.25, None
         while True:
             v = v_hat + sign * h
-            if (sign > 0 and v > _BIG) or (sign < 0 and v < -_BIG) or \
-               (fit.form == "doubly exponential" and v <= 0):
-                break
+            last = sign * (v - edge[sign]) >= 0
+            if last:  # the step crosses the edge: the edge itself is the last value tried
+                v = edge[sign]
+                if sign * (v - inner) <= 0:
+                    break
             if drop(v) > 0:
                 outer = v
                 break
+            if last:
+                break
             inner, h = v, h * 2
-        if outer is None:
-            ends.append(math.inf if sign > 0 else (0.0 if fit.form != "doubly exponential" else 1.0))
+        if outer is None:  # the profile does not drop by the cut within the range: the data do not bound this end
+            ends.append(None)
             continue
         for _ in range(40):
             mid = 0.5 * (inner + outer)
@@ -314,6 +323,35 @@ def predict(obs, fit: FormFit, x: float, level_cut: float = CHI2_1_95):
                 break
         ends.append(math.exp(min(0.5 * (inner + outer), _BIG)))
     return fit.median_at(x), ends[0], ends[1]
+
+
+def step_text(x) -> str:
+    """A predicted step in words: "4.47e+06", "> 4.6e+299" past the largest step reported, "no bound" for
+    None (an end of an interval the data do not bound: predict)."""
+    if x is None:
+        return "no bound"
+    if x >= math.exp(_BIG):  # the largest step a prediction reports (a median past it is inf)
+        return f"> {math.exp(_BIG):.2g}"
+    return f"{x:.3g}"
+
+
+def interval_text(lo, hi) -> str:
+    """A 95 % interval of predict in words: "2.87e+06-7.07e+06", "3.64e+122 to no upper bound", "no lower
+    bound to 2e+21", "no bound either side", "all above 4.6e+299" (its lower end past the largest step
+    reported: the upper one is not looked for)."""
+    if lo is not None and lo >= math.exp(_BIG):
+        return f"all above {math.exp(_BIG):.2g}"
+    if lo is None and hi is None:
+        return "no bound either side"
+    if lo is None or hi is None:
+        return (f"{'no lower bound' if lo is None else step_text(lo)} to "
+                f"{'no upper bound' if hi is None else step_text(hi)}")
+    return f"{step_text(lo)}-{step_text(hi)}"
+
+
+def within(x, lo, hi) -> bool:
+    """Whether x lies in the interval (lo, hi) of predict, an end None being no bound."""
+    return (lo is None or lo <= x) and (hi is None or x <= hi)
 
 
 # ---- the falsifier and the rank fit -------------------------------------------------------------
@@ -331,7 +369,8 @@ class Falsifier:
     @property
     def text(self) -> str:
         verdict = "FALSIFIED" if self.fires else "not falsified"
-        return (f"at L = {self.depth:g} the law's median escape step is {self.median:.4g} "
+        return (f"at L = {self.depth:g} the law's median escape step is "
+                f"{f'{self.median:.4g}' if math.isfinite(self.median) else step_text(self.median)} "
                 f"({'before' if self.fires else 'not before'} {self.horizon:g}); its chance that all "
                 f"{self.n_never} measured runs stay on the plateau to {self.horizon:g} is "
                 f"{self.chance_all_never:.3g}: {verdict}")

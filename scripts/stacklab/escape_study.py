@@ -450,7 +450,7 @@ def path_checks(wirings, second_rows, rules, interval) -> list:
             points.append((d, lr, main, c, not lo <= _median(c) <= hi))
         m96, s96 = _at_96(wl.best), _at_96(read)
         holds = (None if m96 is None or s96 is None else
-                 _winner(wl.best) == _winner(read) and s96[1] <= m96[0] <= s96[2] and m96[1] <= s96[0] <= m96[2])
+                 _winner(wl.best) == _winner(read) and law.within(m96[0], *s96[1:]) and law.within(s96[0], *m96[1:]))
         kernels = ", ".join(sorted({r.kernels for r in mine if r.kernels})) or "not recorded"
         out.append(PathCheck(wl.wiring, kernels, points, _winner(wl.best), _winner(read), m96, s96, holds))
     return out
@@ -567,8 +567,8 @@ def read_line(name, w: ec.Wiring) -> str:
         return f"{name}: {w.why}{b}"
     preds = []
     for form, p in w.predictions.items():
-        ps = ", ".join(f"L = {d}: {_g(m)} ({_g(lo)}-{_g(hi)})" for d, (m, lo, hi) in sorted(p.items())
-                       if d in (8, 32, 96))
+        ps = ", ".join(f"L = {d}: {law.step_text(m)} ({law.interval_text(lo, hi)})"
+                       for d, (m, lo, hi) in sorted(p.items()) if d in (8, 32, 96))
         preds.append(f"{form}: {ps}")
     dd = ", ".join(f"{f} {d:+.1f}" for f, d in sorted(w.delta_aic.items(), key=lambda x: x[1]))
     fz = f"; falsifier: {w.falsifier.text}" if w.falsifier is not None else ""
@@ -649,7 +649,7 @@ def markdown(st: Study, rules) -> str:
         out.append("")
         for c in st.paths:
             def at(x):
-                return "no fit" if x is None else f"{_g(x[0])} ({_g(x[1])}-{_g(x[2])})"
+                return "no fit" if x is None else f"{law.step_text(x[0])} ({law.interval_text(*x[1:])})"
             verdict = {True: "holds", False: "does not hold", None: "not judged (a read is not fitted)"}[c.holds]
             out.append(f"- `{rules['wirings'].get(c.wiring, c.wiring)}`: main path {c.main_form}, "
                        f"second path {c.second_form}; L = 96: {at(c.main_96)} against "

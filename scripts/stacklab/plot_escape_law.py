@@ -64,12 +64,14 @@ def plot_escape_law(series: dict, out_path: str, predict_at: float = 96, band: b
             gap = [depths[-2] * (predict_at / depths[-2]) ** (k / 8) for k in range(1, 8)] if len(depths) > 1 else []
             pts = sorted(set(depths) | {x for x in gap if x < predict_at})
             ends = [pred(x)[1:] for x in pts]
-            lo = [e[0] if e[0] > 0 else float("nan") for e in ends]
-            hi = [e[1] if math.isfinite(e[1]) else float("nan") for e in ends]
+            # an end the data do not bound (None) is not drawn
+            lo = [e[0] if e[0] is not None and e[0] > 0 else float("nan") for e in ends]
+            hi = [e[1] if e[1] is not None and math.isfinite(e[1]) else float("nan") for e in ends]
             ax.fill_between(pts, lo, hi, color=c, alpha=0.15, lw=0)
         m, lo, hi = pred(predict_at)
         if math.isfinite(m):
-            err = [[m - lo if lo > 0 else 0], [hi - m if math.isfinite(hi) else 0]]
+            err = [[m - lo if lo is not None and lo > 0 else 0],
+                   [hi - m if hi is not None and math.isfinite(hi) else 0]]
             ax.errorbar([predict_at], [m], yerr=err, color=c, marker="D", capsize=3)
             ax.annotate(f"{m:.3g}", (predict_at, m), textcoords="offset points", xytext=(4, 4), fontsize=8)
             top = max(top, m)

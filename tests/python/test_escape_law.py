@@ -97,12 +97,40 @@ class Fit(unittest.TestCase):
             covered += lo <= math.exp(truth) <= hi
         self.assertGreaterEqual(covered, n - 2, "a 95 % interval misses at most 2 of 8")
 
-    def test_the_interval_is_open_above_when_the_data_do_not_bound_it(self):
-        # One depth escaped, the deeper ones censored: the growth is bounded below, not above.
+    def test_the_interval_is_open_above_when_the_data_do_not_bound_it_and_says_no_bound(self):
+        # One depth escaped, the deeper ones censored: the growth is bounded below, not above. The open end
+        # is None ("no bound" in words, null in JSON), not a number such as inf (issue 60, defect 6).
         obs = [el.escaped_at(2, 400, 50), el.escaped_at(2, 450, 50), el.escaped_at(2, 600, 50)]
         obs += [el.never_within(d, 3000) for d in (3, 3, 3, 4, 4, 4)]
-        _, _, hi = el.predict(obs, el.fit_form(obs, "exponential"), 96)
-        self.assertTrue(math.isinf(hi))
+        _, lo, hi = el.predict(obs, el.fit_form(obs, "exponential"), 96)
+        self.assertIsNone(hi)
+        self.assertGreater(lo, 3000)
+        self.assertEqual(el.interval_text(lo, hi), f"{lo:.3g} to no upper bound")
+
+    def test_a_doubly_exponential_interval_past_1e300_gets_no_lower_end_of_1(self):
+        # issue 60, defect 6: f(layernorm(x)) at 3e-4 held across depths printed "L = 32: inf (1-inf)": the
+        # search for the lower end stepped from mu = 2.5e5 straight past mu = 0 and gave up with 1.0, predict's
+        # old marker for "no bound", while the data put the lower end far above 1e300
+        obs = [el.escaped_at(1, s, 50) for s in (100, 150, 100)] + [el.escaped_at(2, s, 50) for s in (450, 500, 600)]
+        obs += [el.escaped_at(3, s, 50) for s in (6600, 9750, 9750)]
+        obs += [el.never_within(d, 12000) for d in (3, 3, 4, 4, 4)]
+        fit = el.fit_form(obs, "doubly exponential")
+        m, lo, hi = el.predict(obs, fit, 32)
+        self.assertTrue(math.isinf(m))
+        self.assertIsNotNone(lo)
+        self.assertGreater(lo, 1e299)
+        self.assertIsNone(hi)
+        self.assertEqual(f"{el.step_text(m)} ({el.interval_text(lo, hi)})", "> 4.6e+299 (all above 4.6e+299)")
+
+    def test_an_end_and_a_step_in_words(self):
+        self.assertEqual(el.step_text(None), "no bound")
+        self.assertEqual(el.step_text(4.47e6), "4.47e+06")
+        self.assertEqual(el.step_text(math.inf), "> 4.6e+299")
+        self.assertEqual(el.interval_text(None, 2e21), "no lower bound to 2e+21")
+        self.assertEqual(el.interval_text(None, None), "no bound either side")
+        self.assertEqual(el.interval_text(2.87e6, 7.07e6), "2.87e+06-7.07e+06")
+        self.assertTrue(el.within(5.0, None, 6.0))
+        self.assertFalse(el.within(7.0, None, 6.0))
 
     def test_the_rank_fit_recovers_a_slope_in_minus_log_rank_ratio(self):
         ratio = {d: math.exp(-0.5 * d) for d in DEPTHS}  # -ln ratio = 0.5 L: slope 0.6 / 0.5 = 1.2

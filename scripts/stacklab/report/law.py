@@ -40,7 +40,8 @@ def read_text(w) -> str:
                                for b in w.bounds)
     form = w.best or min(w.fits, key=lambda f: w.fits[f].aic)
     m, lo, hi = w.predictions[form].get(8, (None, None, None))
-    pred = (f"; its median escape step at L = 8: {m:.3g} (95 % {lo:.3g}-{hi:.3g})" if m is not None else "")
+    pred = (f"; its median escape step at L = 8: {ec.law.step_text(m)} (95 % {ec.law.interval_text(lo, hi)})"
+            if m is not None else "")
     fz = w.falsifier
     return (f"{w.why}{pred}; falsifier at L = {fz.depth:g} / {fz.horizon:g} steps: "
             f"{'FALSIFIED' if fz.fires else 'not falsified'}" if fz is not None else w.why + pred)
