@@ -22,7 +22,7 @@ import re
 import sys
 from dataclasses import asdict, dataclass
 
-from . import checkpoint_config, runlog, tier
+from . import checkpoint_config, rules_check, runlog, tier
 from .study_findings import fit_line, fmt
 
 CLAIMS_PATH = os.path.join(tier.QUICK_DIR, "claims.json")
@@ -156,6 +156,27 @@ class RunSet:
         keys = [k for k in self.keys if not (probe and k.startswith("optim."))]  # a probe has no optimiser
         return all(same(run_value(run, k), self.expected(point, k)) for k in keys)
 
+    def off_rules(self, point, probe, seed=None) -> list:
+        """The [rules_check.Difference] of a run (or probe) of this point (its own keys, the claim's, equal;
+        `seed` for a training run) whose other settings differ from what the claims fix (base.json's model,
+        data, optimiser, batch and DEFAULTS): why it was not judged. [] when there is none."""
+        keys = [k for k in self.keys if not (probe and k.startswith("optim."))]
+        fixed = [{k: [self.expected(point, k)] for k in keys}]
+        for r in self.runs:
+            if bool(r.is_probe) != probe or (not probe and (r.config.get("train") or {}).get("seed") != seed):
+                continue
+            if not all(same(run_value(r, k), v) for k, v in point.items()):
+                continue
+            config = json.loads(json.dumps(r.config))
+            for k in DEFAULT_KEYS:  # a key the run lacks holds its default (run_value)
+                if tier.get_key(config, k) is None:
+                    sec, leaf = k.split(".", 1)
+                    config.setdefault(sec, {})[leaf] = DEFAULTS[k]
+            diffs = rules_check.differences(config, fixed)
+            if diffs:
+                return diffs
+        return []
+
     def probe(self, point):
         """{seed: that seed's layers} of the first probe matching the point (tier seeds only)."""
         for r in self.runs:
@@ -183,6 +204,11 @@ class RunSet:
                 why[seed] = f"status {r.status}"
             else:
                 got[seed] = r
+        for s in self.seeds:
+            if s not in got and s not in why:
+                diffs = self.off_rules(point, False, s)
+                if diffs:
+                    why[s] = f"not judged, its run's settings differ from the claim's: {rules_check.describe(diffs)}"
         return got, [f"seed {s}" + (f" ({why[s]})" if s in why else "") for s in self.seeds if s not in got]
 
     def missing(self, claim):
@@ -194,7 +220,10 @@ class RunSet:
                 have = self.probe(p)
                 lost = [s for s in self.seeds if s not in have]
                 if lost:
-                    out.append(f"{where}: probe seed(s) {', '.join(map(str, lost))}")
+                    diffs = [] if have else self.off_rules(p, True)
+                    off = (f" (not judged, its probe's settings differ from the claim's: "
+                           f"{rules_check.describe(diffs)})" if diffs else "")
+                    out.append(f"{where}: probe seed(s) {', '.join(map(str, lost))}{off}")
             else:
                 lost = self.train(p, self.horizon_of(claim))[1]
                 if lost:

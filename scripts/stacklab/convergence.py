@@ -18,7 +18,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 
-from . import runlog
+from . import rules_check, runlog
 from . import stability_map
 from . import study_stats as stats
 from .study_findings import finding_3, fit_line, rounding_ssr
@@ -36,6 +36,23 @@ RULES_FILE = "configs/experiments/convergence_rules.json"
 def load_rules(path=None) -> dict:
     with open(path or RULES_PATH, encoding="utf-8") as f:
         return json.load(f)
+
+
+def fixed_settings(rules: dict, tiny: bool = False) -> dict:
+    """{sweep: what the rules fix for its runs} (rules_check): the converge sweep files, and the rules' own
+    seeds and horizons (synthetic H and extend_factor x H, text its horizon). A --tiny study ran the files
+    scaled down: its runs are held to those."""
+    out = {}
+    H = rules["horizon"]["measured"]["H"]
+    for name in CONVERGE_SWEEPS:
+        alts = rules_check.settings(name, tiny=tiny)
+        if not tiny:
+            alts = [rules_check.narrow([alt], {
+                "train.seed": rules["seeds"]["runs"],
+                "train.max_iters": ([rules["sources"]["text"]["horizon"]] if alt.get("data.source") == ["text"]
+                                    else [H, rules["extend_factor"] * H])})[0] for alt in alts]
+        out[name] = alts
+    return out
 
 
 # ---- what a run is ---------------------------------------------------------------------------
@@ -413,10 +430,11 @@ class Study:
     short: dict         # (statement id, source) -> short verdict
     short_from: dict    # (statement id, source) -> where the short verdict was read
     rows: list          # convergence.compare's rows
+    refused: list = field(default_factory=list)  # [(sweep, run id, [rules_check.Difference])]: not judged
 
     @property
     def present(self) -> bool:
-        return bool(self.points)
+        return bool(self.points) or bool(self.refused)
 
     @property
     def sources(self) -> list:
@@ -467,18 +485,26 @@ def short_statements(syn_tr, text_tr, syn_map, syn_map_name, text_map, text_map_
     return short, where, pps
 
 
-def judge(sweeps: dict, short_args: dict) -> Study:
+def judge(sweeps: dict, short_args: dict, tiny: bool = False) -> Study:
     """The convergence study from the converge sweeps among `sweeps` (name -> report.Sweep), and
-    the short statements from `short_args` (short_statements' keyword arguments but rules)."""
+    the short statements from `short_args` (short_statements' keyword arguments but rules). A run
+    whose settings differ from what the rules fix (fixed_settings; `tiny`: a --tiny study's, scaled
+    down) is not judged: Study.refused names it with the keys that differ, and its point counts one
+    seed fewer ("k of n seeds")."""
     rules = load_rules()
     present = [n for n in CONVERGE_SWEEPS if n in sweeps]
-    runs = [r for n in present for r in sweep_runs(sweeps[n])]
+    fixed = fixed_settings(rules, tiny) if present else {}
+    runs, refused = [], []
+    for n in present:
+        kept, off = rules_check.split(sweep_runs(sweeps[n]), fixed[n], n)
+        runs += kept
+        refused += off
     points = point_verdicts(runs, rules)
     fits = escape_fits(runs, rules)
     pp = {src: pre_post(runs, rules, src) for src in sorted({source_of(r) for r in runs})}
     short, where, short_pp = short_statements(rules=rules, **short_args)
     rows = compare(short, long_statements(points, pp, rules), rules) if points else []
-    return Study(rules, present, runs, points, fits, pp, short_pp, short, where, rows)
+    return Study(rules, present, runs, points, fits, pp, short_pp, short, where, rows, refused)
 
 
 def short_map(map_data, map_name, fallback_runs, fallback_name):
@@ -512,4 +538,5 @@ def findings_json(study: Study) -> dict:
                            "short_from": study.short_from.get((sid, src)), "long": lv, "reversal": note}
                           for sid, src, text, sv, lv, note in study.rows],
         "reversals": [{"id": r[0], "source": r[1], "note": r[5]} for r in study.reversals],
+        "refused": rules_check.refused_json(study.refused),
     }

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from . import escape_law as law
 from . import escape_results as er
+from . import rules_check
 from . import study_stats as stats
 
 SWEEP = "escape_law_core"
@@ -28,6 +29,24 @@ COMMAND_FULL = "stacklab sweep configs/experiments/escape_law_h0.json (then _h1,
 def load_rules(path=None) -> dict:
     with open(path or RULES_PATH, encoding="utf-8") as f:
         return json.load(f)
+
+
+def fixed_settings(rules: dict, sweep: str = SWEEP, tiny: bool = False) -> list:
+    """What the rules fix for a run of one of the law's sweeps (rules_check): its sweep files (escape_law:
+    every stage's), and the rules' own depths, rates, seeds (the core's seeds.core) and escape margin
+    (train.stop_below_unigram); for the core also its horizon H0. A --tiny study ran the files scaled down:
+    its runs are held to those."""
+    alts = rules_check.settings(sweep, tiny=tiny)
+    if tiny:
+        return alts
+    own = {"model.n_layer": rules["depths"], "optim.learning_rate": rules["rates"],
+           "train.seed": rules["seeds"]["core" if sweep == SWEEP else "runs"],
+           "train.stop_below_unigram": [rules["escaped"]["margin"]]}
+    if sweep == SWEEP:
+        own["train.max_iters"] = [rules["horizons"]["H0"]]
+    if sweep.endswith("_probe"):  # a probe sweep (escape_law_probe, escape_law_attn_probe): its model only
+        own = {"model.n_layer": rules["depths"]}
+    return rules_check.narrow(alts, own)
 
 
 @dataclass
@@ -70,6 +89,7 @@ class Core:
     margin: float = None
     min_depths: int = 3
     run_seconds: float = None                     # the runs' summary.json wall_seconds added up
+    refused: list = field(default_factory=list)   # [(sweep, run id, [rules_check.Difference])]: not judged
 
 
 def _bounds(wiring_seeds) -> list:
@@ -130,24 +150,26 @@ def read_points(w, formula, rate, seeds, obs, rules) -> Wiring:
     return out
 
 
-def judge_core(sweep, rules=None) -> Core:
+def judge_core(sweep, rules=None, tiny=False) -> Core:
     """The core judged from its Sweep (report.Sweep: usable runs and excluded ones); None or an absent
-    sweep: not run."""
+    sweep: not run. A run whose settings differ from what the rules fix (fixed_settings; `tiny`: a --tiny
+    study's, scaled down) is not judged: Core.refused names it with the keys that differ."""
     if sweep is None or not getattr(sweep, "manifest", None):  # no manifest.json: never run
         return Core(False)
     rules = rules or load_rules()
+    runs, refused = rules_check.split(sweep.runs, fixed_settings(rules, SWEEP, tiny), SWEEP)
     by = {}
-    for r in sweep.runs:
+    for r in runs:
         by.setdefault((r.wiring, stats.learning_rate(r)), []).append(r)
     wirings = [read_wiring(w, runs[0].formula.split(": ", 1)[-1], lr, runs, rules)
                for (w, lr), runs in by.items()]
     order = list(rules["wirings"])  # the rules' order: f(layernorm(x)), layernorm(f(x)), f(x)
     wirings.sort(key=lambda x: (order.index(x.wiring) if x.wiring in order else len(order), x.wiring))
-    horizon = max(((r.config.get("train") or {}).get("max_iters") or 0 for r in sweep.runs), default=None)
-    secs = [(r.summary or {}).get("wall_seconds") for r in sweep.runs]
-    return Core(True, wirings, len(sweep.runs), list(sweep.excluded), horizon or None,
+    horizon = max(((r.config.get("train") or {}).get("max_iters") or 0 for r in runs), default=None)
+    secs = [(r.summary or {}).get("wall_seconds") for r in runs]
+    return Core(True, wirings, len(runs), list(sweep.excluded), horizon or None,
                 rules["escaped"]["margin"], rules["law"]["min_escaped_depths"],
-                sum(secs) if secs and all(isinstance(x, (int, float)) for x in secs) else None)
+                sum(secs) if secs and all(isinstance(x, (int, float)) for x in secs) else None, refused)
 
 
 def _num(x):
@@ -161,7 +183,8 @@ def core_json(core: Core) -> dict:
     out = {"present": True, "sweep": SWEEP, "rules": RULES_FILE, "runs": core.runs, "horizon": core.horizon,
            "run_seconds": core.run_seconds,
            "margin": core.margin, "min_escaped_depths": core.min_depths,
-           "excluded": [{"id": rid, "reason": why} for rid, why in core.excluded], "wirings": []}
+           "excluded": [{"id": rid, "reason": why} for rid, why in core.excluded],
+           "refused": rules_check.refused_json(core.refused), "wirings": []}
     for w in core.wirings:
         out["wirings"].append({
             "wiring": w.wiring, "formula": w.formula, "learning_rate": w.rate, "verdict": w.verdict, "why": w.why,

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from . import escape_core as ec
 from . import escape_law as law
 from . import escape_results as er
-from . import runlog
+from . import rules_check, runlog
 
 TABLE = "escape_law.csv"
 SCALED_TABLE = "escape_law_scaled.csv"
@@ -118,22 +118,37 @@ def from_root(root, rules=None):
     rules = rules or ec.load_rules()
     margin = rules["escaped"]["margin"]
     cpu, commit = er.study_machine(root)
+    tiny, refused = rules_check.is_tiny(root), []  # runs off the rules (escape_core.fixed_settings): not judged
 
     def present(name):
         return os.path.isfile(os.path.join(root, name, "manifest.json"))
 
-    def rows_of(name):  # the sweep's rows, none when it was not run
-        return ([row_of(r) for r in er.rows_of(os.path.join(root, name), margin, cpu, commit)]
-                if present(name) else [])
+    def rows_of(name):  # the sweep's rows of the rules' runs, none when it was not run
+        if not present(name):
+            return []
+        d, fixed = os.path.join(root, name), ec.fixed_settings(rules, name, tiny)
+        off = [(name, e.id, diffs) for e, run in er.finished_runs(d)
+               for diffs in [rules_check.differences(run.config, fixed)] if diffs]
+        refused.extend(off)
+        return [row_of(r) for r in er.rows_of(d, margin, cpu, commit) if r["run"] not in {x[1] for x in off}]
     rows = rows_of("escape_law") + rows_of(ATTN_SWEEP)
     scaled, deep, second = rows_of("escape_law_scaled"), rows_of(DEEP_SWEEP), rows_of(SECOND_PATH_SWEEP)
     probe = None
     for name in filter(present, PROBE_SWEEPS):
+        probe_dir, fixed, bad = os.path.join(root, name), ec.fixed_settings(rules, name, tiny), set()
+        for r in runlog.sweep_runs(probe_dir):
+            diffs = rules_check.differences(r.config, fixed, probe=True)
+            if diffs:  # its point's rank ratio is not read
+                refused.append((name, rules_check.run_id(r), diffs))
+                bad.add((er.wiring_of(r), r.n_layer))
         probe = {**(probe or {}),
                  **{(r["wiring"], int(r["depth"])): tuple(float(r[k]) if r[k] else None
                                                           for k in ("rank_ratio", "grad_ratio_first_last"))
-                    for r in probe_rows(os.path.join(root, name)) if isinstance(r["depth"], int)}}
-    return judge(rows, rules, probe=probe, scaled_rows=scaled, deep_rows=deep, second_rows=second)
+                    for r in probe_rows(probe_dir) if isinstance(r["depth"], int)
+                    and (r["wiring"], r["depth"]) not in bad}}
+    st = judge(rows, rules, probe=probe, scaled_rows=scaled, deep_rows=deep, second_rows=second)
+    st.refused = refused
+    return st
 
 
 def probe_rows(probe_dir, cpu_model="", commit="") -> list:
@@ -231,6 +246,7 @@ class Study:
     tests: list = field(default_factory=list)       # [DeepTest]: the committed predictions against the deep runs
     pooled: list = field(default_factory=list)      # [PooledRank]: the second knob's pooled rank line
     paths: list = field(default_factory=list)       # [PathCheck]: the rules' second_path
+    refused: list = field(default_factory=list)     # [(sweep, run, [rules_check.Difference])]: off the rules
 
 
 @dataclass
@@ -686,6 +702,7 @@ def _read_json(w: ec.Wiring) -> dict:
 
 def study_json(st: Study) -> dict:
     return {"runs": st.runs, "excluded": [{"run": r, "reason": y} for r, y in st.excluded],
+            "refused": rules_check.refused_json(st.refused),
             "reached": {str(d): s for d, s in sorted(st.reached.items())}, "cpu_model": st.cpu_model,
             "superseded": st.superseded, "disagree": st.disagree,
             "deep_tests": [{"wiring": t.wiring, "depth": t.depth, "learning_rate": t.rate, "median": t.median,

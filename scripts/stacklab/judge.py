@@ -19,7 +19,7 @@ from . import convergence
 from . import escape_core
 from . import stability_map
 from . import study_stats as stats
-from . import runlog, signal_study, study_text
+from . import rules_check, runlog, signal_study, study_text
 from .study_findings import (GRID_WIRINGS, Training, escape_table, finding_1, finding_2, finding_3, finding_4,
                              finding_5)
 from .study_text import TextStudy
@@ -129,34 +129,35 @@ def judge(root, sweeps) -> Result:
         raise ValueError(f"{root}: need a probe_grid and a train_grid sweep (found: {', '.join(sweeps) or 'none'})")
     tr = Training(training)
     findings = [finding_1(probe), finding_2(probe, tr), finding_3(tr), finding_4(probe), finding_5(tr)]
-    # The map: stability_map (--claims, full tier), else the quick tier's core of it (map_core).
+    stages = read_timing(root)
+    start = next((s for s in reversed(stages) if s.get("stage") == "start"), {})
+    tier, tiny = start.get("tier") or "quick", bool(start.get("tiny"))
+    # The map: stability_map (--claims, full tier), else the quick tier's core of it (map_core); a run whose
+    # settings differ from its sweep file's is not judged (study_text.rule_map).
     map_name = stability_map.SWEEP
-    map_data = stability_map.load(os.path.join(root, map_name))
-    if map_data.empty:
+    map_data, map_refused = study_text.rule_map(root, map_name, tier, tiny)
+    if map_data.empty and not map_refused:
         map_name = "map_core"
-        map_data = stability_map.load(os.path.join(root, map_name))
-    text = study_text.text_study(root, sweeps, map_data, tr)
+        map_data, map_refused = study_text.rule_map(root, map_name, tier, tiny)
+    text = study_text.text_study(root, sweeps, map_data, tr, tier, tiny, map_refused)
     syn_map = convergence.short_map(map_data, map_name, tr.runs, "train_grid")
     text_map = convergence.short_map(text.map, "text_map", text.point_runs,
                                      "text_train" if text.tr is not None else "text_point")
     conv = convergence.judge(sweeps, {"syn_tr": tr, "text_tr": text.tr, "syn_map": syn_map[0],
                                       "syn_map_name": syn_map[1], "text_map": text_map[0],
-                                      "text_map_name": text_map[1]})
+                                      "text_map_name": text_map[1]}, tiny=tiny)
     # The claims', the map core's, the text, the convergence and the signal sweeps have their own sections, not
     # extras rows.
     own = CLAIMS_SWEEPS + TEXT_SWEEPS + CONVERGE_SWEEPS + SIGNAL_SWEEPS + tuple(COVERED_BY) + (escape_core.SWEEP,)
     extras = [s for s in sweeps.values() if s is not probe and s not in training and s.name not in own
               and not s.name.startswith("escape_law")]  # the opt-in law's sweeps: their results tables
-    stages = read_timing(root)
-    start = next((s for s in reversed(stages) if s.get("stage") == "start"), {})
-    tier = start.get("tier") or "quick"
     claims = list(claims_mod.evaluate_all(root, None, tier))
     branch_dir = os.path.join(root, stability_map.BRANCH_SWEEP)
     branch = stability_map.branch_sizes(runlog.sweep_runs(branch_dir)) if os.path.isdir(branch_dir) else []
     return Result(root, sweeps, probe, tr, findings, escape_table(tr), map_data, map_name, text, conv, claims,
                   "verdicts by scripts/stacklab/claims.py", extras, stages,
-                  tier + (" (--tiny)" if start.get("tiny") else ""), branch, short_horizons(tr, text),
-                  stability_map.map_facts(map_data), escape_core.judge_core(sweeps.get(escape_core.SWEEP)),
+                  tier + (" (--tiny)" if tiny else ""), branch, short_horizons(tr, text),
+                  stability_map.map_facts(map_data), escape_core.judge_core(sweeps.get(escape_core.SWEEP), tiny=tiny),
                   signal_study.judge(root, signal_study.load_rules()))
 
 
@@ -178,7 +179,8 @@ def findings_json(res: Result) -> dict:
             "stability_map": {"source": res.map.source, "cells": stability_map.cells_json(res.map)},
             "pre_post": [vars(text.p_syn), vars(text.p_text)],
             "text": {"criterion": vars(text.crit), "findings": [f.to_json() for f in text.findings],
-                     "stability_map": {"source": text.map.source, "cells": stability_map.cells_json(text.map)}},
+                     "stability_map": {"source": text.map.source, "cells": stability_map.cells_json(text.map)},
+                     "refused": rules_check.refused_json(text.refused)},
             "convergence": convergence.findings_json(res.conv),
             "escape_law_core": escape_core.core_json(res.law_core or escape_core.Core(False)),
             "signal": signal_study.findings_json(res.signal or signal_study.Judged({}, {}, []))}

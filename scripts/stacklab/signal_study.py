@@ -19,7 +19,7 @@ import statistics
 import sys
 from dataclasses import dataclass, field
 
-from . import runlog
+from . import rules_check, runlog
 from .escape_results import finished_runs, run_escape, write_results_csv
 from .tier import SIGNAL_SWEEPS
 
@@ -47,6 +47,18 @@ def point_of(config: dict) -> str:
     return m.get("attention_kind", "softmax")
 
 
+def fixed_settings(rules: dict, tiny: bool = False) -> tuple:
+    """(training runs', probes' settings) the rules fix (rules_check: {key: [allowed values]}): the sweep
+    files they judge, and their own seeds, horizon H (train.max_iters) and escape margin
+    (train.stop_below_unigram). A --tiny study ran the files scaled down: its runs are held to those."""
+    train = rules_check.settings(TRAIN_SWEEPS, tiny=tiny)
+    if not tiny:
+        train = rules_check.narrow(train, {"train.seed": (rules.get("seeds") or {}).get("runs") or [],
+                                           "train.max_iters": [(rules.get("horizon") or {}).get("H")],
+                                           "train.stop_below_unigram": [(rules.get("escaped") or {}).get("margin")]})
+    return train, rules_check.settings(PROBE_SWEEP, tiny=tiny)
+
+
 @dataclass
 class Point:
     name: str
@@ -54,6 +66,8 @@ class Point:
     seeds: list = field(default_factory=list)   # [(seed, escape step or None, last eval step)]
     rank_ratio: list = field(default_factory=list)  # the last stream's rank ratio at init per probe seed
     need: int = 2
+    refused: int = 0           # its finished runs not judged: their settings differ from the rules'
+    probe_refused: bool = False  # its probe not read: its settings differ from the rules'
 
     @property
     def escaped(self) -> int:
@@ -77,15 +91,20 @@ class Point:
         if cens:
             parts.append(f"{len(cens)} never within {min(cens)}" if len(set(cens)) == 1
                          else f"{len(cens)} never within {min(cens)}-{max(cens)}")
+        if self.refused:
+            parts.append(f"{self.refused} not judged (settings differ from the rules')")
         return "; ".join(parts) or "no run"
 
     def rank_text(self) -> str:
         if not self.rank_ratio:
-            return "not probed"
+            return "not judged (its probe's settings differ from the rules')" if self.probe_refused else "not probed"
         return f"{statistics.median(self.rank_ratio):.3g}"
 
     def trains_text(self) -> str:
-        return ("yes" if self.trains else "no") if self.complete else f"({len(self.seeds)} of 3 seeds finished)"
+        if self.complete:
+            return "yes" if self.trains else "no"
+        refused = f", {self.refused} not judged" if self.refused else ""
+        return f"({len(self.seeds)} of 3 seeds finished{refused})"
 
 
 @dataclass
@@ -95,6 +114,7 @@ class Judged:
     missing: list      # (name, depth) of the rules' points with fewer than 3 finished seeds
     sweeps: list = field(default_factory=list)  # the signal sweeps the folder holds (SIGNAL_SWEEPS' order)
     rules: dict = field(default_factory=dict)   # signal_rules.json, as judged
+    refused: list = field(default_factory=list)  # [(sweep, run id, [rules_check.Difference])]: not judged
 
     @property
     def present(self) -> bool:
@@ -106,16 +126,28 @@ def _seed(run) -> int:
     return int(((run.config.get("train") or {}).get("seed")) or 0)
 
 
-def load_points(root: str, need: int = 2) -> dict:
-    pts = {}
+def load_points(root: str, need: int = 2, rules: dict | None = None, tiny: bool = False) -> tuple:
+    """({(point, depth): Point}, refused) from the study folder's signal sweeps: each finished run's escape
+    (the rules' margin), each probe's rank ratios; a run or probe whose config differs from what the rules
+    fix (fixed_settings) is not judged: counted on its point and listed in refused, [(sweep, run id,
+    [rules_check.Difference])]."""
+    rules = rules if rules is not None else load_rules()
+    train_fixed, probe_fixed = fixed_settings(rules, tiny)
+    margin = (rules.get("escaped") or {}).get("margin", 0.1)
+    pts, refused = {}, []
     for sweep in TRAIN_SWEEPS:
         d = os.path.join(root, sweep)
         if not os.path.isdir(d):
             continue
-        for _, run in finished_runs(d):
+        for e, run in finished_runs(d):
             key = (point_of(run.config), int(run.n_layer))
             p = pts.setdefault(key, Point(key[0], key[1], need=need))
-            _, step, last = run_escape(run, margin=0.1)
+            diffs = rules_check.differences(run.config, train_fixed)
+            if diffs:
+                p.refused += 1
+                refused.append((sweep, e.id, diffs))
+                continue
+            _, step, last = run_escape(run, margin=margin)
             p.seeds.append((_seed(run), step, last))
     d = os.path.join(root, PROBE_SWEEP)
     if os.path.isdir(d):
@@ -128,9 +160,14 @@ def load_points(root: str, need: int = 2) -> dict:
             cfg = probe.get("config") or {}
             key = (point_of(cfg), int((cfg.get("model") or {}).get("n_layer", 0)))
             p = pts.setdefault(key, Point(key[0], key[1], need=need))
+            diffs = rules_check.differences(cfg, probe_fixed, probe=True)
+            if diffs:
+                p.probe_refused = True
+                refused.append((PROBE_SWEEP, e.id, diffs))
+                continue
             p.rank_ratio = [s["layers"]["rank_ratio"][-1] for s in probe.get("seeds", [])
                             if (s.get("layers") or {}).get("rank_ratio")]
-    return pts
+    return pts, refused
 
 
 def _trains(pts, name, depth):
@@ -148,6 +185,12 @@ def rule_sentence(text: str) -> str:
     return s
 
 
+def _unjudged(pts, names, depth) -> str:
+    """Why a verdict at a depth is not made: "not run", or that runs there break the rules."""
+    n = sum(pts[(k, depth)].refused for k in names if (k, depth) in pts)
+    return f"not judged ({n} runs' settings differ from the rules')" if n else "not run"
+
+
 def verdicts(pts: dict, rules: dict) -> dict:
     """The rules' criteria (signal_rules.json criteria) applied to the points."""
     crit = rules["criteria"]["verdict"]
@@ -156,7 +199,7 @@ def verdicts(pts: dict, rules: dict) -> dict:
     for L in (8, 32):
         soft, shaped = _trains(pts, "softmax", L), _trains(pts, "shaped", L)
         if soft is None or shaped is None:
-            out["depth"][L] = "not run"
+            out["depth"][L] = _unjudged(pts, ("softmax", "shaped"), L)
             continue
         if soft:
             out["depth"][L] = "not told apart (softmax attention itself trains here)"
@@ -175,11 +218,12 @@ def verdicts(pts: dict, rules: dict) -> dict:
             out["overall"] = (f"partial: shaped attention trains without a residual at L = {yes[0]} but not at "
                               f"L = {no[0]} within H")
     else:
-        out["overall"] = "not judged: " + ", ".join(f"L = {L} not run" for L in (8, 32) if L not in shaped_at)
+        out["overall"] = "not judged: " + ", ".join(f"L = {L} {out['depth'][L]}" for L in (8, 32)
+                                                    if L not in shaped_at)
     for L in (8, 32):
         shaped, ctrl = _trains(pts, "shaped", L), _trains(pts, "shaped_no_identity", L)
         if shaped is None or ctrl is None:
-            out["control"][L] = "not run"
+            out["control"][L] = _unjudged(pts, ("shaped", "shaped_no_identity"), L)
         elif shaped and ctrl:
             out["control"][L] = "the control trains too: the zero-query init, not the identity term, keeps it trainable"
         elif shaped:
@@ -189,7 +233,7 @@ def verdicts(pts: dict, rules: dict) -> dict:
     for L in (2, 8, 32):
         a, m = _trains(pts, "attn-only", L), _trains(pts, "mlp-only", L)
         if a is None or m is None:
-            out["sublayer"][L] = "not run"
+            out["sublayer"][L] = _unjudged(pts, ("attn-only", "mlp-only"), L)
         elif a == m:
             out["sublayer"][L] = "not told apart (" + ("both train" if a else "neither trains") + ")"
         else:
@@ -226,11 +270,18 @@ PLAN = [(k, L) for L in (8, 32) for k in KINDS] + [(s, L) for L in (2, 8, 32) fo
 
 
 def judge(root: str, rules: dict) -> Judged:
+    """The study in root judged by the rules; a run whose settings differ from theirs (a --tiny study:
+    from theirs scaled down) is not judged, and listed in Judged.refused with the keys that differ."""
     need = 2
-    pts = load_points(root, need)
+    pts, refused = load_points(root, need, rules, rules_check.is_tiny(root))
     missing = [key for key in PLAN if key not in pts or not pts[key].complete]
     sweeps = [n for n in SIGNAL_SWEEPS if runlog.is_sweep_dir(os.path.join(root, n))]
-    return Judged(pts, verdicts(pts, rules), missing, sweeps, rules)
+    return Judged(pts, verdicts(pts, rules), missing, sweeps, rules, refused)
+
+
+def refused_lines(res: Judged) -> list:
+    """The runs not judged, one line per way they differ from the rules (rules_check.refused_lines)."""
+    return rules_check.refused_lines(res.refused)
 
 
 # ---- the Judged as text: markdown() here, the report's section (report/signal.py) from the same parts ----
@@ -246,8 +297,8 @@ def table(res: Judged) -> tuple:
         if p is None:
             rows.append([key[0], str(key[1]), "not run", "", "", ""])
             continue
-        rows.append([p.name, str(p.depth), f"{p.escaped} of {len(p.seeds)}", p.steps_text(), p.trains_text(),
-                     p.rank_text()])
+        escaped = f"{p.escaped} of {len(p.seeds)}" if p.seeds or not p.refused else "none judged"
+        rows.append([p.name, str(p.depth), escaped, p.steps_text(), p.trains_text(), p.rank_text()])
     return TABLE_HEADER, rows
 
 
@@ -266,8 +317,12 @@ def markdown(res: Judged) -> str:
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     lines += ["", f"Verdict: {res.verdicts['overall']}."]
     lines += ["- " + item for item in verdict_items(res)]
-    if res.missing:
-        lines.append("- not run or unfinished: " + ", ".join(f"{n} at L = {L}" for n, L in res.missing) + ".")
+    unrun = [(n, L) for n, L in res.missing if not (res.points.get((n, L)) and res.points[(n, L)].refused)]
+    if unrun:
+        lines.append("- not run or unfinished: " + ", ".join(f"{n} at L = {L}" for n, L in unrun) + ".")
+    if res.refused:
+        lines.append(f"- not judged, their settings differ from the rules' ({RULES_FILE} and its sweep files):")
+        lines += ["  - " + line for line in refused_lines(res)]
     return "\n".join(lines) + "\n"
 
 
@@ -286,9 +341,11 @@ def findings_json(res: Judged) -> dict:
         "points": [{"point": p.name, "depth": p.depth, "planned": (p.name, p.depth) in PLAN,
                     "seeds": [{"seed": sd, "escape_step": st, "last_eval_step": last} for sd, st, last in p.seeds],
                     "escaped": p.escaped, "finished": len(p.seeds), "need": p.need,
-                    "trains": p.trains if p.complete else None, "rank_ratio_at_init": p.rank_ratio}
+                    "trains": p.trains if p.complete else None, "rank_ratio_at_init": p.rank_ratio,
+                    "refused": p.refused}
                    for p in (res.points[k] for k in order)],
         "not_judged": [{"point": n, "depth": L} for n, L in res.missing],
+        "refused": rules_check.refused_json(res.refused),
     }
 
 
@@ -303,6 +360,11 @@ def main(argv=None) -> int:
         return 2
     res = judge(a.root, load_rules(a.rules))
     sys.stdout.write(markdown(res))
+    if res.refused:  # no results table holds a run the rules do not cover
+        print(f"signal_study: {len(res.refused)} runs or probes in {a.root} were not judged: their settings differ "
+              f"from the rules' ({RULES_FILE}; see above)" + ("; no results table written" if a.results else ""),
+              file=sys.stderr)
+        return 2
     if a.results:
         for sweep in TRAIN_SWEEPS:
             d = os.path.join(a.root, sweep)

@@ -8,9 +8,9 @@ findings' rules (study_findings.py), the report's section "On real text" (report
 """
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from . import stability_map
+from . import rules_check, runlog, stability_map
 from . import study_stats as stats
 from .study_findings import (F3_STUCK_MARGIN, F3_TRAIN_MARGIN, Training, finding_1, finding_2, finding_3, finding_4,
                              finding_5, fmt)
@@ -23,6 +23,10 @@ TEXT_COMMAND = "bash scripts/reproduce.sh --text"
 # The text point's wirings, in the order the quick tier's text_point.json names them.
 POINT_WIRINGS = ("pre-layernorm-res", "post-layernorm-res", "pre-layernorm-nores")
 POINT_DEPTH = 32  # text_point.json's depth (a --tiny tier caps it: point_depth reads the runs)
+# The sweeps the rules judge (their description), and stability_map, whose cells rule P reads where it ran: a
+# run whose settings differ from its sweep file's (the tier's, rules_check) is not judged.
+TEXT_SWEEPS = ("text_probe", "text_train", "text_point", "text_map")
+MAP_SWEEPS = ("stability_map", "map_core")
 
 
 def load_rules(path=None):
@@ -50,6 +54,7 @@ class TextStudy:
     p_syn: object       # Verdict: rule P on the synthetic map
     p_text: object      # Verdict: rule P on the text map
     point: object = None  # text_point: (depth, rows, {source: finding 3 holds}) or None
+    refused: list = field(default_factory=list)  # [(sweep, run id, [rules_check.Difference])]: not judged
 
 
 # ---- criterion S: the text horizon learns real structure ----------------------------------
@@ -159,18 +164,38 @@ def pre_post(data: stability_map.MapData, rules=None, source="synthetic") -> Ver
 
 # ---- the results, from the sweeps --------------------------------------------------------------
 
-def text_study(root, sweeps, syn_map, syn_tr) -> TextStudy:
+def rule_map(root, name, tier_name="quick", tiny=False) -> tuple:
+    """(MapData, refused) of the map sweep OUT/<name> (stability_map, map_core, text_map) as the rules judge
+    it: the runs its manifest lists whose settings are its sweep file's (tier_name's; scaled down for a
+    --tiny study), the others named in refused. An empty map when the folder does not exist."""
+    d = os.path.join(root, name)
+    if not os.path.isdir(d):
+        return stability_map.build([]), []
+    kept, refused = rules_check.split(runlog.sweep_runs(d), rules_check.settings(name, tier_name, tiny), name)
+    return stability_map.build(kept), refused
+
+
+def text_study(root, sweeps, syn_map, syn_tr, tier_name="quick", tiny=False, map_refused=()) -> TextStudy:
     """The text sweeps' results, judged by study_rules.json: the findings on text (when text_probe and
     text_train ran: study_findings' rules unchanged), criterion S, the runs of the text point
     (text_train's or text_point's) beside the synthetic training points (syn_tr), the text map, and
-    rule P on it and on the synthetic map (syn_map)."""
-    probe, train, point = (sweeps.get(n) for n in ("text_probe", "text_train", "text_point"))
+    rule P on it and on the synthetic map (syn_map, built by rule_map; map_refused: its refused runs).
+    A run whose settings differ from its sweep file's (the tier's: tier_name, tiny) is not judged:
+    TextStudy.refused names it with the keys that differ."""
+    refused = list(map_refused)
+    judged = {}
+    for n in ("text_probe", "text_train", "text_point"):
+        judged[n], r = rules_check.judged_sweep(sweeps.get(n), rules_check.settings(n, tier_name, tiny)
+                                                if sweeps.get(n) is not None else [])
+        refused += r
+    probe, train, point = (judged[n] for n in ("text_probe", "text_train", "text_point"))
     tr = Training([train]) if train is not None and train.runs else None
     findings = []
     if probe is not None and probe.runs and tr is not None:
         findings = [finding_1(probe), finding_2(probe, tr), finding_3(tr), finding_4(probe), finding_5(tr)]
     point_runs = (train.runs if tr is not None else point.runs if point is not None else [])
     point_runs = [r for r in point_runs if r.n_layer == point_depth(point_runs)]
-    tmap = stability_map.load(os.path.join(root, "text_map"))
+    tmap, r = rule_map(root, "text_map", tier_name, tiny)
+    refused += r
     return TextStudy(findings, tr, structure(tr), point_runs, tmap, pre_post(syn_map), pre_post(tmap, source="text"),
-                     text_point(syn_tr, point_runs))
+                     text_point(syn_tr, point_runs), refused)

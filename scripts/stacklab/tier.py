@@ -392,6 +392,31 @@ def absolute_data_path(sweep, folder):
     return out
 
 
+def prepared(path, is_tiny=False) -> dict:
+    """The sweep file at `path` as prepare writes it (but its out_dir): base and a relative data.path made
+    absolute, and scaled down by tiny() when is_tiny (an extension keeping its ratio to its source's
+    horizon). Also what the study judges compare a run's config with (rules_check.py)."""
+    s = read_json(path)
+    for key in ("name", "base"):
+        if not isinstance(s.get(key), str):
+            raise TierError(f"{path}: no '{key}' string")
+    folder = os.path.dirname(os.path.abspath(path))
+    s = dict(absolute_data_path(s, folder), base=os.path.abspath(os.path.join(folder, s["base"])))
+    if is_tiny:
+        src = EXTENDS.get(s["name"])
+        factor = 1
+        if src is not None:  # an extension keeps its ratio to its source's horizon, so --tiny extends too
+            src_path = os.path.join(folder, src + ".json")
+            factor = (base_value(path, read_json(path), "train.max_iters")
+                      // base_value(src_path, read_json(src_path), "train.max_iters"))
+        s = tiny(s)
+        if factor > 1:
+            for key in ("train.max_iters", "optim.lr_decay_iters"):
+                if key == "train.max_iters" or key in s["overrides"]:
+                    s["overrides"][key] = factor * TINY["train.max_iters"]
+    return s
+
+
 def cmd_prepare(args):
     out = os.path.abspath(args.out)
     try:
@@ -399,25 +424,8 @@ def cmd_prepare(args):
     except OSError as e:  # OUT (or OUT/sweeps) an existing file, no permission: named, no traceback
         raise TierError(f"{args.out}: cannot make {os.path.join(out, 'sweeps')} ({e.strerror or e})") from e
     for path in args.files:
-        s = read_json(path)
-        for key in ("name", "base"):
-            if not isinstance(s.get(key), str):
-                raise TierError(f"{path}: no '{key}' string")
-        folder = os.path.dirname(os.path.abspath(path))
-        s = dict(absolute_data_path(s, folder), base=os.path.abspath(os.path.join(folder, s["base"])),
-                 out_dir=os.path.join(out, s["name"]))
-        if args.tiny:
-            src = EXTENDS.get(s["name"])
-            factor = 1
-            if src is not None:  # an extension keeps its ratio to its source's horizon, so --tiny extends too
-                src_path = os.path.join(folder, src + ".json")
-                factor = (base_value(path, read_json(path), "train.max_iters")
-                          // base_value(src_path, read_json(src_path), "train.max_iters"))
-            s = tiny(s)
-            if factor > 1:
-                for key in ("train.max_iters", "optim.lr_decay_iters"):
-                    if key == "train.max_iters" or key in s["overrides"]:
-                        s["overrides"][key] = factor * TINY["train.max_iters"]
+        s = dict(prepared(path, args.tiny))
+        s["out_dir"] = os.path.join(out, s["name"])
         dst = os.path.join(out, "sweeps", s["name"] + ".json")
         with open(dst, "w", encoding="utf-8") as fh:
             json.dump(s, fh, indent=2)

@@ -272,6 +272,28 @@ class C4PostNormNeedsWarmup(unittest.TestCase):
         self.assertEqual(v.verdict, "not run")
         self.assertIn("ran 100 steps, the claim's horizon at the quick tier is 150", v.details)
 
+    def test_a_run_of_a_point_off_the_claims_settings_is_named_with_its_keys(self):
+        # issue 60, defect 1: a run of the point at its seed, but 16 wide at another batch: not judged, said why
+        runs = trainings("C4", c4_final(2))
+        off = next(r for r in runs if (r.config["train"]["seed"], r.config["optim"]["learning_rate"],
+                                       r.config["model"]["init"], r.config["model"]["norm_position"],
+                                       r.config["model"]["residual_scale"]) == (2, 0.01, "xavier", "pre", "none"))
+        off.config["model"]["n_embd"] = 16
+        off.config["train"]["batch_size"] = 4
+        v = judge("C4", runs)
+        self.assertEqual(v.verdict, "not run")
+        self.assertIn("pre n_layer=32 init=xavier learning_rate=0.01: seed 2 (not judged, its run's settings differ "
+                      "from the claim's: model.n_embd 16 (the rules: 64); train.batch_size 4 (the rules: 8))",
+                      v.details)
+
+    def test_a_probe_of_a_point_off_the_claims_settings_is_named_with_its_keys(self):
+        ps = probes("C5", "rank_ratio", c5_rank())
+        ps[0].config["model"]["n_head"] = 2
+        v = judge("C5", ps)
+        self.assertEqual(v.verdict, "not run")
+        self.assertIn("(not judged, its probe's settings differ from the claim's: model.n_head 2 (the rules: 4))",
+                      v.details)
+
 
 def c5_rank(attn_at_8=(0.01, 0.01, 0.01), residual=0.5):
     """rank_ratio at every boundary: nores-attn attn_at_8[seed] at L = 8 (0.001 elsewhere), nores-mlp 0.2,

@@ -140,6 +140,33 @@ class Judged(unittest.TestCase):
             self.assertEqual(written, [os.path.join(root, rel)])
 
 
+class OffTheRules(unittest.TestCase):
+    """Issue 60, defect 1: a core run whose settings differ from what escape_law_rules.json and
+    escape_law_core.json fix is not judged, named with the keys that differ in the text and the JSON."""
+
+    def test_a_run_off_the_rules_is_not_read_and_is_named_with_its_keys(self):
+        runs = [r for _, r in core_runs()]
+        runs[0].config["model"]["n_embd"] = 16        # L = 1, f(layernorm(x)), seed 30
+        runs[1].config["train"]["max_iters"] = 20     # seed 31
+        runs[2].config["optim"]["learning_rate"] = 0.01
+        core = ec.judge_core(fabricate.FakeSweep(ec.SWEEP, runs))
+        self.assertEqual(core.runs, 15)
+        self.assertNotIn(1, core.wirings[0].seeds)
+        j = ec.core_json(core)
+        self.assertEqual([(x["run"], [d["key"] for d in x["differs"]]) for x in j["refused"]],
+                         [("L1-pre-layernorm-nores-lr0.0003-s30", ["model.n_embd"]),
+                          ("L1-pre-layernorm-nores-lr0.0003-s31", ["train.max_iters"]),
+                          ("L1-pre-layernorm-nores-lr0.0003-s32", ["optim.learning_rate"])])
+        text = law.paragraph(core, [])
+        self.assertIn("3 run(s) not judged, their settings differ from the rules' (model.n_embd 16 (the rules: 64): "
+                      "1 run (escape_law_core/L1-pre-layernorm-nores-lr0.0003-s30); train.max_iters 20 (the rules: "
+                      "3000)", text)
+
+    def test_a_tiny_study_is_held_to_the_core_scaled_down(self):
+        runs = [r for _, r in core_runs()]
+        self.assertEqual(len(ec.judge_core(fabricate.FakeSweep(ec.SWEEP, runs), tiny=True).refused), 18)
+
+
 class InTheReport(unittest.TestCase):
     def test_the_report_shows_the_core_under_the_headline_and_writes_its_results_table(self):
         with tempfile.TemporaryDirectory() as root:

@@ -3,7 +3,8 @@ a copy `tier.py extend` made and the sweep has not continued yet (its summary co
 source's horizon, its config at that horizon or, after a kill early in `train --resume
 --train.max_iters=N`, at the new one) and a run folder without config.json are pending: listed, and
 in no number (no seed twice in a point, no point at the source's horizon from the extension sweep).
-The sweeps are fabricated (fabricate.write_sweep_dir) at H = 1000 and 4H = 4000.
+The sweeps are fabricated (fabricate.write_sweep_dir) at the rules' H and 4H (convergence_rules.json: the
+judge does not judge a run off its rules).
 """
 import contextlib
 import copy
@@ -21,7 +22,8 @@ from stacklab import convergence as cv
 from stacklab.report import convergence as rc
 from stacklab.report import doc as report_doc
 
-H, LONG = 1000, 4000
+H = cv.load_rules()["horizon"]["measured"]["H"]
+LONG = cv.load_rules()["extend_factor"] * H
 SEEDS = (20, 21, 22)
 WIRING = "pre-layernorm-nores"
 NO_SHORT = {"syn_tr": None, "text_tr": None, "syn_map": None, "syn_map_name": "", "text_map": None,

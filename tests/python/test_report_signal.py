@@ -1,8 +1,9 @@
 """The report's section "The residual, or the signal?" (report/signal.py; issue 45 part 2) on a study
 folder that holds fabricated signal sweeps (test_signal_study's runs, on disk, with a probe of two
 points) beside the base sweeps of test_report_convergence: its table, the verdict the rules give, its
-row in the summary, findings.json's "signal"; the unfinished points listed as not judged; and, on a
-folder without the sweeps, one line saying what runs them."""
+row in the summary, findings.json's "signal"; the unfinished points listed as not judged, and the runs
+whose settings differ from the rules' named with their keys; and, on a folder without the sweeps, one
+line saying what runs them."""
 import contextlib
 import io
 import json
@@ -136,6 +137,21 @@ class Unfinished(unittest.TestCase):
         self.assertIn("runs on a fabricated CPU", md)
         row, = rs.summary_rows(res)
         self.assertTrue(row[2].endswith("; 1 of 12 points not judged yet"))
+
+
+class OffTheRules(unittest.TestCase):
+    def test_runs_whose_settings_differ_from_the_rules_are_named_not_judged_with_their_keys(self):
+        with tempfile.TemporaryDirectory() as root:
+            _write(root, {("shaped", 8): 3, ("shaped", 32): 3}, {"model": {"n_embd": 16}})
+            res = ss.judge(root, RULES)
+        doc = Doc()
+        rs.section(doc, res, "a fabricated CPU")
+        md = doc.markdown()
+        self.assertIn("Not judged, their settings differ from the rules' (`configs/experiments/signal_rules.json` "
+                      "and the sweep files it judges):\n\n- model.n_embd 16 (the rules: 64): 36 runs", md)
+        self.assertIn("Verdict: **not judged: L = 8 not judged (6 runs' settings differ from the rules')", md)
+        row, = rs.summary_rows(res)
+        self.assertTrue(row[2].endswith("; 36 runs not judged (settings differ from the rules')"))
 
 
 class WithoutSignalSweeps(unittest.TestCase):

@@ -1,5 +1,7 @@
 """signal_study (issue 45 part 2) judges fabricated sweeps by configs/experiments/signal_rules.json:
 a point trains when 2 of its 3 seeds escape; each outcome gives the verdict the rules fix."""
+import contextlib
+import io
 import json
 import os
 import tempfile
@@ -28,14 +30,22 @@ def _run(point, depth, seed, escapes):
     return r
 
 
-def _write(root, outcome):
-    """outcome: {(point, depth): number of the 3 seeds that escape}; every other planned point stalls."""
+# The issue's repro (issue 60, defect 1): copies of the rules' sweep files with these settings, swept.
+OFF_RULES = {"train": {"max_iters": 20}, "model": {"n_embd": 16}, "optim": {"learning_rate": 0.01}}
+
+
+def _write(root, outcome, change=None):
+    """outcome: {(point, depth): number of the 3 seeds that escape}; every other planned point stalls.
+    change: {section: {key: value}} set in every run's config (a study run off the rules)."""
     sweeps = {"signal_shaped": [], "signal_sublayer": []}
     for point, depth in ss.PLAN:
         k = outcome.get((point, depth), 0)
         sweep = "signal_shaped" if point in ss.KINDS else "signal_sublayer"
         for i, seed in enumerate((40, 41, 42)):
-            sweeps[sweep].append((f"L{depth}-{point}-s{seed}", _run(point, depth, seed, i < k)))
+            r = _run(point, depth, seed, i < k)
+            for sec, kv in (change or {}).items():
+                r.config.setdefault(sec, {}).update(kv)
+            sweeps[sweep].append((f"L{depth}-{point}-s{seed}", r))
     for name, runs in sweeps.items():
         fabricate.write_sweep_dir(root, name, runs)
 
@@ -93,6 +103,78 @@ class Verdicts(unittest.TestCase):
         self.assertIn(("shaped", 32), res.missing)
         self.assertTrue(res.verdicts["overall"].startswith("not judged"))
         self.assertIn("(1 of 3 seeds finished)", ss.markdown(res))
+
+
+class OffTheRules(unittest.TestCase):
+    """Issue 60, defect 1: a run whose settings differ from what the rules fix (their sweep files, their
+    seeds, H and margin) is not judged: named with the keys that differ, in the text and the JSON, and
+    no verdict is read from it."""
+
+    def judge(self, change, outcome=None):
+        with tempfile.TemporaryDirectory() as root:
+            _write(root, outcome or {("shaped", 8): 1, ("shaped", 32): 1}, change)
+            return ss.judge(root, RULES)
+
+    def test_runs_at_the_issues_settings_are_not_judged_and_no_verdict_is_written(self):
+        res = self.judge(OFF_RULES)
+        self.assertEqual(len(res.refused), 3 * len(ss.PLAN))
+        self.assertEqual(sorted(d.key for d in res.refused[0][2]),
+                         ["model.n_embd", "optim.learning_rate", "train.max_iters"])
+        self.assertEqual(res.verdicts["overall"],
+                         "not judged: L = 8 not judged (6 runs' settings differ from the rules'), L = 32 not judged (6 "
+                         "runs' settings differ from the rules')")
+        self.assertNotIn("nothing but a residual", ss.markdown(res))
+        self.assertEqual(res.points[("shaped", 8)].seeds, [])
+        self.assertEqual(len(res.missing), len(ss.PLAN))
+
+    def test_the_text_names_the_keys_with_the_runs_and_the_rules_values(self):
+        md = ss.markdown(self.judge(OFF_RULES))
+        self.assertIn("- not judged, their settings differ from the rules' (configs/experiments/signal_rules.json "
+                      "and its sweep files):\n  - model.n_embd 16 (the rules: 64); optim.learning_rate 0.01 "
+                      "(the rules: 0.0003); train.max_iters 20 (the rules: 5500): 36 runs "
+                      "(signal_shaped/L32-shaped-s40, "
+                      "signal_shaped/L32-shaped-s41, ", md)
+        self.assertIn("and 30 more)", md)
+        self.assertIn("| shaped | 8 | none judged | 3 not judged (settings differ from the rules') | (0 of 3 seeds "
+                      "finished, 3 not judged) |", md)
+
+    def test_the_json_names_each_run_and_its_keys(self):
+        fj = json.loads(json.dumps(ss.findings_json(self.judge({"model": {"n_embd": 16}}))))
+        self.assertTrue(fj["present"])
+        self.assertTrue(fj["verdict"].startswith("not judged"))
+        self.assertEqual(len(fj["refused"]), 36)
+        self.assertEqual(fj["refused"][0], {"sweep": "signal_shaped", "run": "L32-shaped-s40",
+                                            "differs": [{"key": "model.n_embd", "value": 16, "rules": [64]}]})
+
+    def test_a_rate_outside_the_rules_grid_on_some_runs_leaves_the_others_judged(self):
+        with tempfile.TemporaryDirectory() as root:
+            _write(root, {("shaped", 8): 3, ("shaped", 32): 3})
+            extra = _run("shaped", 8, 43, True)  # a fourth seed, at another rate and seed: off the rules
+            extra.config["optim"]["learning_rate"] = 1e-3
+            fabricate.write_sweep_dir(root, "signal_shaped", [(f"L{d}-{p}-s{sd}", _run(p, d, sd, p == "shaped"))
+                                                              for p, d in ss.PLAN if p in ss.KINDS
+                                                              for sd in (40, 41, 42)] + [("L8-shaped-s43", extra)])
+            res = ss.judge(root, RULES)
+        self.assertEqual([(s, r, [d.key for d in ds]) for s, r, ds in res.refused],
+                         [("signal_shaped", "L8-shaped-s43", ["optim.learning_rate", "train.seed"])])
+        self.assertEqual(res.verdicts["overall"],
+                         "a residual is sufficient but not necessary: a stack that keeps its signal trains without one")
+
+    def test_a_run_of_the_rules_is_judged(self):
+        res = self.judge({"train": {"max_iters": 5500, "stop_below_unigram": 0.1}, "model": {"n_embd": 64}})
+        self.assertEqual(res.refused, [])
+        self.assertEqual(res.verdicts["overall"], "in this lab, nothing but a residual trains at L >= 8 (within H, "
+                                                  "at 3e-4)")
+
+    def test_the_command_exits_2_naming_them(self):
+        with tempfile.TemporaryDirectory() as root:
+            _write(root, {}, OFF_RULES)
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                rc = ss.main([root])
+        self.assertEqual(rc, 2)
+        self.assertIn("train.max_iters 20 (the rules: 5500)", out.getvalue())
+        self.assertIn("36 runs or probes", err.getvalue())
 
 
 class FindingsJson(unittest.TestCase):

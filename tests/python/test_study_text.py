@@ -2,6 +2,7 @@
 fabricated runs: criterion S seen, not seen at its boundary and not run; rule P seen, not seen and not run;
 the report's "On real text" with the synthetic and text verdicts side by side; the summary's row for P; the
 one line that stands for the claims a tier did not run."""
+import tempfile
 import unittest
 
 import fabricate
@@ -194,6 +195,46 @@ class OnRealText(unittest.TestCase):
         md = section_md([], text_map=tmap)
         self.assertIn("| `post` | xavier | 32 | 0.01 | 0/3/0 **diverged** | 0/0/3 **plateau**, mean 3.420 |", md)
         self.assertIn("rule P: synthetic **seen**, text **seen**", md)
+
+
+class OffTheRules(unittest.TestCase):
+    """Issue 60, defect 1: a run of the sweeps study_rules.json judges whose settings differ from its sweep
+    file's (the tier's) is not judged: rule P and the text findings read the others, the text names it."""
+
+    def test_a_map_run_off_its_sweep_file_is_left_out_of_rule_p_and_named(self):
+        runs = [(f"{v}-{i}-{lr:g}-s{s}", fabricate.map_run(v, i, 32, lr, s, o))
+                for (v, i, lr), o in {**ALL_TRAINED, ("post", "scaled", 1e-2): "diverged"}.items() for s in range(3)]
+        runs[0][1].config["model"]["n_embd"] = 16
+        runs[1][1].config["optim"]["learning_rate"] = 3e-3  # outside map_core's grid
+        with tempfile.TemporaryDirectory() as root:
+            fabricate.write_sweep_dir(root, "map_core", runs)
+            data, refused = study_text.rule_map(root, "map_core")
+        self.assertEqual([(sweep, rid, [d.key for d in ds]) for sweep, rid, ds in refused],
+                         [("map_core", "pre-scaled-0.001-s0", ["model.n_embd"]),
+                          ("map_core", "pre-scaled-0.001-s1", ["optim.learning_rate"])])
+        self.assertEqual(data.cell("pre", "scaled", 32, 1e-3).n, 1)
+        doc = report_doc.Doc()
+        sections.pre_post_section(doc, [study_text.pre_post(data)], study_text.load_rules()["pre_post"], refused)
+        self.assertIn("Not judged, their settings differ from the rules' (`configs/experiments/study_rules.json` and "
+                      "the sweep files it judges):\n\n- model.n_embd 16 (the rules: 64): 1 run "
+                      "(map_core/pre-scaled-0.001-s0)\n- optim.learning_rate 0.003 (the rules: one of 0.001, 0.01): "
+                      "1 run (map_core/pre-scaled-0.001-s1)", doc.markdown())
+
+    def test_a_text_training_off_the_rules_is_not_judged_and_its_vocabulary_is_the_texts(self):
+        good = [text_run("pre-layernorm-res", 8, 1e-3, s, 2.4) for s in range(3)]  # vocab 65: the text's
+        for r in good:
+            r.config["data"] = {"source": "text", "path": "/x/data/shakespeare_char/input.txt"}
+            r.config["train"]["max_iters"] = 300
+        bad = text_run("pre-layernorm-res", 8, 1e-3, 1, 2.4)
+        bad.config["data"] = {"source": "text", "path": "/x/data/shakespeare_char/input.txt"}
+        bad.config["train"]["max_iters"] = 20
+        bad.path += "-short"
+        with tempfile.TemporaryDirectory() as root:
+            ts = study_text.text_study(root, {"text_train": fabricate.FakeSweep("text_train", good + [bad])},
+                                       stability_map.build([]), None)
+        self.assertEqual([(s, [d.key for d in ds]) for s, _, ds in ts.refused], [("text_train", ["train.max_iters"])])
+        self.assertEqual(len(ts.tr.runs), 3)
+        self.assertEqual(ts.crit.verdict, "seen")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ Not here: the rules (convergence.py), the figures (plot_convergence.py), the fro
 from collections import Counter
 
 from .. import convergence as cv
+from .. import rules_check
 from .. import study_stats as stats
 from ..study_findings import GRID_WIRINGS, fmt
 
@@ -140,6 +141,10 @@ def section(doc, study: cv.Study, figures: dict):
         doc.p(f"The convergence study (issue 36: 10-30x the steps) was not run: `{COMMAND}` runs it.")
         return
     doc.p(rules_text(study.rules) + f" Sweeps: {', '.join(study.sweeps)}.")
+    if study.refused:
+        doc.p(f"Not judged, their settings differ from the rules' (`{RULES_FILE}` and the sweep files it judges); "
+              "their points count them as missing seeds:")
+        doc.ul(rules_check.refused_lines(study.refused))
     for src in study.sources:
         doc.h(3, SOURCE_NAMES[src], anchor=f"{ANCHOR}-{src}")
         doc.p("Per wiring and depth, each horizon's verdict, its seeds' outcomes (\"k of n seeds\" where seeds its "
@@ -190,9 +195,11 @@ def summary_line(study: cv.Study) -> str:
     if not study.present:
         return f"[Convergence](#{ANCHOR}): not run (`{COMMAND}` runs it)."
     rev = study.reversals
+    refused = (f"; {len(study.refused)} runs not judged (their settings differ from the rules')"
+               if study.refused else "")
     return (f"[Convergence](#{ANCHOR}): {len(rev)} of {len(study.rows)} short-horizon statements reversed at the long "
             "horizon" + (": " + "; ".join(f"{r[0]} ({r[1]}): {r[5]}" for r in rev) if rev else "")
-            + "; no verdict is dropped.")
+            + refused + "; no verdict is dropped.")
 
 
 def figures(root: str, study: cv.Study, written: list) -> dict:

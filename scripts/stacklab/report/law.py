@@ -9,6 +9,7 @@ results table (escape_results.py, written by report/__init__.py).
 import os
 
 from .. import escape_core as ec
+from .. import rules_check
 from ..plot_escape_law import plot_escape_law
 
 FIGURE = os.path.join("figures", "escape_law", "escape_law_core.png")
@@ -62,6 +63,9 @@ def paragraph(core, stages) -> str:
     took = (f" (their wall times add up to {core.run_seconds / 60:.1f} minutes)"
             if core.run_seconds is not None else "")
     lost = f"; {len(core.excluded)} run(s) excluded (below)" if core.excluded else ""
+    if core.refused:
+        lost += (f"; {len(core.refused)} run(s) not judged, their settings differ from the rules' ("
+                 + "; ".join(rules_check.refused_lines(core.refused)) + ")")
     return (f"**The escape law's core**: the step at which a stack without a residual first gets "
             f"{core.margin:g} nats below its unigram loss, per depth the median over seeds (their range), "
             f"up to {core.horizon} steps. " + ". ".join(parts)

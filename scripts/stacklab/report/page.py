@@ -12,6 +12,7 @@ from .. import escape_study
 from .. import study_stats as stats
 from .. import views
 from ..study_findings import fmt
+from ..study_text import MAP_SWEEPS
 from ..study_text import load_rules as study_rules
 from . import convergence, front, law, sections, signal, text
 from .doc import Doc
@@ -93,7 +94,8 @@ def stability_map(pg, res):
 
 
 def pre_post(pg, res):
-    sections.pre_post_section(pg.doc, [res.text.p_syn, res.text.p_text], study_rules()["pre_post"])
+    sections.pre_post_section(pg.doc, [res.text.p_syn, res.text.p_text], study_rules()["pre_post"],
+                              [x for x in res.text.refused if x[0] in MAP_SWEEPS + ("text_map",)])
 
 
 def on_real_text(pg, res):
@@ -122,6 +124,7 @@ def escape_law_study(pg, res):
                        "prediction at L = 96 where 3 depths escaped.")
     pg.shown.append(rel)
     pg.doc.markdown_text(escape_study.markdown(st, escape_study.ec.load_rules()))
+    sections.refused_paragraph(pg.doc, escape_study.ec.RULES_FILE, st.refused)
 
 
 def residual_or_signal(pg, res):

@@ -9,7 +9,7 @@ map.py), loading runs, tables of numbers (tables.py).
 import os
 import re
 
-from .. import stability_map
+from .. import rules_check, stability_map
 
 CLAIMS_COMMAND = stability_map.RUN_COMMAND
 # Where what a tier costs is kept, measured per machine: the tier table's last column. The report names
@@ -157,15 +157,25 @@ def map_figure_rel():
     return os.path.join("figures", stability_map.SWEEP, stability_map.FIGURE)
 
 
-def pre_post_section(doc, verdicts, rule):
+def pre_post_section(doc, verdicts, rule, refused=()):
     """Rule P (study_rules.json) on each map that holds its cells: the verdict, its deciding numbers,
-    every cell's counts."""
+    every cell's counts; the map runs not judged because their settings differ from the rules' (refused:
+    [(sweep, run id, [rules_check.Difference])])."""
     doc.h(2, "Pre-norm against post-norm (rule P)", anchor="pre-post")
     doc.p(f"{rule['text']} Rule, fixed in `configs/experiments/study_rules.json` before its runs: {rule['rule']}")
     for v in verdicts:
         doc.p(f"{v.id}: {v.deciding}. Verdict: {verdict_mark(v.verdict)}.")
         if v.lines and v.verdict != "not run":  # not run: the deciding line names the empty cells
             doc.ul(v.lines)
+    refused_paragraph(doc, "configs/experiments/study_rules.json", refused)
+
+
+def refused_paragraph(doc, rules_file, refused):
+    """The runs a judge did not judge because their settings differ from the rules' (rules_check), one line
+    per way they differ; nothing when there are none."""
+    if refused:
+        doc.p(f"Not judged, their settings differ from the rules' (`{rules_file}` and the sweep files it judges):")
+        doc.ul(rules_check.refused_lines(refused))
 
 
 def map_section(doc, root, data, lines, caption, branch_lines, counts):

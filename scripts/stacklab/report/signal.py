@@ -2,7 +2,8 @@
 judged by signal_study.py under configs/experiments/signal_rules.json: the rules in one paragraph, the
 points table (an attention kind or a one-sub-layer stack at a depth: its seeds' escapes within H, their
 steps, whether it trains, its rank ratio at init), the verdict the rules give with its parts per depth,
-and the points not judged (fewer than 3 finished seeds). Without the signal sweeps, one line saying what
+the points not judged (fewer than 3 finished seeds), and the runs not judged because their settings
+differ from the rules' (with the keys). Without the signal sweeps, one line saying what
 runs them; in the summary a row when they ran, else that line. Used by page.py.
 Not here: the rules and the verdicts (signal_study.py), running the sweeps (reproduce.sh --signal).
 """
@@ -52,6 +53,9 @@ def section(doc, res: ss.Judged, cpu: str):
     doc.ul(ss.verdict_items(res))
     if res.missing:
         doc.p("Not judged (not run, or unfinished): " + ", ".join(not_judged(res)) + ".")
+    if res.refused:
+        doc.p(f"Not judged, their settings differ from the rules' (`{ss.RULES_FILE}` and the sweep files it judges):")
+        doc.ul(ss.refused_lines(res))
 
 
 def summary_rows(res: ss.Judged) -> list:
@@ -62,6 +66,8 @@ def summary_rows(res: ss.Judged) -> list:
                          f"{escaped_text(res.points.get(('softmax', L)))}" for L in (8, 32))
     if res.missing:
         deciding += f"; {len(res.missing)} of {len(ss.PLAN)} points not judged yet"
+    if res.refused:
+        deciding += f"; {len(res.refused)} runs not judged (settings differ from the rules')"
     return [[f"[signal](#{ANCHOR})", "Without a residual, shaped attention trains at L = 8 and 32 where softmax "
              "attention does not (issue 45 part 2)", deciding, verdict_mark(res.verdicts["overall"])]]
 

@@ -6,7 +6,7 @@ Not here: the rules and verdicts (study_text.py).
 from .. import stability_map
 from ..study_findings import F3_STUCK_MARGIN, F3_TRAIN_MARGIN, fmt
 from ..study_text import PRE_POST_ANCHOR, TEXT_ANCHOR, TEXT_COMMAND, load_rules
-from .sections import TIER_TIMES, rule_row
+from .sections import TIER_TIMES, refused_paragraph, rule_row
 
 
 def summary_extra(text):
@@ -108,5 +108,7 @@ def text_section(doc, syn_findings, syn_tr, syn_map, text):
         doc.unfold()
         if text_map.empty:
             doc.p(f"The text map (text_map) was not run at this tier: {how.replace('runs them', 'runs it')}.")
+    refused_paragraph(doc, "configs/experiments/study_rules.json",
+                      [x for x in text.refused if x[0] in ("text_probe", "text_train", "text_point")])
     doc.p("What differs between the two sources, and why:")
     doc.ul(differences(syn_tr, text.tr, point_runs))
