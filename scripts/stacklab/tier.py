@@ -15,7 +15,8 @@ full-configs derives the full tier from the quick tier's files (seeds, rates and
 a change of the quick tier's horizon or depths is one edit plus a rerun (--check fails while the
 written files differ). prepare rewrites each sweep's out_dir (and base, made absolute) so that
 `reproduce.sh --out DIR` never reuses another directory's runs (a relative data.path is made absolute
-against the source file's folder, as stacklab sweep reads it); --tiny scales a tier down for the
+against the source file's folder, as stacklab sweep reads it), and sets its train.keep_final
+(keep_final: the optimizer state is kept only where an extension may follow); --tiny scales a tier down for the
 tests through the same path (depths capped at 2, 2 seeds, the first and last rate, a 16-wide
 model, 6 steps). size reads `stacklab sweep --dry-run` (the sweep's own expansion and states) and
 times each model shape with `stacklab bench` (see cost_model). Errors name the file, exit 1.
@@ -51,6 +52,12 @@ TEXT_SWEEPS = ("text_probe", "text_train", "text_map")
 # `stacklab train --resume --train.max_iters=N` continues, so nothing is trained twice.
 CONVERGE_SWEEPS = ("converge_synth", "converge_synth_map", "converge_text", "converge_text_map", "converge_synth_long")
 EXTENDS = {"converge_synth_long": "converge_synth"}
+# What a finished run of a tier's sweep keeps of its checkpoints (train.keep_final, docs/reference.md;
+# prepare writes it into every sweep that does not set it): the optimizer state only where an extension
+# may continue the run (an extension sweep's source, and the extension, which may be extended again),
+# the weights alone elsewhere: the report reads no checkpoint, load_run and `stacklab sample` the
+# weights (the default study's 1.4 GB was almost all optimizer state).
+KEEP_FULL = tuple(EXTENDS) + tuple(EXTENDS.values())
 # The residual-or-signal study (issue 45 part 2, configs/experiments/signal_rules.json; `reproduce.sh
 # --signal`, opt-in, in no tier by default): the probe at init, then the trainings, each run stopped at
 # its escape. signal_study.py judges them from OUT/<name>.
@@ -417,6 +424,21 @@ def prepared(path, is_tiny=False) -> dict:
     return s
 
 
+def keep_final(name) -> str:
+    """train.keep_final of a tier's sweep: "full" where an extension may follow (KEEP_FULL), else "weights"."""
+    return "full" if name in KEEP_FULL else "weights"
+
+
+def with_keep_final(sweep) -> dict:
+    """The sweep with train.keep_final in its overrides (keep_final), unless its overrides, grid or a
+    variant set the key already: the file's own choice stands."""
+    key = "train.keep_final"
+    if (key in (sweep.get("overrides") or {}) or key in (sweep.get("grid") or {})
+            or any(isinstance(v, dict) and key in v for v in sweep.get("variants") or [])):
+        return sweep
+    return dict(sweep, overrides=dict(sweep.get("overrides") or {}, **{key: keep_final(sweep["name"])}))
+
+
 def cmd_prepare(args):
     out = os.path.abspath(args.out)
     try:
@@ -426,6 +448,7 @@ def cmd_prepare(args):
     for path in args.files:
         s = dict(prepared(path, args.tiny))
         s["out_dir"] = os.path.join(out, s["name"])
+        s = with_keep_final(s)
         dst = os.path.join(out, "sweeps", s["name"] + ".json")
         with open(dst, "w", encoding="utf-8") as fh:
             json.dump(s, fh, indent=2)

@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/fsutil.h"
 #include "core/signals.h"
+#include "train/keep.h"
 #include "train/provenance.h"
 #include "train/resume.h"
 #include "train/run_lock.h"
@@ -71,6 +72,9 @@ namespace {
 Config resume_config(const std::string& run_dir, const std::vector<std::string>& overrides,
                      bool& decay_changed) {
   const Config started = load_run_config(run_dir);
+  // A finished run whose checkpoints were pruned (train/keep.h) is refused first, saying so.
+  if (const std::string why = not_kept_reason(run_dir); !why.empty())
+    throw Error(run_dir + ": " + why);
   check_resume_provenance(run_dir, read_provenance(run_dir), started);
   const TrainedSoFar so_far = trained_so_far(run_dir);
   ResumedConfig r = resumed_config(started, overrides, run_dir, so_far);

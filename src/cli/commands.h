@@ -19,6 +19,7 @@ int cmd_sample(const ArgList& args);
 int cmd_bench(const ArgList& args);
 int cmd_probe(const ArgList& args);
 int cmd_sweep(const ArgList& args);
+int cmd_prune(const ArgList& args);
 int cmd_registry(const ArgList& args);
 
 }  // namespace sl

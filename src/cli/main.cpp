@@ -121,6 +121,21 @@ const Command kCommands[] = {
      "                         optim.lr_decay_iters, continues there by train --resume; others "
      "fail)\n"
      "                         (default: fail)\n"},
+    {"prune", sl::cmd_prune,
+     "prune PATH... [--keep weights|none] [--dry-run]   drop what finished runs need not keep of "
+     "their checkpoints",
+     "  PATH                   a run directory, a sweep's out_dir or a study folder (the runs up "
+     "to two\n"
+     "                         levels below it)\n"
+     "  --keep WHAT            weights (drop the optimizer state: the run can no longer be "
+     "resumed or\n"
+     "                         extended; sample and load_run still read it) or none (drop the "
+     "checkpoints)\n"
+     "                         (default: each run's train.keep_final; \"full\", the default "
+     "config's, drops\n"
+     "                         nothing)\n"
+     "  --dry-run              list what would be dropped and the bytes it frees; change nothing "
+     "(default: off)\n"},
     {"validate", sl::cmd_validate,
      "validate CONFIG [--section.key=value ...] | validate --defaults   check a config, print it "
      "resolved; print "

@@ -26,6 +26,8 @@ enum class AttentionKind { Softmax, Shaped, ShapedNoIdentity };
 enum class SourceKind { Markov, Text };
 enum class OptimizerKind { AdamW, Sgd };
 enum class ScheduleKind { Constant, Cosine, WarmupConstant };
+// What a finished run keeps of its checkpoints (train.keep_final, train/keep.h).
+enum class KeepKind { Full, Weights, None };
 
 // ChoiceNames<E>::table lists every value of E with its spelling in the JSON config, in the
 // order error messages and docs show them.
@@ -58,6 +60,8 @@ SL_CHOICES(SourceKind, {SourceKind::Markov, "markov"}, {SourceKind::Text, "text"
 SL_CHOICES(OptimizerKind, {OptimizerKind::AdamW, "adamw"}, {OptimizerKind::Sgd, "sgd"});
 SL_CHOICES(ScheduleKind, {ScheduleKind::Constant, "constant"}, {ScheduleKind::Cosine, "cosine"},
            {ScheduleKind::WarmupConstant, "warmup_constant"});
+SL_CHOICES(KeepKind, {KeepKind::Full, "full"}, {KeepKind::Weights, "weights"},
+           {KeepKind::None, "none"});
 
 #undef SL_CHOICES
 

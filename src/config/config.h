@@ -102,6 +102,10 @@ struct TrainConfig {
   // > 0: end the run after the first eval whose val loss is at least this many nats below the
   // unigram loss on the val batches (train/escape_stop.h); 0 = off.
   double stop_below_unigram = 0.0;
+  // What the run keeps of its checkpoints once it has completed or diverged (train/keep.h):
+  // full (weights and optimizer state: resumable, extendable), weights (what sample and load_run
+  // read), none. Not part of the run's identity (provenance.h), like save_best.
+  KeepKind keep_final = KeepKind::Full;
   bool operator==(const TrainConfig&) const = default;
 };
 

@@ -13,6 +13,7 @@
 #include "config/validate.h"
 #include "core/error.h"
 #include "nn/wiring.h"
+#include "train/keep.h"
 #include "train/resume.h"
 
 namespace sl {
@@ -397,6 +398,8 @@ Extension sweep_run_extension(const SweepPlan& plan, const SweepRun& r) {
   if (const auto rest = provenance_changes(stored, make_provenance(r.config, r.run_info));
       !rest.empty())
     return {{}, "other changes than the horizon: " + rest.front()};
+  // A run whose optimizer state was not kept (train.keep_final, stacklab prune) cannot go on.
+  if (std::string why = not_kept_reason(r.dir); !why.empty()) return {{}, why};
   // What `train --resume` would refuse, refused here before anything runs (train/resume.h).
   try {
     if (std::string why =

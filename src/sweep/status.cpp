@@ -1,6 +1,7 @@
 // `stacklab sweep --status SWEEP_DIR|SWEEP.json [...]`: where each run of a sweep stands, from its
 // run directories, the manifest, squeue for a Slurm job, and the comparison with the config the
-// sweep gives now (the same collect_items decision as a real run). Not here: running anything.
+// sweep gives now (the same collect_items decision as a real run), and what its runs hold on disk
+// (train/keep.h). Not here: running anything.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include "core/error.h"
 #include "core/exit_codes.h"
 #include "sweep/exec.h"
+#include "train/keep.h"
 
 namespace sl {
 namespace {
@@ -131,12 +133,50 @@ std::string status_where(const std::string& dir, const nlohmann::json& manifest,
   return name_of(ex) + " executor";
 }
 
+// What runs' folders hold on disk (train/keep.h run_disk), summed.
+struct Disk {
+  uint64_t total = 0, checkpoints = 0;
+  int full = 0, weights = 0;  // runs whose checkpoints hold the optimizer state / the weights alone
+  void add(const Disk& d) {
+    total += d.total, checkpoints += d.checkpoints, full += d.full, weights += d.weights;
+  }
+};
+
+Disk items_disk(const std::vector<SweepItem>& items) {
+  Disk d;
+  std::error_code ec;
+  for (const auto& it : items) {
+    if (!fs::is_directory(it.run->dir, ec)) continue;
+    const RunDisk r = run_disk(it.run->dir);
+    d.total += r.total;
+    d.checkpoints += r.checkpoints;
+    d.full += r.holds == KeepKind::Full;
+    d.weights += r.holds == KeepKind::Weights;
+  }
+  return d;
+}
+
+// "  on disk: 61.2 MB, checkpoints 60.1 MB: 20 runs with their optimizer state (...), 4 with the
+// weights alone"; what a study holds, and what `stacklab prune` could drop.
+void print_disk(const std::string& lead, const Disk& d) {
+  std::printf("%son disk: %s", lead.c_str(), disk_size(d.total).c_str());
+  if (d.full + d.weights == 0) {
+    std::printf(" (no checkpoints)\n");
+    return;
+  }
+  std::printf(
+      ", checkpoints %s: %d run%s with the optimizer state (resumable, extendable), %d "
+      "with the weights alone (train.keep_final, stacklab prune)\n",
+      disk_size(d.checkpoints).c_str(), d.full, d.full == 1 ? "" : "s", d.weights);
+}
+
 }  // namespace
 
 int sweep_status(const std::vector<std::string>& dirs) {
   if (dirs.empty())
     throw Error("--status: expected one or more sweep directories (the sweeps' out_dir)");
   bool any_bad = false;
+  Disk all;
   for (const auto& dir : dirs) {
     StatusPlan s = status_plan(dir);
     std::vector<SweepPlan> plans = {std::move(s.plan)};
@@ -144,7 +184,7 @@ int sweep_status(const std::vector<std::string>& dirs) {
     const std::string where = status_where(dir, s.manifest, items);
     // A run whose one change is a longer horizon (a copy awaiting its extension, or one whose
     // extension was stopped) is resumable by --on-change extend, not a changed result.
-    std::vector<std::string> to_extend;
+    std::vector<std::string> to_extend, not_extendable;
     for (auto& it : items) {
       // Not a run still queued or running (squeue's word), nor one that diverged: its result
       // stands under the old horizon, and an extension would only repeat the divergence.
@@ -152,7 +192,13 @@ int sweep_status(const std::vector<std::string>& dirs) {
           run_state(*it.plan, *it.run) == RunState::Diverged)
         continue;
       const Extension ext = sweep_run_extension(*it.plan, *it.run);
-      if (ext.overrides.empty()) continue;
+      if (ext.overrides.empty()) {
+        // Its one change is the horizon, but its optimizer state was not kept: it stays changed.
+        if (!ext.why_not.empty() && ext.why_not == not_kept_reason(it.run->dir))
+          not_extendable.push_back(it.label + ": its checkpoints were pruned (" + it.run->dir +
+                                   "/" + kKeptFile + "), so train --resume cannot extend it");
+        continue;
+      }
       to_extend.push_back(it.label + ": train.max_iters " + std::to_string(ext.from) + " -> " +
                           std::to_string(ext.to) + " (in " + it.run->dir + ")");
       it.changes.clear();
@@ -169,8 +215,12 @@ int sweep_status(const std::vector<std::string>& dirs) {
     if (count[RunState::Resumable] > 0)
       std::printf(", %s %d", spell(RunState::Resumable).c_str(), count[RunState::Resumable]);
     std::printf("\n");
+    const Disk disk = items_disk(items);
+    print_disk("  ", disk);
+    all.add(disk);
     if (!s.note.empty()) std::printf("  note: %s\n", s.note.c_str());
     for (const auto& e : to_extend) std::printf("  to extend %s\n", e.c_str());
+    for (const auto& e : not_extendable) std::printf("  cannot extend %s\n", e.c_str());
     if (!to_extend.empty())
       std::printf(
           "  %zu run%s await%s a longer horizon: stacklab sweep %s --on-change extend continues "
@@ -201,6 +251,7 @@ int sweep_status(const std::vector<std::string>& dirs) {
           changed == 1 ? "it" : "them");
     any_bad = any_bad || count[RunState::Failed] > 0 || changed > 0 || s.refused;
   }
+  if (dirs.size() > 1) print_disk(std::to_string(dirs.size()) + " sweeps together ", all);
   return any_bad ? kExitError : kExitOk;
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "core/error.h"
 #include "core/hash.h"
@@ -16,6 +17,8 @@ const char* kOptimPrefix = "optim.";
 const char* kChecksumKey = "checksum";
 const char* kFormatV1 = "stacklab.checkpoint.v1";  // before checksums: still read
 const char* kFormatV2 = "stacklab.checkpoint.v2";  // v1 + a required checksum
+const char* kKeptKey = "kept";  // "weights": the optimizer state was dropped (absent: all kept)
+const char* kKeptWeights = "weights";
 
 // FNV-1a 64 over every metadata entry but the checksum and every tensor's name, shape and
 // bytes, in name order: safetensors has no integrity check of its own, and a flipped bit in the
@@ -189,10 +192,39 @@ TensorFile read_checkpoint_file(const std::string& path) {
   return file;
 }
 
+bool holds_optimizer_state(const TensorFile& file) {
+  const auto kept = file.metadata.find(kKeptKey);
+  return kept == file.metadata.end() || kept->second != kKeptWeights;
+}
+
+uint64_t drop_optimizer_state(const std::string& path) {
+  TensorFile file = read_checkpoint_file(path);
+  if (!holds_optimizer_state(file)) return 0;
+  std::error_code ec;
+  const uintmax_t before = std::filesystem::file_size(path, ec);
+  NamedTensors weights;
+  for (auto& nt : file.tensors)
+    if (nt.first.rfind(kOptimPrefix, 0) != 0) weights.push_back(std::move(nt));
+  std::map<std::string, std::string> metadata = std::move(file.metadata);
+  metadata[kKeptKey] = kKeptWeights;
+  metadata["format"] = kFormatV2;  // a v1 file gains the checksum it now carries
+  metadata[kChecksumKey] = checkpoint_checksum(weights, metadata);
+  save_safetensors(path, weights, metadata);
+  const uintmax_t after = std::filesystem::file_size(path, ec);
+  return !ec && before > after ? static_cast<uint64_t>(before - after) : 0;
+}
+
 Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt,
                            const nlohmann::json& expected_config,
                            const std::vector<std::string>& may_differ) {
   const TensorFile file = read_checkpoint_file(path);
+  if (!holds_optimizer_state(file))
+    throw Error(path +
+                ": holds the weights alone: its optimizer state was not kept (train.keep_final "
+                "\"weights\" or `stacklab prune`), and a run resumes or extends only from a "
+                "checkpoint with it; `stacklab sample` and load_run still read the weights. To "
+                "train further, train the config again (train.keep_final \"full\" keeps what an "
+                "extension needs)");
   Checkpoint c;
   c.config = checkpoint_metadata(file, path, "config");
   c.train_state = checkpoint_metadata(file, path, "train_state");

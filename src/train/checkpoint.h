@@ -1,8 +1,11 @@
 // Checkpoints: one safetensors file holding the model's parameters, the optimizer's state
 // (prefixed "optim.") and, in its metadata, the resolved config and the train state. One file
 // written atomically (temporary file, fsync, rename) so a kill at any moment leaves either the
-// previous checkpoint or the new one, never a mix.
+// previous checkpoint or the new one, never a mix. A finished run's checkpoint may hold the
+// weights alone (metadata "kept": "weights", drop_optimizer_state): read by sample, gradients and
+// load_run, refused by a resume.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -27,10 +30,19 @@ void save_checkpoint(const std::string& path, const Model& model, const Optimize
 // the file. The one integrity check of every reader: load_checkpoint and `stacklab sample`.
 TensorFile read_checkpoint_file(const std::string& path);
 
+// Whether a checkpoint file holds the optimizer state a resume needs: false for one whose
+// optimizer state was dropped (metadata "kept": "weights").
+bool holds_optimizer_state(const TensorFile& file);
+
+// Rewrites the checkpoint at `path` (checked as read_checkpoint_file) without its optimizer
+// state, marked "kept": "weights", its checksum recomputed; atomically. Returns the bytes it
+// freed (0 when it already held the weights alone).
+uint64_t drop_optimizer_state(const std::string& path);
+
 // read_checkpoint_file, then checks that it was written with `expected_config`
 // (check_checkpoint_config: the dotted keys in `may_differ` are not compared; a key the
 // checkpoint lacks, added to stacklab after it was written, counts as its default), and loads the
-// weights and optimizer state.
+// weights and optimizer state; one that holds the weights alone is refused, saying so.
 Checkpoint load_checkpoint(const std::string& path, Model& model, Optimizer& opt,
                            const nlohmann::json& expected_config,
                            const std::vector<std::string>& may_differ = {});

@@ -23,12 +23,14 @@ constexpr const char* kFormat = "stacklab.provenance.v1";
 // model.vocab_size from its file, and the file's content (size and hash) is its identity, not
 // where it lies: both are covered by the data identity, so a moved checkout or corpus (an
 // absolute data.path that differs) does not make every run "changed".
-// train.save_best only decides which checkpoint files are written, like out_dir where.
+// train.save_best and train.keep_final only decide which checkpoint files are written and kept,
+// like out_dir where.
 // train.flush_subnormals is part of the numeric path like train.threads (the start record's
 // numeric_path names both): it changes only values below FLT_MIN, and runs made before the key
 // existed ran unflushed, so filling in its default would misstate them.
 void erase_non_identity(json& j) {
-  for (const char* k : {"name", "out_dir", "threads", "save_best", "flush_subnormals"})
+  for (const char* k :
+       {"name", "out_dir", "threads", "save_best", "keep_final", "flush_subnormals"})
     if (j.contains("train") && j["train"].is_object()) j["train"].erase(k);
 }
 

@@ -32,6 +32,7 @@
 #include "nn/model.h"
 #include "train/checkpoint.h"
 #include "train/escape_stop.h"
+#include "train/keep.h"
 #include "train/layer_stats.h"
 #include "train/optimizer.h"
 #include "train/provenance.h"
@@ -177,8 +178,33 @@ class Run {
       if (evaluate(max_iters_)) checkpoint(latest_, max_iters_);
     }
     write_summary(status_, step);  // Completed, Diverged or Interrupted
+    if (status_ == RunState::Completed || status_ == RunState::Diverged) keep_final_checkpoints();
     log_.finish(status_, step, outcome_);
     return status_;
+  }
+
+  // train.keep_final: what the finished run keeps of its checkpoints (train/keep.h). After its
+  // summary, so that a kill before it leaves a completed run with everything, never a run that
+  // reads as resumable without the state to resume from. A failure is a warning: the result
+  // stands, and `stacklab prune` can drop the rest later.
+  void keep_final_checkpoints() noexcept {
+    if (cfg_.train.keep_final == KeepKind::Full) return;
+    const std::string keep = name_of(cfg_.train.keep_final);
+    try {
+      const uint64_t freed = apply_keep(dir_, cfg_.train.keep_final, "train.keep_final");
+      if (freed > 0)
+        std::printf(
+            "checkpoints: train.keep_final \"%s\": %s freed (%s)\n", keep.c_str(),
+            disk_size(freed).c_str(),
+            cfg_.train.keep_final == KeepKind::Weights
+                ? "the optimizer state dropped: the run can no longer be resumed or extended"
+                : "no checkpoint kept");
+    } catch (const std::exception& e) {
+      std::fprintf(stderr,
+                   "warning: %s: train.keep_final \"%s\" not applied: %s (stacklab prune %s "
+                   "drops it later)\n",
+                   dir_.c_str(), keep.c_str(), e.what(), dir_.c_str());
+    }
   }
 
   // An error after the run started (a full disk, an unwritable checkpoint): summary.json says
@@ -225,6 +251,11 @@ class Run {
   }
 
   void restore_or_init() {
+    // A finished run whose checkpoints were pruned (train.keep_final, stacklab prune) says so,
+    // rather than reading as a lost file or a checkpoint without its optimizer state.
+    if (opt_.resume)
+      if (const std::string why = not_kept_reason(dir_); !why.empty())
+        throw Error(dir_ + ": " + why);
     resumed_ = opt_.resume && std::filesystem::exists(latest_);
     if (opt_.resume && !resumed_) check_checkpoint_not_lost(dir_, cfg_);
     if (opt_.resume && !resumed_) {

@@ -321,6 +321,34 @@ class ConvergeTier(unittest.TestCase):
                          (steps, steps))
 
 
+class KeepFinal(unittest.TestCase):
+    """What a tier's runs keep once finished (issue 60): prepare gives every sweep train.keep_final,
+    "full" (the optimizer state, for `--on-change extend`) in an extension sweep and its source only,
+    "weights" elsewhere; a sweep file that sets the key keeps its own."""
+
+    def prepare(self, names, folder=tier.QUICK_DIR):
+        with tempfile.TemporaryDirectory() as d:
+            with contextlib.redirect_stdout(io.StringIO()):
+                self.assertEqual(tier.main(["prepare", d, *[os.path.join(folder, n + ".json") for n in names]]), 0)
+            return {n: tier.read_json(os.path.join(d, "sweeps", n + ".json"))["overrides"].get("train.keep_final")
+                    for n in names}
+
+    def test_only_the_extension_sweeps_and_their_sources_keep_the_optimizer_state(self):
+        names = tier.tier_sweeps("quick", claims=True, text=True, converge=True, signal=True)
+        kept = self.prepare(names)
+        self.assertEqual({n for n, k in kept.items() if k == "full"}, {"converge_synth", "converge_synth_long"})
+        self.assertEqual({k for n, k in kept.items() if n not in tier.KEEP_FULL}, {"weights"})
+
+    def test_the_full_tier_keeps_the_weights_alone(self):
+        self.assertEqual(set(self.prepare(tier.FULL_SWEEPS, tier.FULL_DIR).values()), {"weights"})
+
+    def test_a_sweep_that_sets_the_key_keeps_its_own_choice(self):
+        for where in ({"overrides": {"train.keep_final": "none"}}, {"grid": {"train.keep_final": ["none", "full"]}},
+                      {"variants": [{"name": "a", "train.keep_final": "none"}]}):
+            s = dict({"name": "train_grid", "base": "b.json"}, **where)
+            self.assertEqual(tier.with_keep_final(s), s, where)
+
+
 class SignalTier(unittest.TestCase):
     """The residual-or-signal study's sweeps (signal_rules.json, issue 45 part 2): opt-in like the
     convergence study, and prepared into OUT/<name>, where signal_study reads them."""

@@ -126,6 +126,47 @@ TEST(CheckpointConfig, DifferencesAreTheSharedFixturesCases) {
   }
 }
 
+// Issue 60: a finished run's checkpoint without its optimizer state (train.keep_final "weights",
+// stacklab prune) holds the same weights, passes the integrity check, and is refused as a point
+// to resume from, saying why.
+TEST(Checkpoint, WithItsOptimizerStateDroppedItHoldsTheSameWeightsAndIsNoResumePoint) {
+  const std::string path =
+      (fs::path(::testing::TempDir()) / "stacklab_checkpoint_weights.safetensors").string();
+  Tiny a(tiny_config());
+  save_checkpoint(path, *a.model, *a.opt, to_json(a.cfg), kTrainState);
+  const TensorFile full = read_checkpoint_file(path);
+  ASSERT_TRUE(holds_optimizer_state(full));
+
+  const uint64_t freed = drop_optimizer_state(path);
+  EXPECT_GT(freed, 0u);
+  const TensorFile weights = read_checkpoint_file(path);  // its checksum holds
+  EXPECT_FALSE(holds_optimizer_state(weights));
+  EXPECT_EQ(weights.metadata.at("kept"), "weights");
+  size_t n_weights = 0;
+  for (const auto& [name, t] : full.tensors) {
+    if (name.rfind("optim.", 0) == 0) {
+      EXPECT_EQ(weights.find(name), nullptr) << name;
+      continue;
+    }
+    ++n_weights;
+    const Tensor* kept = weights.find(name);
+    ASSERT_NE(kept, nullptr) << name;
+    EXPECT_EQ(std::vector<float>(kept->data(), kept->data() + kept->numel()),
+              std::vector<float>(t.data(), t.data() + t.numel()))
+        << name;
+  }
+  EXPECT_EQ(weights.tensors.size(), n_weights);
+  EXPECT_EQ(drop_optimizer_state(path), 0u);  // nothing left to drop
+
+  Tiny b(tiny_config());
+  try {
+    load_checkpoint(path, *b.model, *b.opt, to_json(b.cfg));
+    ADD_FAILURE() << "a checkpoint without its optimizer state was loaded to resume from";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds the weights alone"), std::string::npos) << e.what();
+  }
+}
+
 // The Python package fills a key a checkpoint lacks from its copy of the defaults: that copy is
 // `stacklab validate --defaults` (Config{} without train.name), regenerated with
 // `build/stacklab validate --defaults > scripts/stacklab/config_defaults.json`.
