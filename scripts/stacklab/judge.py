@@ -3,7 +3,7 @@ which the report's sections render and findings.json serialises; nothing here wr
 reader. The rules are the judging modules': study_findings (findings 1-5, the escape table),
 stability_map and claims (the map's outcomes, the claims' verdicts), study_text (rule P, criterion S,
 the findings on text: TextStudy), convergence (the long horizon), escape_core (the escape law's core),
-signal_study (the residual, or the signal?).
+escape_study (the opt-in escape law, from the run folders), signal_study (the residual, or the signal?).
 
     result = judge(root, sweeps)    # sweeps: name -> report.Sweep (or anything with its fields)
     findings_json(result)           # findings.json's dict
@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 from . import claims as claims_mod
 from . import convergence
-from . import escape_core
+from . import escape_core, escape_study
 from . import stability_map
 from . import study_stats as stats
 from . import rules_check, runlog, signal_study, study_text
@@ -62,6 +62,7 @@ class Result:
     map_facts: object = None                    # stability_map.map_facts(map): what its counts show
     law_core: object = None                     # escape_core.Core: the escape law's core (present False: not run)
     signal: object = None                       # signal_study.Judged: the residual, or the signal? (present False)
+    law: object = None                          # escape_study.Study: the opt-in escape law, None when not run
 
     @property
     def excluded(self) -> list:
@@ -158,7 +159,7 @@ def judge(root, sweeps) -> Result:
                   "verdicts by scripts/stacklab/claims.py", extras, stages,
                   tier + (" (--tiny)" if tiny else ""), branch, short_horizons(tr, text),
                   stability_map.map_facts(map_data), escape_core.judge_core(sweeps.get(escape_core.SWEEP), tiny=tiny),
-                  signal_study.judge(root, signal_study.load_rules()))
+                  signal_study.judge(root, signal_study.load_rules()), escape_study.from_root(root))
 
 
 def findings_json(res: Result) -> dict:
@@ -183,4 +184,14 @@ def findings_json(res: Result) -> dict:
                      "refused": rules_check.refused_json(text.refused)},
             "convergence": convergence.findings_json(res.conv),
             "escape_law_core": escape_core.core_json(res.law_core or escape_core.Core(False)),
-            "signal": signal_study.findings_json(res.signal or signal_study.Judged({}, {}, []))}
+            "signal": signal_study.findings_json(res.signal or signal_study.Judged({}, {}, [])),
+            "escape_law": law_json(res.law)}
+
+
+def law_json(st) -> dict:
+    """findings.json's "escape_law": the opt-in law judged from the study folder's run folders
+    (escape_study.study_json), or not run."""
+    if st is None:
+        return {"present": False, "verdict": "not run", "how": escape_core.COMMAND_FULL,
+                "rules": escape_core.RULES_FILE}
+    return {"present": True, "rules": escape_core.RULES_FILE, **escape_study.study_json(st)}

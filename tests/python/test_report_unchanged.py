@@ -78,6 +78,11 @@ ADDED = {
     # the residual, or the signal? (issue 45 part 2): absent from the fixture, "not run"
     "signal": {"present": False, "verdict": "not run", "how": "bash scripts/reproduce.sh --signal",
                "rules": "configs/experiments/signal_rules.json"},
+    # the opt-in escape law, judged once with the rest (issue 58 item 2): absent from the fixture, "not run"
+    "escape_law": {"present": False, "verdict": "not run",
+                   "how": "stacklab sweep configs/experiments/escape_law_h0.json (then _h1, _h2 with --on-change "
+                          "extend)",
+                   "rules": "configs/experiments/escape_law_rules.json"},
 }
 
 

@@ -112,7 +112,7 @@ def escape_law_study(pg, res):
     """The escape law's opt-in study (escape_study.py), when the folder holds its escape_law sweep: the
     depth x rate grid per wiring, the reads, the figure at each depth's best rate. Absent: no section
     (the core above says how to run the whole law)."""
-    st = escape_study.from_root(res.root)
+    st = res.law  # judged once (judge.py: escape_study.from_root)
     if st is None:
         return
     pg.doc.h(2, "The escape law (opt-in study)", anchor="escape-law")
