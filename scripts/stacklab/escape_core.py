@@ -65,6 +65,7 @@ class Wiring:
     predictions: dict = field(default_factory=dict)  # {form: {depth: (median, lo, hi)}}
     falsifier: object = None                         # escape_law.Falsifier of the best (else the lowest-AIC) form
     bounds: list = field(default_factory=list)       # [{depth, horizon, from, factor_above, p_above}]
+    left_out: dict = field(default_factory=dict)     # {depth: [(seed, why)]}: its runs there not judged
 
     @property
     def escaped_depths(self) -> list:
@@ -165,6 +166,18 @@ def judge_core(sweep, rules=None, tiny=False) -> Core:
                for (w, lr), runs in by.items()]
     order = list(rules["wirings"])  # the rules' order: f(layernorm(x)), layernorm(f(x)), f(x)
     wirings.sort(key=lambda x: (order.index(x.wiring) if x.wiring in order else len(order), x.wiring))
+    # the runs of a wiring's points its read leaves out (excluded by the sweep: diverged, failed, ...; or
+    # refused: other settings), by seed at their depth, so that a depth's count says how many seeds ran
+    kept = {id(r) for r in runs}
+    off = [(r, why) for rid, why in sweep.excluded
+           for r in [getattr(sweep, "excluded_runs", {}).get(rid)] if r is not None]
+    off += [(r, f"not judged, {rules_check.keys(diffs)} differ from the rules'")  # split keeps the runs' order
+            for r, (_, _, diffs) in zip([r for r in sweep.runs if id(r) not in kept], refused)]
+    by_point = {(w.wiring, w.rate): w for w in wirings}
+    for r, why in off:
+        w = by_point.get((r.wiring, stats.learning_rate(r)))
+        if w is not None:
+            w.left_out.setdefault(r.n_layer, []).append((stats.seed_of(r), why))
     horizon = max(((r.config.get("train") or {}).get("max_iters") or 0 for r in runs), default=None)
     secs = [(r.summary or {}).get("wall_seconds") for r in runs]
     return Core(True, wirings, len(runs), list(sweep.excluded), horizon or None,
@@ -188,9 +201,11 @@ def core_json(core: Core) -> dict:
     for w in core.wirings:
         out["wirings"].append({
             "wiring": w.wiring, "formula": w.formula, "learning_rate": w.rate, "verdict": w.verdict, "why": w.why,
-            "depths": [{"depth": d, "escape_steps": [{"seed": s, "step": st, "last_eval": last} for s, st, last in ss],
-                        "median": w.median(d)[0], "censored": sum(st is None for _, st, _ in ss)}
-                       for d, ss in sorted(w.seeds.items())],
+            "depths": [{"depth": d, "escape_steps": [{"seed": s, "step": st, "last_eval": last}
+                                                     for s, st, last in w.seeds.get(d, [])],
+                        "median": w.median(d)[0], "censored": sum(st is None for _, st, _ in w.seeds.get(d, [])),
+                        "left_out": [{"seed": s, "reason": why} for s, why in w.left_out.get(d, [])]}
+                       for d in sorted(set(w.seeds) | set(w.left_out))],
             "escaped_depths": w.escaped_depths, "censored": w.n_censored, "bounds": w.bounds,
             "fits": {f: {"theta": list(x.theta), "sigma": x.sigma, "loglik": x.loglik, "aic": x.aic,
                          "delta_aic": w.delta_aic.get(f)} for f, x in w.fits.items()},

@@ -167,6 +167,30 @@ class OffTheRules(unittest.TestCase):
         self.assertEqual(len(ec.judge_core(fabricate.FakeSweep(ec.SWEEP, runs), tiny=True).refused), 18)
 
 
+class LeftOut(unittest.TestCase):
+    # issue 60: the paragraph said "(1 of 1 seeds)" where one of two seeds was excluded
+    def core_with(self, diverged):
+        runs = [(rid, r) for rid, r in core_runs() if rid.split("-")[1] == "pre"]  # f(layernorm(x)): no fit, quick
+        for rid, r in runs:
+            if rid in diverged:
+                r.summary["status"] = "diverged"
+        return ec.judge_core(fabricate.FakeSweep(ec.SWEEP, [r for _, r in runs]))
+
+    def test_a_depth_counts_the_seeds_it_left_out_and_names_them(self):
+        core = self.core_with({"L3-pre-layernorm-nores-s31"})
+        text = law.paragraph(core, [])
+        self.assertIn("L=3: never within 3000 (2 of 3 seeds; seed 31 left out: diverged)", text)
+        depth = ec.core_json(core)["wirings"][0]["depths"][2]
+        self.assertEqual(depth["left_out"], [{"seed": 31, "reason": "diverged"}])
+
+    def test_a_depth_whose_every_seed_was_left_out_is_still_named(self):
+        core = self.core_with({f"L2-pre-layernorm-nores-s{s}" for s in (30, 31, 32)} | {"L1-pre-layernorm-nores-s30"})
+        text = law.paragraph(core, [])
+        self.assertIn("L=1: 125 (seeds 100-150; 2 of 3 seeds, seed 30 left out: diverged); "
+                      "L=2: no seed judged (seeds 30, 31, 32 left out: diverged); L=3: never within 3000 (3 of 3 "
+                      "seeds)", text)
+
+
 class InTheReport(unittest.TestCase):
     def test_the_report_shows_the_core_under_the_headline_and_writes_its_results_table(self):
         with tempfile.TemporaryDirectory() as root:

@@ -17,19 +17,30 @@ COMMAND = "bash scripts/reproduce.sh"
 
 
 def depth_text(w, d, horizon) -> str:
-    """"L=2: 600 (seeds 550-700)", "L=3: never within 3000 (3 of 3 seeds)", "L=2: 650 (seeds 600, > 3000)"."""
-    ss = w.seeds[d]
+    """"L=2: 600 (seeds 550-700)", "L=3: never within 3000 (3 of 3 seeds)", "L=2: 650 (seeds 600, > 3000)";
+    the seeds of the depth its read left out counted and named: "L=3: never within 3000 (1 of 2 seeds; seed 31
+    left out: diverged)", "L=3: no seed judged (seeds 30, 31 left out: diverged)"."""
+    ss, off = w.seeds.get(d, []), sorted(w.left_out.get(d, []), key=lambda x: (x[0] is None, x[0] or 0))
     steps = [s for _, s, _ in ss]
+    why = {}
+    for seed, reason in off:
+        why.setdefault(reason, []).append(str(seed))
+    left = "; ".join(f"seed{'s' * (len(seeds) > 1)} {', '.join(seeds)} left out: {reason}"
+                     for reason, seeds in why.items())
+    if not ss:
+        return f"L={d}: no seed judged ({left})"
     last = max((h for _, _, h in ss if h is not None), default=horizon)
     med, _ = w.median(d)
     if all(s is None for s in steps):
-        return f"L={d}: never within {last} ({len(steps)} of {len(steps)} seeds)"
+        return f"L={d}: never within {last} ({len(steps)} of {len(steps) + len(off)} seeds" + (
+            f"; {left})" if off else ")")
     if all(s is not None for s in steps):
         spread = f"{min(steps)}" if min(steps) == max(steps) else f"{min(steps)}-{max(steps)}"
     else:
         spread = ", ".join(str(s) if s is not None else f"> {h}" for _, s, h in ss)
     head = f"{med:g}" if med is not None else f"> {last} (median)"
-    return f"L={d}: {head} (seeds {spread})"
+    counted = f"; {len(steps)} of {len(steps) + len(off)} seeds, {left})" if off else ")"
+    return f"L={d}: {head} (seeds {spread}{counted}"
 
 
 def read_text(w) -> str:
@@ -58,7 +69,8 @@ def paragraph(core, stages) -> str:
     if not core.present:
         return (f"**The escape law's core** ({ec.SWEEP}: stacks without a residual at L = 1-3, 3 seeds, "
                 f"stopped at their escape): not run in this folder; `{COMMAND}` runs it (the default tier).")
-    parts = [f"`{w.formula}` at lr {w.rate:g}: " + "; ".join(depth_text(w, d, core.horizon) for d in sorted(w.seeds))
+    parts = [f"`{w.formula}` at lr {w.rate:g}: "
+             + "; ".join(depth_text(w, d, core.horizon) for d in sorted(set(w.seeds) | set(w.left_out)))
              + f"; {read_text(w)}" for w in core.wirings]
     took = (f" (their wall times add up to {core.run_seconds / 60:.1f} minutes)"
             if core.run_seconds is not None else "")
