@@ -5,9 +5,11 @@ trains (at least `need` of its seeds escaped within the horizon), its rank ratio
 probe sweep), and the verdicts the rules give.
 
     res = judge("runs/signal", load_rules())  # Judged: points, verdicts
+    res = judge_tables("docs/results", load_rules())  # the same from the committed signal_*.csv tables
     print(markdown(res))                    # the table and the verdicts, for docs/study.md
     findings_json(res)                      # findings.json's "signal" (judge.py)
     python3 -m stacklab.signal_study runs/signal [--results docs/results]
+    python3 -m stacklab.signal_study docs/results      # a folder of tables, not of runs: read them
 The report's section renders the same Judged (report/signal.py) from table() and verdict_items().
 Not here: the runs (`reproduce.sh --signal`, or stacklab sweep configs/experiments/signal_*.json), the
 escape criterion (escape_results.py), the law's fit (escape_law.py).
@@ -19,7 +21,8 @@ import statistics
 import sys
 from dataclasses import dataclass, field
 
-from . import rules_check, runlog
+from . import escape_results as er
+from . import rules_check, runlog, tier
 from .escape_results import finished_runs, run_escape, write_results_csv
 from .tier import SIGNAL_SWEEPS
 
@@ -68,6 +71,7 @@ class Point:
     need: int = 2
     refused: int = 0           # its finished runs not judged: their settings differ from the rules'
     probe_refused: bool = False  # its probe not read: its settings differ from the rules'
+    no_probe: str = "not probed"  # what the table says without a rank ratio (read from tables: not in them)
 
     @property
     def escaped(self) -> int:
@@ -97,7 +101,7 @@ class Point:
 
     def rank_text(self) -> str:
         if not self.rank_ratio:
-            return "not judged (its probe's settings differ from the rules')" if self.probe_refused else "not probed"
+            return "not judged (its probe's settings differ from the rules')" if self.probe_refused else self.no_probe
         return f"{statistics.median(self.rank_ratio):.3g}"
 
     def trains_text(self) -> str:
@@ -115,6 +119,8 @@ class Judged:
     sweeps: list = field(default_factory=list)  # the signal sweeps the folder holds (SIGNAL_SWEEPS' order)
     rules: dict = field(default_factory=dict)   # signal_rules.json, as judged
     refused: list = field(default_factory=list)  # [(sweep, run id, [rules_check.Difference])]: not judged
+    tables: list = field(default_factory=list)   # the results tables read (judge_tables), [] for run folders
+    machines: list = field(default_factory=list)  # [(cpu model, commit)] the tables' runs name
 
     @property
     def present(self) -> bool:
@@ -250,6 +256,8 @@ def rank_reading(pts: dict) -> dict:
     ("all"): the medians' range of those that train and of those that do not, and "yes" when every one
     that trains starts higher than every one that does not."""
     judged = [p for p in pts.values() if p.complete and p.rank_ratio]
+    if not judged:
+        return {"all": "no finished point has a rank ratio at init: nothing to compare"}
     groups = {L: [p for p in judged if p.depth == L] for L in sorted({p.depth for p in judged})}
     groups["all"] = judged
     out = {}
@@ -277,6 +285,86 @@ def judge(root: str, rules: dict) -> Judged:
     missing = [key for key in PLAN if key not in pts or not pts[key].complete]
     sweeps = [n for n in SIGNAL_SWEEPS if runlog.is_sweep_dir(os.path.join(root, n))]
     return Judged(pts, verdicts(pts, rules), missing, sweeps, rules, refused)
+
+
+TABLE_NOTE = "not in the results tables"  # a table row holds no rank ratio: signal_probe writes no table
+
+
+def variants(sweep: str) -> dict:
+    """{variant name: its dotted keys} of the rules' sweep file: the variant names are the points (PLAN), and
+    a run's id ends with its variant's name and seed ("L8-pre-layernorm-nores-shaped-s40")."""
+    (path,) = rules_check.sweep_files(sweep)
+    return {v["name"]: {k: x for k, x in v.items() if k != "name"}
+            for v in tier.read_json(path).get("variants") or [] if isinstance(v, dict) and "name" in v}
+
+
+def _nest(flat: dict) -> dict:
+    out = {}
+    for key, v in flat.items():
+        node = out
+        *head, leaf = key.split(".")
+        for part in head:
+            node = node.setdefault(part, {})
+        node[leaf] = v
+    return out
+
+
+def table_points(folder: str, rules: dict, need: int = 2) -> tuple:
+    """({(point, depth): Point}, refused, tables read, [(cpu model, commit)]) from the results tables
+    folder/<sweep>.csv of the training sweeps (escape_results.read_results_csv: every row checked, a torn
+    or cut table refused with escape_results.TableError naming its line; each row's escape step is the one
+    write_results_csv took under the rules' margin). A row's point is the variant its
+    run id names (the sweep file's variants; a wiring column that names one must agree, else TableError);
+    its settings are held against the rules as a run's are (rules_check: depth, rate, init, seed, the
+    variant's keys, and a censored run's steps as its horizon), and a row off them is refused. The tables
+    hold no rank ratio (signal_probe writes no table): every point says TABLE_NOTE there."""
+    train_fixed, _ = fixed_settings(rules)
+    pts, refused, read, machines = {}, [], [], []
+    for sweep in TRAIN_SWEEPS:
+        path = os.path.join(folder, sweep + ".csv")
+        if not os.path.isfile(path):
+            continue
+        read.append(path)
+        names = variants(sweep)
+        for line, r in enumerate(er.read_results_csv(path), start=2):
+            seed = int(r["seed"])
+            name = next((n for n in names if r["run"].endswith(f"-{n}-s{seed}")), None)
+            named = next((n for n in names if n != "softmax" and r["wiring"].endswith("-" + n)), None)
+            if name is None or (named is not None and named != name):
+                raise er.TableError(f"{path}:{line}: run {r['run']!r} (wiring {r['wiring']!r}) names none of "
+                                    f"{sweep}'s points ({', '.join(names)}) or another than its wiring")
+            key = (name, int(r["depth"]))
+            p = pts.setdefault(key, Point(name, key[1], need=need, no_probe=TABLE_NOTE))
+            step = int(r["escape_step"]) if r["escape_step"] else None
+            flat = {"model.n_layer": key[1], "model.init": r["init"], "optim.learning_rate": float(r["learning_rate"]),
+                    "train.seed": seed, **names[name]}
+            if step is None:  # never escaped within the steps it ran: its horizon
+                flat["train.max_iters"] = int(r["steps"])
+            diffs = rules_check.differences(_nest(flat), train_fixed)
+            if diffs:
+                refused.append((sweep, r["run"], diffs))
+                p.refused += 1
+                continue
+            # a diverged run never escaped, as judge() reads one (escape_results.run_escape)
+            p.seeds.append((seed, step, int(r["steps"]) if step is None else step))
+            machines.append((r["cpu_model"], r["commit"]))
+    return pts, refused, read, sorted(set(machines))
+
+
+def judge_tables(folder: str, rules: dict) -> Judged:
+    """The study judged from its committed results tables (folder/signal_shaped.csv, signal_sublayer.csv),
+    as judge() does from run folders: the same points, verdicts and refusals, without rank ratios."""
+    need = 2
+    pts, refused, read, machines = table_points(folder, rules, need)
+    missing = [key for key in PLAN if key not in pts or not pts[key].complete]
+    sweeps = [os.path.splitext(os.path.basename(p))[0] for p in read]
+    return Judged(pts, verdicts(pts, rules), missing, sweeps, rules, refused, read, machines)
+
+
+def holds_tables(folder: str) -> bool:
+    """Whether folder holds a training sweep's results table and none of the sweeps' run folders."""
+    return (any(os.path.isfile(os.path.join(folder, s + ".csv")) for s in TRAIN_SWEEPS)
+            and not any(runlog.is_sweep_dir(os.path.join(folder, s)) for s in SIGNAL_SWEEPS))
 
 
 def refused_lines(res: Judged) -> list:
@@ -313,7 +401,13 @@ def verdict_items(res: Judged) -> list:
 
 def markdown(res: Judged) -> str:
     header, rows = table(res)
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = []
+    if res.tables:
+        on = "; ".join(f"{cpu or 'a CPU not recorded'}, commit {commit[:7] or 'not recorded'}"
+                       for cpu, commit in res.machines) or "no run"
+        lines += [f"Read from the results tables {', '.join(res.tables)} ({on}); the tables hold no rank ratio at "
+                  "init (signal_probe writes no table).", ""]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     lines += ["", f"Verdict: {res.verdicts['overall']}."]
     lines += ["- " + item for item in verdict_items(res)]
@@ -346,19 +440,30 @@ def findings_json(res: Judged) -> dict:
                    for p in (res.points[k] for k in order)],
         "not_judged": [{"point": n, "depth": L} for n, L in res.missing],
         "refused": rules_check.refused_json(res.refused),
+        "tables": res.tables,
     }
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m stacklab.signal_study", description=__doc__.split("\n")[0])
-    ap.add_argument("root", help="the folder holding signal_shaped/, signal_sublayer/, signal_probe/")
+    ap.add_argument("root", help="the folder holding signal_shaped/, signal_sublayer/, signal_probe/, or the "
+                                 "results tables signal_shaped.csv and signal_sublayer.csv (docs/results)")
     ap.add_argument("--rules", default=RULES)
     ap.add_argument("--results", help="write one CSV per training sweep here (docs/results)")
     a = ap.parse_args(argv)
     if not os.path.isdir(a.root):
         print(f"signal_study: {a.root} is not a folder", file=sys.stderr)
         return 2
-    res = judge(a.root, load_rules(a.rules))
+    tables = holds_tables(a.root)
+    if tables and a.results:
+        print(f"signal_study: {a.root} holds results tables, not run folders: --results writes tables from runs",
+              file=sys.stderr)
+        return 2
+    try:
+        res = judge_tables(a.root, load_rules(a.rules)) if tables else judge(a.root, load_rules(a.rules))
+    except ValueError as e:  # escape_results.TableError: a table cut or not as written, its line named
+        print(f"signal_study: {e}", file=sys.stderr)
+        return 2
     sys.stdout.write(markdown(res))
     if res.refused:  # no results table holds a run the rules do not cover
         print(f"signal_study: {len(res.refused)} runs or probes in {a.root} were not judged: their settings differ "

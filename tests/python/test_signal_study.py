@@ -1,9 +1,11 @@
 """signal_study (issue 45 part 2) judges fabricated sweeps by configs/experiments/signal_rules.json:
-a point trains when 2 of its 3 seeds escape; each outcome gives the verdict the rules fix."""
+a point trains when 2 of its 3 seeds escape; each outcome gives the verdict the rules fix; a run off
+the rules is not judged (issue 60); the committed results tables are judged as run folders are."""
 import contextlib
 import io
 import json
 import os
+import shutil
 import tempfile
 import unittest
 
@@ -175,6 +177,92 @@ class OffTheRules(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("train.max_iters 20 (the rules: 5500)", out.getvalue())
         self.assertIn("36 runs or probes", err.getvalue())
+
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "results")
+
+
+def tables(test, edit=None) -> str:
+    """A temp folder (removed after `test`) with copies of the committed signal tables
+    (docs/results/signal_*.csv); edit(name, text) -> text changes one before it is written."""
+    root = tempfile.mkdtemp(prefix="signal-tables-")
+    test.addCleanup(shutil.rmtree, root, True)
+    for name in ss.TRAIN_SWEEPS:
+        with open(os.path.join(RESULTS, name + ".csv"), encoding="utf-8") as f:
+            text = f.read()
+        with open(os.path.join(root, name + ".csv"), "w", encoding="utf-8") as f:
+            f.write(edit(name, text) if edit else text)
+    return root
+
+
+def run_main(*argv) -> tuple:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = ss.main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+class FromTheResultsTables(unittest.TestCase):
+    """Issue 60, defect 10: `signal_study docs/results` said every point was "not run" (it read run folders
+    only); the committed tables are judged as the run folders are, every row checked."""
+
+    def test_the_committed_tables_give_the_committed_verdict(self):
+        code, out, _ = run_main(RESULTS)
+        self.assertEqual(code, 0)
+        self.assertIn("Verdict: partial: shaped attention trains without a residual at L = 8 but not at L = 32 "
+                      "within H.", out)
+        self.assertIn("| shaped | 8 | 3 of 3 | median 50, range 50-100 | yes | not in the results tables |", out)
+        self.assertIn("| mlp-only | 8 | 3 of 3 | median 50, range 50-50 | yes |", out)
+        self.assertIn("| attn-only | 8 | 0 of 3 | 3 never within 5500 | no |", out)
+        self.assertIn("- sub-layers at L = 8: attention stalls the signal", out)
+        self.assertNotIn("not run", out)
+        self.assertIn("Read from the results tables", out)
+
+    def test_the_json_names_the_tables(self):
+        res = ss.judge_tables(RESULTS, RULES)
+        fj = ss.findings_json(res)
+        self.assertTrue(fj["present"])
+        self.assertEqual([os.path.basename(t) for t in fj["tables"]], ["signal_shaped.csv", "signal_sublayer.csv"])
+        self.assertEqual((fj["not_judged"], fj["refused"]), ([], []))
+
+    def test_a_torn_table_is_refused_naming_its_line(self):
+        root = tables(self, lambda name, text: text[:-30] if name == "signal_sublayer" else text)
+        code, _, err = run_main(root)
+        self.assertEqual(code, 2)
+        self.assertIn("signal_sublayer.csv:19: the last line ends without a newline", err)
+
+    def test_a_row_off_the_rules_is_not_judged_and_named(self):
+        def edit(name, text):
+            if name != "signal_shaped":
+                return text
+            return text.replace("L8-pre-layernorm-nores-shaped-s41,pre-layernorm-nores-shaped,8,0.0003",
+                                "L8-pre-layernorm-nores-shaped-s41,pre-layernorm-nores-shaped,8,0.01")
+        code, out, _ = run_main(tables(self, edit))
+        self.assertEqual(code, 2)
+        self.assertIn("optim.learning_rate 0.01 (the rules: 0.0003): 1 run "
+                      "(signal_shaped/L8-pre-layernorm-nores-shaped-s41)", out)
+        self.assertIn("| shaped | 8 | 2 of 2 |", out)
+
+    def test_a_point_with_a_seed_missing_is_not_judged(self):
+        root = tables(self, lambda name, text: "".join(line for line in text.splitlines(keepends=True)
+                                                       if not line.startswith("signal_shaped,L32-")
+                                                       or not line.split(",")[1].endswith("softmax-s42")))
+        res = ss.judge_tables(root, RULES)
+        self.assertIn(("softmax", 32), res.missing)
+        self.assertEqual(res.verdicts["overall"], "not judged: L = 32 not run")
+
+    def test_a_run_id_that_names_no_point_of_its_sweep_is_refused(self):
+        root = tables(self, lambda name, text: text.replace("L8-pre-layernorm-nores-shaped-s40,",
+                                                            "L8-pre-layernorm-nores-x-s40,"))
+        code, _, err = run_main(root)
+        self.assertEqual(code, 2)
+        self.assertIn("signal_shaped.csv:", err)
+        self.assertIn("names none of signal_shaped's points", err)
+
+    def test_results_are_not_written_from_tables(self):
+        with tempfile.TemporaryDirectory() as out:
+            self.assertEqual(run_main(RESULTS, "--results", out)[0], 2)
+            self.assertEqual(os.listdir(out), [])
 
 
 class FindingsJson(unittest.TestCase):
