@@ -14,7 +14,7 @@
 #
 # Stages of the complete run, in order:
 #   build      scripts/setup.sh: the missing Debian packages, then Release into build/
-#   unit       every CTest test in build/ (labels: core nn train data config cli)
+#   unit       every CTest test in build/ (labels: util core nn train sweep data config cli)
 #   asan       the same tests built with ASan + UBSan into build-asan/
 #   openblas   the second matrix-product path, OpenBLAS alone (build-openblas/, -DSTACKLAB_LIBXSMM=OFF):
 #              --version, CTest, torch parity (--stage xsmm, its name before libxsmm became the default, runs it too)

@@ -26,7 +26,7 @@ CHECKSUMMED_FORMAT = "stacklab.checkpoint.v2"  # v1 predates checksums: read unc
 CHECKSUM_KEY = "checksum"
 VOCAB_FORMAT = "stacklab.char_vocab"  # src/data/text.cpp, kVocabFormat
 OPTIM_PREFIX = "optim."               # optimizer state in a checkpoint (src/train/checkpoint.cpp)
-FNV_BASIS, FNV_PRIME, MASK64 = 0xcbf29ce484222325, 0x100000001b3, (1 << 64) - 1  # src/core/hash.h
+FNV_BASIS, FNV_PRIME, MASK64 = 0xcbf29ce484222325, 0x100000001b3, (1 << 64) - 1  # src/util/hash.h
 
 
 class RunLoadError(ValueError):
@@ -81,7 +81,7 @@ def checkpoint_path(run_dir: str, checkpoint: str = "latest") -> str:
 
 
 def fnv1a64(h: int, data: bytes) -> int:
-    """h mixed with the bytes of data (src/core/hash.h's fnv1a64); start from FNV_BASIS."""
+    """h mixed with the bytes of data (src/util/hash.h's fnv1a64); start from FNV_BASIS."""
     for b in data:
         h = ((h ^ b) * FNV_PRIME) & MASK64
     return h

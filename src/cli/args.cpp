@@ -6,7 +6,7 @@
 
 #include "config/config.h"
 #include "config/suggest.h"
-#include "core/error.h"
+#include "util/error.h"
 
 namespace sl {
 

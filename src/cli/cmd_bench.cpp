@@ -6,7 +6,7 @@
 // `stacklab bench --sgemm [CONFIG] [--threads T] [--json]` times OpenBLAS sgemm on the shapes of
 // CONFIG's Linear layers (default: configs/bench/b5.json from the current directory): the
 // machine's own ceiling.
-// --profile: then N more steps with the op profile on (core/profile.h), printed as a table of
+// --profile: then N more steps with the op profile on (util/profile.h), printed as a table of
 // every op's forward and backward time per step, each split into sgemm and the rest.
 #include <algorithm>
 #include <cstdio>

@@ -10,13 +10,13 @@
 #include "cli/commands.h"
 #include "config/loader.h"
 #include "core/fpmode.h"
-#include "core/fsutil.h"
 #include "core/ops.h"
 #include "nn/model.h"
 #include "nn/weights.h"
 #include "train/checkpoint.h"
 #include "train/setup.h"
 #include "train/trainer.h"
+#include "util/fsutil.h"
 
 namespace sl {
 

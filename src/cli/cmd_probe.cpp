@@ -12,10 +12,10 @@
 #include "cli/commands.h"
 #include "config/loader.h"
 #include "core/blas.h"
-#include "core/error.h"
-#include "core/fsutil.h"
 #include "train/probe.h"
 #include "train/setup.h"
+#include "util/error.h"
+#include "util/fsutil.h"
 
 namespace sl {
 namespace {

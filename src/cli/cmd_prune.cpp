@@ -15,12 +15,12 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "config/suggest.h"
-#include "core/error.h"
-#include "core/fsutil.h"
 #include "sweep/choices.h"
 #include "train/keep.h"
 #include "train/run_lock.h"
 #include "train/run_state.h"
+#include "util/error.h"
+#include "util/fsutil.h"
 
 namespace sl {
 namespace {

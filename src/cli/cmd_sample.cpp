@@ -15,7 +15,6 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/blas.h"
-#include "core/error.h"
 #include "core/ops.h"
 #include "core/rng.h"
 #include "data/text.h"
@@ -25,6 +24,7 @@
 #include "train/resume.h"
 #include "train/setup.h"
 #include "train/trainer.h"
+#include "util/error.h"
 
 namespace sl {
 namespace {

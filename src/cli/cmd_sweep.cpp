@@ -8,8 +8,8 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "core/error.h"
 #include "sweep/exec.h"
+#include "util/error.h"
 
 namespace sl {
 namespace {

@@ -4,8 +4,8 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "core/error.h"
 #include "nn/toyblock.h"
+#include "util/error.h"
 
 namespace sl {
 namespace {

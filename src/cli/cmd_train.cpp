@@ -16,9 +16,6 @@
 #include "cli/commands.h"
 #include "config/loader.h"
 #include "config/validate.h"
-#include "core/error.h"
-#include "core/fsutil.h"
-#include "core/signals.h"
 #include "train/keep.h"
 #include "train/provenance.h"
 #include "train/resume.h"
@@ -26,6 +23,9 @@
 #include "train/run_log.h"
 #include "train/setup.h"
 #include "train/trainer.h"
+#include "util/error.h"
+#include "util/fsutil.h"
+#include "util/signals.h"
 
 namespace sl {
 namespace {

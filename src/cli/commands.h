@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "core/exit_codes.h"  // kExitOk, kExitError, kExitDiverged, kExitInternal
+#include "util/exit_codes.h"  // kExitOk, kExitError, kExitDiverged, kExitInternal
 
 namespace sl {
 

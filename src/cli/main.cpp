@@ -10,8 +10,8 @@
 #include "config/config.h"
 #include "config/suggest.h"
 #include "core/blas.h"
-#include "core/error.h"
 #include "core/fpmode.h"
+#include "util/error.h"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/choices.h"
-#include "core/error.h"
+#include "util/error.h"
 
 namespace sl {
 

@@ -12,7 +12,7 @@
 
 #include "config/suggest.h"
 #include "config/validate.h"
-#include "core/fsutil.h"
+#include "util/fsutil.h"
 
 namespace sl {
 namespace {

@@ -4,8 +4,8 @@
 #include <atomic>
 #include <utility>
 
-#include "core/error.h"
-#include "core/profile.h"
+#include "util/error.h"
+#include "util/profile.h"
 
 namespace sl {
 namespace {

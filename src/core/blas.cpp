@@ -25,9 +25,9 @@
 #include <omp.h>
 #endif
 
-#include "core/error.h"
-#include "core/profile.h"
 #include "core/simd.h"
+#include "util/error.h"
+#include "util/profile.h"
 
 extern "C" {
 // Provided by OpenBLAS; declared here because cblas.h from Debian's alternatives may not.
@@ -154,7 +154,7 @@ void sgemm_leaf(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, 
               static_cast<int>(lda), B, static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
 }
 
-// The leaf product, timed when the op profile is on (core/profile.h).
+// The leaf product, timed when the op profile is on (util/profile.h).
 void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
            const float* bias, bool openblas_only) {

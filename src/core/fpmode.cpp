@@ -11,7 +11,7 @@
 
 #include <atomic>
 
-#include "core/error.h"
+#include "util/error.h"
 
 extern "C" {
 // Provided by OpenBLAS. In its pthread build, after blas_thread_shutdown_ the next

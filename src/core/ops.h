@@ -2,7 +2,6 @@
 // forward and backward kernels side by side.
 #pragma once
 #include "core/autograd.h"
-#include "core/error.h"
 #include "core/ops/attention.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/embedding.h"
@@ -14,3 +13,4 @@
 #include "core/ops/shape.h"
 #include "core/ops/softmax.h"
 #include "core/tensor.h"
+#include "util/error.h"

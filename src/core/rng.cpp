@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "core/error.h"
+#include "util/error.h"
 
 namespace sl {
 namespace {

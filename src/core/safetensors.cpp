@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
-#include "core/fsutil.h"
+#include "util/error.h"
+#include "util/fsutil.h"
 
 namespace sl {
 

@@ -1,7 +1,7 @@
 // Shape construction, checks and printing.
 #include "core/shape.h"
 
-#include "core/error.h"
+#include "util/error.h"
 
 namespace sl {
 

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "core/error.h"
-#include "core/fsutil.h"
-#include "core/json_read.h"
-#include "core/sha256.h"
 #include "data/text.h"
+#include "util/error.h"
+#include "util/fsutil.h"
+#include "util/json_read.h"
+#include "util/sha256.h"
 
 namespace sl {
 

@@ -8,7 +8,7 @@
 #include <cctype>
 #include <cmath>
 
-#include "core/error.h"
+#include "util/error.h"
 
 namespace sl {
 namespace {

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <sstream>
 
-#include "core/error.h"
 #include "data/markov.h"
 #include "data/text.h"
+#include "util/error.h"
 
 namespace sl {
 

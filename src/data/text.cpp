@@ -2,7 +2,7 @@
 // and batches of random windows (train: caller's rng; eval: an rng seeded from the source seed).
 #include "data/text.h"
 
-#include "core/json_read.h"
+#include "util/json_read.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,9 +10,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/error.h"
-#include "core/fsutil.h"
 #include "data/utf8.h"
+#include "util/error.h"
+#include "util/fsutil.h"
 
 namespace sl {
 namespace {

@@ -15,7 +15,7 @@ namespace sl {
 
 // The largest data.path file read (1 GiB): a text of that size takes about 9 times as much memory
 // (its bytes, then 4 bytes per character twice). Anything but a regular file (a FIFO, /dev/zero,
-// a device) is refused too, before it is opened: core/fsutil.h check_regular_file.
+// a device) is refused too, before it is opened: util/fsutil.h check_regular_file.
 constexpr std::uint64_t kMaxTextBytes = 1ull << 30;
 
 // Text <-> ids through a sorted, unique vocabulary of code points (id = index).

@@ -3,7 +3,7 @@
 
 #include <cstdio>
 
-#include "core/error.h"
+#include "util/error.h"
 
 namespace sl {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <set>
 
-#include "core/error.h"
+#include "util/error.h"
 
 namespace sl {
 

@@ -5,10 +5,10 @@
 #include <cmath>
 #include <cstdio>
 
-#include "core/error.h"
-#include "core/markdown.h"
 #include "core/ops.h"
 #include "nn/layers.h"
+#include "util/error.h"
+#include "util/markdown.h"
 
 namespace sl {
 

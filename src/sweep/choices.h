@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "config/choices.h"
-#include "core/error.h"
+#include "util/error.h"
 
 namespace sl {
 

@@ -11,11 +11,11 @@
 #include <thread>
 #include <tuple>
 
-#include "core/duration.h"
-#include "core/error.h"
-#include "core/fsutil.h"
 #include "data/source.h"
 #include "sweep/exec.h"
+#include "util/duration.h"
+#include "util/error.h"
+#include "util/fsutil.h"
 
 namespace sl {
 namespace {

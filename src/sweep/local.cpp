@@ -22,13 +22,13 @@
 #include <thread>
 
 #include "config/loader.h"
-#include "core/duration.h"
-#include "core/error.h"
-#include "core/exit_codes.h"
-#include "core/fsutil.h"
-#include "core/signals.h"
 #include "sweep/exec.h"
 #include "train/provenance.h"
+#include "util/duration.h"
+#include "util/error.h"
+#include "util/exit_codes.h"
+#include "util/fsutil.h"
+#include "util/signals.h"
 
 namespace sl {
 namespace {

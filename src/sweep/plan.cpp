@@ -11,10 +11,10 @@
 #include "config/loader.h"
 #include "config/suggest.h"
 #include "config/validate.h"
-#include "core/error.h"
 #include "nn/wiring.h"
 #include "train/keep.h"
 #include "train/resume.h"
+#include "util/error.h"
 
 namespace sl {
 namespace {

@@ -4,7 +4,7 @@
 #include <cctype>
 #include <sstream>
 
-#include "core/error.h"
+#include "util/error.h"
 
 namespace sl {
 namespace {

@@ -9,10 +9,10 @@
 #include <ctime>
 #include <filesystem>
 
-#include "core/error.h"
-#include "core/exit_codes.h"
-#include "core/fsutil.h"
 #include "train/escape_stop.h"
+#include "util/error.h"
+#include "util/exit_codes.h"
+#include "util/fsutil.h"
 
 namespace sl {
 namespace {

@@ -9,10 +9,10 @@
 #include <optional>
 #include <string>
 
-#include "core/fsutil.h"
 #include "sweep/choices.h"
 #include "sweep/plan.h"
 #include "train/run_state.h"
+#include "util/fsutil.h"
 
 namespace sl {
 
@@ -57,7 +57,7 @@ RunState run_state(const SweepPlan& plan, const SweepRun& run);
 // lock guarantees). The one place both executors decide which runs are pending.
 bool run_pending(RunState state);
 
-// The out_dir's lock: <out_dir>/sweep.lock, held with flock(2) (core/fsutil.h FileLock) by a
+// The out_dir's lock: <out_dir>/sweep.lock, held with flock(2) (util/fsutil.h FileLock) by a
 // running invocation alone, not by the runs it forks (the descriptor is close-on-exec; the kernel
 // releases the lock when the invocation dies, and its local runs stop with it, so a crash leaves
 // nothing stuck) and, for Slurm, recorded with the job id until that job has left the queue.

@@ -8,10 +8,10 @@
 #include <map>
 
 #include "config/loader.h"
-#include "core/error.h"
-#include "core/exit_codes.h"
 #include "sweep/exec.h"
 #include "train/keep.h"
+#include "util/error.h"
+#include "util/exit_codes.h"
 
 namespace sl {
 namespace {

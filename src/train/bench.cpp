@@ -10,16 +10,16 @@
 #include <thread>
 
 #include "core/blas.h"
-#include "core/error.h"
 #include "core/fpmode.h"
 #include "core/ops.h"
-#include "core/peak.h"
-#include "core/profile.h"
 #include "core/rng.h"
 #include "nn/dropout.h"
 #include "nn/model.h"
 #include "train/optimizer.h"
 #include "train/setup.h"
+#include "util/error.h"
+#include "util/peak.h"
+#include "util/profile.h"
 
 namespace sl {
 namespace {

@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
-#include "core/peak.h"
+#include "util/peak.h"
 
 namespace sl {
 
@@ -28,7 +28,7 @@ struct BenchOptions {
   int threads = 0;       // 0 = train.threads (0 there = all cores)
   bool ceiling = true;   // time the sgemm ceiling too, alternating with the steps
   int rounds = 3;        // ceiling timings: after each of `rounds` blocks of steps
-  bool profile = false;  // then `steps` more steps with the op profile on (core/profile.h)
+  bool profile = false;  // then `steps` more steps with the op profile on (util/profile.h)
 };
 
 // One line of the op profile, per training step (the profiled steps' sums over their count).
@@ -48,7 +48,7 @@ struct BenchResult {
   double final_loss = 0.0;
   std::vector<double> ceiling_gflops;        // OpenBLAS sgemm on the Linear shapes, one per round
   std::vector<double> ceiling_build_gflops;  // the build's own path on them (libxsmm builds only)
-  // The cores' FP32 FMA rate in registers (core/peak.h): short rounds before, between and after
+  // The cores' FP32 FMA rate in registers (util/peak.h): short rounds before, between and after
   // the products of each ceiling round; the best one is the peak (read_peak).
   std::vector<double> peak_gflops;
   std::string peak_isa;  // the vectors it ran on: "AVX-512", "AVX2+FMA" or "scalar"
@@ -64,7 +64,7 @@ struct BenchResult {
 double train_step_flops(const ModelConfig& m, int64_t B, int64_t T, int64_t n_matmul_params);
 
 BenchResult run_bench(Config cfg, const BenchOptions& opt);
-// The FMA peak of `r` read against every product measured beside it (core/peak.h read_peak):
+// The FMA peak of `r` read against every product measured beside it (util/peak.h read_peak):
 // OpenBLAS's and the build's ceiling rounds and the step's `step_gflops`.
 PeakReading peak_reading(const BenchResult& r, double step_gflops);
 nlohmann::json to_json(const BenchResult& r, const Config& cfg);

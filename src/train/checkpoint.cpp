@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "core/error.h"
-#include "core/hash.h"
 #include "core/safetensors.h"
 #include "nn/weights.h"
+#include "util/error.h"
+#include "util/hash.h"
 
 namespace sl {
 

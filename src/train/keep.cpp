@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
-#include "core/fsutil.h"
 #include "train/checkpoint.h"
+#include "util/error.h"
+#include "util/fsutil.h"
 
 namespace sl {
 namespace {

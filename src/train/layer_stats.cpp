@@ -8,10 +8,10 @@
 #include <limits>
 
 #include "core/autograd.h"
-#include "core/error.h"
-#include "core/markdown.h"
 #include "core/parallel.h"
 #include "core/sums.h"
+#include "util/error.h"
+#include "util/markdown.h"
 
 namespace sl {
 namespace {

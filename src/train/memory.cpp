@@ -5,8 +5,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/error.h"
 #include "nn/wiring.h"
+#include "util/error.h"
 
 namespace sl {
 namespace {

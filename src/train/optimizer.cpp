@@ -11,10 +11,10 @@
 #include <cstring>
 #include <set>
 
-#include "core/error.h"
 #include "core/fastmath.h"
 #include "core/parallel.h"
 #include "core/sums.h"
+#include "util/error.h"
 
 namespace sl {
 

@@ -5,11 +5,11 @@
 #include <fstream>
 #include <map>
 
-#include "core/error.h"
-#include "core/fsutil.h"
-#include "core/hash.h"
 #include "data/text.h"
 #include "train/escape_stop.h"
+#include "util/error.h"
+#include "util/fsutil.h"
+#include "util/hash.h"
 
 namespace sl {
 namespace {

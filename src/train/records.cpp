@@ -3,9 +3,9 @@
 
 #include <set>
 
-#include "core/error.h"
-#include "core/markdown.h"
 #include "train/layer_stats.h"
+#include "util/error.h"
+#include "util/markdown.h"
 
 namespace sl {
 namespace {

@@ -7,14 +7,14 @@
 #include <string_view>
 
 #include "config/loader.h"
-#include "core/error.h"
-#include "core/fsutil.h"
-#include "core/json_read.h"
 #include "core/safetensors.h"
 #include "train/escape_stop.h"
 #include "train/provenance.h"
 #include "train/run_state.h"
 #include "train/schedule.h"
+#include "util/error.h"
+#include "util/fsutil.h"
+#include "util/json_read.h"
 
 namespace sl {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "util/error.h"
 
 namespace sl {
 namespace {

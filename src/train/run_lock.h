@@ -1,14 +1,14 @@
 // The lock of a run directory: <run>/train.lock, held by `stacklab train` (a new run, --force
 // or --resume) for its whole life, so that two processes never write one run. The file records
 // the holder (pid, host, command) to name it when another train is refused. The lock itself is a
-// flock (core/fsutil.h FileLock): a holder killed by SIGKILL (or a lost node) leaves the file but
+// flock (util/fsutil.h FileLock): a holder killed by SIGKILL (or a lost node) leaves the file but
 // not the lock, and the next train takes it over with a note. Not here: the sweep's lock on its
 // out_dir (sweep.lock, sweep/state.h), a different file, held while its runs hold theirs.
 #pragma once
 #include <string>
 #include <vector>
 
-#include "core/fsutil.h"
+#include "util/fsutil.h"
 
 namespace sl {
 

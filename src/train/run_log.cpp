@@ -6,13 +6,13 @@
 #include <vector>
 
 #include "core/blas.h"
-#include "core/duration.h"
 #include "core/fpmode.h"
-#include "core/fsutil.h"
 #include "nn/wiring.h"
 #include "train/layer_stats.h"
 #include "train/records.h"
 #include "train/setup.h"
+#include "util/duration.h"
+#include "util/fsutil.h"
 
 namespace sl {
 namespace {

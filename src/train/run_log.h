@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
-#include "core/fsutil.h"
 #include "train/run_state.h"
+#include "util/fsutil.h"
 
 namespace sl {
 

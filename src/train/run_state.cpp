@@ -1,7 +1,7 @@
 // Run-state spellings (the table is in run_state.h).
 #include "train/run_state.h"
 
-#include "core/error.h"
+#include "util/error.h"
 
 namespace sl {
 

@@ -8,7 +8,7 @@
 #include <numbers>
 #include <string>
 
-#include "core/error.h"
+#include "util/error.h"
 
 namespace sl {
 

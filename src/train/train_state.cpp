@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "core/error.h"
-#include "core/json_read.h"
+#include "util/error.h"
+#include "util/json_read.h"
 
 namespace sl {
 namespace {

@@ -21,10 +21,7 @@
 #include <tuple>
 
 #include "core/blas.h"
-#include "core/duration.h"
-#include "core/error.h"
 #include "core/fpmode.h"
-#include "core/fsutil.h"
 #include "core/ops.h"
 #include "data/known_data.h"
 #include "data/text.h"
@@ -42,6 +39,9 @@
 #include "train/schedule.h"
 #include "train/setup.h"
 #include "train/train_state.h"
+#include "util/duration.h"
+#include "util/error.h"
+#include "util/fsutil.h"
 
 namespace sl {
 namespace {

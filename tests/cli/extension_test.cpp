@@ -1,6 +1,6 @@
 // The convergence study's extension (`train --resume DIR --train.max_iters=N
 // --optim.lr_decay_iters=D`, `stacklab sweep --on-change extend`) under what ordinarily interrupts
-// it: a SIGKILL at every one of its writes (STACKLAB_KILL_AFTER_WRITES, core/fsutil.h), a repeat
+// it: a SIGKILL at every one of its writes (STACKLAB_KILL_AFTER_WRITES, util/fsutil.h), a repeat
 // of the same command (a requeued Slurm task), a copy stopped before its config.json, and
 // `--status` on copies awaiting their extension. Each test failed on 5353e72.
 #include <cstdlib>

@@ -3,9 +3,9 @@
 
 #include "core/autograd.h"
 #include "core/blas.h"
-#include "core/error.h"
 #include "core/ops.h"
 #include "support/gradcheck.h"
+#include "util/error.h"
 
 namespace sl {
 namespace {

@@ -1,6 +1,6 @@
 // The op profile of `stacklab bench --profile`: each recorded op gets its forward and backward
 // time, with the part spent in sgemm inside it, and nothing is recorded outside a Scope.
-#include "core/profile.h"
+#include "util/profile.h"
 
 #include <gtest/gtest.h>
 

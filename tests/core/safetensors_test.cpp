@@ -12,8 +12,8 @@
 #include <functional>
 #include <limits>
 
-#include "core/error.h"
-#include "core/fsutil.h"
+#include "util/error.h"
+#include "util/fsutil.h"
 
 namespace sl {
 namespace {

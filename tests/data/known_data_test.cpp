@@ -9,8 +9,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/error.h"
-#include "core/sha256.h"
+#include "util/error.h"
+#include "util/sha256.h"
 
 namespace sl {
 namespace {

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "core/error.h"
+#include "util/error.h"
 
 namespace sl {
 namespace {

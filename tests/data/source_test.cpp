@@ -8,9 +8,9 @@
 #include <fstream>
 #include <functional>
 
-#include "core/error.h"
 #include "data/markov.h"
 #include "data/text.h"
+#include "util/error.h"
 
 namespace sl {
 namespace {

@@ -10,7 +10,7 @@
 #include <cmath>
 #include <fstream>
 
-#include "core/error.h"
+#include "util/error.h"
 
 namespace sl {
 namespace {

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "config/loader.h"
-#include "core/error.h"
 #include "fuzz_util.h"
 #include "train/memory.h"
+#include "util/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string input(reinterpret_cast<const char*>(data), size);

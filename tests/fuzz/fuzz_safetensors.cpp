@@ -4,9 +4,9 @@
 #include <cstring>
 #include <string_view>
 
-#include "core/error.h"
 #include "core/safetensors.h"
 #include "fuzz_util.h"
+#include "util/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);

@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <string>
 
-#include "core/error.h"
 #include "core/rng.h"
 #include "data/text.h"
 #include "fuzz_util.h"
+#include "util/error.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "util/error.h"
 
 namespace sl {
 namespace {

@@ -11,8 +11,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
-#include "core/fsutil.h"
+#include "util/error.h"
+#include "util/fsutil.h"
 
 namespace sl {
 namespace {

@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "core/error.h"
-#include "core/fsutil.h"
+#include "util/error.h"
+#include "util/fsutil.h"
 
 namespace sl {
 namespace {

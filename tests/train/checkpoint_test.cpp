@@ -10,7 +10,7 @@
 #include <string>
 
 #include "config/loader.h"
-#include "core/error.h"
+#include "util/error.h"
 
 namespace sl {
 namespace {

@@ -16,12 +16,12 @@
 #include <gtest/gtest.h>
 
 #include "core/blas.h"
-#include "core/error.h"
 #include "core/ops.h"
 #include "core/rng.h"
 #include "core/sums.h"
 #include "nn/model.h"
 #include "nn/wiring.h"
+#include "util/error.h"
 
 namespace sl {
 namespace {

@@ -7,10 +7,10 @@
 
 #include <gtest/gtest.h>
 
-#include "core/error.h"
-#include "core/fsutil.h"
 #include "core/safetensors.h"
 #include "train/provenance.h"
+#include "util/error.h"
+#include "util/fsutil.h"
 
 namespace sl {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "util/error.h"
 
 namespace sl {
 namespace {

@@ -30,9 +30,9 @@
 
 #include "core/autograd.h"
 #include "core/blas.h"
-#include "core/error.h"
 #include "core/parallel.h"
 #include "core/simd.h"
+#include "util/error.h"
 
 namespace sl {
 namespace {

@@ -20,9 +20,9 @@
 #include <string>
 
 #include "core/autograd.h"
-#include "core/error.h"
 #include "core/fastmath.h"
 #include "core/parallel.h"
+#include "util/error.h"
 
 namespace sl {
 

@@ -10,10 +10,10 @@
 
 #include "core/autograd.h"
 #include "core/blas.h"
-#include "core/error.h"
 #include "core/fastmath.h"
 #include "core/ops/elementwise.h"
 #include "core/parallel.h"
+#include "util/error.h"
 
 namespace sl {
 

@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "core/autograd.h"
-#include "core/error.h"
 #include "core/fastmath.h"
 #include "core/parallel.h"
 #include "core/simd.h"
+#include "util/error.h"
 
 namespace sl {
 namespace {

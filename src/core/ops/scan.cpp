@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/autograd.h"
-#include "core/error.h"
+#include "util/error.h"
 
 namespace sl {
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/autograd.h"
-#include "core/error.h"
+#include "util/error.h"
 
 namespace sl {
 

@@ -1,6 +1,6 @@
 // SHA-256 against the test vectors of FIPS 180-4's examples (NIST's "abc", the two-block
 // message, a million 'a'), the empty string, and fed in pieces that straddle the 64-byte blocks.
-#include "core/sha256.h"
+#include "util/sha256.h"
 
 #include <string>
 

@@ -1,7 +1,7 @@
-// The op profile's clocks (core/profile.h). Recording runs on the thread that records ops and
+// The op profile's clocks (util/profile.h). Recording runs on the thread that records ops and
 // sweeps backward (one thread at a time); only the sgemm clock is added to from worker threads,
 // hence its atomic.
-#include "core/profile.h"
+#include "util/profile.h"
 
 #include <algorithm>
 #include <atomic>

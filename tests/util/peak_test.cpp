@@ -1,8 +1,8 @@
-// Tests for core/peak.h's reading of the FMA peak (issue 60: on a loaded machine `bench` printed a
+// Tests for util/peak.h's reading of the FMA peak (issue 60: on a loaded machine `bench` printed a
 // peak of 71.12 GFLOP/s beside products at 93.05 and 99.32, so step/peak came out up to 1.6x too
 // high). The rule is a pure function of the rounds and the products measured beside them, tested
 // on numbers: no timing decides a test here.
-#include "core/peak.h"
+#include "util/peak.h"
 
 #include <cmath>
 #include <limits>

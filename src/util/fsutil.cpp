@@ -1,6 +1,6 @@
 // File-system helpers on POSIX calls (open/write/fsync/rename), so that every failure is seen
 // with its errno rather than hidden behind a stream's bad bit.
-#include "core/fsutil.h"
+#include "util/fsutil.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -16,7 +16,7 @@
 #include <system_error>
 #include <utility>
 
-#include "core/error.h"
+#include "util/error.h"
 
 namespace sl {
 namespace {

@@ -1,9 +1,9 @@
 // SIGINT / SIGTERM as a stop flag (see signals.h).
-#include "core/signals.h"
+#include "util/signals.h"
 
 #include <csignal>
 
-#include "core/error.h"
+#include "util/error.h"
 
 namespace sl {
 namespace {

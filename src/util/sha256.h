@@ -1,6 +1,6 @@
 // SHA-256 (FIPS 180-4), for one purpose: telling whether a file is the published copy of a known
 // data set (data/known_data.h), whose checksum is the one its source and the data step publish.
-// Run fingerprints and checkpoint checksums use the cheaper FNV-1a (core/hash.h).
+// Run fingerprints and checkpoint checksums use the cheaper FNV-1a (util/hash.h).
 #pragma once
 #include <array>
 #include <cstdint>

@@ -1,8 +1,8 @@
-// Tests for core/fsutil: atomic replacement (including failures that must leave the old file
+// Tests for util/fsutil: atomic replacement (including failures that must leave the old file
 // and no temp file behind), reads, mkdir -p, the append-only LineLog, torn-tail handling and
 // the flock-based FileLock.
 // A full disk is simulated with RLIMIT_FSIZE (write then fails with EFBIG).
-#include "core/fsutil.h"
+#include "util/fsutil.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/error.h"
+#include "util/error.h"
 
 namespace sl {
 namespace {

@@ -1,6 +1,6 @@
 // fma_peak (see peak.h): one loop per vector width, chosen at run time by what the CPU supports,
 // so a portable build measures the widest vectors of the machine it runs on.
-#include "core/peak.h"
+#include "util/peak.h"
 
 #include <algorithm>
 #include <chrono>

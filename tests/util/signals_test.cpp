@@ -1,7 +1,7 @@
-// Tests for core/signals: a stop signal under a StopSignals guard sets the flag instead of ending
+// Tests for util/signals: a stop signal under a StopSignals guard sets the flag instead of ending
 // the process; with second_signal_ends the next one would end it; the guard's end restores the
 // default action.
-#include "core/signals.h"
+#include "util/signals.h"
 
 #include <csignal>
 

@@ -1,8 +1,8 @@
 // Checked JSON reading: every failure names the file and the dotted field.
-#include "core/json_read.h"
+#include "util/json_read.h"
 
-#include "core/error.h"
-#include "core/fsutil.h"
+#include "util/error.h"
+#include "util/fsutil.h"
 
 namespace sl {
 namespace {

@@ -1,6 +1,6 @@
 // SHA-256 as FIPS 180-4 section 6.2 states it: 64-byte blocks, a 64-entry message schedule,
 // big-endian words, padding with 0x80, zeros and the bit length.
-#include "core/sha256.h"
+#include "util/sha256.h"
 
 #include <cstdio>
 

@@ -1,5 +1,5 @@
 // Formatting of internal check failures.
-#include "core/error.h"
+#include "util/error.h"
 
 #include <sstream>
 
