@@ -52,7 +52,8 @@ NOT_VERDICTS = frozenset({
     "delta_aic", "lo", "hi", "chance_all_never", "runs", "run_seconds", "min_escaped_depths", "predicted",
     "rank_ratio", "grad_ratio_first_last", "steps", "escaped_at", "interval", "values",
     # the sections and lists of findings.json and of the opt-in law's study_json
-    "claims", "complete", "missing", "absent", "not_made", "read", "seeds_named", "rank_not_made",
+    "claims", "complete", "missing", "absent", "not_made", "read", "seeds_named", "rank_not_made", "tables",
+    "left_out",
     # the law's forms, as keys of its fits and predictions
     "exponential", "power", "doubly exponential", "linear"})
 # The fields that identify a list item, in the order its name gives them (a value longer than ID_LEN, such as
