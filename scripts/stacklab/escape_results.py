@@ -10,6 +10,7 @@ population "unigram" where a run predates it) minus the margin.
 Not here: the fit (escape_law.py), the figure (plot_escape_law.py).
 """
 import csv
+import itertools
 import json
 import math
 import os
@@ -91,6 +92,39 @@ def wiring_of(run) -> str:
     """The run's wiring id as the tables name it: its wiring, ATTN_ONLY appended for an attention-only
     stack."""
     return run.wiring + stack_suffix(run.config.get("model"))
+
+
+def wiring_id(model: dict) -> str:
+    """The wiring id a model section gives a run without a residual-scale, norm-scaling, qk-norm or attention
+    variant (src/nn/wiring.cpp's wiring_id), ATTN_ONLY appended for an attention-only stack: "pre-layernorm-nores",
+    "none-nores-attn-only"."""
+    m = model or {}
+    norm = m.get("norm", "layernorm")
+    head = "none" if norm == "none" else f"{m.get('norm_position', 'pre')}-{norm}"
+    return head + ("-res" if m.get("residual", True) else "-nores") + stack_suffix(m)
+
+
+def sweep_points(path) -> dict:
+    """{(wiring, depth, learning rate, init): {seeds}} of every run a sweep file names (its variants x grid x
+    seeds, its overrides and base config for what they leave out): the points and seeds a results table of the
+    sweep holds once every run of it is done."""
+    with open(path, encoding="utf-8") as f:
+        sweep = json.load(f)
+    base = {}
+    if sweep.get("base"):
+        with open(os.path.join(os.path.dirname(path), sweep["base"]), encoding="utf-8") as f:
+            base = json.load(f)
+    grid = sweep.get("grid") or {}
+    out = defaultdict(set)
+    for variant in sweep.get("variants") or [{}]:
+        for combo in itertools.product(*grid.values()):
+            keys = {**(sweep.get("overrides") or {}), **dict(zip(grid, combo)), **variant}
+            model = {**(base.get("model") or {}),
+                     **{k.split(".", 1)[1]: v for k, v in keys.items() if k.startswith("model.")}}
+            rate = keys.get("optim.learning_rate", (base.get("optim") or {}).get("learning_rate"))
+            seeds = sweep.get("seeds") or [keys.get("train.seed", (base.get("train") or {}).get("seed"))]
+            out[(wiring_id(model), int(model["n_layer"]), float(rate), model.get("init", "normal"))] |= set(seeds)
+    return dict(out)
 
 
 def points(runs, margin: float) -> dict:

@@ -56,6 +56,11 @@ ATTN_PROBE_SWEEP = "escape_law_attn_probe"
 SECOND_PATH_SWEEP = "escape_law_haswell"
 SECOND_PATH_TABLE = SECOND_PATH_SWEEP + ".csv"
 PROBE_SWEEPS = (PROBE_SWEEP, ATTN_PROBE_SWEEP)  # the law's probe sweeps: their tables are probe tables
+# The sweep file naming every run of each training sweep's table (a staged sweep's stage files name the same
+# runs): a point of the law with fewer of them in the tables is pending (escape_results.sweep_points).
+SWEEP_FILES = {"escape_law": "escape_law_h0.json", ATTN_SWEEP: "escape_law_attn_h0.json",
+               "escape_law_scaled": "escape_law_scaled_h0.json", DEEP_SWEEP: "escape_law_deep.json",
+               SECOND_PATH_SWEEP: "escape_law_haswell.json"}
 PROBE_COLUMNS = ("wiring", "depth", "seeds", "rank_ratio", "grad_ratio_first_last", "cpu_model", "commit")
 STAGE0 = os.path.join(os.path.dirname(ec.RULES_PATH), "escape_law_h0.json")
 FIGURE = "escape_law.png"
@@ -146,7 +151,11 @@ def from_root(root, rules=None):
                                                           for k in ("rank_ratio", "grad_ratio_first_last"))
                     for r in probe_rows(probe_dir) if isinstance(r["depth"], int)
                     and (r["wiring"], r["depth"]) not in bad}}
-    st = judge(rows, rules, probe=probe, scaled_rows=scaled, deep_rows=deep, second_rows=second)
+    # the runs each sweep should hold (its sweep file's): the main grid's and the deep runs' always, the
+    # optional arms' where they were run
+    ran = {s for s in SWEEP_FILES if present(s)}
+    st = judge(rows, rules, probe=probe, scaled_rows=scaled, deep_rows=deep, second_rows=second,
+               named=named_runs(ran | {"escape_law", DEEP_SWEEP}))
     st.refused = refused
     return st
 
@@ -219,16 +228,23 @@ class WiringLaw:
     rank_fit: object = None        # escape_law.FormFit of ln step on -ln(rank ratio), at the best rates
     rank_delta: dict = field(default_factory=dict)  # {form: AIC - lowest} over the depth forms and "linear"
     rank_best: str = None          # the winner of the depth forms and "linear" by the rules' rule, or None
-    knob: str = ""                 # "applies" | "does not apply" | "open": the rules' second knob, and why
+    knob: str = ""                 # "applies" | "does not apply" | "open" | "pending": the rules' second knob
     knob_why: str = ""
+    named: dict = field(default_factory=dict)    # {(depth, rate): seeds the sweeps name}, run or not
+    pending: dict = field(default_factory=dict)  # {(depth, rate): "3 of 5 seeds"}: runs not in the tables
 
     @property
     def depths(self) -> list:
-        return sorted({d for d, _ in self.cells})
+        return sorted({d for d, _ in self.cells} | {d for d, _ in self.named})
 
     @property
     def rates(self) -> list:
-        return sorted({r for _, r in self.cells})
+        return sorted({r for _, r in self.cells} | {r for _, r in self.named})
+
+    def pending_at(self, rate=None) -> list:
+        """["L = 4 at 3e-05: 3 of 5 seeds"]: the points whose runs are not all in the tables, at `rate` (None:
+        every rate, as the best-rate read may take any). A read over them is pending, not a verdict."""
+        return [f"L = {d} at {r:g}: {why}" for (d, r), why in sorted(self.pending.items()) if rate in (None, r)]
 
 
 @dataclass
@@ -247,6 +263,12 @@ class Study:
     pooled: list = field(default_factory=list)      # [PooledRank]: the second knob's pooled rank line
     paths: list = field(default_factory=list)       # [PathCheck]: the rules' second_path
     refused: list = field(default_factory=list)     # [(sweep, run, [rules_check.Difference])]: off the rules
+    missing: int = 0                                # runs the sweeps name that no table holds
+
+    @property
+    def complete(self) -> bool:
+        """No read pending: no run the sweeps name missing from the tables."""
+        return not self.missing and not any(t.pending for t in self.tests) and not any(c.pending for c in self.paths)
 
 
 @dataclass
@@ -259,6 +281,7 @@ class PooledRank:
     fit: object                    # escape_law.FormFit of the rank line
     delta: dict                    # {form: AIC - lowest} over the depth forms and "linear"
     best: str | None               # the winner by the rules' rule, or None: not told apart
+    pending: list = field(default_factory=list)  # points of either stack whose runs are not all in the tables
 
 
 @dataclass
@@ -272,7 +295,8 @@ class PathCheck:
     second_form: str
     main_96: tuple | None          # (median, lo, hi) at L = 96 of each path's winner (lowest AIC if none)
     second_96: tuple | None
-    holds: bool | None             # None: a path's read is not fitted
+    holds: bool | None             # None: a path's read is not fitted, or pending
+    pending: list = field(default_factory=list)  # ["L = 2 at 0.0003: 3 of 5 seeds on the second path"]
 
 
 @dataclass
@@ -287,7 +311,9 @@ class DeepTest:
     median: float | None
     last: int
     forms: dict                    # {form: ((median, lo, hi), contradicted, or None while pending)}
-    pending: int = 0               # runs at the depth's deep points still censored short of the others
+    pending: int = 0               # runs at the depth's deep points still censored short of the others, or
+    #                                not in DEEP_TABLE at all (missing)
+    missing: int = 0               # runs of DEEP_SWEEP at the depth that its table does not hold
 
 
 def _obs(row: Row, interval: int):
@@ -317,10 +343,13 @@ def second_knob(wl: WiringLaw, cap: dict) -> tuple:
     escape within their caps at its best rates; "open" while depths not yet at their cap could still
     make up the count."""
     escaped = wl.best.escaped_depths
-    reached = {d: max(h for (dd, _), c in wl.cells.items() if dd == d for _, _, h in c) for d in wl.depths}
+    reached = {d: max((h for (dd, _), c in wl.cells.items() if dd == d for _, _, h in c), default=0)
+               for d in wl.depths}
     short = [d for d in wl.depths if d not in escaped and d in cap and reached[d] < cap[d]]
     have = f"escapes at {len(escaped)} depth{'s' * (len(escaped) != 1)}" + (
         f" (L = {', '.join(map(str, escaped))})" if escaped else "")
+    if wl.pending:  # the best rates and their escapes may change with the runs not in the tables
+        return "pending", f"{have} so far; runs missing at {len(wl.pending)} point{'s' * (len(wl.pending) != 1)}"
     if len(escaped) >= KNOB_DEPTHS:
         return "does not apply", have
     if len(escaped) + len(short) < KNOB_DEPTHS:
@@ -355,34 +384,49 @@ def supersede(rows, deeper) -> tuple:
     return out + list(by_point.values()), superseded, disagree
 
 
-def deep_tests(wirings, deep_rows, rules) -> list:
+def deep_tests(wirings, deep_rows, rules, named=None) -> list:
     """The rules' stage_2_decided.test: at each depth with a committed prediction, the deep runs' best
     rate, its median escape step, and per form whether that median lies outside the form's interval
-    (a median censored at N lies above N: it contradicts only an interval ending below N)."""
+    (a median censored at N lies above N: it contradicts only an interval ending below N). named: {(wiring,
+    depth, rate, init): seeds} DEEP_SWEEP's file names: a depth it names stays when its table lacks runs there,
+    pending with their count (its stage-0 runs, censored at 3000, test no prediction), as does a depth where
+    a run is censored short of the others (a stage-0 run not yet repeated, a run stopped mid-way)."""
     pred = rules["horizons"].get("decided", {}).get("stage_2_decided", {}).get("predictions")
-    if not pred or not deep_rows:
+    named = named or {}
+    if not pred or not (deep_rows or named):
         return []
     forms = {f: {int(d): tuple(v) for d, v in p.items()} for f, p in pred.items() if isinstance(p, dict)}
     out = []
     for wl in wirings:
-        for d in sorted({r.depth for r in deep_rows if r.wiring == wl.wiring}):
+        have, want = {}, {}  # {(depth, rate): seeds} in the deep table, and named by its sweep file
+        for r in deep_rows:
+            if r.wiring == wl.wiring:
+                have.setdefault((r.depth, r.rate), set()).add(r.seed)
+        for (w, d, lr, _), seeds in named.items():
+            if w == wl.wiring:
+                want.setdefault((d, lr), set()).update(seeds)
+        for d in sorted({d for d, _ in list(have) + list(want)}):
             if not any(d in p for p in forms.values()):
                 continue
-            rates = sorted({r.rate for r in deep_rows if r.wiring == wl.wiring and r.depth == d})
-            lr = best_rates({(d, r): wl.obs[(d, r)] for r in rates})[d]
-            seeds = wl.cells[(d, lr)]
+            rates = sorted({lr for dd, lr in list(have) + list(want) if dd == d})
+            ran = [r for r in rates if wl.obs.get((d, r))]
+            lr = best_rates({(d, r): wl.obs[(d, r)] for r in ran})[d] if ran else rates[0]
+            seeds = wl.cells.get((d, lr), [])
             # a run not yet repeated (or stopped early) is censored short of the horizon: no verdict yet
-            at = [x for r in rates for x in wl.cells[(d, r)]]
-            horizon = max(h for _, _, h in at)
-            pending = sum(x is None and h < horizon for _, x, h in at)
-            med = statistics.median([x if x is not None else math.inf for _, x, _ in seeds])
-            last = max(h for _, _, h in seeds)
+            at = [(r, x) for r in rates for x in wl.cells.get((d, r), [])]
+            horizon = max((h for _, (_, _, h) in at), default=0)
+            short = {(r, s) for r, (s, x, h) in at if x is None and h < horizon}
+            missing = {(r, s) for r in rates for s in want.get((d, r), set()) - have.get((d, r), set())}
+            pending = len(short | missing)
+            med = statistics.median([x if x is not None else math.inf for _, x, _ in seeds]) if seeds else math.inf
+            last = max((h for _, _, h in seeds), default=0)
             res = {}
             for f, p in forms.items():
                 if d in p:
                     m, lo, hi = p[d]
                     res[f] = (p[d], None if pending else hi < last if math.isinf(med) else not lo <= med <= hi)
-            out.append(DeepTest(wl.wiring, d, lr, seeds, None if math.isinf(med) else med, last, res, pending))
+            out.append(DeepTest(wl.wiring, d, lr, seeds, None if math.isinf(med) else med, last, res, pending,
+                                len(missing)))
     return out
 
 
@@ -417,7 +461,7 @@ def pooled_rank(full: WiringLaw, attn: WiringLaw, need: int):
     fits = {**law.fit_all(obs), "linear": law.fit_form(rank_obs, "linear")}
     best, delta = law.compare(fits)
     pts = [(wl.wiring, d, ranks[d]) for wl, ranks in parts for d in sorted(wl.best.seeds)]
-    return PooledRank(full.wiring, pts, fits["linear"], delta, best)
+    return PooledRank(full.wiring, pts, fits["linear"], delta, best, full.pending_at() + attn.pending_at())
 
 
 def _median(seeds) -> float:
@@ -435,16 +479,27 @@ def _at_96(read: ec.Wiring):
     return read.predictions.get(form, {}).get(96)
 
 
-def path_checks(wirings, second_rows, rules, interval) -> list:
+def path_checks(wirings, second_rows, rules, interval, named=None) -> list:
     """The rules' second_path: per wiring with runs on the second path, those runs in place of the main
     path's of the same (depth, rate, seed), the law read again at each depth's best rate, and the
-    verdict: the same form wins and each path's median at L = 96 lies in the other's interval."""
+    verdict: the same form wins and each path's median at L = 96 lies in the other's interval; pending (no
+    verdict) while a point of either path lacks runs (named: {(wiring, depth, rate, init): seeds}
+    SECOND_PATH_SWEEP's file names; without it the rules' seeds.runs at each point run)."""
     out = []
     for wl in wirings:
         mine = sorted((r for r in second_rows if r.wiring == wl.wiring and not r.diverged),
                       key=lambda r: (r.depth, r.rate, r.seed))
-        if not mine:
+        want = {(d, lr): set(s) for (w, d, lr, _), s in (named or {}).items() if w == wl.wiring}
+        if not mine and not want:
             continue
+        ran = {}
+        for r in second_rows:
+            if r.wiring == wl.wiring:
+                ran.setdefault((r.depth, r.rate), set()).add(r.seed)
+        pending = [f"L = {d} at {lr:g}: {len(ran.get((d, lr), set()) & s)} of {len(s)} seeds on the second path"
+                   for (d, lr), s in sorted({**{k: set(rules["seeds"]["runs"]) for k in ran}, **want}.items())
+                   if s - ran.get((d, lr), set())]
+        pending += [f"main path {p}" for p in wl.pending_at()]
         cells, obs = _cells(mine, interval)
         by_seed = {(d, lr): {s for s, _, _ in c} for (d, lr), c in cells.items()}
         mixed_cells = {k: [x for x in c if x[0] not in by_seed.get(k, ())] for k, c in wl.cells.items()}
@@ -457,26 +512,37 @@ def path_checks(wirings, second_rows, rules, interval) -> list:
         read = ec.read_points(wl.wiring, wl.formula, chosen, {d: mixed_cells[(d, lr)] for d, lr in chosen.items()},
                               [o for d, lr in chosen.items() for o in mixed_obs[(d, lr)]], rules)
         points = []
-        for (d, lr), c in sorted(cells.items()):
-            main = wl.cells.get((d, lr), [])
+        for d, lr in sorted(set(cells) | set(want)):
+            main, c = wl.cells.get((d, lr), []), cells.get((d, lr), [])
             esc = [x for _, x, _ in main if x is not None]
             lo, hi = (min(esc), max(esc)) if esc else (math.inf, math.inf)
             if len(esc) < len(main):
                 hi = math.inf
-            points.append((d, lr, main, c, not lo <= _median(c) <= hi))
+            points.append((d, lr, main, c, bool(c) and not lo <= _median(c) <= hi))
         m96, s96 = _at_96(wl.best), _at_96(read)
-        holds = (None if m96 is None or s96 is None else
+        holds = (None if m96 is None or s96 is None or pending else
                  _winner(wl.best) == _winner(read) and law.within(m96[0], *s96[1:]) and law.within(s96[0], *m96[1:]))
         kernels = ", ".join(sorted({r.kernels for r in mine if r.kernels})) or "not recorded"
-        out.append(PathCheck(wl.wiring, kernels, points, _winner(wl.best), _winner(read), m96, s96, holds))
+        out.append(PathCheck(wl.wiring, kernels, points, _winner(wl.best), _winner(read), m96, s96, holds, pending))
     return out
 
 
-def judge(rows, rules, probe=None, scaled_rows=(), interval=None, deep_rows=(), second_rows=()) -> Study:
+def named_runs(sweeps) -> dict:
+    """{sweep: {(wiring, depth, rate, init): seeds}}: the runs each of `sweeps` names in its sweep file
+    (SWEEP_FILES, escape_results.sweep_points), the runs its table holds once they are all done."""
+    folder = os.path.dirname(ec.RULES_PATH)
+    return {s: er.sweep_points(os.path.join(folder, SWEEP_FILES[s])) for s in sweeps}
+
+
+def judge(rows, rules, probe=None, scaled_rows=(), interval=None, deep_rows=(), second_rows=(), named=None) -> Study:
     """The study judged from its table rows (read_table), the probe table ({(wiring, depth): (rank, grad)}),
     the scaled arm's rows, the longer runs that supersede some rows (DEEP_SWEEP's) and the second
-    path's runs (SECOND_PATH_SWEEP's, read in path_checks)."""
+    path's runs (SECOND_PATH_SWEEP's, read in path_checks). named: {sweep: {(wiring, depth, rate, init):
+    seeds}} the sweep files name (named_runs) for the sweeps read: a point with fewer of them in the tables
+    is pending ("3 of 5 seeds"), and so is every read over it (in the text and the JSON); without it each
+    point in the tables is held to the rules' seeds.runs."""
     interval = interval or eval_interval()
+    named = named or {}
     rows, superseded, disagree = supersede(list(rows), list(deep_rows))
     fit_init, arm = rules["init"]["fit"], rules["init"]["second_arm"]
     excluded = [(r.run, "diverged: no escape interval") for r in list(rows) + list(scaled_rows) if r.diverged]
@@ -488,13 +554,35 @@ def judge(rows, rules, probe=None, scaled_rows=(), interval=None, deep_rows=(), 
     reached = {}
     for r in usable:
         reached[r.depth] = max(reached.get(r.depth, 0), r.steps)
+    # the seeds each point of the main grid should hold, those it holds (a diverged run is done), and the
+    # deep sweep's likewise: a point short of either is pending
+    want, have, deep_want, deep_have = {}, {}, named.get(DEEP_SWEEP, {}), {}
+    for s in ("escape_law", ATTN_SWEEP):
+        for p, seeds in named.get(s, {}).items():
+            want.setdefault(p, set()).update(seeds)
+    for src, got in ((rows, have), (deep_rows, deep_have)):
+        for r in src:
+            got.setdefault((r.wiring, r.depth, r.rate, r.init), set()).add(r.seed)
+    for p in have:
+        want.setdefault(p, set(rules["seeds"]["runs"]))
+    missing = sum(len(s - have.get(p, set())) for p, s in want.items())
+    missing += sum(len(s - deep_have.get(p, set())) for p, s in deep_want.items())
     wirings = []
     for w, formula in stacks(rules):
         mine = [r for r in usable if r.wiring == w]
-        if not mine:
+        wanted = {(p[1], p[2]): s for p, s in want.items() if p[0] == w and p[3] == fit_init}
+        if not mine and not wanted:
             continue
         cells, obs = _cells(mine, interval)
-        wl = WiringLaw(w, formula, cells, obs)
+        wl = WiringLaw(w, formula, cells, obs, named={k: len(s) for k, s in wanted.items()})
+        for (d, lr), s in sorted(wanted.items()):
+            p = (w, d, lr, fit_init)
+            gaps = [f"{len(s & have.get(p, set()))} of {len(s)} seeds"] if s - have.get(p, set()) else []
+            dw = deep_want.get(p, set())
+            if dw - deep_have.get(p, set()):
+                gaps.append(f"{len(dw & deep_have.get(p, set()))} of {len(dw)} runs of {DEEP_SWEEP}")
+            if gaps:
+                wl.pending[(d, lr)] = "; ".join(gaps)
         chosen = best_rates(obs)
         seeds = {d: cells[(d, lr)] for d, lr in chosen.items()}
         wl.best = ec.read_points(w, formula, chosen, seeds, [o for d, lr in chosen.items() for o in obs[(d, lr)]],
@@ -531,8 +619,9 @@ def judge(rows, rules, probe=None, scaled_rows=(), interval=None, deep_rows=(), 
     commits = sorted({r.commit[:7] for r in rows if r.commit})
     return Study(wirings, len(rows), excluded, reached, scaled, ", ".join(cpus), commits,
                  rules["escaped"]["margin"], superseded, disagree,
-                 deep_tests(wirings, [r for r in deep_rows if not r.diverged], rules), pooled,
-                 path_checks(wirings, list(second_rows), rules, interval))
+                 deep_tests(wirings, list(deep_rows), rules, deep_want), pooled,
+                 path_checks(wirings, list(second_rows), rules, interval, named.get(SECOND_PATH_SWEEP)),
+                 missing=missing)
 
 
 # ---- the text -----------------------------------------------------------------------------------
@@ -542,7 +631,9 @@ def _g(x) -> str:
 
 
 def cell_text(seeds) -> str:
-    """"5/5 · 750 (700-800)", "0/5 · > 3000", "2/5 · > 3000 (500, 650)"."""
+    """"5/5 · 750 (700-800)", "0/5 · > 3000", "2/5 · > 3000 (500, 650)", "not run" (no seed)."""
+    if not seeds:
+        return "not run"
     steps = sorted(s for _, s, _ in seeds if s is not None)
     n, k = len(seeds), len(steps)
     last = max(h for _, _, h in seeds)
@@ -557,7 +648,8 @@ def cell_text(seeds) -> str:
 
 def grid_table(wl: WiringLaw) -> list:
     """Markdown lines: depth x rate, each cell seeds escaped / seeds and the median escape step (range),
-    the best rate's cell in bold, then the rank and gradient ratios at init."""
+    and where runs the sweeps name are not in the tables how many are ("3 of 5 seeds: pending"), the best
+    rate's cell in bold, then the rank and gradient ratios at init."""
     head = ["L"] + [f"lr {r:g}" for r in wl.rates] + ["rank ratio at init", "grad ratio first/last"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     chosen = wl.best.rate if wl.best else {}
@@ -566,6 +658,7 @@ def grid_table(wl: WiringLaw) -> list:
         for r in wl.rates:
             c = wl.cells.get((d, r))
             t = cell_text(c) if c else "not run"
+            t += f" ({wl.pending[(d, r)]}: pending)" if (d, r) in wl.pending else ""
             row.append(f"**{t}**" if chosen.get(d) == r and c and any(s is not None for _, s, _ in c) else t)
         rank, grad = wl.probe.get(d, (None, None))
         row += [_g(rank) if rank is not None else "not probed", _g(grad) if grad is not None else "not probed"]
@@ -573,14 +666,25 @@ def grid_table(wl: WiringLaw) -> list:
     return lines
 
 
-def read_line(name, w: ec.Wiring) -> str:
-    """One read in words: no fit with its bounds, or the forms, the winner and the predictions."""
+def pending_text(pending) -> str:
+    """"pending (runs missing: L = 4 at 3e-05: 3 of 5 seeds); from the runs in the tables, no verdict: " for
+    a read over points whose runs are not all in the tables, else ""."""
+    if not pending:
+        return ""
+    shown = "; ".join(pending[:4]) + (f"; {len(pending) - 4} more points" if len(pending) > 4 else "")
+    return f"pending (runs missing: {shown}); from the runs in the tables, no verdict: "
+
+
+def read_line(name, w: ec.Wiring, pending=()) -> str:
+    """One read in words: no fit with its bounds, or the forms, the winner and the predictions; pending (the
+    points whose runs are not all in the tables named, the falsifier given no verdict) where `pending`."""
+    head = f"{name}: {pending_text(pending)}"
     if w.verdict != "fitted":
         # the strongest of the censored depths' bounds (the nearest depth's: the deeper ones are weaker)
         top = max(w.bounds, key=lambda x: x["factor_above"], default=None)
         b = (f"; from L = {top['from']} to {top['depth']} the median grows at least x{top['factor_above']:.3g} "
              f"a layer (L = {top['depth']}'s median censored at {top['horizon']})" if top else "")
-        return f"{name}: {w.why}{b}"
+        return f"{head}{w.why}{b}"
     preds = []
     for form, p in w.predictions.items():
         ps = ", ".join(f"L = {d}: {law.step_text(m)} ({law.interval_text(lo, hi)})"
@@ -588,7 +692,9 @@ def read_line(name, w: ec.Wiring) -> str:
         preds.append(f"{form}: {ps}")
     dd = ", ".join(f"{f} {d:+.1f}" for f, d in sorted(w.delta_aic.items(), key=lambda x: x[1]))
     fz = f"; falsifier: {w.falsifier.text}" if w.falsifier is not None else ""
-    return f"{name}: {w.why} (dAIC {dd}); median escape step, 95 % interval: {'; '.join(preds)}{fz}"
+    if pending and fz:
+        fz = f"; falsifier: {w.falsifier.text.rsplit(': ', 1)[0]}: pending"
+    return f"{head}{w.why} (dAIC {dd}); median escape step, 95 % interval: {'; '.join(preds)}{fz}"
 
 
 def markdown(st: Study, rules) -> str:
@@ -601,7 +707,10 @@ def markdown(st: Study, rules) -> str:
            f" the first eval {st.margin:g} nats under its unigram loss; '> N': the median never escaped within N."
            " Bold: the depth's best rate (the rules' reads (1))."
            + (f" {len(st.superseded)} stage-0 runs are read through their longer repeats in {DEEP_SWEEP}"
-              " (the rules' horizons.decided.stage_2_decided)." if st.superseded else ""), ""]
+              " (the rules' horizons.decided.stage_2_decided)." if st.superseded else "")
+           + (f" **{st.missing} runs the sweep files name are not in the tables**: the points that lack them say"
+              " how many they hold ('3 of 5 seeds: pending'), and every read over them is pending, not a"
+              " verdict." if st.missing else ""), ""]
     if st.disagree:
         out += ["**Not the same runs**: these longer repeats did not repeat their first run's escape (another "
                 "binary or config?): " + "; ".join(st.disagree) + ".", ""]
@@ -612,14 +721,14 @@ def markdown(st: Study, rules) -> str:
             escaped = any(x is not None for _, x, _ in wl.cells[(d, r)])
             return f"L = {d}: {r:g}" + ("" if escaped else " (none escaped: the tie's lower rate)")
         chosen = ", ".join(rate_text(d, r) for d, r in sorted(wl.best.rate.items()))
-        out.append(f"- {read_line('At each depth best rate (' + chosen + ')', wl.best)}.")
+        out.append(f"- {read_line('At each depth best rate (' + chosen + ')', wl.best, wl.pending_at())}.")
         for lr, w in sorted(wl.held.items()):
-            out.append(f"- {read_line(f'At lr {lr:g} held across depths', w)}.")
+            out.append(f"- {read_line(f'At lr {lr:g} held across depths', w, wl.pending_at(lr))}.")
         if wl.rank_fit is not None:
             dd = ", ".join(f"{f} {d:+.1f}" for f, d in sorted(wl.rank_delta.items(), key=lambda x: x[1]))
             told = (f"{wl.rank_best} wins" if wl.rank_best else
                     f"not told apart from the depth forms (AIC within {law.DELTA_AIC:g})")
-            out.append(f"- Against x = -ln(rank ratio at init), at the best rates: "
+            out.append(f"- Against x = -ln(rank ratio at init), at the best rates: {pending_text(wl.pending_at())}"
                        f"ln step = {wl.rank_fit.theta[0]:.3g} + "
                        f"{wl.rank_fit.theta[1]:.3g} x, sigma {wl.rank_fit.sigma:.3g}; {told} (dAIC: {dd}).")
         if wl.knob:
@@ -636,7 +745,8 @@ def markdown(st: Study, rules) -> str:
                 f"`{rules['wirings'].get(p.wiring)}` with full and attention-only blocks pooled at their best rates: "
                 f"ln step = {p.fit.theta[0]:.3g} + "
                 f"{p.fit.theta[1]:.3g} x (x = -ln rank ratio at init), sigma {p.fit.sigma:.3g}, against the depth "
-                f"forms with one curve for both stacks: {told} (dAIC: {dd}). Rank ratios at init: {pts}.", ""]
+                f"forms with one curve for both stacks: {pending_text(p.pending)}{told} (dAIC: {dd}). Rank ratios at "
+                f"init: {pts}.", ""]
     if st.tests:
         out += [f"The predictions committed before {DEEP_SWEEP}'s runs (the rules' horizons.decided."
                 "stage_2_decided), against its runs: the median escape step at each depth's best rate among "
@@ -647,7 +757,9 @@ def markdown(st: Study, rules) -> str:
         for t in st.tests:
             verdict = {True: "contradicted", False: "holds", None: "pending"}
             cells = [f"{_g(m)} ({_g(lo)}-{_g(hi)}): {verdict[bad]}" for (m, lo, hi), bad in t.forms.values()]
-            wait = f" ({t.pending} runs not yet at the horizon)" if t.pending else ""
+            wait = "; ".join(([f"{t.pending - t.missing} runs not yet at the horizon"] if t.pending > t.missing else [])
+                             + ([f"pending: {t.missing} runs of {DEEP_SWEEP} not in its table"] if t.missing else []))
+            wait = f" ({wait})" if wait else ""
             out.append(f"| {rules['wirings'].get(t.wiring, t.wiring)} | {t.depth} | {t.rate:g} | "
                        f"{cell_text(t.seeds)}{wait} | " + " | ".join(cells) + " |")
         out.append("")
@@ -661,12 +773,14 @@ def markdown(st: Study, rules) -> str:
             for d, lr, main, second, outside in c.points:
                 flag = " (outside the main path's range)" if outside else ""
                 out.append(f"| {rules['wirings'].get(c.wiring, c.wiring)} | {d} | {lr:g} | "
-                           f"{cell_text(main) if main else 'not run'} | {cell_text(second)}{flag} |")
+                           f"{cell_text(main)} | {cell_text(second)}{flag} |")
         out.append("")
         for c in st.paths:
             def at(x):
                 return "no fit" if x is None else f"{law.step_text(x[0])} ({law.interval_text(*x[1:])})"
             verdict = {True: "holds", False: "does not hold", None: "not judged (a read is not fitted)"}[c.holds]
+            if c.pending:
+                verdict = "pending (runs missing: " + "; ".join(c.pending) + ")"
             out.append(f"- `{rules['wirings'].get(c.wiring, c.wiring)}`: main path {c.main_form}, "
                        f"second path {c.second_form}; L = 96: {at(c.main_96)} against "
                        f"{at(c.second_96)}: {verdict}.")
@@ -674,9 +788,11 @@ def markdown(st: Study, rules) -> str:
     if st.scaled:
         out += ["The scaled-init arm beside the normal runs at its points (not fitted):", "",
                 "| wiring | L | lr | normal init | scaled init |", "|---|---|---|---|---|"]
+        n = len(rules["seeds"]["runs"])
         for w, d, lr, normal, scaled in st.scaled:
+            short = f" ({len(scaled)} of {n} seeds: pending)" if len(scaled) < n else ""
             out.append(f"| {rules['wirings'].get(w, w)} | {d} | {lr:g} | "
-                       f"{cell_text(normal) if normal else 'not run'} | {cell_text(scaled)} |")
+                       f"{cell_text(normal)} | {cell_text(scaled)}{short} |")
         out.append("")
     if st.excluded:
         out += ["Left out: " + "; ".join(f"{r} ({why})" for r, why in st.excluded) + ".", ""]
@@ -687,16 +803,19 @@ def _n(x):
     return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
 
 
-def _read_json(w: ec.Wiring) -> dict:
+def _read_json(w: ec.Wiring, pending=()) -> dict:
+    """A read as data; pending (its points' runs not all in the tables): verdict "pending", the read from
+    the runs in the tables under read_so_far, the falsifier without a verdict."""
     rate = {str(d): r for d, r in w.rate.items()} if isinstance(w.rate, dict) else w.rate
-    return {"verdict": w.verdict, "why": w.why, "rate": rate,
+    return {"verdict": "pending" if pending else w.verdict, "read_so_far": w.verdict if pending else None,
+            "pending": list(pending), "why": w.why, "rate": rate,
             "escaped_depths": w.escaped_depths, "bounds": w.bounds, "best": w.best,
             "fits": {f: {"theta": list(x.theta), "sigma": x.sigma, "loglik": x.loglik, "aic": x.aic}
                      for f, x in w.fits.items()},
             "predictions": {f: [{"depth": d, "median": _n(m), "lo": _n(lo), "hi": _n(hi)}
                                 for d, (m, lo, hi) in sorted(p.items())] for f, p in w.predictions.items()},
             "falsifier": None if w.falsifier is None else {"median": _n(w.falsifier.median),
-                                                           "fires": w.falsifier.fires,
+                                                           "fires": None if pending else w.falsifier.fires,
                                                            "chance_all_never": w.falsifier.chance_all_never}}
 
 
@@ -706,16 +825,16 @@ def study_json(st: Study) -> dict:
             "reached": {str(d): s for d, s in sorted(st.reached.items())}, "cpu_model": st.cpu_model,
             "superseded": st.superseded, "disagree": st.disagree,
             "deep_tests": [{"wiring": t.wiring, "depth": t.depth, "learning_rate": t.rate, "median": t.median,
-                            "last": t.last, "pending": t.pending,
+                            "last": t.last, "pending": t.pending, "missing": t.missing,
                             "forms": {f: {"predicted": list(p), "contradicted": bad}
                                       for f, (p, bad) in t.forms.items()}}
                            for t in st.tests],
-            "commits": st.commits,
+            "commits": st.commits, "complete": st.complete, "missing": st.missing,
             "second_path": [{"wiring": c.wiring, "kernels": c.kernels, "main_form": c.main_form,
                              "second_form": c.second_form,
                              "main_96": None if c.main_96 is None else [_n(x) for x in c.main_96],
                              "second_96": None if c.second_96 is None else [_n(x) for x in c.second_96],
-                             "holds": c.holds,
+                             "holds": c.holds, "pending": c.pending,
                              "points": [{"depth": d, "learning_rate": lr, "outside": o,
                                          "main": [{"seed": sd, "step": x, "last": h} for sd, x, h in m],
                                          "second": [{"seed": sd, "step": x, "last": h} for sd, x, h in sc]}
@@ -724,18 +843,20 @@ def study_json(st: Study) -> dict:
             "pooled_rank": [{"wiring": p.wiring, "points": [{"wiring": w, "depth": d, "rank_ratio": r}
                                                             for w, d, r in p.points],
                              "theta": list(p.fit.theta), "sigma": p.fit.sigma, "delta_aic": p.delta,
-                             "best": p.best} for p in st.pooled],
+                             "best": p.best, "pending": p.pending} for p in st.pooled],
             "wirings": [{"wiring": wl.wiring, "formula": wl.formula,
                          "cells": [{"depth": d, "learning_rate": r,
-                                    "escape_steps": [{"seed": s, "step": x, "last": h} for s, x, h in c]}
-                                   for (d, r), c in sorted(wl.cells.items())],
-                         "best": _read_json(wl.best),
-                         "held": {f"{lr:g}": _read_json(w) for lr, w in sorted(wl.held.items())},
+                                    "escape_steps": [{"seed": s, "step": x, "last": h}
+                                                     for s, x, h in wl.cells.get((d, r), [])],
+                                    "seeds_named": wl.named.get((d, r)), "pending": wl.pending.get((d, r))}
+                                   for d in wl.depths for r in wl.rates if (d, r) in wl.cells or (d, r) in wl.named],
+                         "best": _read_json(wl.best, wl.pending_at()),
+                         "held": {f"{lr:g}": _read_json(w, wl.pending_at(lr)) for lr, w in sorted(wl.held.items())},
                          "probe": {str(d): {"rank_ratio": v[0], "grad_ratio_first_last": v[1]}
                                    for d, v in sorted(wl.probe.items())},
                          "rank_fit": None if wl.rank_fit is None else {
                              "theta": list(wl.rank_fit.theta), "sigma": wl.rank_fit.sigma,
-                             "delta_aic": wl.rank_delta, "best": wl.rank_best},
+                             "delta_aic": wl.rank_delta, "best": wl.rank_best, "pending": wl.pending_at()},
                          "second_knob": {"verdict": wl.knob or None, "why": wl.knob_why or None}}
                         for wl in st.wirings]}
 
@@ -782,6 +903,10 @@ def main(argv=None) -> int:
         for name in (n + ".csv" for n in PROBE_SWEEPS):
             if os.path.isfile(os.path.join(a.results, name)):
                 probe = {**(probe or {}), **read_probe_table(os.path.join(a.results, name))}
+        # the runs each table should hold: the main grid's and the deep runs' always (the rules decided both),
+        # the optional arms' where their table is here
+        tables = {s for s in SWEEP_FILES if os.path.isfile(os.path.join(a.results, s + ".csv"))}
+        named = named_runs(tables | {"escape_law", DEEP_SWEEP})
         scaled_path = os.path.join(a.results, SCALED_TABLE)
         deep_path = os.path.join(a.results, DEEP_TABLE)
         attn_path = os.path.join(a.results, ATTN_TABLE)
@@ -790,7 +915,7 @@ def main(argv=None) -> int:
         st = judge(rows, rules, probe=probe,
                    second_rows=read_table(second_path) if os.path.isfile(second_path) else (),
                    scaled_rows=read_table(scaled_path) if os.path.isfile(scaled_path) else (),
-                   deep_rows=read_table(deep_path) if os.path.isfile(deep_path) else ())
+                   deep_rows=read_table(deep_path) if os.path.isfile(deep_path) else (), named=named)
     except (OSError, ValueError) as e:
         print(f"escape_study: {e}", file=sys.stderr)
         return 2

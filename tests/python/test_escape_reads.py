@@ -1,14 +1,102 @@
 """What escape_study says of a read it cannot make, or not yet, and of a bound the data do not give (issue 60):
-an end of a 95 % interval the data do not bound is "no bound" in the text and null in the JSON, never a number
-(defect 6)."""
+a point with fewer runs than its sweep names says "k of n seeds" and every read over it is pending, in the text
+and the JSON, not a verdict from a smaller point (defect 3); a depth whose escape_law_deep runs are missing keeps
+its row of the committed predictions, pending with the count, instead of falling back to its stage-0 runs
+(defect 4); an end of a 95 % interval the data do not bound is "no bound" in the text and null in the JSON,
+never a number (defect 6)."""
 import math
 import os
 import tempfile
 import unittest
 
+from test_escape_study import TWO, deep_rules, row, rows_of
+
 from stacklab import escape_core as ec
 from stacklab import escape_law as law
 from stacklab import escape_study as es
+
+RULES = ec.load_rules()
+SEEDS = range(30, 35)  # the rules' seeds.runs
+# f(layernorm(x)) at 3e-4: L = 1-3 escape, L = 4 never within 3000: a fitted read; at 1e-4 two depths
+THREE = ([row("pre-layernorm-nores", d, 3e-4, s, st) for d, sts in
+          {1: (100, 150, 100, 150, 100), 2: (450, 500, 600, 400, 550), 3: (2000, 2400, 1900, 2600, 2200),
+           4: (None,) * 5}.items() for s, st in zip(SEEDS, sts)]
+         + [row("pre-layernorm-nores", d, 1e-4, s, st) for d, sts in {1: (300,) * 5, 2: (1500,) * 5}.items()
+            for s, st in zip(SEEDS, sts)])
+WITHOUT_33_34 = [r for r in THREE if not (r["depth"] == 2 and r["learning_rate"] == "0.0003" and r["seed"] >= 33)]
+
+
+class MissingRuns(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.st = es.judge(rows_of(WITHOUT_33_34), RULES)
+        cls.text = es.markdown(cls.st, RULES)
+        cls.js = es.study_json(cls.st)
+
+    def test_a_point_with_fewer_seeds_than_the_rules_name_says_k_of_n_and_pending(self):
+        # the issue's case: two seeds of L4-pre-layernorm-nores at 3e-5 removed read "3/3 · 6000", a whole point
+        self.assertIn("| 2 | 5/5 · 1500 (1500) | 3/3 · 500 (450-600) (3 of 5 seeds: pending) |",
+                      self.text.replace("**", ""))
+        self.assertEqual(self.st.missing, 2)
+        self.assertIn("**2 runs the sweep files name are not in the tables**", self.text)
+
+    def test_the_best_rate_read_over_it_is_pending_not_a_verdict_in_the_text_and_the_json(self):
+        self.assertIn("- At each depth best rate (L = 1: 0.0003, L = 2: 0.0003, L = 3: 0.0003, L = 4: 0.0003 (none "
+                      "escaped: the tie's lower rate)): pending (runs missing: L = 2 at 0.0003: 3 of 5 seeds); from "
+                      "the runs in the tables, no verdict: 3 depths escaped", self.text)
+        best = self.js["wirings"][0]["best"]
+        self.assertEqual((best["verdict"], best["read_so_far"], best["pending"]),
+                         ("pending", "fitted", ["L = 2 at 0.0003: 3 of 5 seeds"]))
+        self.assertFalse(self.js["complete"])
+
+    def test_the_read_held_at_the_short_rate_is_pending_and_its_falsifier_gives_no_verdict(self):
+        self.assertEqual(self.st.wirings[0].pending_at(1e-4), [])  # a read held at 1e-4 would be a verdict
+        held = self.js["wirings"][0]["held"]
+        self.assertEqual(held["0.0003"]["verdict"], "pending")
+        self.assertIsNone(held["0.0003"]["falsifier"]["fires"])
+        self.assertIn("falsifier: at L = 8 the law's median escape step is", self.text)
+        self.assertNotIn("not falsified", self.text)
+        self.assertEqual(self.st.wirings[0].knob, "pending")
+
+    def test_the_sweep_files_name_the_points_and_seeds_a_table_should_hold(self):
+        named = es.named_runs([es.DEEP_SWEEP, "escape_law"])
+        self.assertEqual(named[es.DEEP_SWEEP][("pre-layernorm-nores", 6, 3e-5, "normal")], set(SEEDS))
+        self.assertEqual(len(named["escape_law"]), 3 * 7 * 5)
+        # a point the sweep names with no run at all: a cell "not run (0 of 5 seeds: pending)"
+        want = {("pre-layernorm-nores", 3, 1e-4, "normal"): set(SEEDS)}
+        st = es.judge(rows_of(TWO), RULES, named={"escape_law": want})
+        self.assertIn("not run (0 of 5 seeds: pending)", es.markdown(st, RULES))
+        self.assertEqual(st.missing, 5)
+
+
+class MissingDeepRuns(unittest.TestCase):
+    # f(x)'s L = 3 at 1e-3 and 3e-4: the deep sweep names 10 runs (seeds 30-34 each), none in its table
+    NAMED = {es.DEEP_SWEEP: {("none-nores", 3, lr, "normal"): set(SEEDS) for lr in (1e-3, 3e-4)}}
+
+    def test_the_predictions_row_stays_pending_with_the_count_when_the_deep_table_lacks_the_depth(self):
+        st = es.judge(rows_of(TWO), deep_rules(), named=self.NAMED)
+        (t,) = st.tests
+        self.assertEqual((t.depth, t.pending, t.missing), (3, 10, 10))
+        self.assertEqual({bad for _, bad in t.forms.values()}, {None})
+        text = es.markdown(st, deep_rules())
+        self.assertIn("| f(x) | 3 | 0.001 | 0/5 · > 3000 (pending: 10 runs of escape_law_deep not in its table) | "
+                      "2e+03 (1.5e+03-2.5e+03): pending |", text)
+        self.assertIn("| 3 | 0/5 · > 3000 (0 of 5 runs of escape_law_deep: pending) |", text)
+        self.assertEqual(es.study_json(st)["deep_tests"][0]["missing"], 10)
+
+    def test_the_depth_does_not_fall_back_to_its_stage_0_runs_as_if_complete(self):
+        st = es.judge(rows_of(TWO), deep_rules(), named=self.NAMED)
+        wl = st.wirings[0]
+        self.assertEqual(wl.pending, {(3, 1e-3): "0 of 5 runs of escape_law_deep"})
+        self.assertTrue(es.read_line("best", wl.best, wl.pending_at()).startswith(
+            "best: pending (runs missing: L = 3 at 0.001: 0 of 5 runs of escape_law_deep)"))
+
+    def test_the_deep_runs_there_make_the_row_a_verdict_again(self):
+        deep = [row("none-nores", 3, lr, s, None, steps=12000) for lr in (1e-3, 3e-4) for s in SEEDS]
+        st = es.judge(rows_of(TWO), deep_rules(), deep_rows=rows_of(deep), named=self.NAMED)
+        (t,) = st.tests
+        self.assertEqual((t.pending, t.missing), (0, 0))
+        self.assertNotIn(None, {bad for _, bad in t.forms.values()})
 
 
 def read_with(predictions) -> ec.Wiring:
