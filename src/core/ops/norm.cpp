@@ -8,6 +8,7 @@
 // contract the products into their sums, so they round differently from the baseline one).
 // Rows run in parallel in fixed chunks of kRows;
 // dgamma/dbeta are summed per chunk and the chunk partials added in order (deterministic).
+// The same four kernels, plain (one row at a time, sums in double): norm_reference.cpp.
 #include "core/ops/norm.h"
 
 // The kernels contract a * b + c into an FMA where the clone has one (SL_SIMD_CLONES).

@@ -20,6 +20,20 @@ void rms_norm_forward(float* y, float* rstd, const float* x, const float* gamma,
 void rms_norm_backward(float* dx, float* dgamma, const float* dy, const float* x, const float* rstd,
                        const float* gamma, int64_t rows, int64_t C, bool overwrite_dx = false);
 
+// The plain reference pair of the four kernels above (norm_reference.cpp): one row at a time,
+// every sum in double (the outputs float), no vectors, threads or per-CPU clones. Same arguments;
+// backward accumulates into dx as well. The tests hold the kernels to it.
+void layer_norm_forward_reference(float* y, float* mean, float* rstd, const float* x,
+                                  const float* gamma, const float* beta, int64_t rows, int64_t C,
+                                  float eps);
+void layer_norm_backward_reference(float* dx, float* dgamma, float* dbeta, const float* dy,
+                                   const float* x, const float* mean, const float* rstd,
+                                   const float* gamma, int64_t rows, int64_t C);
+void rms_norm_forward_reference(float* y, float* rstd, const float* x, const float* gamma,
+                                int64_t rows, int64_t C, float eps);
+void rms_norm_backward_reference(float* dx, float* dgamma, const float* dy, const float* x,
+                                 const float* rstd, const float* gamma, int64_t rows, int64_t C);
+
 // DyT: forward saves t = tanh(alpha x) (rows * C) for backward. With u = dy gamma (1 - t^2):
 //   dx = alpha u; dalpha += sum(u x); dgamma += dy t; dbeta += dy. gamma/beta may be null.
 void dyt_forward(float* y, float* t, const float* x, float alpha, const float* gamma,
