@@ -152,10 +152,13 @@ def from_root(root, rules=None):
                     for r in probe_rows(probe_dir) if isinstance(r["depth"], int)
                     and (r["wiring"], r["depth"]) not in bad}}
     # the runs each sweep should hold (its sweep file's): the main grid's and the deep runs' always, the
-    # optional arms' where they were run
+    # optional arms' where they were run; a sweep not run stops the reads it feeds, named with it
     ran = {s for s in SWEEP_FILES if present(s)}
+    absent = {s: f"{s} not run in this folder" for s in (PROBE_SWEEP, DEEP_SWEEP) if not present(s)}
+    if present(ATTN_SWEEP) and not present(ATTN_PROBE_SWEEP):
+        absent[ATTN_PROBE_SWEEP] = f"{ATTN_PROBE_SWEEP} not run in this folder"
     st = judge(rows, rules, probe=probe, scaled_rows=scaled, deep_rows=deep, second_rows=second,
-               named=named_runs(ran | {"escape_law", DEEP_SWEEP}))
+               named=named_runs(ran | {"escape_law", DEEP_SWEEP}), absent=absent)
     st.refused = refused
     return st
 
@@ -232,6 +235,7 @@ class WiringLaw:
     knob_why: str = ""
     named: dict = field(default_factory=dict)    # {(depth, rate): seeds the sweeps name}, run or not
     pending: dict = field(default_factory=dict)  # {(depth, rate): "3 of 5 seeds"}: runs not in the tables
+    rank_why: str = ""             # why the rank read is not made ("" when it is)
 
     @property
     def depths(self) -> list:
@@ -264,11 +268,14 @@ class Study:
     paths: list = field(default_factory=list)       # [PathCheck]: the rules' second_path
     refused: list = field(default_factory=list)     # [(sweep, run, [rules_check.Difference])]: off the rules
     missing: int = 0                                # runs the sweeps name that no table holds
+    not_made: list = field(default_factory=list)    # [(read, why)]: reads the tables cannot give
+    absent: list = field(default_factory=list)      # tables not read (main: the files not in --results)
 
     @property
     def complete(self) -> bool:
-        """No read pending: no run the sweeps name missing from the tables."""
-        return not self.missing and not any(t.pending for t in self.tests) and not any(c.pending for c in self.paths)
+        """Every read the rules ask for made, none pending: no run missing, no read not made."""
+        return not self.missing and not self.not_made and not any(t.pending for t in self.tests) and \
+            not any(c.pending for c in self.paths)
 
 
 @dataclass
@@ -464,6 +471,20 @@ def pooled_rank(full: WiringLaw, attn: WiringLaw, need: int):
     return PooledRank(full.wiring, pts, fits["linear"], delta, best, full.pending_at() + attn.pending_at())
 
 
+def pooled_why(full: WiringLaw, attn: WiringLaw, need: int, absent: dict) -> str:
+    """Why pooled_rank makes no read of the two stacks: the depths without a rank ratio at init (and the probe
+    table absent, where it is), or too few escaped points."""
+    gaps = []
+    for wl, sweep in ((full, PROBE_SWEEP), (attn, ATTN_PROBE_SWEEP)):
+        no = [d for d in sorted(wl.best.seeds) if not (wl.probe.get(d) or (None,))[0]]
+        if no:
+            gaps.append(f"{wl.formula} at L = {', '.join(map(str, no))}" + (f" ({absent[sweep]})" if sweep in absent
+                                                                            else ""))
+    if gaps:
+        return "no rank ratio at init for " + "; ".join(gaps)
+    return f"fewer than {need} of the pooled points escaped"
+
+
 def _median(seeds) -> float:
     return statistics.median([x if x is not None else math.inf for _, x, _ in seeds])
 
@@ -534,15 +555,17 @@ def named_runs(sweeps) -> dict:
     return {s: er.sweep_points(os.path.join(folder, SWEEP_FILES[s])) for s in sweeps}
 
 
-def judge(rows, rules, probe=None, scaled_rows=(), interval=None, deep_rows=(), second_rows=(), named=None) -> Study:
+def judge(rows, rules, probe=None, scaled_rows=(), interval=None, deep_rows=(), second_rows=(), named=None,
+          absent=None) -> Study:
     """The study judged from its table rows (read_table), the probe table ({(wiring, depth): (rank, grad)}),
     the scaled arm's rows, the longer runs that supersede some rows (DEEP_SWEEP's) and the second
     path's runs (SECOND_PATH_SWEEP's, read in path_checks). named: {sweep: {(wiring, depth, rate, init):
     seeds}} the sweep files name (named_runs) for the sweeps read: a point with fewer of them in the tables
     is pending ("3 of 5 seeds"), and so is every read over it (in the text and the JSON); without it each
-    point in the tables is held to the rules' seeds.runs."""
+    point in the tables is held to the rules' seeds.runs. absent: {sweep: "escape_law_probe.csv absent"},
+    the tables not found, named in the reads they stop."""
     interval = interval or eval_interval()
-    named = named or {}
+    named, absent = named or {}, absent or {}
     rows, superseded, disagree = supersede(list(rows), list(deep_rows))
     fit_init, arm = rules["init"]["fit"], rules["init"]["second_arm"]
     excluded = [(r.run, "diverged: no escape interval") for r in list(rows) + list(scaled_rows) if r.diverged]
@@ -567,7 +590,7 @@ def judge(rows, rules, probe=None, scaled_rows=(), interval=None, deep_rows=(), 
         want.setdefault(p, set(rules["seeds"]["runs"]))
     missing = sum(len(s - have.get(p, set())) for p, s in want.items())
     missing += sum(len(s - deep_have.get(p, set())) for p, s in deep_want.items())
-    wirings = []
+    wirings, not_made = [], []
     for w, formula in stacks(rules):
         mine = [r for r in usable if r.wiring == w]
         wanted = {(p[1], p[2]): s for p, s in want.items() if p[0] == w and p[3] == fit_init}
@@ -596,16 +619,36 @@ def judge(rows, rules, probe=None, scaled_rows=(), interval=None, deep_rows=(), 
         ranks = {d: v[0] for d, v in wl.probe.items() if v[0]}
         # the rules' second_knob.rank: a ratio at every depth of the fit, so that the linear form and
         # the depth forms are fitted to the same runs and compared by the same 2-unit rule
-        if wl.best.verdict == "fitted" and all(d in ranks for d in wl.best.seeds):
+        no_ratio = [d for d in sorted(wl.best.seeds) if d not in ranks]
+        if wl.best.verdict != "fitted":
+            wl.rank_why = "the read at the best rates is not fitted, " + wl.best.why.split(":")[0]
+        elif no_ratio:
+            sweep = ATTN_PROBE_SWEEP if w.endswith(er.ATTN_ONLY) else PROBE_SWEEP
+            wl.rank_why = (f"no rank ratio at init at L = {', '.join(map(str, no_ratio))} ("
+                           + absent.get(sweep, f"not in {sweep}'s table") + ")")
+            not_made.append((f"`{formula}` against x = -ln(rank ratio at init)", wl.rank_why))
+        else:
             wl.rank_fit = law.fit_rank(wl.best.obs, ranks)
             wl.rank_best, wl.rank_delta = law.compare({**wl.best.fits, "linear": wl.rank_fit})
         if not w.endswith(er.ATTN_ONLY):  # an attention-only stack is the knob itself
             wl.knob, wl.knob_why = second_knob(wl, caps(rules))
         wirings.append(wl)
     by_id = {wl.wiring: wl for wl in wirings}
-    pooled = [p for wl in wirings if wl.wiring + er.ATTN_ONLY in by_id
-              for p in [pooled_rank(wl, by_id[wl.wiring + er.ATTN_ONLY], rules["law"]["min_escaped_depths"])]
-              if p is not None]
+    pooled, need = [], rules["law"]["min_escaped_depths"]
+    for wl in wirings:
+        if wl.wiring.endswith(er.ATTN_ONLY):
+            continue
+        attn, what = by_id.get(wl.wiring + er.ATTN_ONLY), f"the second knob's read of `{wl.formula}`"
+        if attn is None:  # the knob's runs are due where it applies
+            if wl.knob == "applies":
+                not_made.append((what, "no attention-only runs in the tables ("
+                                 + absent.get(ATTN_SWEEP, f"not in {ATTN_TABLE}") + ")"))
+            continue
+        p = pooled_rank(wl, attn, need)
+        if p is not None:
+            pooled.append(p)
+        elif any(not (x.probe.get(d) or (None,))[0] for x in (wl, attn) for d in x.best.seeds):
+            not_made.append((what, pooled_why(wl, attn, need, absent)))
     scaled = []
     for wl in wirings:
         for d in arm["depths"]:
@@ -621,7 +664,7 @@ def judge(rows, rules, probe=None, scaled_rows=(), interval=None, deep_rows=(), 
                  rules["escaped"]["margin"], superseded, disagree,
                  deep_tests(wirings, list(deep_rows), rules, deep_want), pooled,
                  path_checks(wirings, list(second_rows), rules, interval, named.get(SECOND_PATH_SWEEP)),
-                 missing=missing)
+                 missing=missing, not_made=not_made, absent=sorted(set(absent.values())))
 
 
 # ---- the text -----------------------------------------------------------------------------------
@@ -710,7 +753,8 @@ def markdown(st: Study, rules) -> str:
               " (the rules' horizons.decided.stage_2_decided)." if st.superseded else "")
            + (f" **{st.missing} runs the sweep files name are not in the tables**: the points that lack them say"
               " how many they hold ('3 of 5 seeds: pending'), and every read over them is pending, not a"
-              " verdict." if st.missing else ""), ""]
+              " verdict." if st.missing else "")
+           + (f" Not read: {'; '.join(st.absent)}." if st.absent else ""), ""]
     if st.disagree:
         out += ["**Not the same runs**: these longer repeats did not repeat their first run's escape (another "
                 "binary or config?): " + "; ".join(st.disagree) + ".", ""]
@@ -731,6 +775,8 @@ def markdown(st: Study, rules) -> str:
             out.append(f"- Against x = -ln(rank ratio at init), at the best rates: {pending_text(wl.pending_at())}"
                        f"ln step = {wl.rank_fit.theta[0]:.3g} + "
                        f"{wl.rank_fit.theta[1]:.3g} x, sigma {wl.rank_fit.sigma:.3g}; {told} (dAIC: {dd}).")
+        elif wl.rank_why:
+            out.append(f"- Against x = -ln(rank ratio at init), at the best rates: not made: {wl.rank_why}.")
         if wl.knob:
             out.append(f"- The rules' second knob (attention-only stacks, when fewer than {KNOB_DEPTHS} depths "
                        f"escape within their caps): {wl.knob}: {wl.knob_why}.")
@@ -747,6 +793,8 @@ def markdown(st: Study, rules) -> str:
                 f"{p.fit.theta[1]:.3g} x (x = -ln rank ratio at init), sigma {p.fit.sigma:.3g}, against the depth "
                 f"forms with one curve for both stacks: {pending_text(p.pending)}{told} (dAIC: {dd}). Rank ratios at "
                 f"init: {pts}.", ""]
+    for what, why in st.not_made:
+        out += [f"Not made: {what}: {why}.", ""]
     if st.tests:
         out += [f"The predictions committed before {DEEP_SWEEP}'s runs (the rules' horizons.decided."
                 "stage_2_decided), against its runs: the median escape step at each depth's best rate among "
@@ -829,7 +877,8 @@ def study_json(st: Study) -> dict:
                             "forms": {f: {"predicted": list(p), "contradicted": bad}
                                       for f, (p, bad) in t.forms.items()}}
                            for t in st.tests],
-            "commits": st.commits, "complete": st.complete, "missing": st.missing,
+            "commits": st.commits, "complete": st.complete, "missing": st.missing, "absent": st.absent,
+            "not_made": [{"read": what, "why": why} for what, why in st.not_made],
             "second_path": [{"wiring": c.wiring, "kernels": c.kernels, "main_form": c.main_form,
                              "second_form": c.second_form,
                              "main_96": None if c.main_96 is None else [_n(x) for x in c.main_96],
@@ -857,6 +906,7 @@ def study_json(st: Study) -> dict:
                          "rank_fit": None if wl.rank_fit is None else {
                              "theta": list(wl.rank_fit.theta), "sigma": wl.rank_fit.sigma,
                              "delta_aic": wl.rank_delta, "best": wl.rank_best, "pending": wl.pending_at()},
+                         "rank_not_made": wl.rank_why or None,
                          "second_knob": {"verdict": wl.knob or None, "why": wl.knob_why or None}}
                         for wl in st.wirings]}
 
@@ -899,13 +949,18 @@ def main(argv=None) -> int:
             raise ValueError(f"{table}: no results table of the escape law (escape_results.write_results_csv "
                              "writes it from runs/deep_stacking/escape_law)")
         rules = ec.load_rules()
-        probe = None
-        for name in (n + ".csv" for n in PROBE_SWEEPS):
-            if os.path.isfile(os.path.join(a.results, name)):
-                probe = {**(probe or {}), **read_probe_table(os.path.join(a.results, name))}
+        probe, absent = None, {}
+        for sweep in PROBE_SWEEPS:
+            path = os.path.join(a.results, sweep + ".csv")
+            if os.path.isfile(path):
+                probe = {**(probe or {}), **read_probe_table(path)}
+            elif sweep == PROBE_SWEEP or os.path.isfile(os.path.join(a.results, ATTN_TABLE)):
+                absent[sweep] = f"{path} absent"
         # the runs each table should hold: the main grid's and the deep runs' always (the rules decided both),
         # the optional arms' where their table is here
         tables = {s for s in SWEEP_FILES if os.path.isfile(os.path.join(a.results, s + ".csv"))}
+        for sweep in {"escape_law", DEEP_SWEEP} - tables:
+            absent[sweep] = f"{os.path.join(a.results, sweep + '.csv')} absent"
         named = named_runs(tables | {"escape_law", DEEP_SWEEP})
         scaled_path = os.path.join(a.results, SCALED_TABLE)
         deep_path = os.path.join(a.results, DEEP_TABLE)
@@ -915,7 +970,7 @@ def main(argv=None) -> int:
         st = judge(rows, rules, probe=probe,
                    second_rows=read_table(second_path) if os.path.isfile(second_path) else (),
                    scaled_rows=read_table(scaled_path) if os.path.isfile(scaled_path) else (),
-                   deep_rows=read_table(deep_path) if os.path.isfile(deep_path) else (), named=named)
+                   deep_rows=read_table(deep_path) if os.path.isfile(deep_path) else (), named=named, absent=absent)
     except (OSError, ValueError) as e:
         print(f"escape_study: {e}", file=sys.stderr)
         return 2
@@ -925,6 +980,10 @@ def main(argv=None) -> int:
     if a.json:
         with open(a.json, "w", encoding="utf-8") as f:
             json.dump(study_json(st), f, indent=1)
+    if not st.complete:
+        print("escape_study: not every read is made: runs missing (pending) or a table absent (not made); "
+              "exit 3", file=sys.stderr)
+        return 3
     return 0
 
 

@@ -2,14 +2,17 @@
 a point with fewer runs than its sweep names says "k of n seeds" and every read over it is pending, in the text
 and the JSON, not a verdict from a smaller point (defect 3); a depth whose escape_law_deep runs are missing keeps
 its row of the committed predictions, pending with the count, instead of falling back to its stage-0 runs
-(defect 4); an end of a 95 % interval the data do not bound is "no bound" in the text and null in the JSON,
-never a number (defect 6)."""
+(defect 4); without the probe table every read against -ln(rank ratio) and the second knob's read are named as
+not made, with why, and the command exits 3 (defect 5); an end of a 95 % interval the data do not bound is "no
+bound" in the text and null in the JSON, never a number (defect 6)."""
+import contextlib
+import io
 import math
 import os
 import tempfile
 import unittest
 
-from test_escape_study import TWO, deep_rules, row, rows_of
+from test_escape_study import ATTN, TWO, deep_rules, row, rows_of, write
 
 from stacklab import escape_core as ec
 from stacklab import escape_law as law
@@ -23,6 +26,10 @@ THREE = ([row("pre-layernorm-nores", d, 3e-4, s, st) for d, sts in
            4: (None,) * 5}.items() for s, st in zip(SEEDS, sts)]
          + [row("pre-layernorm-nores", d, 1e-4, s, st) for d, sts in {1: (300,) * 5, 2: (1500,) * 5}.items()
             for s, st in zip(SEEDS, sts)])
+# each depth escapes at one rate only: a fitted best-rate read and no read held across depths (fewer fits)
+STAIR = [row("pre-layernorm-nores", d, lr, s, st) for d, lr, sts in
+         ((1, 1e-3, (100, 150, 100, 150, 100)), (2, 3e-4, (450, 500, 600, 400, 550)),
+          (3, 1e-4, (2000, 2400, 1900, 2600, 2200))) for s, st in zip(SEEDS, sts)]
 WITHOUT_33_34 = [r for r in THREE if not (r["depth"] == 2 and r["learning_rate"] == "0.0003" and r["seed"] >= 33)]
 
 
@@ -97,6 +104,42 @@ class MissingDeepRuns(unittest.TestCase):
         (t,) = st.tests
         self.assertEqual((t.pending, t.missing), (0, 0))
         self.assertNotIn(None, {bad for _, bad in t.forms.values()})
+
+
+class ProbeTableAbsent(unittest.TestCase):
+    def test_the_read_against_the_rank_ratio_is_named_as_not_made_with_why(self):
+        st = es.judge(rows_of(STAIR), RULES, absent={es.PROBE_SWEEP: "docs/results/escape_law_probe.csv absent"})
+        self.assertIn("- Against x = -ln(rank ratio at init), at the best rates: not made: no rank ratio at init at "
+                      "L = 1, 2, 3 (docs/results/escape_law_probe.csv absent).", es.markdown(st, RULES))
+        # the knob applies (3 depths escape, none short of its cap): its attention-only runs are due too
+        self.assertEqual(st.not_made, [
+            ("`f(layernorm(x))` against x = -ln(rank ratio at init)",
+             "no rank ratio at init at L = 1, 2, 3 (docs/results/escape_law_probe.csv absent)"),
+            ("the second knob's read of `f(layernorm(x))`",
+             "no attention-only runs in the tables (not in escape_law_attn.csv)")])
+        self.assertFalse(st.complete)
+        self.assertIn("no rank ratio", es.study_json(st)["wirings"][0]["rank_not_made"])
+
+    def test_the_second_knobs_pooled_read_is_named_as_not_made_with_why(self):
+        # f(x) with full and attention-only blocks, two depths each (no fit: quick), no probe table of either
+        rows = [row(w, d, 1e-3, s, 200 * d) for w in ("none-nores", ATTN) for d in (1, 2) for s in SEEDS]
+        st = es.judge(rows_of(rows), RULES, absent={es.PROBE_SWEEP: "escape_law_probe.csv absent",
+                                                    es.ATTN_PROBE_SWEEP: "escape_law_attn_probe.csv absent"})
+        self.assertEqual(st.pooled, [])
+        self.assertIn("Not made: the second knob's read of `f(x)`: no rank ratio at init for f(x) at L = 1, 2 "
+                      "(escape_law_probe.csv absent); f(x), attention-only blocks at L = 1, 2 "
+                      "(escape_law_attn_probe.csv absent).", es.markdown(st, RULES))
+
+    def test_the_command_names_the_reads_not_made_and_exits_3(self):
+        with tempfile.TemporaryDirectory() as d:
+            write(os.path.join(d, es.TABLE), STAIR)
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                rc = es.main(["--results", d])
+            self.assertEqual(rc, 3)
+            self.assertIn(f"not made: no rank ratio at init at L = 1, 2, 3 ({os.path.join(d, es.PROBE_TABLE)} "
+                          "absent)", out.getvalue())
+            self.assertIn("exit 3", err.getvalue())
 
 
 def read_with(predictions) -> ec.Wiring:

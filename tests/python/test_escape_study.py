@@ -13,6 +13,7 @@ import os
 import tempfile
 import types
 import unittest
+from unittest import mock
 
 import fabricate
 from test_escape_core import core_runs
@@ -351,8 +352,8 @@ class Command(unittest.TestCase):
             with contextlib.redirect_stdout(out):
                 rc = es.main(["--results", d, "--figure", os.path.join(d, "law.png"), "--predict-at", "8",
                               "--json", os.path.join(d, "law.json")])
-            # the sweep files name 525 + 20 runs, this table holds 16: printed, every read pending
-            self.assertEqual(rc, 0)
+            # the sweep files name 525 + 20 runs, this table holds 16: printed, every read pending, exit 3
+            self.assertEqual(rc, 3)
             self.assertIn("**`f(x)`**", out.getvalue())
             self.assertGreater(os.path.getsize(os.path.join(d, "law.png")), 10000)
             with open(os.path.join(d, "law.json"), encoding="utf-8") as f:
@@ -363,6 +364,16 @@ class Command(unittest.TestCase):
                              ("pending", "no fit"))
             self.assertEqual(js["excluded"][0]["run"], "L2-none-nores-lr0.001-s35")
             self.assertFalse(js["complete"])
+
+    def test_a_study_with_every_run_its_sweeps_name_exits_0(self):
+        with tempfile.TemporaryDirectory() as d, mock.patch.object(es, "named_runs", lambda sweeps: {}):
+            # the sweeps name these runs only: L = 1, 2 escape, L = 3, 4 ran 3000 steps of their cap (the second
+            # knob is open, not due), no fit (no read against the rank ratio is due either)
+            rows = [row("none-nores", depth, 1e-3, s, 200 * depth if depth < 3 else None)
+                    for depth in (1, 2, 3, 4) for s in range(30, 35)]
+            write(os.path.join(d, es.TABLE), rows)
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                self.assertEqual(es.main(["--results", d]), 0)
 
     def test_a_missing_table_or_a_broken_row_is_named_with_exit_code_2(self):
         with tempfile.TemporaryDirectory() as d:
