@@ -173,18 +173,8 @@ def study_machine(root):
     """(cpu_model, commit) from the study folder's timing.jsonl start record (scripts/reproduce.sh
     writes both; a run folder records neither: its provenance.json holds the config and data
     identity, its start record the OpenBLAS kernels), else ("", "")."""
-    path = os.path.join(root, "timing.jsonl")
-    found = ("", "")
-    if os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(rec, dict) and rec.get("stage") == "start":
-                    found = (rec.get("cpu_model") or "", rec.get("commit") or "")
-    return found
+    start = runlog.study_start(root)
+    return (start.get("cpu_model") or "", start.get("commit") or "")
 
 
 def _num(v, nd=6):

@@ -9,7 +9,6 @@ escape_study (the opt-in escape law, from the run folders), signal_study (the re
     findings_json(result)           # findings.json's dict
 Not here: loading a sweep (report.Sweep), the report's text (report/: page.py and its sections).
 """
-import json
 import os
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -71,17 +70,8 @@ class Result:
 
 
 def read_timing(root) -> list:
-    """timing.jsonl's records (reproduce.sh writes them), a line that is no JSON skipped."""
-    stages = []
-    path = os.path.join(root, "timing.jsonl")
-    if os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    stages.append(json.loads(line))
-                except ValueError:
-                    pass
-    return stages
+    """timing.jsonl's records (runlog.read_timing)."""
+    return runlog.read_timing(root)
 
 
 def steps_of(runs) -> str:

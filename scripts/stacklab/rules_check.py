@@ -26,7 +26,7 @@ import math
 import os
 from typing import NamedTuple
 
-from . import checkpoint_config, tier
+from . import checkpoint_config, runlog, tier
 
 # What a run may set as it likes: its name and folder, its threads, its checkpoints (and what it keeps of
 # them) and logging.
@@ -283,15 +283,4 @@ def keys(diffs: list) -> str:
 
 def is_tiny(root: str) -> bool:
     """Whether the study folder was made with --tiny: its timing.jsonl's last start record says so."""
-    path = os.path.join(root, "timing.jsonl")
-    found = False
-    if os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(rec, dict) and rec.get("stage") == "start":
-                    found = bool(rec.get("tiny"))
-    return found
+    return bool(runlog.study_start(root).get("tiny"))

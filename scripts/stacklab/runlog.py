@@ -433,3 +433,25 @@ def label(run):
     if run.is_probe:
         text += f" [probe, {run.probe_seeds} seed{'s' if run.probe_seeds != 1 else ''}]"
     return text
+
+
+def read_timing(root) -> list:
+    """A study folder's timing.jsonl records (scripts/reproduce.sh writes them), in order; a line
+    that is no JSON is skipped, a folder without the file has none."""
+    stages = []
+    path = os.path.join(root, "timing.jsonl")
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    stages.append(json.loads(line))
+                except ValueError:
+                    pass
+    return stages
+
+
+def study_start(root) -> dict:
+    """The last start record of a study folder's timing.jsonl (the latest invocation of
+    reproduce.sh: its tier, --tiny, CPU model, commit), else {}."""
+    starts = [r for r in read_timing(root) if isinstance(r, dict) and r.get("stage") == "start"]
+    return starts[-1] if starts else {}

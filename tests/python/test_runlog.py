@@ -36,6 +36,24 @@ TRAIN = {"step": 10, "kind": "train", "loss": 3.2}
 EVAL = {"step": 10, "kind": "eval", "val_loss": 3.3}
 
 
+class StudyStart(unittest.TestCase):
+    def test_the_last_start_record_is_the_study_s_and_a_torn_line_is_skipped(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "timing.jsonl"), "w", encoding="utf-8") as f:
+                f.write(json.dumps({"stage": "start", "tiny": True, "cpu_model": "A"}) + "\n")
+                f.write(json.dumps({"stage": "sweep", "seconds": 3}) + "\n")
+                f.write(json.dumps({"stage": "start", "tiny": False, "cpu_model": "B"}) + "\n")
+                f.write('{"stage": "start", "tiny": tr')  # torn by a kill
+            self.assertEqual(len(runlog.read_timing(d)), 3)
+            self.assertEqual(runlog.study_start(d)["cpu_model"], "B")
+            self.assertFalse(runlog.study_start(d)["tiny"])
+
+    def test_a_folder_without_timing_has_no_start(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(runlog.study_start(d), {})
+            self.assertEqual(runlog.read_timing(d), [])
+
+
 class ReadMetrics(unittest.TestCase):
     """read_metrics on a metrics.jsonl written byte for byte; returns (records, warnings)."""
 
