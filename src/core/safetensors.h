@@ -1,4 +1,4 @@
-// safetensors: the checkpoint format shared with Python (scripts/stacklab/io_util.py) and the
+// safetensors: the checkpoint format shared with Python (scripts/stacklab/runs/io_util.py) and the
 // Hugging Face ecosystem. Layout: u64 little-endian N, N bytes of JSON header (space-padded so
 // the data starts 8-byte aligned), then the packed tensor data. Only F32 is read or written.
 // The reader validates the whole header before touching the data. Not here: checking names or

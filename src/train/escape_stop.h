@@ -2,7 +2,7 @@
 // run has escaped the plateau at the first eval whose val loss is at least `margin` below the
 // unigram predictor's loss on the same val batches (reference_losses.unigram_on_val). This is
 // the definition of configs/experiments/escape_law_rules.json's "escaped" and of
-// scripts/stacklab/escape_law.py; with margin 0.1 it is convergence_rules.json's, measured
+// scripts/stacklab/studies/escape/fit.py; with margin 0.1 it is convergence_rules.json's, measured
 // against the val batches' unigram loss. The trainer stops there (summary.json "stopped"); the
 // sweep then counts the run as done at any longer horizon, and `train --resume` refuses to extend
 // it (train/resume.h: it would stop at the same eval, training nothing).

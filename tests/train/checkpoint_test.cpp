@@ -108,7 +108,7 @@ TEST(CheckpointConfig, EveryReaderLetsTheFixturesKeysDiffer) {
   EXPECT_EQ(cases.at("reader_may_differ").get<std::vector<std::string>>(), reader_may_differ());
 }
 
-// The same cases pin stacklab.checkpoint_config (tests/python/test_checkpoint_config.py).
+// The same cases pin stacklab.runs.checkpoint_config (tests/python/test_checkpoint_config.py).
 TEST(CheckpointConfig, DifferencesAreTheSharedFixturesCases) {
   const nlohmann::json cases = read_json_file(kCasesPath);
   ASSERT_GE(cases.at("cases").size(), 10u);
