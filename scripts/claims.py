@@ -4,11 +4,11 @@
     /usr/bin/python3 scripts/claims.py runs/deep_stacking [--tier quick|full] [--json FILE]
     /usr/bin/python3 scripts/claims.py runs/deep_stacking --compare runs/deep_stacking_haswell   # mixed?
 
-The code is in the package: stacklab/claims.py.
+The code is in the package: stacklab/studies/claims.py.
 """
 import sys
 
-from stacklab.claims import main
+from stacklab.studies.claims import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -5,11 +5,11 @@
     python3 scripts/get_data.py --local ../shared/data        # no internet: copy a local copy, same check
     STACKLAB_DATA_LOCAL=/shared/datasets python3 scripts/get_data.py   # the same, for clusters and CI
 
-The code is in the package: stacklab/datasets.py (standard library only).
+The code is in the package: stacklab/runs/datasets.py (standard library only).
 """
 import sys
 
-from stacklab.datasets import main
+from stacklab.runs.datasets import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -3,11 +3,11 @@
 
     python3 scripts/make_corpus.py [--out data/corpus.txt]
 
-The code is in the package: stacklab/make_corpus.py.
+The code is in the package: stacklab/runs/make_corpus.py.
 """
 import sys
 
-from stacklab.make_corpus import main
+from stacklab.runs.make_corpus import main
 
 if __name__ == "__main__":
     sys.exit(main())

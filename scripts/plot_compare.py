@@ -3,11 +3,11 @@
 
     /usr/bin/python3 scripts/plot_compare.py PATH... [--out DIR] [--step 0|last] [--plotly-dir DIR]
 
-The code is in the package: stacklab/plot_compare.py.
+The code is in the package: stacklab/plots/compare.py.
 """
 import sys
 
-from stacklab.plot_compare import main
+from stacklab.plots.compare import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -3,11 +3,11 @@
 
     /usr/bin/python3 scripts/plot_run.py RUN_DIR [--out DIR] [--steps 0,100,300] [--plotly-dir DIR]
 
-The code is in the package: stacklab/plot_run.py.
+The code is in the package: stacklab/plots/run.py.
 """
 import sys
 
-from stacklab.plot_run import main
+from stacklab.plots.run import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -3,7 +3,7 @@
 
     /usr/bin/python3 scripts/report.py runs/deep_stacking [--out report.md]
 
-The code is in the package: stacklab/report/ (judged by stacklab/judge.py).
+The code is in the package: stacklab/report/ (judged by stacklab/studies/judge.py).
 """
 import sys
 

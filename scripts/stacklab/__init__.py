@@ -1,22 +1,41 @@
-"""stacklab's analysis package: run logs (runlog), safetensors files (io_util), the study's
-statistics and findings (study_stats, study_findings), the study judged once (judge) and its
-report (the report subpackage), the figures (plot_common, plot_run, plot_compare, plot_study), the
-tiers (tier), the training corpus (make_corpus), the model in PyTorch (torch_model, load), its
-nanoGPT export (nanogpt_export) and the explorable HTML views (views).
+"""stacklab's analysis package, by role. From the folder names alone:
+
+    runs/      reading what the binary writes: run folders and sweeps, checkpoints, the PyTorch mirror
+    studies/   the studies judged: each reads runs or results tables and returns verdicts; draws nothing
+    plots/     the figures and the HTML views, drawn from runs or from judged studies
+    report/    the report (report.md, report.html), rendered from a judged study only
+    tier.py    the study's tiers as reproduce.sh runs them (which sweep files, in what order)
+
+runs/       runlog (run folders, metrics, probes), io_util (safetensors), checkpoint_config (was a
+            checkpoint written with this config?), torch_model and load (a run as a PyTorch module),
+            nanogpt_export, datasets (the data step), make_corpus (data/corpus.txt)
+studies/    judge (the study judged once into Result), findings (findings 1-5), stats (seed
+            statistics), text (real text and rule P), prepost_map (the stability map), claims,
+            convergence, signal (the residual or the signal), escape/ (fit: the escape law's fit;
+            tables: the results tables; default_tier: the law's core in the default tier; study:
+            the opt-in law), rules_check (a run's config against its rules), verdicts
+plots/      common, run (one run), compare (a sweep), study (the study's figures), convergence,
+            escape_law, views (the HTML views)
+report/     see report/__init__.py
+paths.py    the checkout's root and the files the package reads from it
+moved.py    the old flat module names (stacklab.escape_study, ...), still importable and runnable
 
 Import it with scripts/ on the path: the entry points scripts/*.py get that for free (Python puts
 a script's folder first on sys.path); elsewhere `PYTHONPATH=scripts python3 -m unittest ...` or
-`PYTHONPATH=scripts python3 -c 'from stacklab import runlog'`, or from any folder after the one
-set-up step `bash scripts/link_package.sh`. Importing the package imports no
-module: numpy, matplotlib and torch load only with the modules that need them.
+`PYTHONPATH=scripts python3 -c 'from stacklab.runs import runlog'`, or from any folder after the one
+set-up step `bash scripts/link_package.sh`. Importing the package imports no module of its own but
+moved.py: numpy, matplotlib and torch load only with the modules that need them.
 
-`stacklab.load_run(RUN_DIR)` (a trained run as a torch.nn.Module, stacklab/load.py) is the one name
-the package itself holds; it loads torch on first use.
+`stacklab.load_run(RUN_DIR)` (a trained run as a torch.nn.Module, stacklab/runs/load.py) is the one
+name the package itself holds; it loads torch on first use.
 """
+from stacklab import moved
+
+moved.install()
 
 
 def __getattr__(name):  # PEP 562: torch loads on first use of load_run, not on `import stacklab`
     if name == "load_run":
-        from .load import load_run
+        from stacklab.runs.load import load_run
         return load_run
     raise AttributeError(f"module 'stacklab' has no attribute '{name}'")

@@ -29,8 +29,9 @@ import re
 import subprocess
 import sys
 import time
+from stacklab import paths
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # scripts/stacklab/.. /..
+ROOT = paths.ROOT
 QUICK_DIR = os.path.join(ROOT, "configs", "experiments")
 FULL_DIR = os.path.join(QUICK_DIR, "full")
 # The quick tier's sweeps, and the sweeps of claims.json's configs (`reproduce.sh --claims` adds
@@ -653,8 +654,8 @@ def cmd_size(args):
 def cmd_deepest(args):
     """The deepest train_grid runs of pre-norm LayerNorm with and without residual, lowest seed, at
     the rate every depth has: single-run figures for the report (plot_run.py)."""
-    from . import runlog  # here, not at the top: the other commands need no numpy
-    from . import study_stats as stats
+    from stacklab.runs import runlog  # here, not at the top: the other commands need no numpy
+    from stacklab.studies import stats
     grid = os.path.join(args.out, "train_grid")
     runs = [r for r in runlog.sweep_runs(grid) if r.status == "completed"] if os.path.isdir(grid) else []
     if not runs:

@@ -6,7 +6,7 @@ For each config (default: configs/bench/*.json) it alternates, --repeats times, 
 torch worker process per intra-op thread count in {1, 2} (torch.set_num_threads(n),
 OMP_NUM_THREADS=n). Both sides run with OMP_WAIT_POLICY=PASSIVE, so that neither spins on a
 shared machine; each side's best thread count is compared (stacklab-best / torch-best). The torch worker builds
-scripts/stacklab/torch_model.py's model from the resolved `model` section stacklab reports, float32,
+scripts/stacklab/runs/torch_model.py's model from the resolved `model` section stacklab reports, float32,
 AdamW with the config's hyperparameters, and times forward+loss, backward and
 optimizer.step + zero_grad exactly as `stacklab bench` does. Per side the median over repeats
 of each process's median ms/step is reported; torch-best is the faster thread setting.
@@ -37,7 +37,7 @@ def torch_worker(spec):
     import time
 
     import torch
-    from stacklab import torch_model  # torch_run puts scripts/ on the worker's PYTHONPATH
+    from stacklab.runs import torch_model  # torch_run puts scripts/ on the worker's PYTHONPATH
 
     torch.set_num_threads(spec["threads"])
     torch.manual_seed(0)

@@ -12,7 +12,7 @@
 #   - docs/reference.md's key table misses the key until its row lists it
 #     (tests/python/test_reference_config_table.py);
 #   - the README's wirings block differs from `stacklab registry --markdown` until pasted;
-#   - with torch, scripts/stacklab/torch_model.py reports the norm as unmirrored until its NORMS
+#   - with torch, scripts/stacklab/runs/torch_model.py reports the norm as unmirrored until its NORMS
 #     line exists, and reads the binary's default model section.
 # The copy is built at -O0 with tests off (ccache is used when installed). Nothing is written to the source tree. Usage: bash tests/integration/check_extending.sh
 set -uo pipefail
@@ -237,13 +237,13 @@ EOF
 }
 if "$PY" -c "import torch" >/dev/null 2>&1; then
   mirror_check && fail "torch_model.py mirrored the throwaway norm before its NORMS line"
-  edit scripts/stacklab/torch_model.py '
+  edit scripts/stacklab/runs/torch_model.py '
 a = "NORMS = {\n"
 assert a in s
 s = s.replace(a, a + "    \"throwaway\": lambda m, C: LayerNorm(C, m[\"bias\"], m[\"norm_eps\"]),\n", 1)'
   # A model key the PyTorch model does not read still has to be known to its copy of the defaults.
-  if grep -q '^MODEL_DEFAULTS = {' "$SRC/scripts/stacklab/torch_model.py"; then
-    edit scripts/stacklab/torch_model.py '
+  if grep -q '^MODEL_DEFAULTS = {' "$SRC/scripts/stacklab/runs/torch_model.py"; then
+    edit scripts/stacklab/runs/torch_model.py '
 a = "MODEL_DEFAULTS = {\n"
 s = s.replace(a, a + "    \"throwaway_key\": 0.25,\n", 1)'
   fi

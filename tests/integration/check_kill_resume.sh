@@ -4,7 +4,7 @@
 #     a checkpoint's temp file exists) and resumed each time ends with the same final loss and
 #     the same step/kind/loss/val_loss records as the uninterrupted run.
 #  2. A torn half line appended to metrics.jsonl before a resume is dropped, and
-#     scripts/stacklab/runlog.py ignores a torn last line.
+#     scripts/stacklab/runs/runlog.py ignores a torn last line.
 #  3. A sweep whose process group is SIGKILLed midway, run again, completes only the missing
 #     runs: finished runs keep their summary.json untouched (same mtime), the manifest ends
 #     with every run completed.

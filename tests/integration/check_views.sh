@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the HTML views (scripts/stacklab/views.py) as a person uses them, in headless Chromium
+# Checks the HTML views (scripts/stacklab/plots/views.py) as a person uses them, in headless Chromium
 # (Debian's `chromium`): three real runs (`build/stacklab train`: two 2-block runs of a 16-wide
 # model, with and without the residual, 12 steps, and a 96-block run 8 wide, 6 steps, a layers
 # record every step), plot_run.py's view of each and plot_compare.py's sweep view of all three: the

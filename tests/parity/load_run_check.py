@@ -21,7 +21,7 @@ import sys
 import tempfile
 
 import torch
-from stacklab import io_util, load, nanogpt_export
+from stacklab.runs import io_util, load, nanogpt_export
 from torch_parity import rel_err, slug, stacklab_registry, wirings
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

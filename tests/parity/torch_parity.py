@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Checks stacklab's logits, loss and gradients against the PyTorch mirror (scripts/stacklab/torch_model.py), variant
-by variant.
+"""Checks stacklab's logits, loss and gradients against the PyTorch mirror
+(scripts/stacklab/runs/torch_model.py), variant by variant.
 
 For each wiring in the matrix it runs `stacklab gradients CONFIG --key=value ... --out DIR`, reads
 DIR/{weights,batch,outputs}.safetensors, rebuilds the model in float64 PyTorch from the config in
@@ -33,7 +33,7 @@ except ImportError as e:  # reported by main(), which decides the exit code
 
 if TORCH_ERROR is None:
     try:
-        from stacklab import io_util, torch_model
+        from stacklab.runs import io_util, torch_model
     except ImportError as e:  # not a missing prerequisite: a wrong invocation, so never a skip
         sys.exit(f"torch_parity: cannot import the package stacklab ({e}); run with PYTHONPATH=scripts "
                  f"(from the repo root: PYTHONPATH=scripts {sys.executable} tests/parity/torch_parity.py)")
@@ -263,7 +263,7 @@ def run_matrix(args, produce, registry):
     passed = failed = 0
     missing = torch_model.missing_mirrors(registry)
     for axis, name in missing:  # a registry entry nobody can check: a failure, not a skip
-        print(f"FAIL  model.{axis}={name}: no PyTorch mirror in scripts/stacklab/torch_model.py "
+        print(f"FAIL  model.{axis}={name}: no PyTorch mirror in scripts/stacklab/runs/torch_model.py "
               f"(add it to torch_model.MIRRORS['{axis}'])")
         failed += 1
     try:

@@ -8,7 +8,7 @@ import json
 import math
 import os
 
-from stacklab import runlog
+from stacklab.runs import runlog
 
 REFS = {"uniform": round(math.log(32), 5), "unigram": 3.412, "optimal": 2.251}
 FORMULAS = {"pre-layernorm-res": "pre-norm residual: x + f(layernorm(x))",
@@ -71,12 +71,13 @@ class FakeSweep:
         return [r for r in self.runs if r.wiring == wiring and (depth is None or r.n_layer == depth)]
 
 
-# ---- runs of the claims (configs/experiments/claims.json, scripts/stacklab/claims.py) -------------
+# ---- runs of the claims (configs/experiments/claims.json, scripts/stacklab/studies/claims.py) -------------
 
 def claim_config(overrides, seed=None, steps=150):
     """A full config as a run's config.json holds it: configs/base.json, stacklab's defaults of the
     keys claims.json names (claims.DEFAULTS), then the dotted overrides."""
-    from stacklab import claims, tier
+    from stacklab import tier
+    from stacklab.studies import claims
     cfg = json.loads(json.dumps(tier.read_json(claims.BASE_PATH)))
     values = dict(claims.DEFAULTS)
     values["train.max_iters"] = steps

@@ -1,4 +1,4 @@
-"""stacklab.checkpoint_config, the Python copy of the binary's checkpoint config check, on the cases
+"""stacklab.runs.checkpoint_config, the Python copy of the binary's checkpoint config check, on the cases
 tests/train/checkpoint_test.cpp runs the binary's through (tests/fixtures/checkpoint_config_cases.json):
 the same differing keys, in the same order, and the same list of keys a reader lets differ. Its
 defaults (config_defaults.json) are the binary's: the GoogleTest pins them, and so does this test when
@@ -10,7 +10,7 @@ import os
 import subprocess
 import unittest
 
-from stacklab import checkpoint_config as cc
+from stacklab.runs import checkpoint_config as cc
 from stacklab import tier
 
 CASES_PATH = os.path.join(tier.ROOT, "tests", "fixtures", "checkpoint_config_cases.json")

@@ -1,4 +1,4 @@
-"""The claims of configs/experiments/claims.json judged by scripts/stacklab/claims.py on small
+"""The claims of configs/experiments/claims.json judged by scripts/stacklab/studies/claims.py on small
 fabricated run sets: per claim a set on which its rule is seen, one on which it is not (changed in
 the one number the rule turns on, at its boundary where it has one), and one with runs missing
 ("not run"); outcome() on a trained, diverged, plateau and interrupted run; the claims sweeps hold
@@ -13,8 +13,9 @@ import tempfile
 import unittest
 
 import fabricate
-from stacklab import claims as cl
-from stacklab import checkpoint_config, runlog, tier
+from stacklab.studies import claims as cl
+from stacklab import tier
+from stacklab.runs import checkpoint_config, runlog
 
 DOC = cl.load_claims()
 DOC2 = cl.load_claims(cl.ROUND2_PATH)

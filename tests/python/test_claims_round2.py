@@ -1,5 +1,5 @@
 """Round 2 of the claims (configs/experiments/claims_round2.json: C1r2, C2r2, C3r2, C4r2, C7r2)
-judged by scripts/stacklab/claims.py on fabricated run sets: per rule a set on which it is seen and
+judged by scripts/stacklab/studies/claims.py on fabricated run sets: per rule a set on which it is seen and
 one on which it is not, at its boundary where it has one; round 2's seeds (5-7) and C4r2's own
 horizon (1000 steps); a round-1 claim not seen carries its why_not_seen. Thresholds come from the
 file; the numbers are worked by hand in the comments. Unigram loss 3.412 (fabricate.REFS), margin 0.05."""
@@ -10,7 +10,7 @@ import tempfile
 import unittest
 
 import fabricate
-from stacklab import claims as cl
+from stacklab.studies import claims as cl
 
 DOC1, DOC2 = cl.load_claims(cl.CLAIMS_PATH), cl.load_claims(cl.ROUND2_PATH)
 CLAIM = {c["id"]: c for c in DOC2["claims"]}

@@ -8,7 +8,7 @@ import unittest
 
 from fabricate import curve, long_run
 
-from stacklab import convergence as cv
+from stacklab.studies import convergence as cv
 from stacklab.report import convergence as rc
 
 RULES = cv.load_rules()

@@ -1,4 +1,4 @@
-"""The data step (stacklab/datasets.py): a good copy lands checked, a bad one never lands.
+"""The data step (stacklab/runs/datasets.py): a good copy lands checked, a bad one never lands.
 
 Fabricated data sets (a few KB with their own checksum) stand in for tiny Shakespeare, served
 from a local folder or from an HTTP server on the loopback; the real file is checked when the
@@ -16,8 +16,8 @@ import time
 import unittest
 from pathlib import Path
 
-from stacklab import datasets
-from stacklab.datasets import Dataset, DataStepError
+from stacklab.runs import datasets
+from stacklab.runs.datasets import Dataset, DataStepError
 
 TEXT = ("First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n" * 40).encode()
 

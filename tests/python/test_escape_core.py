@@ -1,4 +1,4 @@
-"""The escape law's core (scripts/stacklab/escape_core.py, report/law.py, the results tables of
+"""The escape law's core (scripts/stacklab/studies/escape/default_tier.py, report/law.py, the results tables of
 report/__init__.py): a sweep absent is "not run"; fewer than 3 depths escaped is "no fit" with its
 reason and the censored depth's lower bound; 3 escaped depths are fitted; the report shows the figure
 and one paragraph under the headline, writes OUT/results/escape_law_core.csv and copies it with
@@ -14,7 +14,7 @@ import unittest
 import fabricate
 from test_report_unchanged import write_study
 
-from stacklab import escape_core as ec
+from stacklab.studies.escape import default_tier as ec
 from stacklab import report
 from stacklab.report import law
 

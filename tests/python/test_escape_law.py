@@ -1,4 +1,4 @@
-"""The escape law's fit (scripts/stacklab/escape_law.py), its run tables (escape_results.py) and its
+"""The escape law's fit (scripts/stacklab/studies/escape/fit.py), its run tables (escape_results.py) and its
 figure (plot_escape_law.py), on synthetic data drawn from each form with a fixed numpy seed: the
 fit recovers the parameters it was drawn with, censored runs pull it (a fit taking them as escapes
 is wrong), AIC picks the generating form, the profile interval covers the truth, the falsifier
@@ -14,8 +14,8 @@ import unittest
 import numpy as np
 
 import fabricate
-from stacklab import escape_law as el
-from stacklab import escape_results as er
+from stacklab.studies.escape import fit as el
+from stacklab.studies.escape import tables as er
 
 DEPTHS = (1, 2, 3, 4, 5, 6, 8)
 TRUE = {"exponential": (5.0, 0.6), "power": (5.0, 2.0), "doubly exponential": (1.6, 0.12)}
@@ -201,7 +201,7 @@ class Tables(unittest.TestCase):
 
 class Figure(unittest.TestCase):
     def test_it_writes_a_png_of_points_arrows_the_law_and_its_prediction(self):
-        from stacklab.plot_escape_law import plot_escape_law
+        from stacklab.plots.escape_law import plot_escape_law
         obs = draw("exponential", (5.0, 0.9), 0.3, seed=5, depths=(1, 2, 3, 4), seeds=3, cap=12000)
         fit = el.fit_form(obs, "exponential")
         with tempfile.TemporaryDirectory() as d:

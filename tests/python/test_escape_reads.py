@@ -14,9 +14,9 @@ import unittest
 
 from test_escape_study import ATTN, TWO, deep_rules, row, rows_of, write
 
-from stacklab import escape_core as ec
-from stacklab import escape_law as law
-from stacklab import escape_study as es
+from stacklab.studies.escape import default_tier as ec
+from stacklab.studies.escape import fit as law
+from stacklab.studies.escape import study as es
 
 RULES = ec.load_rules()
 SEEDS = range(30, 35)  # the rules' seeds.runs
@@ -170,7 +170,7 @@ class NoBound(unittest.TestCase):
                       es.read_line("At each depth best rate", w))
 
     def test_the_figure_leaves_an_end_without_a_bound_undrawn(self):
-        from stacklab.plot_escape_law import plot_escape_law
+        from stacklab.plots.escape_law import plot_escape_law
         obs = [law.escaped_at(d, s, 50) for d, s in ((1, 100), (2, 500), (3, 9000))] + [law.never_within(4, 12000)]
         fit = law.FormFit("power", (4.6, 4.0), 0.3, -10.0, 4, 1)
         given = {1: (100, 60, 160), 2: (500, None, 900), 3: (9000, 5000, None), 4: (1e5, None, None),

@@ -1,4 +1,4 @@
-"""The escape law's opt-in study judged from its results tables (scripts/stacklab/escape_study.py):
+"""The escape law's opt-in study judged from its results tables (scripts/stacklab/studies/escape/study.py):
 each depth's best rate is the one whose seeds escape earliest; a read with 3 escaped depths is fitted
 and predicts at 8, 32 and 96; with fewer it is "no fit" with the strongest lower bound on the growth;
 diverged runs are left out and named; the probe's ratios sit beside each depth; the command reads the
@@ -19,11 +19,11 @@ import fabricate
 from test_escape_core import core_runs
 from test_report_unchanged import write_study
 
-from stacklab import escape_core as ec
-from stacklab import escape_law as law
+from stacklab.studies.escape import default_tier as ec
+from stacklab.studies.escape import fit as law
 from stacklab import report
-from stacklab import escape_results as er
-from stacklab import escape_study as es
+from stacklab.studies.escape import tables as er
+from stacklab.studies.escape import study as es
 
 RULES = ec.load_rules()
 

@@ -11,8 +11,8 @@ import shutil
 import tempfile
 import unittest
 
-from stacklab import escape_results as er
-from stacklab import escape_study as es
+from stacklab.studies.escape import tables as er
+from stacklab.studies.escape import study as es
 from stacklab import report
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "results")

@@ -17,8 +17,9 @@ import unittest
 import fabricate
 from fabricate import curve, long_run
 
-from stacklab import report, runlog
-from stacklab import convergence as cv
+from stacklab import report
+from stacklab.runs import runlog
+from stacklab.studies import convergence as cv
 from stacklab.report import convergence as rc
 from stacklab.report import doc as report_doc
 

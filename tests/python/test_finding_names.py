@@ -6,10 +6,10 @@ import re
 import unittest
 
 import fabricate
-from stacklab import study_findings as sf
+from stacklab.studies import findings as sf
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-NAMED = (["README.md", "configs/experiments/README.md", "scripts/README.md", "scripts/stacklab/study_findings.py",
+NAMED = (["README.md", "configs/experiments/README.md", "scripts/README.md", "scripts/stacklab/studies/findings.py",
           "tests/integration/check_report.sh", "tests/integration/check_report_html.sh",
           "tests/integration/check_full_tier.sh"]
          + [os.path.relpath(p, ROOT)

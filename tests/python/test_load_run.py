@@ -1,4 +1,4 @@
-"""stacklab.load_run (scripts/stacklab/load.py) on fabricated run dirs: a checkpoint written the
+"""stacklab.load_run (scripts/stacklab/runs/load.py) on fabricated run dirs: a checkpoint written the
 way src/train/checkpoint.cpp writes it (format v2, config and train_state in the metadata, optim.*
 tensors beside the model's) becomes the mirror with those weights; the vocabulary of a text run
 comes with it; a wiring the mirror lacks, a file that is no checkpoint and a missing best
@@ -14,7 +14,7 @@ try:
     import torch
 except ImportError:  # the python stage's interpreter needs only numpy and matplotlib
     raise unittest.SkipTest("needs torch (apt-get install python3-torch)")
-from stacklab import checkpoint_config, io_util, load, torch_model
+from stacklab.runs import checkpoint_config, io_util, load, torch_model
 
 TINY = {"n_layer": 2, "n_head": 2, "n_embd": 8, "block_size": 6, "vocab_size": 5}
 

@@ -1,4 +1,4 @@
-"""The nanoGPT export (scripts/stacklab/nanogpt_export.py): the ckpt.pt of a run of nanoGPT's wiring
+"""The nanoGPT export (scripts/stacklab/runs/nanogpt_export.py): the ckpt.pt of a run of nanoGPT's wiring
 holds exactly nanoGPT's parameter names and shapes (LAYOUT below, written from nanoGPT's model.py:
 GPT.transformer.{wte, wpe, h.N.{ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj}, ln_f},
 lm_head tied to wte, attn.bias the causal-mask buffer of torch < 2.0) and its model_args; loaded
@@ -19,7 +19,7 @@ try:
     import torch
 except ImportError:  # the python stage's interpreter needs only numpy and matplotlib
     raise unittest.SkipTest("needs torch (apt-get install python3-torch)")
-from stacklab import load, nanogpt_export
+from stacklab.runs import load, nanogpt_export
 from test_load_run import flip_bit, write_run
 
 NANO = {"n_layer": 2, "n_head": 2, "n_embd": 8, "block_size": 6, "vocab_size": 5, "tie_weights": True}

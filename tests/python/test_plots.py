@@ -1,4 +1,4 @@
-"""The figures built from fabricated data (scripts/stacklab/plot_run.py, plot_study.py): one colour per
+"""The figures built from fabricated data (scripts/stacklab/plots/run.py, plot_study.py): one colour per
 series key in every panel, no text label over another, no series hidden under another."""
 import contextlib
 import io
@@ -12,7 +12,9 @@ import warnings
 import fabricate
 import matplotlib.pyplot as plt
 import numpy as np
-from stacklab import claims, plot_common, plot_compare, plot_run, plot_study, runlog, stability_map
+from stacklab.studies import claims, prepost_map as stability_map
+from stacklab.plots import common as plot_common, compare as plot_compare, run as plot_run, study as plot_study
+from stacklab.runs import runlog
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "run_small")
 

@@ -7,7 +7,7 @@ import os
 import subprocess
 import unittest
 
-from stacklab import runlog
+from stacklab.runs import runlog
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("STACKLAB_BIN") or os.path.join(ROOT, "build", "stacklab")

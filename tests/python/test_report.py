@@ -7,11 +7,11 @@ import unittest
 from dataclasses import dataclass
 
 import fabricate
-from stacklab import claims, stability_map
+from stacklab.studies import claims, prepost_map as stability_map
 from stacklab.report import doc as report_doc
 from stacklab.report import map as report_map
 from stacklab.report import sections, tables
-from stacklab import study_findings as sf
+from stacklab.studies import findings as sf
 
 
 def study():

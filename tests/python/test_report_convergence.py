@@ -15,11 +15,12 @@ import unittest
 import fabricate
 from fabricate import curve, long_run
 
-from stacklab import convergence as cv
-from stacklab import report, stability_map
+from stacklab.studies import convergence as cv
+from stacklab import report
+from stacklab.studies import prepost_map as stability_map
 from stacklab.report import convergence as rc
 from stacklab.report import front as report_front
-from stacklab.study_findings import GRID_WIRINGS, Training
+from stacklab.studies.findings import GRID_WIRINGS, Training
 
 DEPTHS = (2, 8, 32)
 SEEDS = (20, 21, 22)

@@ -16,7 +16,7 @@ from test_report_convergence import base_sweeps, section_of
 from test_signal_study import RULES, _write
 
 from stacklab import report
-from stacklab import signal_study as ss
+from stacklab.studies import signal as ss
 from stacklab.report import signal as rs
 from stacklab.report.doc import Doc
 from stacklab.report.figures import figure_caption

@@ -29,7 +29,8 @@ from unittest import mock
 import fabricate
 from test_report_convergence import base_sweeps, converge_sweeps
 
-from stacklab import convergence, report
+from stacklab import report
+from stacklab.studies import convergence
 
 EXPECTED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "report_unchanged")
 # (old, new) replacements in the expected report.md, one per change a commit names.
@@ -67,6 +68,8 @@ F5_NEW = "no learning rate tried leaves the unigram plateau within 150 steps (L 
 F5_CLAIM = ("stay on the unigram plateau at every learning rate tried.",
             "stay on the unigram plateau within 150 steps at every learning rate tried.")
 CHANGED += [(F5_OLD, F5_NEW), F5_CLAIM]
+# "stacklab by role (issue 58)": the claims' judge moved from stacklab/claims.py to stacklab/studies/claims.py
+CHANGED.append(("verdicts by scripts/stacklab/claims.py.", "verdicts by scripts/stacklab/studies/claims.py."))
 # (old, new) replacements in the expected findings.json's text, one per change a commit names.
 JSON_CHANGED = [(F5_OLD, F5_NEW), F5_CLAIM]
 # Keys findings.json gained after the expected file was written, with their value on the fixture (a

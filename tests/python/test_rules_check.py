@@ -7,7 +7,8 @@ import tempfile
 import unittest
 
 import fabricate
-from stacklab import convergence, rules_check, signal_study, tier
+from stacklab import tier
+from stacklab.studies import convergence, rules_check, signal as signal_study
 
 
 def values(fixed, key):
@@ -112,7 +113,7 @@ class EscapeStudyFromRunFolders(unittest.TestCase):
 
     def test_a_run_off_the_rules_is_not_read_and_is_named(self):
         from test_escape_core import core_runs
-        from stacklab import escape_study
+        from stacklab.studies.escape import study as escape_study
         runs = core_runs()[:9]  # f(layernorm(x)) at 3e-4, L = 1-3, seeds 30-32
         runs[3][1].config["model"]["n_embd"] = 16          # L = 2, seed 30
         runs[4][1].config["optim"]["learning_rate"] = 0.01  # L = 2, seed 31: outside the rules' rates

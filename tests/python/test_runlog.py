@@ -1,4 +1,4 @@
-"""The run-log reader (scripts/stacklab/runlog.py): one definition of a diverged run (what
+"""The run-log reader (scripts/stacklab/runs/runlog.py): one definition of a diverged run (what
 summary.json's status says), and metrics.jsonl lines it cannot use (a torn last line, a line that
 is not JSON, a record without its keys) dropped with a warning, never an exception."""
 import contextlib
@@ -9,7 +9,7 @@ import tempfile
 import unittest
 
 import fabricate
-from stacklab import runlog
+from stacklab.runs import runlog
 
 
 class IsDiverged(unittest.TestCase):

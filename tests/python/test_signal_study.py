@@ -10,7 +10,7 @@ import tempfile
 import unittest
 
 import fabricate
-from stacklab import signal_study as ss
+from stacklab.studies import signal as ss
 
 with open(ss.RULES, encoding="utf-8") as f:
     RULES = json.load(f)

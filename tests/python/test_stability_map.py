@@ -1,12 +1,13 @@
-"""The stability map (scripts/stacklab/stability_map.py) on fabricated runs: each run's wiring read
+"""The stability map (scripts/stacklab/studies/prepost_map.py) on fabricated runs: each run's wiring read
 from its config, its outcome by claims.json's definitions, a cell's counts and colour, and the text
 generated from the counts where post-norm fails and pre-norm trains, and where it does not."""
 import unittest
 
 import fabricate
 import matplotlib.pyplot as plt
-from stacklab import claims, runlog
-from stacklab import stability_map as sm
+from stacklab.studies import claims
+from stacklab.runs import runlog
+from stacklab.studies import prepost_map as sm
 from stacklab.report import map as report_map
 
 UNI = fabricate.REFS["unigram"]

@@ -1,11 +1,11 @@
-"""The five findings' rules (scripts/stacklab/study_findings.py) on small fabricated run sets:
+"""The five findings' rules (scripts/stacklab/studies/findings.py) on small fabricated run sets:
 for each finding one set on which its rule is seen and one on which it is not, each changed in
 the one number the rule turns on. Unigram loss 3.412 (fabricate.REFS), so "trains" means a final
 loss <= 3.362 and "stuck" one > 3.362 (both margins 0.05)."""
 import unittest
 
 import fabricate
-from stacklab import study_findings as sf
+from stacklab.studies import findings as sf
 
 DEPTHS = (2, 4, 8)
 

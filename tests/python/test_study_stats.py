@@ -1,10 +1,10 @@
-"""The seed statistics (scripts/stacklab/study_stats.py) and the findings' line fit and rank
+"""The seed statistics (scripts/stacklab/studies/stats.py) and the findings' line fit and rank
 correlation (study_findings.py) against values worked by hand in the comments."""
 import unittest
 
-from stacklab import runlog
-from stacklab import study_findings as sf
-from stacklab import study_stats as st
+from stacklab.runs import runlog
+from stacklab.studies import findings as sf
+from stacklab.studies import stats as st
 
 
 class Summarize(unittest.TestCase):

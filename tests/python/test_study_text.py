@@ -1,4 +1,4 @@
-"""The study on real text and rule P (scripts/stacklab/study_text.py, configs/experiments/study_rules.json) on
+"""The study on real text and rule P (scripts/stacklab/studies/text.py, configs/experiments/study_rules.json) on
 fabricated runs: criterion S seen, not seen at its boundary and not run; rule P seen, not seen and not run;
 the report's "On real text" with the synthetic and text verdicts side by side; the summary's row for P; the
 one line that stands for the claims a tier did not run."""
@@ -6,12 +6,12 @@ import tempfile
 import unittest
 
 import fabricate
-from stacklab import claims, stability_map, study_text
-from stacklab.claims import ClaimVerdict as Verdict
+from stacklab.studies import claims, prepost_map as stability_map, text as study_text
+from stacklab.studies.claims import ClaimVerdict as Verdict
 from stacklab.report import doc as report_doc
 from stacklab.report import sections
 from stacklab.report import text as report_text
-from stacklab import study_findings as sf
+from stacklab.studies import findings as sf
 
 TEXT_UNIGRAM = 3.3091  # tiny Shakespeare's training split (study_rules.json)
 

@@ -12,7 +12,10 @@ import shutil
 import tempfile
 import unittest
 
-from stacklab import claims, plot_compare, report, runlog, stability_map, tier
+from stacklab import report, tier
+from stacklab.studies import claims, prepost_map as stability_map
+from stacklab.plots import compare as plot_compare
+from stacklab.runs import runlog
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "run_small")
 RUN_IDS = ("L4-pre-layernorm-res-s0", "L4-pre-layernorm-res-s1")

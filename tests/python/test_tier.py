@@ -248,7 +248,7 @@ class ConvergeTier(unittest.TestCase):
     name them, the extension costed at its steps past the source's horizon."""
 
     def setUp(self):
-        from stacklab import convergence
+        from stacklab.studies import convergence
         self.rules = convergence.load_rules()
         self.files = {n: tier.read_json(os.path.join(tier.QUICK_DIR, n + ".json")) for n in tier.CONVERGE_SWEEPS}
 
@@ -385,7 +385,7 @@ class SignalTier(unittest.TestCase):
         self.assertEqual(out.getvalue(), "signal_probe, signal_shaped, signal_sublayer\n")
 
     def test_the_names_are_the_sweeps_signal_study_reads(self):
-        from stacklab import signal_study
+        from stacklab.studies import signal as signal_study
         self.assertEqual(set(tier.SIGNAL_SWEEPS), {signal_study.PROBE_SWEEP, *signal_study.TRAIN_SWEEPS})
         for name in tier.SIGNAL_SWEEPS:
             s = tier.read_json(os.path.join(tier.QUICK_DIR, name + ".json"))

@@ -12,7 +12,7 @@ try:
     import torch  # noqa: F401  (torch_model needs it)
 except ImportError:  # the python stage's interpreter needs only numpy and matplotlib
     raise unittest.SkipTest("needs torch (apt-get install python3-torch)")
-from stacklab import torch_model
+from stacklab.runs import torch_model
 
 DEFAULTS = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "stacklab", "config_defaults.json")
 

@@ -1,4 +1,4 @@
-"""stacklab.verdicts: every verdict of a findings.json, and two studies compared on them (issue 46's
+"""stacklab.studies.verdicts: every verdict of a findings.json, and two studies compared on them (issue 46's
 promise that a change of rounding leaves every verdict as it was): read from the whole file, so that a
 section the old hand-made list left out (the escape law's core) and any field added later are
 compared; a section not run reads "not run", not "absent"."""
@@ -15,16 +15,16 @@ from test_escape_core import core_runs
 from test_report_unchanged import write_study
 from test_signal_study import RULES, _write
 
-from stacklab import escape_core as ec
+from stacklab.studies.escape import default_tier as ec
 from stacklab import report
-from stacklab import signal_study as ss
-from stacklab import verdicts as v
+from stacklab.studies import signal as ss
+from stacklab.studies import verdicts as v
 
 PINNED = os.path.join(os.path.dirname(__file__), "data", "report_unchanged", "findings.json")
 
 
 def run_command(x: dict, y: dict) -> tuple:
-    """`python3 -m stacklab.verdicts` on files holding x and y: the exit codes of x against y, of x
+    """`python3 -m stacklab.studies.verdicts` on files holding x and y: the exit codes of x against y, of x
     against itself and of y against itself, and what it printed."""
     with tempfile.TemporaryDirectory() as d:
         a, b = os.path.join(d, "a.json"), os.path.join(d, "b.json")

@@ -1,4 +1,4 @@
-"""The HTML views (scripts/stacklab/views.py) on the committed example run tests/fixtures/run_small:
+"""The HTML views (scripts/stacklab/plots/views.py) on the committed example run tests/fixtures/run_small:
 the plotting step writes view.html beside the PNGs (plot_run.py and plot_compare.py), a page loads
 plotly.js from one copy shared by every view written with the same plotly_dir (by a relative path,
 never a URL) and holds the run's own numbers, the sweep view starts with at most MAX_PICKED runs
@@ -18,7 +18,8 @@ try:
     import plotly  # noqa: F401 (only whether it imports)
 except ImportError:
     raise unittest.SkipTest("needs plotly (apt-get install python3-plotly)")
-from stacklab import plot_compare, plot_run, runlog, views
+from stacklab.plots import compare as plot_compare, run as plot_run, views
+from stacklab.runs import runlog
 from stacklab.report import doc as report_doc
 from stacklab.report import page as report_page
 

@@ -34,7 +34,9 @@ import os
 import shutil
 import sys
 
-from .. import escape_results, escape_study, judge, runlog
+from stacklab.studies.escape import tables as escape_results, study as escape_study
+from stacklab.studies import judge
+from stacklab.runs import runlog
 from . import page
 from .convergence import summary_line
 from .signal import verdict as signal_verdict

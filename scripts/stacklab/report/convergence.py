@@ -8,10 +8,10 @@ Not here: the rules (convergence.py), the figures (plot_convergence.py), the fro
 """
 from collections import Counter
 
-from .. import convergence as cv
-from .. import rules_check
-from .. import study_stats as stats
-from ..study_findings import GRID_WIRINGS, fmt
+from stacklab.studies import convergence as cv
+from stacklab.studies import rules_check
+from stacklab.studies import stats
+from stacklab.studies.findings import GRID_WIRINGS, fmt
 
 ANCHOR = "convergence"
 SHORT_LONG_ANCHOR = "convergence-short-long"
@@ -205,7 +205,7 @@ def summary_line(study: cv.Study) -> str:
 def figures(root: str, study: cv.Study, written: list) -> dict:
     """Draws the section's figures (plot_convergence.py) into root/figures/convergence/:
     {key: (rel path, caption)}, key curves_<source> or escape_<source>."""
-    from .. import plot_convergence as pc  # matplotlib only where figures are drawn
+    from stacklab.plots import convergence as pc  # matplotlib only where figures are drawn
     out = {}
     names = formulas(study.runs)
     for src in study.sources:

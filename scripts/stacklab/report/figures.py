@@ -3,8 +3,8 @@ rate, step), which finding it supports; every part read from the runs. Not here:
 """
 import os
 
-from .. import stability_map
-from .. import study_stats as stats
+from stacklab.studies import prepost_map as stability_map
+from stacklab.studies import stats
 from ..tier import CLAIMS_SWEEPS, CONVERGE_SWEEPS, SIGNAL_SWEEPS, TEXT_SWEEPS
 from .tables import seeds_per_point
 

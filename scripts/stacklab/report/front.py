@@ -7,10 +7,10 @@ Not here: the verdicts (study_findings.py, convergence.py, judge.ShortHorizon), 
 """
 from collections import defaultdict
 
-from .. import plot_convergence as pc
+from stacklab.plots import convergence as pc
 from .convergence import COMMAND, SOURCE_NAMES, formulas, loss_range, steps_text
-from ..study_findings import GRID_WIRINGS, NORES, RES, fmt
-from ..study_stats import fmt_num
+from stacklab.studies.findings import GRID_WIRINGS, NORES, RES, fmt
+from stacklab.studies.stats import fmt_num
 
 QUESTION = ("Do deep stacks without a residual ever escape the plateau given 10-30x the steps, how does the "
             "escape step grow with depth, and do rule P and post-norm's lower loss at L = 32 hold at convergence?")

@@ -8,9 +8,9 @@ results table (escape_results.py, written by report/__init__.py).
 """
 import os
 
-from .. import escape_core as ec
-from .. import rules_check
-from ..plot_escape_law import plot_escape_law
+from stacklab.studies.escape import default_tier as ec
+from stacklab.studies import rules_check
+from stacklab.plots.escape_law import plot_escape_law
 
 FIGURE = os.path.join("figures", "escape_law", "escape_law_core.png")
 COMMAND = "bash scripts/reproduce.sh"

@@ -3,7 +3,7 @@ and their outcomes, where post-norm fails and pre-norm trains, where the init de
 counts as a table, and the branch sizes at initialisation in words. Not here: the counts, the outcomes
 and what they show (stability_map.py: map_facts; claims.outcome), the figure (stability_map.map_figure).
 """
-from ..stability_map import BRANCH_DEPTH, RUN_COMMAND, SWEEP, MapData, MapFacts
+from stacklab.studies.prepost_map import BRANCH_DEPTH, RUN_COMMAND, SWEEP, MapData, MapFacts
 
 
 def _where(pairs):

@@ -8,12 +8,12 @@ signal.py).
 import glob
 import os
 
-from .. import escape_study
-from .. import study_stats as stats
-from .. import views
-from ..study_findings import fmt
-from ..study_text import MAP_SWEEPS
-from ..study_text import load_rules as study_rules
+from stacklab.studies.escape import study as escape_study
+from stacklab.studies import stats
+from stacklab.plots import views
+from stacklab.studies.findings import fmt
+from stacklab.studies.text import MAP_SWEEPS
+from stacklab.studies.text import load_rules as study_rules
 from . import convergence, front, law, sections, signal, text
 from .doc import Doc
 from .figures import figure_caption

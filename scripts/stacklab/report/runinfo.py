@@ -6,7 +6,7 @@ Not here: the findings, the tables, the figures.
 import json
 from collections import defaultdict
 
-from ..study_findings import fmt
+from stacklab.studies.findings import fmt
 
 
 def timing_lines(stages, sweeps):

@@ -9,7 +9,7 @@ map.py), loading runs, tables of numbers (tables.py).
 import os
 import re
 
-from .. import rules_check, stability_map
+from stacklab.studies import rules_check, prepost_map as stability_map
 
 CLAIMS_COMMAND = stability_map.RUN_COMMAND
 # Where what a tier costs is kept, measured per machine: the tier table's last column. The report names

@@ -7,7 +7,7 @@ differ from the rules' (with the keys). Without the signal sweeps, one line sayi
 runs them; in the summary a row when they ran, else that line. Used by page.py.
 Not here: the rules and the verdicts (signal_study.py), running the sweeps (reproduce.sh --signal).
 """
-from .. import signal_study as ss
+from stacklab.studies import signal as ss
 from .sections import verdict_mark
 
 ANCHOR = "signal"

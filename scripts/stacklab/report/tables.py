@@ -4,8 +4,8 @@ Not here: the points and their seed summaries (study_findings.Training, study_st
 """
 from collections import defaultdict
 
-from .. import study_stats as stats
-from ..study_findings import GRID_WIRINGS, fmt_escape, seed_list
+from stacklab.studies import stats
+from stacklab.studies.findings import GRID_WIRINGS, fmt_escape, seed_list
 
 
 def loss_cell(tr, w, d, lr, best=False):

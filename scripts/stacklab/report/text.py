@@ -3,9 +3,9 @@
 synthetic and the text result side by side with their verdicts, the text point, what differs and why.
 Not here: the rules and verdicts (study_text.py).
 """
-from .. import stability_map
-from ..study_findings import F3_STUCK_MARGIN, F3_TRAIN_MARGIN, fmt
-from ..study_text import PRE_POST_ANCHOR, TEXT_ANCHOR, TEXT_COMMAND, load_rules
+from stacklab.studies import prepost_map as stability_map
+from stacklab.studies.findings import F3_STUCK_MARGIN, F3_TRAIN_MARGIN, fmt
+from stacklab.studies.text import PRE_POST_ANCHOR, TEXT_ANCHOR, TEXT_COMMAND, load_rules
 from .sections import TIER_TIMES, refused_paragraph, rule_row
 
 

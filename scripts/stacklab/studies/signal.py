@@ -8,8 +8,8 @@ probe sweep), and the verdicts the rules give.
     res = judge_tables("docs/results", load_rules())  # the same from the committed signal_*.csv tables
     print(markdown(res))                    # the table and the verdicts, for docs/study.md
     findings_json(res)                      # findings.json's "signal" (judge.py)
-    python3 -m stacklab.signal_study runs/signal [--results docs/results]
-    python3 -m stacklab.signal_study docs/results      # a folder of tables, not of runs: read them
+    python3 -m stacklab.studies.signal runs/signal [--results docs/results]
+    python3 -m stacklab.studies.signal docs/results      # a folder of tables, not of runs: read them
 The report's section renders the same Judged (report/signal.py) from table() and verdict_items().
 Not here: the runs (`reproduce.sh --signal`, or stacklab sweep configs/experiments/signal_*.json), the
 escape criterion (escape_results.py), the law's fit (escape_law.py).
@@ -21,13 +21,16 @@ import statistics
 import sys
 from dataclasses import dataclass, field
 
-from . import escape_results as er
-from . import rules_check, runlog, tier
-from .escape_results import finished_runs, run_escape, write_results_csv
-from .tier import SIGNAL_SWEEPS
+from stacklab.studies.escape import tables as er
+from stacklab import tier
+from stacklab.studies import rules_check
+from stacklab.runs import runlog
+from stacklab.studies.escape.tables import finished_runs, run_escape, write_results_csv
+from stacklab.tier import SIGNAL_SWEEPS
+from stacklab.paths import in_root
 
 RULES_FILE = "configs/experiments/signal_rules.json"
-RULES = os.path.join(os.path.dirname(__file__), "..", "..", RULES_FILE)
+RULES = in_root(RULES_FILE)
 COMMAND = "bash scripts/reproduce.sh --signal"
 PROBE_SWEEP = "signal_probe"
 TRAIN_SWEEPS = tuple(n for n in SIGNAL_SWEEPS if n != PROBE_SWEEP)  # signal_shaped, signal_sublayer
@@ -445,7 +448,7 @@ def findings_json(res: Judged) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m stacklab.signal_study", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python3 -m stacklab.studies.signal", description=__doc__.split("\n")[0])
     ap.add_argument("root", help="the folder holding signal_shaped/, signal_sublayer/, signal_probe/, or the "
                                  "results tables signal_shaped.csv and signal_sublayer.csv (docs/results)")
     ap.add_argument("--rules", default=RULES)

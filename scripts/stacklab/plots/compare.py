@@ -30,11 +30,12 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 
-from . import runlog, views
-from . import study_stats as stats
-from .plot_common import (REF_STYLE, arr, column_summary, depth_axis, legend_below, make_out_dir, save,
-                          separate_labels, wiring_colors, wiring_label, wiring_styles)
-from .plot_study import plot_deepest_curves, plot_escape, plot_loss_vs_lr
+from stacklab.runs import runlog
+from stacklab.plots import views
+from stacklab.studies import stats
+from stacklab.plots.common import (REF_STYLE, arr, column_summary, depth_axis, legend_below, make_out_dir,
+                                   save, separate_labels, wiring_colors, wiring_label, wiring_styles)
+from stacklab.plots.study import plot_deepest_curves, plot_escape, plot_loss_vs_lr
 
 matplotlib.use("Agg")  # files only, no display: also when MPLBACKEND is unset
 

@@ -12,7 +12,7 @@ other study has. Every key findings.json holds is either a verdict (VERDICT_KEYS
 (NOT_VERDICTS): tests/python/test_verdicts.py fails on a key that is neither, so a new verdict field
 cannot go uncompared.
 
-    python3 -m stacklab.verdicts A/findings.json B/findings.json    # exit 1, naming each difference
+    python3 -m stacklab.studies.verdicts A/findings.json B/findings.json    # exit 1, naming each difference
 Not here: the numbers behind a verdict (they may move with the rounding; judge.py decides).
 """
 import argparse
@@ -162,7 +162,7 @@ def compare(a: dict, b: dict) -> list:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m stacklab.verdicts", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python3 -m stacklab.studies.verdicts", description=__doc__.split("\n")[0])
     ap.add_argument("a", help="a study's findings.json")
     ap.add_argument("b", help="another study's findings.json")
     args = ap.parse_args(argv)

@@ -13,16 +13,17 @@ import os
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 
-from . import claims as claims_mod
-from . import convergence
-from . import escape_core, escape_study
-from . import stability_map
-from . import study_stats as stats
-from . import rules_check, runlog, signal_study, study_text
-from .study_findings import (GRID_WIRINGS, Training, escape_table, finding_1, finding_2, finding_3, finding_4,
-                             finding_5)
-from .study_text import TextStudy
-from .tier import CLAIMS_SWEEPS, CONVERGE_SWEEPS, COVERED_BY, SIGNAL_SWEEPS, TEXT_SWEEPS
+from stacklab.studies import claims as claims_mod
+from stacklab.studies import convergence
+from stacklab.studies.escape import default_tier as escape_core, study as escape_study
+from stacklab.studies import prepost_map as stability_map
+from stacklab.studies import stats
+from stacklab.studies import rules_check, signal as signal_study, text as study_text
+from stacklab.runs import runlog
+from stacklab.studies.findings import (GRID_WIRINGS, Training, escape_table, finding_1, finding_2, finding_3,
+                                       finding_4, finding_5)
+from stacklab.studies.text import TextStudy
+from stacklab.tier import CLAIMS_SWEEPS, CONVERGE_SWEEPS, COVERED_BY, SIGNAL_SWEEPS, TEXT_SWEEPS
 
 TRAINING_SWEEPS = ("train_grid", "lr_grid")  # pooled: each (wiring, depth, rate) lives in one
 
@@ -146,7 +147,7 @@ def judge(root, sweeps) -> Result:
     branch_dir = os.path.join(root, stability_map.BRANCH_SWEEP)
     branch = stability_map.branch_sizes(runlog.sweep_runs(branch_dir)) if os.path.isdir(branch_dir) else []
     return Result(root, sweeps, probe, tr, findings, escape_table(tr), map_data, map_name, text, conv, claims,
-                  "verdicts by scripts/stacklab/claims.py", extras, stages,
+                  "verdicts by scripts/stacklab/studies/claims.py", extras, stages,
                   tier + (" (--tiny)" if tiny else ""), branch, short_horizons(tr, text),
                   stability_map.map_facts(map_data), escape_core.judge_core(sweeps.get(escape_core.SWEEP), tiny=tiny),
                   signal_study.judge(root, signal_study.load_rules()), escape_study.from_root(root))

@@ -1,7 +1,7 @@
 """Writes a stacklab run as a nanoGPT checkpoint (`ckpt.pt`: nanoGPT's parameter names and
 model_args), loadable by nanoGPT's GPT and its sample.py; reads one back into the mirror.
 
-    python3 -m stacklab.nanogpt_export RUN_DIR OUT_DIR [--checkpoint latest|best|PATH] [--force]
+    python3 -m stacklab.runs.nanogpt_export RUN_DIR OUT_DIR [--checkpoint latest|best|PATH] [--force]
     cd nanoGPT && python3 sample.py --out_dir=OUT_DIR --device=cpu --compile=False
 
 Only nanoGPT's own wiring exports (NANOGPT_WIRING: pre-norm LayerNorm, GELU, learned positions,
@@ -22,8 +22,8 @@ import sys
 
 import torch
 
-from . import torch_model
-from .load import RunLoadError, load_run
+from stacklab.runs import torch_model
+from stacklab.runs.load import RunLoadError, load_run
 
 # The stacklab model keys whose values make nanoGPT's GPT (model.py); bias is free (GPTConfig.bias).
 NANOGPT_WIRING = {

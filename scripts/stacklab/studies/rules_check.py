@@ -26,7 +26,8 @@ import math
 import os
 from typing import NamedTuple
 
-from . import checkpoint_config, runlog, tier
+from stacklab import tier
+from stacklab.runs import checkpoint_config, runlog
 
 # What a run may set as it likes: its name and folder, its threads, its checkpoints (and what it keeps of
 # them) and logging.

@@ -20,8 +20,9 @@ import numpy as np
 from matplotlib.colors import LogNorm
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from . import runlog, views
-from .plot_common import make_out_dir, save, separate_labels  # the figure helpers every plot module shares
+from stacklab.runs import runlog
+from stacklab.plots import views
+from stacklab.plots.common import make_out_dir, save, separate_labels  # the figure helpers every plot module shares
 
 matplotlib.use("Agg")  # files only, no display: also when MPLBACKEND is unset
 

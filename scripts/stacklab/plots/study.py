@@ -11,10 +11,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.transforms import offset_copy
 
-from . import runlog
-from . import study_stats as stats
-from .plot_common import (REF_STYLE, column_summary, depth_axis, dodge, save, separate_labels, wiring_colors,
-                          wiring_label, wiring_styles)
+from stacklab.runs import runlog
+from stacklab.studies import stats
+from stacklab.plots.common import (REF_STYLE, column_summary, depth_axis, dodge, save, separate_labels,
+                                   wiring_colors, wiring_label, wiring_styles)
 
 
 def trained_completed(runs):

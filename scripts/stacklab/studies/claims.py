@@ -22,8 +22,10 @@ import re
 import sys
 from dataclasses import asdict, dataclass
 
-from . import checkpoint_config, rules_check, runlog, tier
-from .study_findings import fit_line, fmt
+from stacklab import tier
+from stacklab.runs import checkpoint_config, runlog
+from stacklab.studies import rules_check
+from stacklab.studies.findings import fit_line, fmt
 
 CLAIMS_PATH = os.path.join(tier.QUICK_DIR, "claims.json")
 ROUND2_PATH = os.path.join(tier.QUICK_DIR, "claims_round2.json")
@@ -527,7 +529,7 @@ def evaluate(claim: dict, rs: RunSet) -> ClaimVerdict:
                      rule=claim["rule"]["text"], value="", verdict="not run", details="")
     missing = rs.missing(claim)
     if claim["id"] not in EVALUATORS:
-        v.value = f"no evaluator for {claim['id']} in stacklab/claims.py"
+        v.value = f"no evaluator for {claim['id']} in stacklab/studies/claims.py"
         return v
     if missing:
         more = "; ..." if len(missing) > 4 else ""

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 import matplotlib.pyplot as plt
 import numpy as np
 
-from . import convergence as cv
-from .plot_common import REF_STYLE, depth_axis, save, wiring_colors, wiring_styles
+from stacklab.studies import convergence as cv
+from stacklab.plots.common import REF_STYLE, depth_axis, save, wiring_colors, wiring_styles
 
 FRONT = os.path.join("figures", "front", "final_loss_vs_depth_horizons.png")
 CURVES = os.path.join("figures", "convergence", "loss_curves_{}.png")

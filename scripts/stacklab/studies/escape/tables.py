@@ -16,9 +16,9 @@ import math
 import os
 from collections import defaultdict
 
-from . import runlog
-from . import study_stats as stats
-from .escape_law import escaped_at, never_within
+from stacklab.runs import runlog
+from stacklab.studies import stats
+from stacklab.studies.escape.fit import escaped_at, never_within
 
 COLUMNS = ("sweep", "run", "wiring", "depth", "learning_rate", "init", "seed", "steps", "escape_step",
            "censored", "best_val_loss", "final_val_loss", "unigram_reference", "cpu_model", "openblas_core",

@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 from matplotlib.ticker import NullLocator  # noqa: E402
 
-from .escape_law import predict  # noqa: E402
+from stacklab.studies.escape.fit import predict  # noqa: E402
 
 
 def plot_escape_law(series: dict, out_path: str, predict_at: float = 96, band: bool = True,

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 import matplotlib.pyplot as plt
 from matplotlib.patches import Patch, Rectangle
 
-from . import claims, runlog
-from .plot_common import save
+from stacklab.studies import claims
+from stacklab.runs import runlog
+from stacklab.plots.common import save
 
 SWEEP = "stability_map"
 FIGURE = "stability_map.png"

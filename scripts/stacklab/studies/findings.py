@@ -10,8 +10,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import runlog
-from . import study_stats as stats
+from stacklab.runs import runlog
+from stacklab.studies import stats
 
 RES = ("pre-layernorm-res", "post-layernorm-res", "none-res")
 NORES_NORM = ("pre-layernorm-nores", "post-layernorm-nores")

@@ -13,20 +13,20 @@ the rules file. Not here: loading sweeps, tables and figures (the report), runni
 """
 import json
 import math
-import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 
-from . import rules_check, runlog
-from . import stability_map
-from . import study_stats as stats
-from .study_findings import finding_3, fit_line, rounding_ssr
-from .tier import CONVERGE_SWEEPS
-from .study_text import pre_post as rule_p  # the short horizon's rule P, on the cells named here
+from stacklab.studies import rules_check
+from stacklab.runs import runlog
+from stacklab.studies import prepost_map as stability_map
+from stacklab.studies import stats
+from stacklab.studies.findings import finding_3, fit_line, rounding_ssr
+from stacklab.tier import CONVERGE_SWEEPS
+from stacklab.studies.text import pre_post as rule_p  # the short horizon's rule P, on the cells named here
+from stacklab.paths import in_root
 
-RULES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs", "experiments",
-                          "convergence_rules.json")
+RULES_PATH = in_root("configs", "experiments", "convergence_rules.json")
 OUTCOMES = ("converged", "still learning", "never escaped", "diverged")
 SOURCES = ("synthetic", "text")  # in the report's order
 COMMAND = "bash scripts/reproduce.sh --converge"

@@ -18,7 +18,7 @@ import math
 import os
 import sys
 
-from . import runlog
+from stacklab.runs import runlog
 
 VIEW_NAME = "view.html"
 MAX_PICKED = 10  # a sweep view starts with at most this many runs shown; the picker adds others
@@ -343,6 +343,6 @@ def write_page(path, title, subtitle, sections, top_html="", extra_js="", plotly
             f"<script>{extra_js}</script></head><body><h1>{html.escape(title)}</h1>"
             f'<p class="note">{html.escape(subtitle)}</p>{top_html}{"".join(parts)}'
             f'<footer><div id="view-check">charts not checked (scripts off?)</div>'
-            f"written by scripts/stacklab/views.py</footer><script>{CHECK_JS}</script></body></html>\n")
+            f"written by scripts/stacklab/plots/views.py</footer><script>{CHECK_JS}</script></body></html>\n")
     write_atomic(path, page)
     return path

@@ -13,11 +13,12 @@ import json
 import os
 from functools import lru_cache
 from typing import List, Optional, Sequence
+from stacklab.paths import CONFIG_DEFAULTS
 
 # What a reader of a run's checkpoint lets differ beyond a resume (reader_may_differ() in
 # src/train/checkpoint.cpp; the fixture's "reader_may_differ" holds both to it).
 READER_MAY_DIFFER = ("optim.lr_decay_iters", "train.name", "train.out_dir")
-DEFAULTS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config_defaults.json")
+DEFAULTS_PATH = CONFIG_DEFAULTS
 
 
 @lru_cache(maxsize=1)

@@ -165,7 +165,7 @@ def save(path, tensors, metadata=None):
         os.close(dfd)
 
 
-if __name__ == "__main__":  # PYTHONPATH=scripts python3 -m stacklab.io_util FILE: list the tensors
+if __name__ == "__main__":  # PYTHONPATH=scripts python3 -m stacklab.runs.io_util FILE: list the tensors
     import sys
     ts, meta = load(sys.argv[1])
     for k, v in ts.items():

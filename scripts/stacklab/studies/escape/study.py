@@ -18,8 +18,8 @@ out-of-sample test of the predictions the rules committed before them (horizons.
     st = judge(read_table("docs/results/escape_law.csv"), rules, probe=read_probe_table(...))
     print(markdown(st))                       # the grid, the reads, the predictions (docs/study.md)
     study_json(st)                            # the same as data
-    python3 -m stacklab.escape_study [--results docs/results] [--figure F.png] [--json F.json]
-    python3 -m stacklab.escape_study --write-probe runs/deep_stacking/escape_law_probe --results docs/results
+    python3 -m stacklab.studies.escape.study [--results docs/results] [--figure F.png] [--json F.json]
+    python3 -m stacklab.studies.escape.study --write-probe runs/deep_stacking/escape_law_probe --results docs/results
 A stage not yet run leaves its runs censored at the horizon they reached (the table's steps): the
 text says which horizon each depth reached, and the reads are of what ran.
 Not here: the fit (escape_law.py), reading run folders (escape_results.py), the core (escape_core.py).
@@ -33,10 +33,11 @@ import statistics
 import sys
 from dataclasses import dataclass, field
 
-from . import escape_core as ec
-from . import escape_law as law
-from . import escape_results as er
-from . import rules_check, runlog
+from stacklab.studies.escape import default_tier as ec
+from stacklab.studies.escape import fit as law
+from stacklab.studies.escape import tables as er
+from stacklab.studies import rules_check
+from stacklab.runs import runlog
 
 TABLE = "escape_law.csv"
 SCALED_TABLE = "escape_law_scaled.csv"
@@ -915,7 +916,7 @@ def figure(st: Study, path: str, predict_at: float = 96) -> str:
     """Escape step against depth per wiring at each depth's best rate, arrows for censored runs, the
     law's line and band up to `predict_at` and its prediction there, where the read was fitted (a
     provisional fit is drawn to L = 8 only, so that its line does not set the axis)."""
-    from .plot_escape_law import plot_escape_law
+    from stacklab.plots.escape_law import plot_escape_law
     series = {}
     for wl in st.wirings:
         if wl.wiring.endswith(er.ATTN_ONLY):  # the second knob's stacks: in the text, not the law's figure
@@ -929,7 +930,7 @@ def figure(st: Study, path: str, predict_at: float = 96) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m stacklab.escape_study", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python3 -m stacklab.studies.escape.study", description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", default="docs/results", help="the folder of the results tables (default: %(default)s)")
     ap.add_argument("--write-probe", metavar="PROBE_DIR", action="append", default=[],
                     help="first write RESULTS/<folder name>.csv from a probe sweep's folder (escape_law_probe, "

@@ -19,7 +19,7 @@ from typing import List, Optional
 
 import torch
 
-from . import checkpoint_config, io_util, torch_model
+from stacklab.runs import checkpoint_config, io_util, torch_model
 
 CHECKPOINT_FORMATS = ("stacklab.checkpoint.v1", "stacklab.checkpoint.v2")
 CHECKSUMMED_FORMAT = "stacklab.checkpoint.v2"  # v1 predates checksums: read unchecked, as the binary does

@@ -21,6 +21,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import BinaryIO, Callable, Optional
+from stacklab.paths import in_root
 
 # The environment variable that names a folder of local copies (the option --local says the same).
 LOCAL_ENV = "STACKLAB_DATA_LOCAL"
@@ -48,8 +49,8 @@ MANIFEST_FORMAT = "stacklab.datasets"
 
 
 def repo_data_dir() -> Path:
-    """The repository's data/ folder (this file is scripts/stacklab/datasets.py)."""
-    return Path(__file__).resolve().parents[2] / "data"
+    """The repository's data/ folder (this file is scripts/stacklab/runs/datasets.py)."""
+    return Path(in_root("data"))
 
 
 def load_manifest(path: Path) -> dict[str, Dataset]:

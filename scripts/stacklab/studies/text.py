@@ -10,13 +10,14 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from . import rules_check, runlog, stability_map
-from . import study_stats as stats
-from .study_findings import (F3_STUCK_MARGIN, F3_TRAIN_MARGIN, Training, finding_1, finding_2, finding_3, finding_4,
-                             finding_5, fmt)
+from stacklab.studies import rules_check, prepost_map as stability_map
+from stacklab.runs import runlog
+from stacklab.studies import stats
+from stacklab.studies.findings import (F3_STUCK_MARGIN, F3_TRAIN_MARGIN, Training, finding_1, finding_2,
+                                       finding_3, finding_4, finding_5, fmt)
+from stacklab.paths import in_root
 
-RULES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs", "experiments",
-                          "study_rules.json")
+RULES_PATH = in_root("configs", "experiments", "study_rules.json")
 TEXT_ANCHOR = "on-real-text"
 PRE_POST_ANCHOR = "pre-post"
 TEXT_COMMAND = "bash scripts/reproduce.sh --text"

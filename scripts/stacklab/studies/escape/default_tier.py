@@ -12,17 +12,17 @@ Not here: the fit (escape_law.py), the runs as intervals (escape_results.py), th
 """
 import json
 import math
-import os
 from dataclasses import dataclass, field
 
-from . import escape_law as law
-from . import escape_results as er
-from . import rules_check
-from . import study_stats as stats
+from stacklab.studies.escape import fit as law
+from stacklab.studies.escape import tables as er
+from stacklab.studies import rules_check
+from stacklab.studies import stats
+from stacklab.paths import in_root
 
 SWEEP = "escape_law_core"
 RULES_FILE = "configs/experiments/escape_law_rules.json"
-RULES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", RULES_FILE)
+RULES_PATH = in_root(RULES_FILE)
 COMMAND_FULL = "stacklab sweep configs/experiments/escape_law_h0.json (then _h1, _h2 with --on-change extend)"
 
 

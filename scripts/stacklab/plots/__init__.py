@@ -1,0 +1,4 @@
+"""The figures (PNG) and the HTML views: one run (run), a sweep (compare), the study's figures
+(study, convergence, escape_law), shared helpers (common) and the explorable views (views).
+Draws from runs or from judged studies; judges nothing of its own.
+"""
