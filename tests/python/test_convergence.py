@@ -5,10 +5,12 @@ pre vs post at convergence (rule P and which ends lower), and a long verdict tha
 one reported beside it. Fabricated unigram 3.412, so escaped means val <= 3.312."""
 import math
 import unittest
+from unittest import mock
 
 from fabricate import curve, long_run
 
 from stacklab.studies import convergence as cv
+from stacklab.studies.escape import fit as el
 from stacklab.report import convergence as rc
 
 RULES = cv.load_rules()
@@ -90,6 +92,17 @@ class Outcomes(unittest.TestCase):
 
 
 class GrowthFit(unittest.TestCase):
+    def test_its_fits_are_the_escape_laws_own(self):
+        pts = [(2, 300, 9999), (8, 2100, 9999), (32, 9000, 9999)]
+        f = cv.growth_fit(pts, 0.5)
+        ds, ls = [d for d, _, _ in pts], [math.log(s) for _, s, _ in pts]
+        e, q = el.fit_points(ds, ls, "exponential"), el.fit_points(ds, ls, "power")
+        self.assertEqual((f["intercept_exp"], f["factor"], f["ssr_exp"]), (e.theta[0], math.exp(e.theta[1]), e.ssr))
+        self.assertEqual((f["intercept_poly"], f["p"], f["ssr_poly"]), (q.theta[0], q.theta[1], q.ssr))
+        with mock.patch.object(el, "fit_points", wraps=el.fit_points) as called:
+            cv.growth_fit(pts, 0.5)
+        self.assertEqual(sorted(c.args[2] for c in called.call_args_list), ["exponential", "power"])
+
     def test_exponential_seen(self):
         f = cv.growth_fit([(L, 100 * 2 ** (L / 2), 10 ** 9) for L in (2, 8, 32)], 0.5)
         self.assertEqual(f["verdict"], "exponential")

@@ -33,6 +33,30 @@ def draw(form, theta, sigma, seed, depths=DEPTHS, seeds=5, every=50, cap=48000):
     return out
 
 
+class ExactPoints(unittest.TestCase):
+    """fit_points: the same law where every escape step is seen exactly, the censored likelihood's limit."""
+
+    def test_exact_steps_give_the_censored_likelihoods_maximum_by_least_squares(self):
+        steps = {1: 420.0, 2: 900.0, 3: 2300.0, 4: 4100.0, 6: 21000.0}
+        x, y = list(steps), [math.log(s) for s in steps.values()]
+        ls = el.fit_points(x, y, "exponential")
+        # each interval shrunk to a width of 1e-6 of its step: the probability is density x width
+        narrow = [el.Obs(d, s * (1 - 1e-6), s) for d, s in steps.items()]
+        ml = el.fit_form(narrow, "exponential")
+        self.assertAlmostEqual(ls.theta[0], ml.theta[0], places=3)
+        self.assertAlmostEqual(ls.theta[1], ml.theta[1], places=3)
+        self.assertAlmostEqual(ls.sigma, ml.sigma, places=3)
+        self.assertAlmostEqual(ls.ssr, sum((v - ls.mu_at(d)) ** 2 for d, v in zip(x, y)), places=12)
+
+    def test_the_power_form_is_a_line_in_ln_depth_and_one_depth_fits_nothing(self):
+        f = el.fit_points([2, 8, 32], [math.log(10 * L ** 2) for L in (2, 8, 32)], "power")
+        self.assertAlmostEqual(f.theta[1], 2.0)
+        self.assertAlmostEqual(f.median_at(4), 160.0)
+        self.assertIsNone(el.fit_points([8, 8], [5.0, 6.0], "exponential"))
+        with self.assertRaisesRegex(ValueError, "doubly exponential"):
+            el.fit_points([1, 2], [5.0, 6.0], "doubly exponential")
+
+
 class Numerics(unittest.TestCase):
     def test_erfc_matches_the_standard_librarys_to_its_stated_precision(self):
         for x in (-3.0, -0.5, 0.0, 0.7, 2.0, 5.0, 9.0):

@@ -2,9 +2,10 @@
 before its runs): each run converged, still learning, never escaped or diverged; each point
 (source, wiring, depth, rate, horizon) by its seeds' majority; the escape step of the stacks
 without a residual against depth, fitted as exponential or polynomial growth with its spread over
-seeds; pre- vs post-norm at L = 32 per init and source (rule P and which ends lower); and each
-short-horizon statement beside its long verdict, reversals named. Every threshold is read from
-the rules file. Not here: loading sweeps, tables and figures (the report), running anything.
+seeds (the escape law's fit, studies/escape/fit.py, read by this study's rule: growth_fit); pre- vs
+post-norm at L = 32 per init and source (rule P and which ends lower); and each short-horizon
+statement beside its long verdict, reversals named. Every threshold is read from the rules file.
+Not here: loading sweeps, tables and figures (the report), running anything.
 
     rules = load_rules()
     points = point_verdicts(runs, rules)          # [Point], one per (source, wiring, depth, lr, horizon)
@@ -21,8 +22,9 @@ from stacklab.studies import rules_check
 from stacklab.runs import runlog
 from stacklab.studies import prepost_map as stability_map
 from stacklab.studies import stats
-from stacklab.studies.findings import finding_3, fit_line, rounding_ssr
-from stacklab.tier import CONVERGE_SWEEPS
+from stacklab.studies.escape import fit as law
+from stacklab.studies.findings import finding_3, rounding_ssr
+from stacklab.runs.tier_lists import CONVERGE_SWEEPS
 from stacklab.studies.text import pre_post as rule_p  # the short horizon's rule P, on the cells named here
 from stacklab.paths import in_root
 
@@ -227,7 +229,13 @@ def growth_fit(points, min_ratio: float) -> dict:
     """The escape-fit rule on [(depth, escape step or None, horizon)]: the verdict, the exponential
     fit ln s = a + b L (factor exp(b) per layer), the polynomial one ln s = c + p ln L, and for a depth
     that never escaped the lower bounds its censoring gives beside the deepest shallower escaped one.
-    No points (no depth has a judged seed): "not judged", never "never escaped"."""
+    No points (no depth has a judged seed): "not judged", never "never escaped".
+
+    The fits are the escape law's own (studies/escape/fit.py: its "exponential" and "power" forms, by
+    fit_points): the convergence rules fit the escaped depths' steps as exact points, where the law's
+    interval-censored likelihood is least squares; the depths that never escaped enter as the bounds
+    here, not the fit. The verdict is this rules file's read of those fits: the SSRs' ratio against
+    min_ratio (with equal n, a likelihood ratio; the law's own rule, AIC by 2, is escape/'s)."""
     pts = sorted(points)
     esc = [(d, s) for d, s, _ in pts if s is not None and s > 0]
     out = {"escaped": len(esc), "depths": [d for d, _, _ in pts], "factor": None, "p": None,
@@ -243,10 +251,10 @@ def growth_fit(points, min_ratio: float) -> dict:
                                   "p_above": math.log(h / s0) / math.log(d / d0)})
     if len(esc) >= 2:
         ds, ls = [d for d, _ in esc], [math.log(s) for _, s in esc]
-        e, q = fit_line(ds, ls), fit_line([math.log(d) for d in ds], ls)  # one point a depth: distinct x
+        e, q = law.fit_points(ds, ls, "exponential"), law.fit_points(ds, ls, "power")  # one point a depth
         level = rounding_ssr(ls)  # an SSR at or below it is an exact fit: rounding, not a residual
-        out.update(factor=math.exp(e.slope), p=q.slope, ssr_exp=e.ssr, ssr_poly=q.ssr, exact_exp=e.ssr <= level,
-                   exact_poly=q.ssr <= level, intercept_exp=e.intercept, intercept_poly=q.intercept)
+        out.update(factor=math.exp(e.theta[1]), p=q.theta[1], ssr_exp=e.ssr, ssr_poly=q.ssr, exact_exp=e.ssr <= level,
+                   exact_poly=q.ssr <= level, intercept_exp=e.theta[0], intercept_poly=q.theta[0])
     if not pts:
         out["verdict"] = "not judged"
     elif not esc:

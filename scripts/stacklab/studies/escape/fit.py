@@ -25,12 +25,15 @@ within 1e300 steps is None: the data do not bound it, and the text says "no boun
     best, delta = compare(fits)          # "exponential" | ... | None (not told apart), {form: dAIC}
     predict(obs, fits[best], 96)         # (median, lo, hi)
     falsifier(fits[best], obs)           # does the law predict an escape before 22000 at L = 8?
+    fit_points([2, 8, 32], [5.1, 7.9, 9.3], "power")   # every step exact: the same law by least squares
 Not here: reading runs (escape_results.py), the figure (plot_escape_law.py), running anything.
 """
 import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from stacklab.studies.findings import fit_line
 
 FORMS = ("exponential", "power", "doubly exponential")
 DELTA_AIC = 2.0          # a form wins when every other's AIC is at least this much higher
@@ -177,6 +180,7 @@ class FormFit:
     loglik: float
     n: int
     n_censored: int
+    ssr: float | None = None  # the residual sum of squares of ln step, where every step is exact (fit_points)
 
     @property
     def aic(self) -> float:
@@ -223,6 +227,26 @@ def fit_form(obs, form: str) -> FormFit:
     fx = min(fx, f_new)
     return FormFit(form, (float(x[0]), float(x[1])), math.exp(x[2]), -fx, len(obs),
                    sum(o.censored for o in obs))
+
+
+def fit_points(x, ln_step, form: str) -> FormFit | None:
+    """The same law fitted where every escape step is seen exactly (each interval shrunk to its point):
+    the likelihood is then the normal density of ln step, and its maximum is the least-squares line
+    ln step = t0 + t1 g(x) (g = ln for "power"; findings.fit_line, the package's one line fit), with
+    sigma^2 = SSR / n. FormFit.ssr holds that SSR (with equal n, a ratio of SSRs is a likelihood ratio:
+    ln L = -n/2 (ln(2 pi SSR / n) + 1)). None with fewer than 2 distinct x. The convergence rules read
+    their escape fit from it (convergence.growth_fit, on the seeds' median steps). Not for the doubly
+    exponential form: its mu is not linear in the parameters."""
+    if form not in ("exponential", "power", "linear"):
+        raise ValueError(f"escape_law: fit_points fits a form linear in its parameters, not {form!r}")
+    g = [math.log(v) for v in x] if form == "power" else list(x)
+    line = fit_line(g, ln_step)
+    if line is None:
+        return None
+    n = len(g)
+    sigma = math.sqrt(line.ssr / n)
+    ll = -0.5 * n * (math.log(2 * math.pi * sigma * sigma) + 1) if sigma > 0 else math.inf
+    return FormFit(form, (line.intercept, line.slope), sigma, ll, n, 0, line.ssr)
 
 
 def fit_all(obs, forms=FORMS) -> dict:
