@@ -15,7 +15,12 @@ JUDGING = {"finding_1", "finding_2", "finding_3", "finding_4", "finding_5", "out
            "pre_post_map", "point_verdicts", "escape_fits", "growth_fit", "fit_line", "evaluate_all", "map_facts",
            "build", "sweep_runs", "judge", "structure", "text_study", "text_point", "short_horizons", "escape_table",
            "load_probe", "load_entry", "sweep_entries", "compare", "long_statements", "short_statements",
-           "majority", "run_outcome", "seed_rule", "branch_sizes", "read_timing"}
+           "majority", "run_outcome", "seed_rule", "branch_sizes", "read_timing",
+           # the escape law (studies/escape/: its core, the opt-in study, the fit) and the signal study
+           "from_root", "judge_core", "read_wiring", "read_points", "fit_all", "fit_form", "fit_points", "fit_rank",
+           "predict", "profile", "falsifier", "best_rates", "supersede", "deep_tests", "path_checks", "pooled_rank",
+           "second_knob", "read_table", "read_probe_table", "probe_rows", "rows_of", "finished_runs", "run_escape",
+           "load_points", "verdicts", "rank_reading", "judge_tables", "table_points"}
 
 
 def judging_calls(source: str) -> set:
@@ -30,6 +35,11 @@ def judging_calls(source: str) -> set:
 class RendersOnly(unittest.TestCase):
     def test_the_checker_finds_a_call_that_judges(self):
         self.assertEqual(judging_calls("def cell(v, u):\n    return study_text.outcome_of(v, u)\n"), {"outcome_of"})
+
+    def test_the_checker_finds_the_laws_and_the_signals_judging(self):
+        self.assertEqual(judging_calls("st = escape_study.from_root(root)\nss.judge(root, rules)\n"),
+                         {"from_root", "judge"})
+        self.assertEqual(judging_calls("law.predict(obs, fit, 96)\nss.verdicts(pts, rules)\n"), {"predict", "verdicts"})
 
     def test_no_section_module_calls_a_judging_function(self):
         paths = sorted(p for p in glob.glob(os.path.join(REPORT, "*.py")) if not p.endswith("__init__.py"))
