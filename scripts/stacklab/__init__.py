@@ -6,15 +6,18 @@
     report/    the report (report.md, report.html), rendered from a judged study only
     tier.py    the study's tiers as reproduce.sh runs them (which sweep files, in what order)
 
-runs/       runlog (run folders, metrics, probes), io_util (safetensors), checkpoint_config (was a
-            checkpoint written with this config?), torch_model and load (a run as a PyTorch module),
-            nanogpt_export, datasets (the data step), make_corpus (data/corpus.txt)
+runs/       runlog (what every reader of runs shares, and the names below it: loaded_run, the Run;
+            run_files, reading one run folder or probe file; sweep_dirs, a sweep's runs and finding
+            runs), io_util (safetensors), checkpoint_config (was a checkpoint written with this
+            config?), torch_model and load (a run as a PyTorch module; torch_model_checks, the
+            mirror's self-checks), nanogpt_export, datasets (the data step), make_corpus (data/corpus.txt)
 studies/    judge (the study judged once into Result), findings (findings 1-5), stats (seed
             statistics), text (real text and rule P), prepost_map (the stability map), claims,
             convergence, signal (the residual or the signal), escape/ (fit: the escape law's fit;
             tables: the results tables; default_tier: the law's core in the default tier; study:
             the opt-in law), rules_check (a run's config against its rules), verdicts
-plots/      common, run (one run), compare (a sweep), study (the study's figures), convergence,
+plots/      common, run (one run), compare (a sweep; its per-layer figures in layer_figures, its runs
+            grouped by wiring and depth in depth_groups), study (the study's figures), convergence,
             escape_law, views (the HTML views)
 report/     see report/__init__.py
 paths.py    the checkout's root and the files the package reads from it

@@ -33,7 +33,7 @@ except ImportError as e:  # reported by main(), which decides the exit code
 
 if TORCH_ERROR is None:
     try:
-        from stacklab.runs import io_util, torch_model
+        from stacklab.runs import io_util, torch_model, torch_model_checks
     except ImportError as e:  # not a missing prerequisite: a wrong invocation, so never a skip
         sys.exit(f"torch_parity: cannot import the package stacklab ({e}); run with PYTHONPATH=scripts "
                  f"(from the repo root: PYTHONPATH=scripts {sys.executable} tests/parity/torch_parity.py)")
@@ -387,7 +387,7 @@ def self_test(args):
     checker catches wrong outputs, then the whole matrix with float32 torch as 'ours'."""
     base = load_config(args.config)
     print("self-test: the reference model")
-    fails = torch_model.self_check()
+    fails = torch_model_checks.self_check()
     for msg in fails:
         print(f"    FAILED: {msg}")
     print("self-test: the checker")
