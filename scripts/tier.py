@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """The study's tiers for scripts/reproduce.sh: full-tier files, one invocation's sweep files, sizes.
 
-    python3 scripts/tier.py full-configs [--check] | prepare OUT FILE... [--tiny] | size BIN FILE... | deepest OUT
+    python3 scripts/tier.py full-configs [--check] | files TIER [--claims] ... | list WHAT | prepare OUT FILE...
+                            [--tiny] | size BIN FILE... | extend BIN OUT | later | text-files FILE... | deepest OUT
 
-The code is in the package: stacklab/tier.py.
+The code is scripts/tiers/ (cli.py); the sweep lists are configs/experiments/tiers.json's.
 """
 import sys
 
-from stacklab.tier import main
+from tiers.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

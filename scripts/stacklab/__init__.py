@@ -4,13 +4,14 @@
     studies/   the studies judged: each reads runs or results tables and returns verdicts; draws nothing
     plots/     the figures and the HTML views, drawn from runs or from judged studies
     report/    the report (report.md, report.html), rendered from a judged study only
-    tier.py    the study's tiers as reproduce.sh runs them (which sweep files, in what order)
 
 runs/       runlog (what every reader of runs shares, and the names below it: loaded_run, the Run;
             run_files, reading one run folder or probe file; sweep_dirs, a sweep's runs and finding
             runs), io_util (safetensors), checkpoint_config (was a checkpoint written with this
             config?), torch_model and load (a run as a PyTorch module; torch_model_checks, the
-            mirror's self-checks), nanogpt_export, datasets (the data step), make_corpus (data/corpus.txt)
+            mirror's self-checks), nanogpt_export, datasets (the data step), make_corpus (data/corpus.txt),
+            tier_lists (the tiers' sweep lists, configs/experiments/tiers.json, and a tier's sweep file
+            as prepared)
 studies/    judge (the study judged once into Result), findings (findings 1-5), stats (seed
             statistics), text (real text and rule P), prepost_map (the stability map), claims,
             convergence, signal (the residual or the signal), escape/ (fit: the escape law's fit;
@@ -22,6 +23,8 @@ plots/      common, run (one run), compare (a sweep; its per-layer figures in la
 report/     see report/__init__.py
 paths.py    the checkout's root and the files the package reads from it
 moved.py    the old flat module names (stacklab.escape_study, ...), still importable and runnable
+tier.py     moved out of the package: running the tiers is scripts/tiers/ (behind scripts/tier.py),
+            their lists runs/tier_lists; this stub keeps `python3 -m stacklab.tier` and the old names
 
 Import it with scripts/ on the path: the entry points scripts/*.py get that for free (Python puts
 a script's folder first on sys.path); elsewhere `PYTHONPATH=scripts python3 -m unittest ...` or

@@ -76,7 +76,7 @@ class FakeSweep:
 def claim_config(overrides, seed=None, steps=150):
     """A full config as a run's config.json holds it: configs/base.json, stacklab's defaults of the
     keys claims.json names (claims.DEFAULTS), then the dotted overrides."""
-    from stacklab import tier
+    from stacklab.runs import tier_lists as tier
     from stacklab.studies import claims
     cfg = json.loads(json.dumps(tier.read_json(claims.BASE_PATH)))
     values = dict(claims.DEFAULTS)

@@ -11,10 +11,10 @@ import subprocess
 import unittest
 
 from stacklab.runs import checkpoint_config as cc
-from stacklab import tier
+from stacklab import paths
 
-CASES_PATH = os.path.join(tier.ROOT, "tests", "fixtures", "checkpoint_config_cases.json")
-BIN = os.environ.get("STACKLAB_BIN") or os.path.join(tier.ROOT, "build", "stacklab")
+CASES_PATH = os.path.join(paths.ROOT, "tests", "fixtures", "checkpoint_config_cases.json")
+BIN = os.environ.get("STACKLAB_BIN") or os.path.join(paths.ROOT, "build", "stacklab")
 
 
 def set_dotted(j: dict, dotted: str, value) -> None:

@@ -14,7 +14,7 @@ import unittest
 
 import fabricate
 from stacklab.studies import claims as cl
-from stacklab import tier
+from stacklab.runs import tier_lists as tier
 from stacklab.runs import checkpoint_config, runlog
 
 DOC = cl.load_claims()

@@ -12,7 +12,7 @@ from stacklab import moved
 
 PACKAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "stacklab")
 ROLES = ("runs", "studies", "plots", "report")
-TOP = {"__init__", "moved", "paths", "tier"}  # the package's own modules, beside the role folders
+TOP = {"__init__", "moved", "paths", "tier"}  # the package's own modules (tier: the stub of a move)
 
 
 def modules():

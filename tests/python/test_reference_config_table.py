@@ -10,10 +10,10 @@ import os
 import re
 import unittest
 
-from stacklab import tier
+from stacklab import paths
 
-REFERENCE = os.path.join(tier.ROOT, "docs", "reference.md")
-DEFAULTS = os.path.join(tier.ROOT, "scripts", "stacklab", "config_defaults.json")
+REFERENCE = os.path.join(paths.ROOT, "docs", "reference.md")
+DEFAULTS = os.path.join(paths.ROOT, "scripts", "stacklab", "config_defaults.json")
 
 # Keys `stacklab validate --defaults` leaves out of config_defaults.json: train.name defaults to the
 # config file's stem.

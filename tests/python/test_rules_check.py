@@ -7,7 +7,7 @@ import tempfile
 import unittest
 
 import fabricate
-from stacklab import tier
+from stacklab.runs import tier_lists as tier
 from stacklab.studies import convergence, rules_check, signal as signal_study
 
 

@@ -12,7 +12,8 @@ import shutil
 import tempfile
 import unittest
 
-from stacklab import report, tier
+from stacklab import report
+from tiers import cli as tier
 from stacklab.studies import claims, prepost_map as stability_map
 from stacklab.plots import compare as plot_compare
 from stacklab.runs import runlog

@@ -5,7 +5,7 @@ import os
 
 from stacklab.studies import prepost_map as stability_map
 from stacklab.studies import stats
-from ..tier import CLAIMS_SWEEPS, CONVERGE_SWEEPS, SIGNAL_SWEEPS, TEXT_SWEEPS
+from ..runs.tier_lists import CLAIMS_SWEEPS, CONVERGE_SWEEPS, SIGNAL_SWEEPS, TEXT_SWEEPS
 from .tables import seeds_per_point
 
 # The figures whose per-block values are read at one step (their captions say which).

@@ -22,7 +22,7 @@ import re
 import sys
 from dataclasses import asdict, dataclass
 
-from stacklab import tier
+from stacklab.runs import tier_lists as tier
 from stacklab.runs import checkpoint_config, runlog
 from stacklab.studies import rules_check
 from stacklab.studies.findings import fit_line, fmt

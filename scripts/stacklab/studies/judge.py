@@ -23,7 +23,7 @@ from stacklab.runs import runlog
 from stacklab.studies.findings import (GRID_WIRINGS, Training, escape_table, finding_1, finding_2, finding_3,
                                        finding_4, finding_5)
 from stacklab.studies.text import TextStudy
-from stacklab.tier import CLAIMS_SWEEPS, CONVERGE_SWEEPS, COVERED_BY, SIGNAL_SWEEPS, TEXT_SWEEPS
+from stacklab.runs.tier_lists import CLAIMS_SWEEPS, CONVERGE_SWEEPS, COVERED_BY, SIGNAL_SWEEPS, TEXT_SWEEPS
 
 TRAINING_SWEEPS = ("train_grid", "lr_grid")  # pooled: each (wiring, depth, rate) lives in one
 

@@ -26,7 +26,7 @@ import math
 import os
 from typing import NamedTuple
 
-from stacklab import tier
+from stacklab.runs import tier_lists as tier
 from stacklab.runs import checkpoint_config, runlog
 
 # What a run may set as it likes: its name and folder, its threads, its checkpoints (and what it keeps of

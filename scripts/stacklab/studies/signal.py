@@ -22,11 +22,11 @@ import sys
 from dataclasses import dataclass, field
 
 from stacklab.studies.escape import tables as er
-from stacklab import tier
+from stacklab.runs import tier_lists as tier
 from stacklab.studies import rules_check
 from stacklab.runs import runlog
 from stacklab.studies.escape.tables import finished_runs, run_escape, write_results_csv
-from stacklab.tier import SIGNAL_SWEEPS
+from stacklab.runs.tier_lists import SIGNAL_SWEEPS
 from stacklab.paths import in_root
 
 RULES_FILE = "configs/experiments/signal_rules.json"

@@ -24,9 +24,9 @@ TEXT_COMMAND = "bash scripts/reproduce.sh --text"
 # The text point's wirings, in the order the quick tier's text_point.json names them.
 POINT_WIRINGS = ("pre-layernorm-res", "post-layernorm-res", "pre-layernorm-nores")
 POINT_DEPTH = 32  # text_point.json's depth (a --tiny tier caps it: point_depth reads the runs)
-# The sweeps the rules judge (their description), and stability_map, whose cells rule P reads where it ran: a
-# run whose settings differ from its sweep file's (the tier's, rules_check) is not judged.
-TEXT_SWEEPS = ("text_probe", "text_train", "text_point", "text_map")
+# The sweeps rule P reads: stability_map's cells where it ran, else map_core's (the text sweeps are
+# configs/experiments/tiers.json's, stacklab.runs.tier_lists.TEXT_SWEEPS): a run whose settings differ
+# from its sweep file's (the tier's, rules_check) is not judged.
 MAP_SWEEPS = ("stability_map", "map_core")
 
 
