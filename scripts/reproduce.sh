@@ -16,7 +16,7 @@
 #   OPENBLAS_CORETYPE=Haswell bash scripts/reproduce.sh --out runs/deep_stacking_haswell
 #   STACKLAB_BIN=/path/to/stacklab bash scripts/reproduce.sh   # skip setup, use this binary
 # --help lists every flag. Not here: the analysis (report.py), the figures' code (plot_compare.py),
-# the tiers' files and cost model (tier.py).
+# the tiers' files and cost model (tier.py: scripts/tiers/; their sweep lists: configs/experiments/tiers.json).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,7 +24,7 @@ CALLER_DIR="$PWD"  # a relative --out or STACKLAB_BIN is the caller's, not the r
 cd "$ROOT"
 
 usage() {
-  # The sweep lists are scripts/stacklab/tier.py's (tier.py list), not copied here.
+  # The sweep lists are configs/experiments/tiers.json's (tier.py list), not copied here.
   local py
   py="$(command -v python3 || echo /usr/bin/python3)"
   names() { "$py" scripts/tier.py list "$1" | fold -s -w 84 | sed 's/ *$//; 1!s/^/                    /'; }
@@ -53,7 +53,7 @@ usage: bash scripts/reproduce.sh [--full] [--claims] [--text] [--converge] [--si
 EOF
   cat <<EOF
 
-  The sweeps (scripts/stacklab/tier.py, \`python3 scripts/tier.py list\`):
+  The sweeps (configs/experiments/tiers.json, \`python3 scripts/tier.py list\`):
     quick tier      $(names quick)
     --full only     $(names full-only)
     --claims adds   $(names claims)
@@ -145,8 +145,8 @@ fi
 T_SETUP="$(now)"
 [[ -x "$BIN" ]] || die "$BIN not found after setup"
 PY="$(bash scripts/find_python.sh --plot)" || die "no Python with numpy and matplotlib (see above)"
-# The tier's sweep files (scripts/stacklab/tier.py: QUICK_SWEEPS, CLAIMS_SWEEPS, FULL_SWEEPS; CONVERGE_SWEEPS
-# and SIGNAL_SWEEPS, the opt-in studies).
+# The tier's sweep files (configs/experiments/tiers.json's lists: quick, claims, text, full; converge and
+# signal, the opt-in studies).
 mapfile -t SRC_FILES < <("$PY" scripts/tier.py files "$TIER" $([[ $CLAIMS == 1 ]] && echo --claims) \
   $([[ $TEXT == 1 ]] && echo --text) $([[ $CONVERGE == 1 ]] && echo --converge) $([[ $SIGNAL == 1 ]] && echo --signal))
 ((${#SRC_FILES[@]})) || die "scripts/tier.py files $TIER failed (see above)"
