@@ -8,7 +8,13 @@ The code is scripts/tiers/ (cli.py); the sweep lists are configs/experiments/tie
 """
 import sys
 
-from tiers.cli import main
+try:
+    from tiers.cli import main
+except Exception as e:  # a malformed configs/experiments/tiers.json: its file and field, no traceback
+    if type(e).__module__ != "stacklab.runs.tier_lists":
+        raise
+    print(f"tier.py: {e}", file=sys.stderr)
+    sys.exit(1)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -555,9 +555,8 @@ class ExtendOnTheCommandLine(unittest.TestCase):
         import subprocess
         import sys
         scripts = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts")
-        env = dict(os.environ, PYTHONPATH=os.path.abspath(scripts))
-        p = subprocess.Popen([sys.executable, "-m", "stacklab.tier", "extend", self.binary, self.out],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        p = subprocess.Popen([sys.executable, os.path.join(scripts, "tier.py"), "extend", self.binary, self.out],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         p.stdout.close()  # as `| head -0` would: before tier.py writes a line
         err = p.stderr.read().decode()
         p.stderr.close()

@@ -176,6 +176,25 @@ class MalformedFile(unittest.TestCase):
         doc["full"]["with"] = ["claims", "texts"]
         self.assertIn("field 'full.with' names 'texts'", self.load(doc))
 
+    def test_tier_py_names_the_field_of_a_malformed_file_without_a_traceback(self):
+        import shutil
+        with tempfile.TemporaryDirectory() as d:  # a checkout of its own: stacklab finds its root from its folder
+            for sub in ("stacklab", "tiers"):
+                shutil.copytree(os.path.join(SCRIPTS, sub), os.path.join(d, "scripts", sub),
+                                ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copy(os.path.join(SCRIPTS, "tier.py"), os.path.join(d, "scripts"))
+            doc = data_file()
+            doc["signal"]["sweeps"] = ["signal_probe", 3]
+            os.makedirs(os.path.join(d, "configs", "experiments"))
+            with open(os.path.join(d, "configs", "experiments", "tiers.json"), "w", encoding="utf-8") as f:
+                json.dump(doc, f)
+            p = subprocess.run([sys.executable, os.path.join(d, "scripts", "tier.py"), "list", "quick"],
+                               capture_output=True, text=True, timeout=60, env=dict(os.environ, PYTHONPATH=""))
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("configs/experiments/tiers.json: field 'signal.sweeps' must be a list of sweep names, got "
+                      '["signal_probe", 3]', p.stderr)
+        self.assertNotIn("Traceback", p.stderr)
+
     def test_the_checked_in_file_loads(self):
         self.assertEqual(tier_lists.load()["FULL_SWEEPS"], tier_lists.FULL_SWEEPS)
 
