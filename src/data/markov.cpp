@@ -109,9 +109,11 @@ void MarkovSource::compute_stationary() {
 void MarkovSource::compute_entropies() {
   // H(X_0..X_{m-1}) from the m-gram marginal: the first m symbols of a context are c / V^(k-m).
   block_entropy_.assign(static_cast<size_t>(k_) + 1, 0.0);
+  gram_marginals_.assign(static_cast<size_t>(k_) + 1, std::vector<double>{1.0});
   for (int m = 1; m <= k_; ++m) {
     const int drop = int_pow(V_, k_ - m);
-    std::vector<double> marg(static_cast<size_t>(int_pow(V_, m)), 0.0);
+    std::vector<double>& marg = gram_marginals_[static_cast<size_t>(m)];
+    marg.assign(static_cast<size_t>(int_pow(V_, m)), 0.0);
     for (int c = 0; c < C_; ++c) marg[static_cast<size_t>(c / drop)] += pi_[static_cast<size_t>(c)];
     block_entropy_[static_cast<size_t>(m)] = entropy_of(marg.data(), marg.size());
   }
@@ -127,6 +129,47 @@ std::vector<double> MarkovSource::unigram() const {
   std::vector<double> p(static_cast<size_t>(V_), 0.0);
   for (int c = 0; c < C_; ++c) p[static_cast<size_t>(c / drop)] += pi_[static_cast<size_t>(c)];
   return p;
+}
+
+std::vector<double> MarkovSource::bigram_probs() const {
+  if (k_ == 1) return P_;  // the pair (a, b) has probability pi[a] P[a, b]: q(b | a) = P[a, b]
+  // The pair marginal (V^2,) is the stationary 2-gram of the chain at any position; each row is
+  // normalised by its own sum, so it is stochastic to the last bit.
+  std::vector<double> q = gram_marginals_[2];
+  const auto V = static_cast<size_t>(V_);
+  for (size_t a = 0; a < V; ++a) {
+    double row = 0.0;
+    for (size_t b = 0; b < V; ++b) row += q[a * V + b];
+    for (size_t b = 0; b < V; ++b) q[a * V + b] /= row;
+  }
+  return q;
+}
+
+std::optional<double> MarkovSource::optimum_loss_on(const std::vector<Batch>& batches) const {
+  const auto V = static_cast<size_t>(V_);
+  double sum = 0.0;
+  size_t n = 0;
+  for (const Batch& b : batches)
+    for (int r = 0; r < b.B; ++r) {
+      const int32_t* x = &b.x[static_cast<size_t>(r) * static_cast<size_t>(b.T)];  // (T,)
+      const int32_t* y = &b.y[static_cast<size_t>(r) * static_cast<size_t>(b.T)];  // (T,)
+      size_t prefix = 0;  // base-V number of x[0..t], while t + 1 < k
+      for (int t = 0; t < b.T; ++t, ++n) {
+        SL_CHECK(x[t] >= 0 && x[t] < V_ && y[t] >= 0 && y[t] < V_,
+                 "optimum_loss_on: token id out of range");
+        double p;
+        if (t + 1 >= k_) {  // a full context: the transition row of x[t-k+1..t]
+          p = P_[static_cast<size_t>(context_of(x + t + 1 - k_)) * V + static_cast<size_t>(y[t])];
+        } else {  // the start of a stationary sequence: m-gram over (m-1)-gram, m = t + 2
+          prefix = prefix * V + static_cast<size_t>(x[t]);
+          const double joint =
+              gram_marginals_[static_cast<size_t>(t) + 2][prefix * V + static_cast<size_t>(y[t])];
+          p = joint / gram_marginals_[static_cast<size_t>(t) + 1][prefix];
+        }
+        sum -= std::log(p);
+      }
+    }
+  return n > 0 ? sum / static_cast<double>(n) : 0.0;
 }
 
 double MarkovSource::block_entropy(int m) const {

@@ -21,6 +21,12 @@ class MarkovSource : public DataSource {
   std::vector<Batch> eval_batches(int n, int B, int T, bool train_split) override;
   ReferenceLosses reference_losses(int T) const override;
   std::vector<double> unigram_probs() const override { return unigram(); }
+  double bigram_loss_on(const std::vector<Batch>& batches) const override {
+    return bigram_probs_loss_on(batches, bigram_probs());
+  }
+  // Each row of a batch is a stationary sequence from its start (make_batch): its first k - 1
+  // targets are predicted from the stationary m-gram marginals, the rest from the transitions.
+  std::optional<double> optimum_loss_on(const std::vector<Batch>& batches) const override;
   nlohmann::json describe() const override;
   std::string decode(const std::vector<int32_t>& ids) const override;  // letters if V <= 26
   std::vector<int32_t> encode(const std::string& text) const override;
@@ -33,7 +39,10 @@ class MarkovSource : public DataSource {
   const std::vector<double>& transitions() const { return P_; }  // (C, V) row-stochastic
   const std::vector<double>& stationary() const { return pi_; }  // (C,) over k-grams
   std::vector<double> unigram() const;                           // (V,) symbol marginal
-  double entropy_rate() const { return entropy_rate_; }          // H(X_t | previous k), nats
+  // (V, V) [a * V + b] = q(b | a), the stationary pair distribution's conditional (order 1: the
+  // transition table itself).
+  std::vector<double> bigram_probs() const;
+  double entropy_rate() const { return entropy_rate_; }  // H(X_t | previous k), nats
   double unigram_entropy() const { return block_entropy_[1]; }
   double block_entropy(int m) const;  // H(X_0..X_{m-1}) for m in [0, k], nats
 
@@ -54,6 +63,7 @@ class MarkovSource : public DataSource {
   std::vector<double> pi_;             // (C,) stationary k-gram distribution
   std::vector<double> pi_cdf_;         // (C,) running sum of pi_, for drawing start contexts
   std::vector<double> block_entropy_;  // (k + 1,) H of m-gram marginals, m = 0..k
+  std::vector<std::vector<double>> gram_marginals_;  // [m]: (V^m,) stationary m-gram, m = 0..k
   double entropy_rate_ = 0.0;
   int power_iterations_ = 0;
 };

@@ -14,9 +14,14 @@ namespace sl {
 nlohmann::json to_json(const ReferenceLosses& r) {
   nlohmann::json j = {{"uniform", r.uniform}, {"unigram", r.unigram}};
   j["optimal"] = r.optimal_known ? nlohmann::json(r.optimal) : nlohmann::json(nullptr);
-  if (r.unigram_on_val)
-    j["unigram_on_val"] =
-        std::isfinite(*r.unigram_on_val) ? nlohmann::json(*r.unigram_on_val) : nullptr;
+  for (const auto& [key, v] :
+       {std::pair{"unigram_on_val", r.unigram_on_val}, std::pair{"bigram_on_val", r.bigram_on_val},
+        std::pair{"optimum_on_val", r.optimum_on_val}})
+    if (v) j[key] = std::isfinite(*v) ? nlohmann::json(*v) : nullptr;
+  if (!r.optimum_on_val && !r.optimum_on_val_note.empty()) {
+    j["optimum_on_val"] = nullptr;
+    j["optimum_on_val_note"] = r.optimum_on_val_note;
+  }
   return j;
 }
 
@@ -30,6 +35,29 @@ double unigram_loss_on(const std::vector<Batch>& batches, const std::vector<doub
       ++n;
     }
   return n > 0 ? sum / static_cast<double>(n) : 0.0;
+}
+
+double bigram_probs_loss_on(const std::vector<Batch>& batches, const std::vector<double>& probs) {
+  const auto V = static_cast<size_t>(std::llround(std::sqrt(static_cast<double>(probs.size()))));
+  SL_CHECK(V * V == probs.size() && V > 0, "bigram_probs_loss_on: probs is not (V, V)");
+  double sum = 0.0;
+  size_t n = 0;
+  for (const Batch& b : batches)
+    for (size_t i = 0; i < b.y.size(); ++i) {
+      const auto x = static_cast<size_t>(b.x[i]), y = static_cast<size_t>(b.y[i]);
+      SL_CHECK(x < V && y < V, "bigram_probs_loss_on: token id");
+      sum -= std::log(probs[x * V + y]);  // +inf for a pair of probability 0
+      ++n;
+    }
+  return n > 0 ? sum / static_cast<double>(n) : 0.0;
+}
+
+void measure_on_batches(ReferenceLosses& refs, const DataSource& source,
+                        const std::vector<Batch>& batches) {
+  refs.unigram_on_val = unigram_loss_on(batches, source.unigram_probs());
+  refs.bigram_on_val = source.bigram_loss_on(batches);
+  refs.optimum_on_val = source.optimum_loss_on(batches);
+  refs.optimum_on_val_note = refs.optimum_on_val ? "" : source.optimum_unknown_reason();
 }
 
 void check_batch_args(const char* who, int n, int B, int T) {

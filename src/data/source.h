@@ -28,15 +28,23 @@ struct Batch {
 // training-split frequencies) on one run's validation batches, the batches its val_loss is
 // measured on, so the two compare on the same tokens (unigram_on_val_batches); absent where no
 // batches were given, infinite (null in JSON) when a validation token has probability 0.
+// bigram_on_val: the same for the bigram predictor (the next symbol from the current one only,
+// DataSource::bigram_loss_on); optimum_on_val: the source's own conditional probabilities on those
+// batches (optimum_loss_on()), unknown for text: then optimum_on_val_note says why. These three are
+// the lines of a run's milestones (train/milestones.h).
 struct ReferenceLosses {
   double uniform = 0.0;
   double unigram = 0.0;
   double optimal = 0.0;
   bool optimal_known = false;
   std::optional<double> unigram_on_val;
+  std::optional<double> bigram_on_val;
+  std::optional<double> optimum_on_val;
+  std::string optimum_on_val_note;  // why optimum_on_val is unknown although measured on batches
 };
 
-// optimal is null when not known; unigram_on_val is written only when set (null if infinite).
+// optimal is null when not known; unigram_on_val and bigram_on_val are written only when set
+// (null if infinite); optimum_on_val when set, or as null beside optimum_on_val_note.
 nlohmann::json to_json(const ReferenceLosses& r);
 
 // Text <-> token ids: what sampling needs of a data source (and all that a text run's saved
@@ -50,6 +58,10 @@ class TokenCodec {
 
 // Mean over every target y of `batches` of -ln probs[y]: the unigram predictor's loss on them.
 double unigram_loss_on(const std::vector<Batch>& batches, const std::vector<double>& probs);
+
+// Mean over every pair (x, y) of `batches` of -ln probs[x * V + y], `probs` (V, V) row-stochastic
+// (row: the current symbol): the bigram predictor's loss on them. V = the rows' length.
+double bigram_probs_loss_on(const std::vector<Batch>& batches, const std::vector<double>& probs);
 
 class DataSource : public TokenCodec {
  public:
@@ -68,6 +80,21 @@ class DataSource : public TokenCodec {
   // (V,) the probabilities the unigram predictor of reference_losses().unigram gives each symbol.
   virtual std::vector<double> unigram_probs() const = 0;
 
+  // The bigram predictor's loss on `batches`: each target from the symbol before it alone, by
+  // q(b | a) (a Markov chain's stationary pair distribution; a text's training-split pairs).
+  virtual double bigram_loss_on(const std::vector<Batch>& batches) const = 0;
+
+  // The loss of the best predictor there is (the source's own conditional probabilities) on
+  // `batches`, each row a sequence as eval_batches draws it; nullopt when the source does not
+  // know its probabilities, with optimum_unknown_reason() saying so.
+  virtual std::optional<double> optimum_loss_on(const std::vector<Batch>& batches) const {
+    (void)batches;
+    return std::nullopt;
+  }
+  virtual std::string optimum_unknown_reason() const {
+    return "the data source does not know its probabilities";
+  }
+
   // Source name, parameters, vocab size and T-independent reference losses, for logs.
   virtual nlohmann::json describe() const = 0;
 
@@ -79,6 +106,11 @@ class DataSource : public TokenCodec {
   std::string decode(const std::vector<int32_t>& ids) const override;
   std::vector<int32_t> encode(const std::string& text) const override;
 };
+
+// unigram_on_val, bigram_on_val and optimum_on_val (or its note) of `refs`, measured on `batches`
+// (a run's val batches) with `source`'s predictors.
+void measure_on_batches(ReferenceLosses& refs, const DataSource& source,
+                        const std::vector<Batch>& batches);
 
 // source: "markov" (uses vocab_size, order, alpha, seed) or "text" (uses path, val_fraction,
 // seed; the vocabulary comes from the file, or from vocab_path when resuming a run).

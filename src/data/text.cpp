@@ -235,6 +235,31 @@ ReferenceLosses TextSource::reference_losses(int /*T*/) const {
   return r;
 }
 
+double TextSource::bigram_loss_on(const std::vector<Batch>& batches) const {
+  // Only the pairs the batches ask for are counted: one pass over the training split.
+  const auto V = static_cast<uint64_t>(codec_.size());
+  std::unordered_map<uint64_t, double> pairs;  // a * V + b -> n(a, b)
+  for (const Batch& b : batches)
+    for (size_t i = 0; i < b.y.size(); ++i)
+      pairs.emplace(static_cast<uint64_t>(b.x[i]) * V + static_cast<uint64_t>(b.y[i]), 0.0);
+  std::vector<double> firsts(static_cast<size_t>(V), 0.0);  // (V,) n(a): a followed by anything
+  for (size_t i = 0; i + 1 < n_train_; ++i) {
+    firsts[static_cast<size_t>(tokens_[i])] += 1.0;
+    const auto it =
+        pairs.find(static_cast<uint64_t>(tokens_[i]) * V + static_cast<uint64_t>(tokens_[i + 1]));
+    if (it != pairs.end()) it->second += 1.0;
+  }
+  double sum = 0.0;
+  size_t n = 0;
+  for (const Batch& b : batches)
+    for (size_t i = 0; i < b.y.size(); ++i, ++n) {
+      const auto a = static_cast<size_t>(b.x[i]), c = static_cast<size_t>(b.y[i]);
+      const double pair = pairs.at(a * V + c);
+      sum -= std::log((pair + unigram_probs_[c]) / (firsts[a] + 1.0));
+    }
+  return n > 0 ? sum / static_cast<double>(n) : 0.0;
+}
+
 nlohmann::json TextSource::describe() const {
   return {{"source", "text"},
           {"path", path_},

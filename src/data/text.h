@@ -58,6 +58,13 @@ class TextSource : public DataSource {
   std::vector<Batch> eval_batches(int n, int B, int T, bool train_split) override;
   ReferenceLosses reference_losses(int T) const override;  // optimal unknown
   std::vector<double> unigram_probs() const override { return unigram_probs_; }
+  // The training split's pair counts, smoothed toward the unigram by one pseudo-count:
+  // q(b | a) = (n(a, b) + u(b)) / (n(a) + 1), so a pair the split never shows costs a finite loss
+  // (infinite only where the unigram is: a symbol absent from the training split).
+  double bigram_loss_on(const std::vector<Batch>& batches) const override;
+  std::string optimum_unknown_reason() const override {
+    return "a text source's own probabilities are unknown: no optimum";
+  }
   nlohmann::json describe() const override;
   void check_context_length(int T) const override;
   std::string decode(const std::vector<int32_t>& ids) const override { return codec_.decode(ids); }

@@ -149,6 +149,71 @@ TEST(MarkovSource, OptimalLossAveragesBlockEntropyStepsThenEntropyRate) {
   EXPECT_NEAR(one.reference_losses(1).optimal, one.entropy_rate(), 1e-12);
 }
 
+// The bigram predictor and the optimum on one given batch, by hand from the chain's own tables:
+// V = 2, order 2, the row x = (0, 1, 1) with targets y = (1, 1, 0). The bigram predicts each
+// target from the symbol before it through the stationary pair distribution (for order 2, the
+// stationary 2-gram pi itself); the optimum predicts the first target from the stationary pair
+// over the first symbol's marginal (the sequence starts stationary), the others from the
+// transition row of the two symbols before them.
+TEST(MarkovSource, BigramAndOptimumOnAGivenBatchAreTheHandComputedMeans) {
+  const MarkovSource src(2, 2, 1.0, 5);
+  const auto& pi = src.stationary();  // (4,) over (a, b) = a * 2 + b
+  const auto& P = src.transitions();  // (4, 2)
+  const auto q = [&](int a, int b) {  // q(b | a)
+    return pi[size_t(a * 2 + b)] / (pi[size_t(a * 2)] + pi[size_t(a * 2 + 1)]);
+  };
+  Batch b;
+  b.B = 1;
+  b.T = 3;
+  b.x = {0, 1, 1};
+  b.y = {1, 1, 0};
+  const double bigram = -(std::log(q(0, 1)) + std::log(q(1, 1)) + std::log(q(1, 0))) / 3.0;
+  EXPECT_NEAR(src.bigram_loss_on({b}), bigram, 1e-12);
+  const double first = pi[1] / (pi[0] + pi[1]);  // p(x1 = 1 | x0 = 0)
+  const double optimum =
+      -(std::log(first) + std::log(P[size_t(1 * 2 + 1)]) + std::log(P[size_t(3 * 2 + 0)])) / 3.0;
+  ASSERT_TRUE(src.optimum_loss_on({b}).has_value());
+  EXPECT_NEAR(*src.optimum_loss_on({b}), optimum, 1e-12);
+  EXPECT_NE(*src.optimum_loss_on({b}), src.bigram_loss_on({b})) << "order 2: pairs are not all";
+}
+
+// For an order-1 chain the current symbol is the whole context: the bigram is the optimum.
+TEST(MarkovSource, ForAnOrderOneChainTheBigramIsTheOptimumToTheLastBit) {
+  MarkovSource src(5, 1, 0.3, 9);
+  const std::vector<Batch> val = src.eval_batches(3, 4, 16, false);
+  EXPECT_EQ(src.bigram_loss_on(val), src.optimum_loss_on(val).value());
+}
+
+// configs/base.json's chain on its val batches (8 of 8 x 64): the numbers an independent port
+// of this file found (issue 57): unigram 3.4356, bigram about 2.884, optimum about 0.747.
+TEST(MarkovSource, BaseJsonsValBatchesScoreTheIssuesUnigramBigramAndOptimum) {
+  MarkovSource src(32, 2, 0.02, 1234);
+  const std::vector<Batch> val = src.eval_batches(8, 8, 64, false);
+  ReferenceLosses r = src.reference_losses(64);
+  measure_on_batches(r, src, val);
+  EXPECT_NEAR(r.unigram_on_val.value(), 3.4356, 5e-5);
+  EXPECT_NEAR(r.bigram_on_val.value(), 2.884, 5e-4);
+  EXPECT_NEAR(r.optimum_on_val.value(), 0.747, 5e-4);
+  EXPECT_TRUE(r.optimum_on_val_note.empty());
+  const nlohmann::json j = to_json(r);
+  EXPECT_FALSE(j.contains("optimum_on_val_note"));
+  EXPECT_DOUBLE_EQ(j.at("bigram_on_val").get<double>(), *r.bigram_on_val);
+}
+
+// Order 3: the first two targets of a row come from the stationary 2- and 3-gram marginals; on
+// many batches the three predictors keep their order, each knowing more than the one before.
+TEST(MarkovSource, OnManyBatchesTheOptimumBeatsTheBigramWhichBeatsTheUnigram) {
+  for (int order : {2, 3}) {
+    MarkovSource src(6, order, 0.2, 21);
+    const std::vector<Batch> val = src.eval_batches(20, 8, 32, false);
+    const double uni = unigram_loss_on(val, src.unigram_probs());
+    const double bi = src.bigram_loss_on(val), opt = src.optimum_loss_on(val).value();
+    EXPECT_LT(bi, uni) << "order " << order;
+    EXPECT_LT(opt, bi) << "order " << order;
+    EXPECT_NEAR(opt, src.reference_losses(32).optimal, 0.05) << "the population's, estimated";
+  }
+}
+
 TEST(MarkovSource, HugeAlphaGivesNearlyUniformChain) {
   const MarkovSource src(4, 2, 1e5, 1);
   EXPECT_NEAR(src.entropy_rate(), std::log(4.0), 1e-3);

@@ -53,9 +53,13 @@ TEST(MakeDataSource, UnknownSourceAndMissingPathNameTheirFields) {
 }
 
 TEST(ReferenceLosses, JsonHasNullOptimalWhenUnknown) {
-  EXPECT_TRUE(to_json(ReferenceLosses{2.0, 1.5, 0.0, false, std::nullopt}).at("optimal").is_null());
-  EXPECT_DOUBLE_EQ(
-      to_json(ReferenceLosses{2.0, 1.5, 1.0, true, std::nullopt}).at("optimal").get<double>(), 1.0);
+  ReferenceLosses r;
+  r.uniform = 2.0;
+  r.unigram = 1.5;
+  EXPECT_TRUE(to_json(r).at("optimal").is_null());
+  r.optimal = 1.0;
+  r.optimal_known = true;
+  EXPECT_DOUBLE_EQ(to_json(r).at("optimal").get<double>(), 1.0);
 }
 
 // The reference a run's val_loss is compared with: the unigram predictor's loss on the very

@@ -114,6 +114,30 @@ TEST(TextSource, UnigramIsTheEntropyOfTrainCharacterFrequencies) {
   EXPECT_NEAR(src.reference_losses(1).uniform, std::log(5.0), 1e-12);
 }
 
+// Train "abababaa" (val_fraction 0.2 of 10 characters), u = (5/8, 3/8); its pairs ab x3, ba x3,
+// aa x1, so n(a) = 4 and n(b) = 3. q(b | a) = (n(a, b) + u(b)) / (n(a) + 1): on x = (a, b, b),
+// y = (b, b, a): q(b|a) = 3.375 / 5, q(b|b) = 0.375 / 4 (a pair the split never shows: the
+// unigram's share, not 0), q(a|b) = 3.625 / 4.
+TEST(TextSource, TheBigramIsTheTrainingSplitsPairCountsSmoothedTowardTheUnigram) {
+  const std::string path = write_temp("bigram.txt", "abababaabb");
+  const TextSource src(path, 0.2, 1);
+  Batch b;
+  b.B = 1;
+  b.T = 3;
+  b.x = {0, 1, 1};
+  b.y = {1, 1, 0};
+  const double expected =
+      -(std::log(3.375 / 5.0) + std::log(0.375 / 4.0) + std::log(3.625 / 4.0)) / 3.0;
+  EXPECT_NEAR(src.bigram_loss_on({b}), expected, 1e-12);
+  EXPECT_FALSE(src.optimum_loss_on({b}).has_value()) << "a text does not know its probabilities";
+  ReferenceLosses r = src.reference_losses(3);
+  measure_on_batches(r, src, {b});
+  const nlohmann::json j = to_json(r);
+  EXPECT_TRUE(j.at("optimum_on_val").is_null());
+  EXPECT_TRUE(contains(j.at("optimum_on_val_note").get<std::string>(), "text")) << j.dump();
+  EXPECT_NEAR(j.at("bigram_on_val").get<double>(), expected, 1e-12);
+}
+
 std::string counting_text() {
   std::string s;
   for (int i = 0; i < 400; ++i) s += std::to_string(i) + (i % 7 ? " " : "\n");
