@@ -28,6 +28,8 @@ enum class OptimizerKind { AdamW, Sgd };
 enum class ScheduleKind { Constant, Cosine, WarmupConstant };
 // What a finished run keeps of its checkpoints (train.keep_final, train/keep.h).
 enum class KeepKind { Full, Weights, None };
+// The milestone a run stops at (train.stop_at, train/milestones.h); Off: none.
+enum class StopAt { Off, M1, M2, M3 };
 
 // ChoiceNames<E>::table lists every value of E with its spelling in the JSON config, in the
 // order error messages and docs show them.
@@ -62,6 +64,7 @@ SL_CHOICES(ScheduleKind, {ScheduleKind::Constant, "constant"}, {ScheduleKind::Co
            {ScheduleKind::WarmupConstant, "warmup_constant"});
 SL_CHOICES(KeepKind, {KeepKind::Full, "full"}, {KeepKind::Weights, "weights"},
            {KeepKind::None, "none"});
+SL_CHOICES(StopAt, {StopAt::Off, ""}, {StopAt::M1, "m1"}, {StopAt::M2, "m2"}, {StopAt::M3, "m3"});
 
 #undef SL_CHOICES
 

@@ -91,6 +91,9 @@ void visit_train(S& t, V& v) {
   v("grad_accum_steps", t.grad_accum_steps);
   v("flush_subnormals", t.flush_subnormals);
   v("stop_below_unigram", t.stop_below_unigram);
+  v.choice("stop_at", t.stop_at);
+  v("milestone_margin", t.milestone_margin);
+  v("near_optimum", t.near_optimum);
   v.choice("keep_final", t.keep_final);
 }
 template <class S, class V>

@@ -102,6 +102,13 @@ struct TrainConfig {
   // > 0: end the run after the first eval whose val loss is at least this many nats below the
   // unigram loss on the val batches (train/escape_stop.h); 0 = off.
   double stop_below_unigram = 0.0;
+  // The milestones every run records (train/milestones.h): m1 and m2 are `milestone_margin` nats
+  // below the unigram and bigram losses on the val batches, m3 `near_optimum` nats above the
+  // optimum there. stop_at ends the run at the first eval that reaches the named one ("" = off;
+  // not together with stop_below_unigram, its older spelling for m1 with a margin of its own).
+  StopAt stop_at = StopAt::Off;
+  double milestone_margin = 0.1;
+  double near_optimum = 0.15;
   // What the run keeps of its checkpoints once it has completed or diverged (train/keep.h):
   // full (weights and optimizer state: resumable, extendable), weights (what sample and load_run
   // read), none. Not part of the run's identity (provenance.h), like save_best.

@@ -201,6 +201,20 @@ void validate_run(const TrainConfig& t, const LogConfig& l, const Validator& v) 
     v.fail("train.stop_below_unigram",
            json(t.stop_below_unigram).dump() +
                " nats is no escape margin (the study's is 0.1; must be <= 10, 0 = off)");
+  for (const auto& [key, nats] : {std::pair{"train.milestone_margin", t.milestone_margin},
+                                  std::pair{"train.near_optimum", t.near_optimum}}) {
+    v.non_negative(key, nats);
+    if (nats > 10)
+      v.fail(key, json(nats).dump() + " nats is no milestone line (the default is " +
+                      (std::string(key) == "train.near_optimum" ? "0.15" : "0.1") +
+                      "; must be in [0, 10])");
+  }
+  if (t.stop_at != StopAt::Off && t.stop_below_unigram > 0)
+    v.fail("train.stop_at",
+           "\"" + name_of(t.stop_at) + "\" and train.stop_below_unigram " +
+               json(t.stop_below_unigram).dump() +
+               " are two stop rules; set one (train.stop_below_unigram = margin is the older "
+               "spelling of stopping at m1 with that margin; 0 turns it off)");
   v.at_least("log.log_interval", l.log_interval, 1);
   v.at_least("log.layer_interval", l.layer_interval, 1);
 }
@@ -230,6 +244,10 @@ void validate_config(const Config& cfg, const std::string& origin, const Provena
   validate_run(cfg.train, cfg.log, v);
   validate_schedule(cfg.optim, cfg.train, v);
   validate_markov_vocab(cfg, v);
+  if (cfg.train.stop_at == StopAt::M3 && cfg.data.source == SourceKind::Text)
+    v.fail("train.stop_at",
+           "\"m3\" (near the optimum) needs the optimum, which a text source does not know; "
+           "use \"m1\" or \"m2\"");
 }
 
 std::string plain_name_problem(const std::string& name) {

@@ -170,7 +170,8 @@ class LocalPool {
 // A run directory whose provenance differs from the point's config (a changed sweep file, base
 // or data file; collect_items gives it its changes) is never taken as done (train/provenance.h):
 // with rerun it is moved aside to the first free "<dir>.changed-N" and the run starts fresh;
-// with extend a run whose one change is a longer horizon (sweep_run_extension) is continued
+// with extend a run whose one change is a longer horizon or a later stop rule
+// (sweep_run_extension) is continued
 // there by `train --resume` (its state "resumable"), and any other change is refused;
 // with fail (the default) nothing runs and the error lists what changed. Both executors call
 // this before deciding what is pending; a dry run says the same and moves nothing.
@@ -184,8 +185,7 @@ void handle_changed(std::vector<SweepItem>& items, OnChange on_change, bool dry_
         not_extendable.push_back(it.run->dir + ": " + ext.why_not);
         continue;
       }
-      std::printf("%s: train.max_iters %lld -> %lld: continued by train --resume%s\n",
-                  it.run->dir.c_str(), ext.from, ext.to,
+      std::printf("%s: %s: continued by train --resume%s\n", it.run->dir.c_str(), ext.what.c_str(),
                   dry_run ? " (--dry-run: nothing runs)" : "");
       it.extend = ext.overrides;
       it.state = RunState::Resumable;
@@ -196,7 +196,8 @@ void handle_changed(std::vector<SweepItem>& items, OnChange on_change, bool dry_
       for (const auto& r : not_extendable) reasons += "\n  " + r;
       throw Error((dry_run ? "--dry-run: stacklab sweep would refuse to run: " : "") + why +
                   "\n--on-change extend continues only a run whose one change is a longer "
-                  "train.max_iters (with optim.lr_decay_iters):" +
+                  "train.max_iters (with optim.lr_decay_iters) or a later stop rule "
+                  "(train.stop_at):" +
                   reasons);
     }
     return;
@@ -211,7 +212,8 @@ void handle_changed(std::vector<SweepItem>& items, OnChange on_change, bool dry_
       if (all_extendable)
         why +=
             "; or, since each one's only change is a longer train.max_iters (a copy awaiting its "
-            "extension), continue them from their checkpoints with --on-change extend";
+            "extension) or a later stop rule (train.stop_at), continue them from their "
+            "checkpoints with --on-change extend";
       throw Error(dry_run ? "--dry-run: stacklab sweep would refuse to run: " + why : why);
     }
     return;

@@ -350,6 +350,13 @@ void add_runs(SweepPlan& plan, const std::string& path, const std::vector<std::s
 
 }  // namespace
 
+// An Extension that says why the run is not extendable.
+Extension not_extendable(std::string why) {
+  Extension e;
+  e.why_not = std::move(why);
+  return e;
+}
+
 std::string override_arg(const std::string& key, const json& value) {
   std::string arg = "--";  // built by appending: GCC 12 warns (-Wrestrict) on "--" + key + ...
   arg += key;
@@ -375,45 +382,64 @@ RunCheck sweep_run_state(const SweepPlan& plan, const SweepRun& r) {
 }
 
 Extension sweep_run_extension(const SweepPlan& plan, const SweepRun& r) {
-  if (plan.mode != SweepMode::Train) return {{}, "a probe is not extended"};
+  if (plan.mode != SweepMode::Train) return not_extendable("a probe is not extended");
   if (!std::filesystem::exists(r.dir + "/config.json"))
-    return {{},
-            "config.json is missing, so there is no run to continue (a copy stopped midway?); "
-            "remove " +
-                r.dir + " and copy the run again (scripts/tier.py extend) or rerun it"};
+    return not_extendable(
+        "config.json is missing, so there is no run to continue (a copy stopped midway?); "
+        "remove " +
+        r.dir + " and copy the run again (scripts/tier.py extend) or rerun it");
   nlohmann::json stored = read_provenance(r.dir);
-  if (stored.is_null()) return {{}, "no provenance.json to compare"};
+  if (stored.is_null()) return not_extendable("no provenance.json to compare");
   const long long want = r.config.train.max_iters;
   const long long decay = r.config.optim.lr_decay_iters;
   nlohmann::json& train = stored["config"]["train"];
   const nlohmann::json had = train.value("max_iters", nlohmann::json());
-  if (!had.is_number_integer() || had.get<long long>() >= want)
-    return {{}, "train.max_iters is not smaller than the sweep's " + std::to_string(want)};
-  if (decay == 0)
-    return {{},
-            "the sweep leaves optim.lr_decay_iters at 0 (max_iters), which extending pins to the "
-            "run's old max_iters; set it in the sweep (e.g. to train.max_iters)"};
-  train["max_iters"] = want;
-  stored["config"]["optim"]["lr_decay_iters"] = decay;
+  // The stop rule the run was made with (a run older than a key had its default).
+  const nlohmann::json want_train = to_json(r.config).at("train");
+  const nlohmann::json defaults = to_json(Config{}).at("train");
+  std::vector<std::string> rule_args;
+  std::string what;
+  for (const char* k : {"stop_below_unigram", "stop_at"}) {
+    const nlohmann::json was = train.value(k, defaults.at(k));
+    if (was == want_train.at(k)) continue;
+    rule_args.push_back(override_arg(std::string("train.") + k, want_train.at(k)));
+    what += std::string(what.empty() ? "" : ", ") + "train." + k + " " + was.dump() + " -> " +
+            want_train.at(k).dump();
+    train[k] = want_train.at(k);
+  }
+  const bool longer = had.is_number_integer() && had.get<long long>() < want;
+  if (!had.is_number_integer() || (!longer && rule_args.empty()))
+    return not_extendable("train.max_iters is not smaller than the sweep's " +
+                          std::to_string(want) + " and the stop rule is the same");
+  if (longer && decay == 0)
+    return not_extendable(
+        "the sweep leaves optim.lr_decay_iters at 0 (max_iters), which extending pins to the "
+        "run's old max_iters; set it in the sweep (e.g. to train.max_iters)");
+  if (longer) {
+    what = "train.max_iters " + had.dump() + " -> " + std::to_string(want) +
+           (what.empty() ? "" : ", " + what);
+    train["max_iters"] = want;
+    stored["config"]["optim"]["lr_decay_iters"] = decay;
+  }
   if (const auto rest = provenance_changes(stored, make_provenance(r.config, r.run_info));
       !rest.empty())
-    return {{}, "other changes than the horizon: " + rest.front()};
+    return not_extendable("other changes than the horizon: " + rest.front());
   // A run whose optimizer state was not kept (train.keep_final, stacklab prune) cannot go on.
-  if (std::string why = not_kept_reason(r.dir); !why.empty()) return {{}, why};
+  if (std::string why = not_kept_reason(r.dir); !why.empty()) return not_extendable(why);
   // What `train --resume` would refuse, refused here before anything runs (train/resume.h).
   try {
     if (std::string why =
             extension_problem(load_run_config(r.dir), r.config, trained_so_far(r.dir), r.dir);
         !why.empty())
-      return {{}, why};
+      return not_extendable(why);
   } catch (const Error& e) {
-    return {{}, e.what()};
+    return not_extendable(e.what());
   }
-  return {{"--train.max_iters=" + std::to_string(want),
-           "--optim.lr_decay_iters=" + std::to_string(decay)},
-          "",
-          had.get<long long>(),
-          want};
+  std::vector<std::string> args = rule_args;
+  if (longer)
+    args.insert(args.begin(), {"--train.max_iters=" + std::to_string(want),
+                               "--optim.lr_decay_iters=" + std::to_string(decay)});
+  return {args, "", had.get<long long>(), want, what};
 }
 
 }  // namespace sl

@@ -51,15 +51,19 @@ std::string override_arg(const std::string& key, const nlohmann::json& value);
 RunCheck sweep_run_state(const SweepPlan& plan, const SweepRun& r);
 
 // What continues run `r` to the sweep's horizon when its directory holds the sweep's config but
-// for a smaller train.max_iters (and, with it, another optim.lr_decay_iters): the overrides of
-// `stacklab train --resume DIR` ("--train.max_iters=N", "--optim.lr_decay_iters=D"). Else a
-// message saying why not: the run has no provenance, its max_iters is not smaller, another key
-// differs, or the sweep leaves optim.lr_decay_iters at 0, which an extension would pin to the
-// run's old horizon (docs/usage.md, "Resume and extend"), so the run would stay changed.
+// for a smaller train.max_iters (and, with it, another optim.lr_decay_iters) or another stop rule
+// (train.stop_at, train.stop_below_unigram: a run stopped at m1 continued to m2): the overrides
+// of `stacklab train --resume DIR` ("--train.max_iters=N", "--optim.lr_decay_iters=D",
+// "--train.stop_at=m2", ...). Else a message saying why not: the run has no provenance, neither
+// its max_iters is smaller nor its stop rule other, another key differs, the sweep leaves
+// optim.lr_decay_iters at 0, which an extension would pin to the run's old horizon
+// (docs/usage.md, "Resume and extend"), so the run would stay changed, or train --resume would
+// refuse it (train/resume.h extension_problem).
 struct Extension {
   std::vector<std::string> overrides;  // empty: not extendable
   std::string why_not;
   long long from = 0, to = 0;  // train.max_iters stored and the sweep's
+  std::string what;            // "train.max_iters 3000 -> 12000, train.stop_at \"m1\" -> \"m2\""
 };
 Extension sweep_run_extension(const SweepPlan& plan, const SweepRun& r);
 

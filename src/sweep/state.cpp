@@ -9,7 +9,7 @@
 #include <ctime>
 #include <filesystem>
 
-#include "train/escape_stop.h"
+#include "train/milestones.h"
 #include "util/error.h"
 #include "util/exit_codes.h"
 #include "util/fsutil.h"
@@ -106,14 +106,15 @@ RunState run_state(const SweepPlan& plan, const SweepRun& run) {
           ? parse_choice<RunState>(string_or(*summary, "status", "")).value_or(RunState::New)
           : RunState::New;
   // A summary completed short of the run's horizon (train.max_iters) belongs to a run that is
-  // to be extended or whose extension was stopped: never done; unless the run stopped on escape
-  // by the margin the sweep still asks for (train/escape_stop.h): it would stop there again.
+  // to be extended or whose extension was stopped: never done; unless the run stopped by the
+  // rule the sweep still asks for (train/milestones.h stopped_by_its_rule): it would stop there
+  // again.
   // (Whether the rest of its config is the sweep's is check_run's question, asked by
   // collect_items.)
   const bool short_of_horizon =
       summary_status == RunState::Completed &&
       int_or(*summary, "steps", run.config.train.max_iters) < run.config.train.max_iters &&
-      !stopped_on_escape(*summary, run.config);
+      !stopped_by_its_rule(*summary, run.config);
   // A summary with no config.json beside it (a copy stopped midway) matches no config: not done.
   const bool orphan = plan.mode == SweepMode::Train && summary_status != RunState::New &&
                       !fs::exists(run.dir + "/config.json", ec);

@@ -10,8 +10,10 @@
 #include "config/loader.h"
 #include "sweep/exec.h"
 #include "train/keep.h"
+#include "train/milestones.h"
 #include "util/error.h"
 #include "util/exit_codes.h"
+#include "util/fsutil.h"
 
 namespace sl {
 namespace {
@@ -170,6 +172,32 @@ void print_disk(const std::string& lead, const Disk& d) {
       disk_size(d.checkpoints).c_str(), d.full, d.full == 1 ? "" : "s", d.weights);
 }
 
+// "  milestones reached: m1 12, m2 3, m3 0 (of 20 runs that record them)": how far the runs have
+// learned (summary.json's milestones, train/milestones.h); "" when no run records them.
+std::string milestones_line(const std::vector<SweepItem>& items) {
+  std::vector<int> reached(milestone_kinds().size(), 0);
+  int recording = 0;
+  std::error_code ec;
+  for (const auto& it : items) {
+    const std::string path = it.run->dir + "/summary.json";
+    if (!fs::exists(path, ec)) continue;
+    const nlohmann::json s = nlohmann::json::parse(read_file(path), nullptr, false);
+    if (!s.is_object() || !s.contains("milestones") || !s["milestones"].is_object()) continue;
+    ++recording;
+    for (size_t i = 0; i < milestone_kinds().size(); ++i) {
+      const nlohmann::json m = s["milestones"].value(milestone_kinds()[i].name, nlohmann::json());
+      reached[i] += m.is_object() && m.value("step", nlohmann::json()).is_number_integer();
+    }
+  }
+  if (recording == 0) return "";
+  std::string line = "  milestones reached:";
+  for (size_t i = 0; i < reached.size(); ++i)
+    line +=
+        std::string(i ? ", " : " ") + milestone_kinds()[i].name + " " + std::to_string(reached[i]);
+  return line + " (of " + std::to_string(recording) + " run" + (recording == 1 ? "" : "s") +
+         " that record them)\n";
+}
+
 }  // namespace
 
 int sweep_status(const std::vector<std::string>& dirs) {
@@ -199,8 +227,7 @@ int sweep_status(const std::vector<std::string>& dirs) {
                                    "/" + kKeptFile + "), so train --resume cannot extend it");
         continue;
       }
-      to_extend.push_back(it.label + ": train.max_iters " + std::to_string(ext.from) + " -> " +
-                          std::to_string(ext.to) + " (in " + it.run->dir + ")");
+      to_extend.push_back(it.label + ": " + ext.what + " (in " + it.run->dir + ")");
       it.changes.clear();
       if (it.state != RunState::Failed) it.state = RunState::Resumable;  // a failed one says why
     }
@@ -218,6 +245,7 @@ int sweep_status(const std::vector<std::string>& dirs) {
     const Disk disk = items_disk(items);
     print_disk("  ", disk);
     all.add(disk);
+    std::printf("%s", milestones_line(items).c_str());
     if (!s.note.empty()) std::printf("  note: %s\n", s.note.c_str());
     for (const auto& e : to_extend) std::printf("  to extend %s\n", e.c_str());
     for (const auto& e : not_extendable) std::printf("  cannot extend %s\n", e.c_str());

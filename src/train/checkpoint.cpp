@@ -71,7 +71,9 @@ nlohmann::json with_added_keys(nlohmann::json stored) {
 }
 
 // What must not change between a checkpoint and the run resuming it: everything but
-// train.max_iters (a run may be extended), train.threads, and optim.lr_decay_iters as written
+// train.max_iters (a run may be extended), train.threads, the stop rule (train.stop_at,
+// train.stop_below_unigram: a run stopped at one milestone goes on to a later one, as
+// train/resume.h allows), and optim.lr_decay_iters as written
 // (compared resolved: an extension pins a 0 to the old max_iters) and the derived section, and
 // the dotted keys of `may_differ` (an extension that moves the decay: optim.lr_decay_iters).
 nlohmann::json resume_invariant(nlohmann::json c, const std::vector<std::string>& may_differ) {
@@ -91,6 +93,8 @@ nlohmann::json resume_invariant(nlohmann::json c, const std::vector<std::string>
   if (decay != optim->end() && *decay == 0) *decay = max_iters;
   train->erase("max_iters");
   train->erase("threads");
+  train->erase("stop_at");
+  train->erase("stop_below_unigram");
   return c;
 }
 

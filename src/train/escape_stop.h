@@ -5,7 +5,8 @@
 // scripts/stacklab/studies/escape/fit.py; with margin 0.1 it is convergence_rules.json's, measured
 // against the val batches' unigram loss. The trainer stops there (summary.json "stopped"); the
 // sweep then counts the run as done at any longer horizon, and `train --resume` refuses to extend
-// it (train/resume.h: it would stop at the same eval, training nothing).
+// it (train/resume.h: it would stop at the same eval, training nothing) unless the stop rule moves
+// to a later milestone (train.stop_at, train/milestones.h, which generalises this rule).
 // Not here: the training loop (trainer.cpp), the fit of escape steps (escape_law.py).
 #pragma once
 #include <cstdint>

@@ -7,6 +7,7 @@
 
 #include "data/text.h"
 #include "train/escape_stop.h"
+#include "train/milestones.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/hash.h"
@@ -109,13 +110,14 @@ json summary_or_null(const std::string& run_dir) {
   return json::parse(read_file(run_dir + "/summary.json"), nullptr, false);
 }
 
-// A run stopped on escape (train/escape_stop.h) under the margin `expected` still asks for is the
-// same run at any longer horizon when the horizon is all that differs: it would stop at the same
-// eval. So a sweep that extends its stage (--on-change extend) finds it done, not to extend.
+// A run stopped by its rule (its escape, train/escape_stop.h, or its milestone,
+// train/milestones.h) under the rule `expected` still asks for is the same run at any longer
+// horizon when the horizon is all that differs: it would stop at the same eval. So a sweep that
+// extends its stage (--on-change extend) finds it done, not to extend.
 bool done_on_escape(const std::string& run_dir, const Config& expected,
                     const std::vector<std::string>& changes) {
   return only_horizon_changes(changes, expected.optim) &&
-         stopped_on_escape(summary_or_null(run_dir), expected);
+         stopped_by_its_rule(summary_or_null(run_dir), expected);
 }
 
 }  // namespace
@@ -264,7 +266,7 @@ RunCheck check_run(const std::string& run_dir, const Config& expected, bool prob
       const bool short_of_horizon =
           status == RunState::Completed && steps.is_number_integer() &&
           steps.get<long long>() < static_cast<long long>(expected.train.max_iters) &&
-          !stopped_on_escape(summary, expected);
+          !stopped_by_its_rule(summary, expected);
       if ((status == RunState::Completed || status == RunState::Diverged) && !short_of_horizon)
         s.state = status;
     } catch (const json::parse_error&) {

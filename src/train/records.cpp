@@ -52,8 +52,11 @@ const std::vector<RecordKind>& metrics_record_kinds() {
             {"formula", T::kString, "the block's formula, as printed at the start"},
             {"reference_losses", T::kObject,
              "uniform, unigram and optimal (null when unknown) losses of the data source; a "
-             "training run adds unigram_on_val, the unigram predictor's loss on its validation "
-             "batches (those of val_loss)"},
+             "training run adds unigram_on_val, bigram_on_val and optimum_on_val, the unigram "
+             "predictor's, the bigram predictor's (the next symbol from the current one alone) "
+             "and the source's own probabilities' loss on its validation batches (those of "
+             "val_loss; null when infinite or unknown, text: optimum_on_val null and "
+             "optimum_on_val_note saying why)"},
             {"tokens_per_step", T::kInt, "batch_size x block_size x grad_accum_steps"},
             {"numeric_path", T::kObject,
              "matmul, openblas_core, vector_loops, threads, flush_subnormals"},
@@ -114,8 +117,15 @@ const std::vector<RecordField>& summary_fields() {
       {"diverged", T::kBool, "whether the divergence rule ended the run"},
       {"divergence", T::kObjectOrNull, "the diverged record's fields but kind, or null"},
       {"stopped", T::kObjectOrNull,
-       "a run ended by train.stop_below_unigram: reason (\"escaped\"), step (the eval that met "
-       "the rule, = steps), val_loss, unigram_on_val, margin; else null"},
+       "a run ended by its stop rule, at the eval that met it (step, = steps): by "
+       "train.stop_below_unigram reason \"escaped\", step, val_loss, unigram_on_val, margin; by "
+       "train.stop_at reason \"milestone\", milestone (m1, m2, m3), step, val_loss, line, "
+       "reference, margin; else null"},
+      {"milestones", T::kObject,
+       "m1 (leaves the plateau: unigram_on_val - train.milestone_margin), m2 (learns beyond "
+       "symbol pairs: bigram_on_val - train.milestone_margin), m3 (near the optimum: "
+       "optimum_on_val + train.near_optimum), each {line (null: no reference), reference, margin, "
+       "step, val_loss}: the first eval at or below the line, or null step and val_loss"},
       {"error", T::kStringOrNull, "the message of a failed run, or null"},
       {"wiring", T::kString, "the wiring id"},
       {"n_layer", T::kInt, "number of blocks"},

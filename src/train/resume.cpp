@@ -3,12 +3,15 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string_view>
 
 #include "config/loader.h"
 #include "core/safetensors.h"
+#include "data/source.h"
 #include "train/escape_stop.h"
+#include "train/milestones.h"
 #include "train/provenance.h"
 #include "train/run_state.h"
 #include "train/schedule.h"
@@ -108,7 +111,84 @@ std::string threads_note(int was, int now) {
   return buf;
 }
 
+// "--train.stop_at=m2", "--train.stop_below_unigram=0.1" or "--train.stop_at=" (no rule): the
+// flag that sets `t`'s stop rule.
+std::string stop_rule_flag(const TrainConfig& t) {
+  if (t.stop_below_unigram > 0)
+    return "--train.stop_below_unigram=" + nlohmann::json(t.stop_below_unigram).dump();
+  return "--train.stop_at=" + name_of(t.stop_at);
+}
+
+// The reference losses of `cfg`'s val batches (data/source.h measure_on_batches), as the run in
+// `run_dir` measures them at its start (a text run with its saved vocabulary): the lines of its
+// milestones. Made once per data setting and process (a sweep asks for many runs of one chain).
+nlohmann::json on_val_references(const Config& cfg, const std::string& run_dir) {
+  std::error_code ec;
+  const std::string vocab = run_dir + "/vocab.json";
+  const bool text = cfg.data.source == SourceKind::Text;
+  const std::string vocab_path = text && std::filesystem::exists(vocab, ec) ? vocab : "";
+  const nlohmann::json c = to_json(cfg);
+  const std::string key =
+      nlohmann::json{c.at("data"),         cfg.model.vocab_size, cfg.model.block_size,
+                     cfg.train.batch_size, cfg.train.eval_iters, vocab_path}
+          .dump();
+  static std::map<std::string, nlohmann::json> cache;
+  if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  const auto data = make_data_source(name_of(cfg.data.source), cfg.model.vocab_size, cfg.data.order,
+                                     cfg.data.alpha, cfg.data.seed, cfg.data.path,
+                                     cfg.data.val_fraction, vocab_path);
+  const std::vector<Batch> val =
+      data->eval_batches(cfg.train.eval_iters, cfg.train.batch_size, cfg.model.block_size, false);
+  ReferenceLosses refs = data->reference_losses(cfg.model.block_size);
+  measure_on_batches(refs, *data, val);
+  return cache[key] = to_json(refs);
+}
+
+// Why continuing the run in `run_dir` (trained as `so_far` under `started`'s stop rule) under
+// `cfg`'s other stop rule would not be the run `cfg` names, or "": the new rule is judged on
+// every eval the run has logged up to its checkpoint. Met before it, the run trained past where
+// `cfg` stops; met at it, the resumed run evaluates that state again and stops there, training
+// nothing. A rule met by none (a later milestone, or none) goes on as the uninterrupted run would.
+std::string stop_rule_problem(const Config& started, const Config& cfg, const TrainedSoFar& so_far,
+                              const std::string& run_dir) {
+  const Milestones lines(on_val_references(cfg, run_dir), cfg.train);
+  for (const auto& [step, val] : logged_evals(run_dir, so_far.step)) {
+    if (step >= cfg.train.max_iters || !stop_rule_met(cfg, lines, val)) continue;
+    char loss[48];
+    std::snprintf(loss, sizeof loss, "val loss %.4f", val);
+    const std::string rule = stop_rule_flag(cfg.train), was = stop_rule_text(started.train);
+    if (step < so_far.step)
+      return rule + ": " + run_dir + " trained past its eval at step " + std::to_string(step) +
+             " (" + loss + "), where " + rule +
+             " stops a run: its config.json would name a rule it did not follow. Keep " + was +
+             ", or train the new rule from step 0: " + "stacklab train " + run_dir +
+             "/config.json " + rule + " --out NEW_DIR";
+    return rule + ": " + run_dir + " is at step " + std::to_string(step) + ", whose eval (" + loss +
+           ") already meets " + rule +
+           ": resumed, it evaluates that state again and stops there, so it would train nothing. "
+           "Continue it to a later milestone (--train.stop_at=m2 or m3) or without a stop rule "
+           "(--train.stop_at= --train.stop_below_unigram=0)";
+  }
+  return "";
+}
+
+// "train.stop_at \"m1\" -> \"m2\"": the stop keys that differ between `a` and `b`, for notes.
+std::string stop_rule_change(const TrainConfig& a, const TrainConfig& b) {
+  std::string s;
+  if (a.stop_below_unigram != b.stop_below_unigram)
+    s += "train.stop_below_unigram " + nlohmann::json(a.stop_below_unigram).dump() + " -> " +
+         nlohmann::json(b.stop_below_unigram).dump();
+  if (a.stop_at != b.stop_at)
+    s += std::string(s.empty() ? "" : ", ") + "train.stop_at \"" + name_of(a.stop_at) + "\" -> \"" +
+         name_of(b.stop_at) + "\"";
+  return s;
+}
+
 }  // namespace
+
+bool stop_rule_changes(const Config& started, const Config& cfg) {
+  return !same_stop_rule(started.train, cfg.train);
+}
 
 TrainedSoFar trained_so_far(const std::string& run_dir) {
   TrainedSoFar t;
@@ -134,9 +214,24 @@ TrainedSoFar trained_so_far(const std::string& run_dir) {
 
 std::string extension_problem(const Config& started, const Config& cfg, const TrainedSoFar& so_far,
                               const std::string& run_dir) {
-  if (cfg.train.max_iters <= started.train.max_iters) return "";
+  const bool rule_changed = stop_rule_changes(started, cfg);
+  if (cfg.train.max_iters <= started.train.max_iters && !rule_changed) return "";
   const std::string n = std::to_string(cfg.train.max_iters);
-  if (stopped_on_escape(so_far.summary, cfg)) {
+  if (rule_changed) {
+    if (std::string why = stop_rule_problem(started, cfg, so_far, run_dir); !why.empty())
+      return why;
+  } else if (stopped_by_its_rule(so_far.summary, cfg) &&
+             so_far.summary.at("stopped").value("reason", "") == "milestone") {
+    const nlohmann::json& st = so_far.summary.at("stopped");
+    return run_dir + " stopped at milestone " + st.value("milestone", std::string("?")) +
+           " at step " + st.at("step").dump() +
+           " (train.stop_at): resumed at any horizon it evaluates that state again and stops "
+           "there, so an extension to train.max_iters=" +
+           n +
+           " would train nothing and only relabel the run. To train past it, continue it to a "
+           "later milestone or without a stop rule: stacklab train --resume " +
+           run_dir + " --train.stop_at=m3 (or --train.stop_at=)";
+  } else if (stopped_on_escape(so_far.summary, cfg)) {
     const nlohmann::json& st = so_far.summary.at("stopped");
     char why[160];
     std::snprintf(why, sizeof why, "val loss %.4f <= unigram on val %.4f - %g",
@@ -148,17 +243,20 @@ std::string extension_problem(const Config& started, const Config& cfg, const Tr
            "and stops there, so an extension to train.max_iters=" + n +
            " would train nothing and only relabel the run. Under the same schedule it is " +
            "already that run's result (a sweep counts it done); to train past its escape, " +
-           "start a new run without the rule: " +
+           "continue it to a later milestone: stacklab train --resume " + run_dir +
+           " --train.stop_below_unigram=0 --train.stop_at=m2 (or --train.stop_at= for no stop "
+           "rule), or start a new run without the rule: " +
            fresh_command(run_dir, cfg,
                          " --optim.lr_decay_iters=" + decay + " --train.stop_below_unigram=0");
   }
+  if (cfg.train.max_iters <= started.train.max_iters) return "";
   if (const int64_t s = first_rate_difference(started, cfg, so_far.step); s >= 0) {
     const std::string was = std::to_string(resolved_lr_decay_iters(started)),
                       now = std::to_string(resolved_lr_decay_iters(cfg));
     const double rate_was = learning_rate_at(started.optim, s, started.train.max_iters);
     const double rate_now = learning_rate_at(cfg.optim, s, cfg.train.max_iters);
-    return "optim.lr_decay_iters=" + now + ": " + run_dir + " trained " + steps_text(so_far.step) +
-           " under optim.lr_decay_iters=" + was +
+    return "--optim.lr_decay_iters=" + now + ": " + run_dir + " trained " +
+           steps_text(so_far.step) + " under optim.lr_decay_iters=" + was +
            " (optim.schedule=" + name_of(cfg.optim.schedule) +
            "), and the new decay changes the learning rate of step " + std::to_string(s) + " (" +
            number(rate_was) + " -> " + number(rate_now) +
@@ -251,6 +349,11 @@ void check_resume_provenance(const std::string& run_dir, const nlohmann::json& s
       if (c.contains("optim") && c["optim"].is_object())
         c["optim"]["lr_decay_iters"] = started.optim.lr_decay_iters;
     }
+    // A continuation to another stop rule writes config.json, then provenance.json, the same way.
+    if (c.contains("train") && c["train"].is_object()) {
+      const nlohmann::json now = to_json(started).at("train");
+      for (const char* k : {"stop_at", "stop_below_unigram"}) c["train"][k] = now.at(k);
+    }
   }
   const std::vector<std::string> changes = provenance_changes(expected, make_provenance(started));
   if (changes.empty()) return;
@@ -270,15 +373,17 @@ ResumedConfig resumed_config(const Config& started, const std::vector<std::strin
   for (const auto& kv : overrides) {
     const std::string key = apply_override(j, kv, run_dir + "/config.json");
     decay_set = decay_set || key == "optim.lr_decay_iters";
-    if (key != "train.max_iters" && key != "train.threads" && key != "optim.lr_decay_iters")
+    if (key != "train.max_iters" && key != "train.threads" && key != "optim.lr_decay_iters" &&
+        key != "train.stop_at" && key != "train.stop_below_unigram")
       refused += (refused.empty() ? "" : ", ") + kv;
   }
   if (!refused.empty())
     throw Error("--resume: config overrides (" + refused +
                 ") are not accepted; a resumed run keeps the config it started with (only "
                 "--train.max_iters=N, "
-                "to extend it, with --optim.lr_decay_iters=D to move its decay, and "
-                "--train.threads=T may change)");
+                "to extend it, with --optim.lr_decay_iters=D to move its decay, "
+                "--train.stop_at=M (with --train.stop_below_unigram=0) to go on to a later "
+                "milestone, and --train.threads=T may change)");
   ResumedConfig r;
   Config& cfg = r.cfg;
   cfg = config_from_json(j, run_dir + "/config.json (with the --resume overrides)");
@@ -301,17 +406,25 @@ ResumedConfig resumed_config(const Config& started, const std::vector<std::strin
   if (cfg.train.max_iters > started.train.max_iters) {
     if (!decay_set && started.optim.lr_decay_iters == 0)
       cfg.optim.lr_decay_iters = started.train.max_iters;  // the horizon it was trained under
-    // A run stopped on its escape rule first: any horizon stops it at the same eval again.
-    if (stopped_on_escape(so_far.summary, cfg))
+    // A run stopped by its rule first: any horizon stops it at the same eval again.
+    if (stopped_by_its_rule(so_far.summary, cfg) && !stop_rule_changes(started, cfg))
       throw Error(extension_problem(started, cfg, so_far, run_dir));
     check_extended_decay(started, cfg, decay_set, so_far, run_dir);
     if (const std::string why = extension_problem(started, cfg, so_far, run_dir); !why.empty())
-      throw Error("--" + why);
+      throw Error(why);
     r.decay_changed = resolved_lr_decay_iters(cfg) != resolved_lr_decay_iters(started);
     if (r.decay_changed)
       r.notes.push_back(decay_note(resolved_lr_decay_iters(cfg), resolved_lr_decay_iters(started)));
     r.notes.push_back("extending " + run_dir + " from " + std::to_string(started.train.max_iters) +
                       " to " + std::to_string(cfg.train.max_iters) + " steps");
+  }
+  if (stop_rule_changes(started, cfg)) {
+    if (cfg.train.max_iters == started.train.max_iters)  // else checked with the extension
+      if (const std::string why = extension_problem(started, cfg, so_far, run_dir); !why.empty())
+        throw Error(why);
+    r.notes.push_back("note: the stop rule changes (" + stop_rule_change(started.train, cfg.train) +
+                      "): no eval the run has made meets it, so it goes on from step " +
+                      std::to_string(so_far.step) + " as a run under it from step 0 would");
   }
   if (cfg.train.threads != started.train.threads)
     r.notes.push_back(threads_note(started.train.threads, cfg.train.threads));

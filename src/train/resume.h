@@ -3,8 +3,9 @@
 // decay with an extension, train.threads), that it is never shortened, that a decaying schedule
 // is not extended past its horizon unless the new horizon is given, that its data and config
 // still match provenance.json, that an extension trains what its config will say (not a run
-// stopped on its escape rule, not a schedule that rewrites steps already trained), and that a run
-// that wrote a checkpoint still has it. Each rule throws an Error naming the flag or file. Also
+// stopped by its stop rule under that rule, not a schedule that rewrites steps already trained;
+// a later stop rule, train.stop_at, continues a run stopped at an earlier milestone), and that a
+// run that wrote a checkpoint still has it. Each rule throws an Error naming the flag or file. Also
 // the notes a resume prints for what may change its last bits (threads, the numeric path). Not
 // here: the run lock, the checkpoint (train/checkpoint.h) or the loop (train/trainer.h).
 #pragma once
@@ -48,11 +49,20 @@ struct TrainedSoFar {
 };
 TrainedSoFar trained_so_far(const std::string& run_dir);
 
+// Whether `cfg` stops by another rule than `started` (train.stop_at, train.stop_below_unigram, the
+// margin of the milestone it stops at; train/milestones.h same_stop_rule).
+bool stop_rule_changes(const Config& started, const Config& cfg);
+
 // Why extending the run `started` (trained as `so_far`) to `cfg` (a larger train.max_iters, its
-// optim.lr_decay_iters as the extension sets it) would leave a run whose config.json names what it
-// never trained, or trains nothing; "" when it would not:
-// - the run stopped on its escape rule (train/escape_stop.h) under cfg's margin: resumed, it
-//   evaluates the same state and stops there again, training nothing;
+// optim.lr_decay_iters as the extension sets it, or another stop rule) would leave a run whose
+// config.json names what it never trained, or trains nothing; "" when it would not:
+// - the run stopped by its rule (its escape, train/escape_stop.h, or its milestone,
+//   train/milestones.h) and cfg keeps the rule: resumed, it evaluates the same state and stops
+//   there again, training nothing;
+// - cfg's other stop rule is met by an eval the run has logged (its milestones' lines are drawn
+//   from the reference losses of cfg's val batches): before its checkpoint, the run trained past
+//   where cfg stops; at it, the resumed run stops there again. A rule no eval meets (a later
+//   milestone, or none) continues the run as cfg's uninterrupted run would train it;
 // - the schedule changes the learning rate of a step it already trained (a cosine decay moved
 //   past the warm-up): a fresh run of cfg would train those steps otherwise.
 // `run_dir` names the run in the message. Shared by `train --resume` (resumed_config) and

@@ -70,6 +70,24 @@ void RunLog::start(int64_t step, bool resumed, int64_t n_params, const nlohmann:
               refs["uniform"].get<double>(), refs["unigram"].get<double>(),
               refs["optimal"].is_null() ? "unknown"
                                         : std::to_string(refs["optimal"].get<double>()).c_str());
+  // On the val batches: the references and the milestone lines drawn from them.
+  std::string on_val, lines;
+  for (const MilestoneKind& m : milestone_kinds()) {
+    const nlohmann::json ref = refs.value(m.reference, nlohmann::json());
+    const std::string ref_name(m.reference);
+    const std::string name = ref_name.substr(0, ref_name.find('_'));  // "unigram"
+    const double margin = milestone_margin(m, cfg_.train);
+    const double r = ref.is_number() ? ref.get<double>() : 0.0;
+    on_val += (on_val.empty() ? "" : ", ") + name + " " + (ref.is_number() ? fixed4(r) : "unknown");
+    lines += std::string(lines.empty() ? "" : "; ") + m.name + " (" + m.meaning + ") " +
+             (ref.is_number() ? "at val <= " + fixed4(m.above ? r + margin : r - margin)
+                              : "never (no " + name + ")");
+  }
+  std::printf("on the val batches: %s%s\nmilestones: %s\n", on_val.c_str(),
+              refs.contains("optimum_on_val_note")
+                  ? (" (" + refs["optimum_on_val_note"].get<std::string>() + ")").c_str()
+                  : "",
+              lines.c_str());
   std::fflush(stdout);
   metrics_->write_line(checked_record(nlohmann::json{{"step", step},
                                                      {"kind", resumed ? "resume" : "start"},
@@ -107,7 +125,19 @@ void RunLog::layers(int64_t step, nlohmann::json rec, double loss) {
   metrics_->write_line(checked_record(rec).dump());
 }
 
+void RunLog::milestone(const MilestoneKind& m, int64_t step, double val_loss, double line) {
+  std::printf("%sstep %lld | %s reached: %s (val loss %.4f <= %.4f)\n", line_start(),
+              static_cast<long long>(step), m.name, m.meaning, val_loss, line);
+  std::fflush(stdout);
+}
+
 void RunLog::stopped(const nlohmann::json& stopped) {
+  if (stopped.value("reason", "") == "milestone") {
+    std::printf("%sstopping at step %lld: %s reached (train.stop_at)\n", line_start(),
+                static_cast<long long>(stopped.at("step").get<int64_t>()),
+                stopped.at("milestone").get<std::string>().c_str());
+    return;
+  }
   std::printf(
       "%sescaped at step %lld: val loss %s <= unigram on val %s - %s "
       "(train.stop_below_unigram): stopping\n",
@@ -183,6 +213,7 @@ void RunLog::summary(RunState state, int64_t steps, int64_t start_step, double w
       {"diverged", !o.divergence.is_null()},
       {"divergence", o.divergence},
       {"stopped", o.stopped},
+      {"milestones", o.milestones},
       {"error", o.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.error)},
       {"wiring", wiring_id(cfg_.model)},
       {"n_layer", cfg_.model.n_layer},
@@ -212,7 +243,10 @@ void RunLog::finish(RunState state, int64_t steps, const RunOutcome& o) const {
                                                       std::to_string(o.last_eval_step) + " (best " +
                                                       fixed4(o.best_val) + ")";
   if (state == RunState::Completed && !o.stopped.is_null()) {
-    std::printf("done: stopped on escape at step %lld of %lld; %s; %s/summary.json\n",
+    const std::string why = o.stopped.value("reason", "") == "milestone"
+                                ? "at milestone " + o.stopped.value("milestone", std::string("?"))
+                                : std::string("on escape");
+    std::printf("done: stopped %s at step %lld of %lld; %s; %s/summary.json\n", why.c_str(),
                 static_cast<long long>(steps), static_cast<long long>(cfg_.train.max_iters),
                 eval.c_str(), dir_.c_str());
   } else if (state == RunState::Completed) {

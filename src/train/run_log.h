@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
+#include "train/milestones.h"
 #include "train/run_state.h"
 #include "util/fsutil.h"
 
@@ -26,7 +27,8 @@ struct RunOutcome {
   double best_val = std::numeric_limits<double>::infinity();
   nlohmann::json divergence = nullptr;  // the diverged record's fields but kind, or null
   nlohmann::json stopped = nullptr;     // why the run stopped before its horizon, or null
-  std::string error;                    // why the run failed, or ""
+  nlohmann::json milestones = nlohmann::json::object();  // train/milestones.h Milestones::to_json
+  std::string error;                                     // why the run failed, or ""
 };
 
 class RunLog {
@@ -42,7 +44,10 @@ class RunLog {
   void start(int64_t step, bool resumed, int64_t n_params, const nlohmann::json& reference_losses,
              const nlohmann::json& data_check);
   void eval(int64_t step, double val_loss, double train_loss);
-  // The console line of a run stopped on escape (`stopped`: train/escape_stop.h's record).
+  // The console line of a milestone first reached at `step` (train/milestones.h).
+  void milestone(const MilestoneKind& m, int64_t step, double val_loss, double line);
+  // The console line of a run stopped by its rule (`stopped`: train/escape_stop.h's record of
+  // the escape rule, or Milestones::stop_record).
   void stopped(const nlohmann::json& stopped);
   // A layers record: `metrics` from to_json(LayerStats, ...), plus step, kind and loss.
   void layers(int64_t step, nlohmann::json metrics, double loss);

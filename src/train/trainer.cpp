@@ -5,8 +5,11 @@
 // or a non-finite norm; an eval's losses are judged by the same rule; on layer steps (and the
 // last step) record a "layers" record; clip; update with the scheduled learning rate; log;
 // checkpoint every ckpt_interval steps. At the end a final eval, a checkpoint and summary.json.
-// With train.stop_below_unigram an eval that meets the escape rule ends the run there instead
-// (train/escape_stop.h): a checkpoint of the state it evaluated, and summary.json's "stopped".
+// Every eval is judged against the run's milestones (train/milestones.h: the lines drawn from the
+// reference predictors' losses on the val batches), recorded in summary.json. With
+// train.stop_at (or the older train.stop_below_unigram, the escape rule of train/escape_stop.h)
+// an eval that meets the rule ends the run there instead: a checkpoint of the state it evaluated,
+// and summary.json's "stopped".
 // One class, one method per phase: open the run directory, restore or initialise, announce,
 // then per step evaluate / accumulate / check / update / log / checkpoint, then finish. What it
 // saves is train/train_state.h; what it writes to the log and console is train/run_log.h.
@@ -31,6 +34,7 @@
 #include "train/escape_stop.h"
 #include "train/keep.h"
 #include "train/layer_stats.h"
+#include "train/milestones.h"
 #include "train/optimizer.h"
 #include "train/provenance.h"
 #include "train/records.h"
@@ -161,7 +165,7 @@ class Run {
       if (step % cfg_.train.eval_interval == 0 && !evaluate(step))
         break;  // diverged before this step
       if (!outcome_.stopped.is_null()) {
-        checkpoint(latest_, step);  // escaped (train.stop_below_unigram): the state just evaluated
+        checkpoint(latest_, step);  // stopped by its rule: the state just evaluated
         break;
       }
       if (!train_step(step)) break;  // diverged: this step is not applied
@@ -287,9 +291,13 @@ class Run {
     log_.open_metrics();
     val_batches_ = data_->eval_batches(cfg_.train.eval_iters, B_, T_, false);
     ReferenceLosses refs = data_->reference_losses(T_);
-    refs.unigram_on_val = unigram_loss_on(val_batches_, data_->unigram_probs());
-    unigram_on_val_ = refs.unigram_on_val.value_or(unigram_on_val_);  // unset: never escapes
+    measure_on_batches(refs, *data_, val_batches_);
     refs_json_ = to_json(refs);
+    // The milestones of the evals before the checkpoint, from the log that was just rewound to
+    // it: the eval at start_step_ is made again and judged by evaluate().
+    milestones_ = Milestones(refs_json_, cfg_.train);
+    for (const auto& [s, val] : logged_evals(dir_, start_step_ - 1)) milestones_.record(s, val);
+    outcome_.milestones = milestones_.to_json();
     train_eval_batches_ = data_->eval_batches(cfg_.train.eval_iters, B_, T_, true);
   }
 
@@ -345,11 +353,17 @@ class Run {
       if (cfg_.train.save_best)
         checkpoint(best_path_, step);  // the state just evaluated, resumable like latest
     }
-    // The escape rule (train/escape_stop.h), judged at every eval before the horizon: the run
-    // ends at this step, its summary saying why.
-    const double margin = cfg_.train.stop_below_unigram;
-    if (step < max_iters_ && escaped(outcome_.last_val, unigram_on_val_, margin)) {
-      outcome_.stopped = escape_stop_record(step, outcome_.last_val, unigram_on_val_, margin);
+    for (const MilestoneKind* m : milestones_.record(step, outcome_.last_val))
+      log_.milestone(*m, step, outcome_.last_val, milestones_.line(m->id));
+    outcome_.milestones = milestones_.to_json();
+    // The stop rule, judged at every eval before the horizon: the run ends at this step, its
+    // summary saying why.
+    if (step < max_iters_ && stop_rule_met(cfg_, milestones_, outcome_.last_val)) {
+      const double margin = cfg_.train.stop_below_unigram;
+      outcome_.stopped = margin > 0
+                             ? escape_stop_record(step, outcome_.last_val,
+                                                  milestones_.reference(StopAt::M1), margin)
+                             : milestones_.stop_record(cfg_.train.stop_at, step, outcome_.last_val);
       log_.stopped(outcome_.stopped);
       return true;
     }
@@ -464,8 +478,8 @@ class Run {
   bool resumed_ = false;
   int64_t start_step_ = 0, step_ = 0;  // step_: the step being trained
   double wall_before_ = 0.0;           // wall seconds of the run before this process
-  double limit_ = std::numeric_limits<double>::infinity();            // the divergence rule's bound
-  double unigram_on_val_ = std::numeric_limits<double>::quiet_NaN();  // the escape rule's reference
+  double limit_ = std::numeric_limits<double>::infinity();  // the divergence rule's bound
+  Milestones milestones_;  // the lines and the first eval at each (restore_or_init)
   std::vector<double> update_norms_;
   Clock::time_point t_start_ = Clock::now();
   RunState status_ = RunState::Completed;
