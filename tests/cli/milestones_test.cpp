@@ -182,6 +182,8 @@ TEST(Milestones, ASweepAskingForM2ContinuesItsRunsStoppedAtM1) {
   const std::string s2 = stage(dir + "/s2.json", R"("train.stop_at": "m2")");
   const RunResult status = run_stacklab({"sweep", "--status", s2});
   EXPECT_TRUE(contains(status.out, "train.stop_at \"\" -> \"m2\"")) << status;
+  EXPECT_TRUE(contains(status.out, "milestones reached: m1 1, m2 0, m3 0 (of 1 run that record"))
+      << status;
   const RunResult r = run_stacklab({"sweep", s2, "--on-change", "extend"});
   ASSERT_EQ(r.exit_code, 0) << r;
   EXPECT_TRUE(contains(r.out, "continued by train --resume")) << r;
