@@ -251,7 +251,8 @@ int sweep_status(const std::vector<std::string>& dirs) {
     for (const auto& e : not_extendable) std::printf("  cannot extend %s\n", e.c_str());
     if (!to_extend.empty())
       std::printf(
-          "  %zu run%s await%s a longer horizon: stacklab sweep %s --on-change extend continues "
+          "  %zu run%s await%s a longer horizon or a later stop rule: stacklab sweep %s "
+          "--on-change extend continues "
           "%s from %s checkpoint%s\n",
           to_extend.size(), to_extend.size() == 1 ? "" : "s", to_extend.size() == 1 ? "s" : "",
           plans[0].source.empty() ? "SWEEP.json" : plans[0].source.c_str(),
