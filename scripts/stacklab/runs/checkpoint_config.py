@@ -60,8 +60,9 @@ def with_defaults(config):
 
 def resume_invariant(c, may_differ: Sequence[str]):
     """What must not change between a checkpoint and its reader: all but the derived section,
-    train.max_iters, train.threads, the dotted keys of may_differ, and optim.lr_decay_iters
-    compared resolved (0 is train.max_iters)."""
+    train.max_iters, train.threads, the stop rule (train.stop_at, train.stop_below_unigram: a run
+    stopped at one milestone goes on to a later one), the dotted keys of may_differ, and
+    optim.lr_decay_iters compared resolved (0 is train.max_iters)."""
     if not isinstance(c, dict):
         return c
     c = copy.deepcopy(c)
@@ -78,6 +79,8 @@ def resume_invariant(c, may_differ: Sequence[str]):
         optim["lr_decay_iters"] = max_iters
     train.pop("max_iters", None)
     train.pop("threads", None)
+    train.pop("stop_at", None)
+    train.pop("stop_below_unigram", None)
     return c
 
 
