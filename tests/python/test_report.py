@@ -151,7 +151,7 @@ class Summary(unittest.TestCase):
 
     def test_a_row_gives_what_it_says_its_deciding_numbers_and_its_verdict(self):
         md, html, _, _ = page(self.claims)
-        self.assertIn("| [3](#finding-3) | " + sf.TITLES[3] + " | number 3.25 | **seen** |", md)
+        self.assertIn("| [3](#finding-3) | " + sf.title(3) + " | number 3.25 | **seen** |", md)
         self.assertIn("| [C2](#claim-c2) | Claim 2 holds | x = 2.5 (0.1-0.9 over 3 seeds) | **not seen** |", md)
         self.assertNotIn('href="#claim-c3"', html)  # not run: the one line below the table instead
 
@@ -203,6 +203,10 @@ class Summary(unittest.TestCase):
         self.assertIn("Post-norm fails where pre-norm trains at init xavier, L=32, lr 0.01 (post 0/3/0, pre 3/0/0)",
                       sec)
         self.assertIn("| `post` | xavier | 32 | 0/3/0 (diverged) |", sec)
+        # issue 57 section 4: the section says once what its "trains" is (the rules' word: leaving the plateau)
+        self.assertEqual(sec.count(report_map.TRAINS_MEANS), 1)
+        self.assertIn("it left the plateau; whether it learns beyond symbol pairs", report_map.TRAINS_MEANS)
+        self.assertNotIn(report_map.TRAINS_MEANS, md.split(f'<a id="{sections.MAP_ANCHOR}"></a>')[0])
 
 
 if __name__ == "__main__":

@@ -216,7 +216,7 @@ class NotRun(Written):
         lines = self.md.splitlines()
         self.assertTrue(lines[2].startswith("![figures/front/"), lines[:4])
         para = next(p for p in self.md.split("\n\n") if p.startswith("**Do deep stacks"))
-        self.assertIn("every residual wiring trains at L=2, 8, 32 (final val loss 3.000-3.020", para)
+        self.assertIn("every residual wiring leaves the plateau at L=2, 8, 32 (final val loss 3.000-3.020", para)
         self.assertIn("was not run: `bash scripts/reproduce.sh --converge` runs it", para)
         self.assertNotIn("[F3ii long]", self.md)
 

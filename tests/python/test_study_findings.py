@@ -114,6 +114,22 @@ class Finding3ResidualTrainsNoResidualStuck(unittest.TestCase):
         self.assertFalse(f.seen)
         self.assertIn("none-res L=4", f.measured[-1])
 
+    def test_it_says_the_residual_stacks_leave_the_plateau_within_the_steps_trained_not_that_they_train(self):
+        # issue 57 section 4: ending 0.05 below the unigram loss is leaving the plateau, not learning the task;
+        # the title, claim and part (i) say so, with the horizon of the runs judged (each best rate's)
+        tr = training(grid_finals)
+        for r in tr.runs:
+            r.records["eval"] = [{"step": s, "kind": "eval", "val_loss": 3.4} for s in (0, 75, 150)]
+        f = sf.finding_3(tr)
+        self.assertEqual(f.title, "Within 150 steps, residual stacks leave the plateau at every depth; stacks "
+                                  "without residual stay on it, worse with depth")
+        self.assertTrue(f.claim.startswith("Within 150 steps, residual stacks leave the unigram plateau at every "
+                                           "depth up to the deepest;"), f.claim)
+        self.assertIn("(i) residual stacks leave the plateau: yes", f.measured[-1])
+        self.assertNotIn("train", f.title + f.claim + f.measured[-1])
+        self.assertEqual(sf.title(3), "Residual stacks leave the plateau at every depth; stacks without residual "
+                                      "stay on it, worse with depth")  # no horizon known
+
 
 class Finding4LastBlockGradientAgainstDepth(unittest.TestCase):
     # pre-norm g_last = L^-0.5: ln g_last = -0.5 ln L, slope -0.5 inside [-0.7, -0.3]; post-norm

@@ -160,8 +160,8 @@ class OnRealText(unittest.TestCase):
     def test_each_finding_shows_the_synthetic_and_the_text_verdict_side_by_side(self):
         text = [sf.finding(i, f"claim {i}.", "c", ["x"], i != 2, deciding=f"text {i}.5") for i in range(1, 6)]
         md = section_md(text, crit=study_text.structure(text_training([2.40, 2.45, 2.50])))
-        self.assertIn(f"| 2 | {sf.TITLES[2]} | synthetic 2.5; **seen** | text 2.5; **not seen** |", md)
-        self.assertIn(f"| 3 | {sf.TITLES[3]} | synthetic 3.5; **seen** | text 3.5; **seen** |", md)
+        self.assertIn(f"| 2 | {sf.title(2)} | synthetic 2.5; **seen** | text 2.5; **not seen** |", md)
+        self.assertIn(f"| 3 | {sf.title(3)} | synthetic 3.5; **seen** | text 3.5; **seen** |", md)
         self.assertIn("The verdicts differ for finding(s) 2.", md)
         self.assertIn("Criterion S (the text horizon learns real structure)", md)
         self.assertIn("Verdict: **seen**.", md)

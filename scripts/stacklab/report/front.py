@@ -80,11 +80,12 @@ def group_text(items, names) -> str:
 
 
 def short_sentence(src, sh, names) -> str:
-    """What the short horizon shows on one source (sh: a judge.ShortHorizon): residual wirings that train,
-    no-residual ones on the plateau (its outcomes by finding 3's margins), exceptions named with their losses."""
+    """What the short horizon shows on one source (sh: a judge.ShortHorizon): residual wirings that leave
+    the plateau, no-residual ones on it (its outcomes by finding 3's margins: "trains" is ending that far below
+    the unigram loss, not learning beyond symbol pairs), exceptions named with their losses."""
     values, steps, unigram = sh.values, sh.steps, sh.unigram
     parts = []
-    for group, want, what in ((RES, "trains", "residual wiring trains"),
+    for group, want, what in ((RES, "trains", "residual wiring leaves the plateau"),
                               (NORES, "stuck", "wiring without a residual stays on the plateau")):
         pts = [(w, d, v) for w in group for d, v in sorted(values.get(w, {}).items()) if v]
         if not pts:

@@ -5,6 +5,11 @@ and what they show (stability_map.py: map_facts; claims.outcome), the figure (st
 """
 from stacklab.studies.prepost_map import BRANCH_DEPTH, RUN_COMMAND, SWEEP, MapData, MapFacts
 
+# What "trains" means in the map (issue 57 section 4), said once in its section (sections.map_section).
+TRAINS_MEANS = ("Here a run \"trains\" (the rules' word, claims.outcome) when it ends more than the claims' margin "
+                "below its unigram loss: it left the plateau; whether it learns beyond symbol pairs (the bigram "
+                "predictor's loss) is not measured by these runs.")
+
 
 def _where(pairs):
     return "; ".join(pairs)

@@ -1,7 +1,8 @@
 """The parts of the report read at a glance: the summary (one row per finding and per claim: what it
 says, the numbers that decide it, its verdict, a link to its section), a section per finding (its
 text beside the figure that shows it, every number folded below), the claims of claims.json with
-their verdicts (claims.evaluate_all), and the stability map ("Where pre-norm and post-norm train").
+their verdicts (claims.evaluate_all), and the stability map ("Where pre-norm and post-norm train", "train" as the
+rules say it: map.TRAINS_MEANS).
 Rows are built from any objects with a claim verdict's fields (claims.ClaimVerdict). Used by page.py.
 Not here: the findings' rules (study_findings.py), the map's counts and sentences (stability_map.py,
 map.py), loading runs, tables of numbers (tables.py).
@@ -10,6 +11,7 @@ import os
 import re
 
 from stacklab.studies import rules_check, prepost_map as stability_map
+from .map import TRAINS_MEANS as MAP_TRAINS_MEANS
 
 CLAIMS_COMMAND = stability_map.RUN_COMMAND
 # Where what a tier costs is kept, measured per machine: the tier table's last column. The report names
@@ -192,6 +194,8 @@ def map_section(doc, root, data, lines, caption, branch_lines, counts):
         if not data.empty:
             doc.p(f"(the figure was not drawn: `python3 scripts/plot_stability_map.py OUT/{stability_map.SWEEP} "
                   f"--out OUT/figures/{stability_map.SWEEP}`)")
+    if not data.empty:
+        doc.p(MAP_TRAINS_MEANS)
     if branch_lines:
         doc.p("Why the init can decide it: how large each branch starts next to the stream it is added to, "
               f"measured by the probe (`branch_ratio`, sweep {stability_map.BRANCH_SWEEP}):")

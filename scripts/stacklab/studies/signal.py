@@ -1,8 +1,8 @@
 """Issue 45's part 2, "the residual, or the signal?", judged by configs/experiments/signal_rules.json:
 the points of its sweeps (an attention kind or a one-sub-layer stack, at a depth), each with its
 seeds' escape steps (train.stop_below_unigram's criterion, escape_results.run_escape), whether it
-trains (at least `need` of its seeds escaped within the horizon), its rank ratio at init (the
-probe sweep), and the verdicts the rules give.
+trains (the rules' word for leaving the plateau: at least `need` of its seeds escaped within the
+horizon), its rank ratio at init (the probe sweep), and the verdicts the rules give.
 
     res = judge("runs/signal", load_rules())  # Judged: points, verdicts
     res = judge_tables("docs/results", load_rules())  # the same from the committed signal_*.csv tables
@@ -402,6 +402,13 @@ def verdict_items(res: Judged) -> list:
                for L, t in v.get("rank", {}).items()])
 
 
+# What the rules' word "trains" means in these runs (issue 57 section 4), said once under the verdict: the
+# verdicts keep the rules' word (findings.json's values), this sentence scopes it.
+TRAINS_MEANS = ("\"Trains\" is the rules' word for leaving the plateau (an escape within H), where these runs "
+                "stop: whether a stack then learns beyond symbol pairs (the bigram predictor's loss) is not "
+                "measured by them.")
+
+
 def markdown(res: Judged) -> str:
     header, rows = table(res)
     lines = []
@@ -420,6 +427,7 @@ def markdown(res: Judged) -> str:
     if res.refused:
         lines.append(f"- not judged, their settings differ from the rules' ({RULES_FILE} and its sweep files):")
         lines += ["  - " + line for line in refused_lines(res)]
+    lines += ["", TRAINS_MEANS]
     return "\n".join(lines) + "\n"
 
 
