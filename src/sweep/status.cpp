@@ -206,7 +206,16 @@ int sweep_status(const std::vector<std::string>& dirs) {
   bool any_bad = false;
   Disk all;
   for (const auto& dir : dirs) {
-    StatusPlan s = status_plan(dir);
+    // A folder that is not a sweep's (no manifest, a damaged one) is named, and the others are
+    // still reported: one bad argument does not hide the status of the rest.
+    StatusPlan s;
+    try {
+      s = status_plan(dir);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "stacklab sweep --status: %s\n", e.what());
+      any_bad = true;
+      continue;
+    }
     std::vector<SweepPlan> plans = {std::move(s.plan)};
     std::vector<SweepItem> items = collect_items(plans, s.compare);
     const std::string where = status_where(dir, s.manifest, items);

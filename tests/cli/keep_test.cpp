@@ -126,6 +126,16 @@ TEST(KeepFinal, IsNoPartOfARunsIdentityAndStatusSaysWhatASweepHoldsOnDisk) {
       << st;
 }
 
+TEST(SweepStatus, AFolderThatIsNotASweepIsNamedAndTheOthersAreStillReported) {
+  const std::string dir = make_temp_dir("status_several");
+  ASSERT_EQ(run_stacklab({"sweep", write_sweep(dir + "/k.json", dir + "/k", "full")}).exit_code, 0);
+  fs::create_directories(dir + "/not_a_sweep");
+  const RunResult st = run_stacklab({"sweep", "--status", dir + "/not_a_sweep", dir + "/k"});
+  EXPECT_NE(st.exit_code, 0) << st;
+  EXPECT_TRUE(contains(st.output, dir + "/not_a_sweep: not a sweep directory")) << st;
+  EXPECT_TRUE(contains(st.out, "sweep k: 2 runs in " + dir + "/k")) << st;  // still reported
+}
+
 TEST(Prune, ADryRunListsWhatWouldGoAndChangesNothing) {
   const std::string dir = make_temp_dir("prune_dry"), run = dir + "/sweep/run";
   ASSERT_EQ(train_small(run).exit_code, 0);
