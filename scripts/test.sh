@@ -8,7 +8,8 @@
 #
 #   scripts/test.sh                  # the complete run (what CI's .ci/run calls)
 #   scripts/test.sh --fast           # the edit loop: incremental build, unit tests, parity at one
-#                                    # depth, Python tests, lint (a few minutes after a first build)
+#                                    # depth, Python tests but the @full_run_only ones, lint
+#                                    # (a few minutes after a first build)
 #   scripts/test.sh --stage NAME     # one stage (repeatable); --list prints the stage names
 #   scripts/test.sh -R LayerNorm     # other arguments go to every ctest call
 #
@@ -35,7 +36,7 @@ export STACKLAB_WERROR=1
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-usage() { sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 CHECKS=()
 shopt -s nullglob
@@ -222,12 +223,15 @@ stage_parity_quick() { parity --quick; }
 
 # The analysis package's unit tests (tests/python: statistics, tables, findings, the run-log
 # reader, figures on fabricated runs); standard-library unittest, so no pytest is needed. The
-# package is found through PYTHONPATH (set above).
+# package is found through PYTHONPATH (set above). --fast sets STACKLAB_FAST_TESTS=1: the tests marked
+# @full_run_only (tests/python/full_run.py: the escape law's fits, seconds each) are left to the complete run.
 stage_python() {
   [[ -d tests/python ]] || { echo "(no tests/python/)"; return 0; }
-  local py
+  local py edit_loop=()
+  ((fast == 0)) || edit_loop=(STACKLAB_FAST_TESTS=1)
   if py="$(bash scripts/find_python.sh --plot 2>/dev/null)"; then
-    run_check "python unit tests (tests/python)" env MPLBACKEND=Agg "$py" -m unittest discover -s tests/python
+    run_check "python unit tests (tests/python${edit_loop[*]:+; --fast: @full_run_only tests skipped})" \
+      env MPLBACKEND=Agg "${edit_loop[@]}" "$py" -m unittest discover -s tests/python
   else
     loud_skip "python unit tests (tests/python): no Python with numpy and matplotlib"
   fi

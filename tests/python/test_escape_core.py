@@ -12,6 +12,7 @@ import tempfile
 import unittest
 
 import fabricate
+from full_run import full_run_only
 from test_report_unchanged import write_study
 
 from stacklab.studies.escape import default_tier as ec
@@ -140,6 +141,7 @@ class Judged(unittest.TestCase):
             self.assertEqual(written, [os.path.join(root, rel)])
 
 
+@full_run_only
 class OffTheRules(unittest.TestCase):
     """Issue 60, defect 1: a core run whose settings differ from what escape_law_rules.json and
     escape_law_core.json fix is not judged, named with the keys that differ in the text and the JSON."""
@@ -191,6 +193,7 @@ class LeftOut(unittest.TestCase):
                       "seeds)", text)
 
 
+@full_run_only
 class InTheReport(unittest.TestCase):
     def test_the_report_shows_the_core_under_the_headline_and_writes_its_results_table(self):
         with tempfile.TemporaryDirectory() as root:

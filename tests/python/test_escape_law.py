@@ -14,6 +14,7 @@ import unittest
 import numpy as np
 
 import fabricate
+from full_run import full_run_only
 from stacklab.studies.escape import fit as el
 from stacklab.studies.escape import tables as er
 
@@ -111,6 +112,7 @@ class Fit(unittest.TestCase):
         self.assertIsNone(winner)
         self.assertAlmostEqual(delta["power"], 1.0)
 
+    @full_run_only
     def test_the_profile_interval_covers_the_true_median_at_L8(self):
         truth, covered, n = float(el.mu("exponential", TRUE["exponential"], 8)), 0, 8
         for seed in range(n):
@@ -224,6 +226,7 @@ class Tables(unittest.TestCase):
 
 
 class Figure(unittest.TestCase):
+    @full_run_only
     def test_it_writes_a_png_of_points_arrows_the_law_and_its_prediction(self):
         from stacklab.plots.escape_law import plot_escape_law
         obs = draw("exponential", (5.0, 0.9), 0.3, seed=5, depths=(1, 2, 3, 4), seeds=3, cap=12000)

@@ -12,6 +12,7 @@ import os
 import tempfile
 import unittest
 
+from full_run import full_run_only
 from test_escape_study import ATTN, TWO, deep_rules, row, rows_of, write
 
 from stacklab.studies.escape import default_tier as ec
@@ -33,6 +34,7 @@ STAIR = [row("pre-layernorm-nores", d, lr, s, st) for d, lr, sts in
 WITHOUT_33_34 = [r for r in THREE if not (r["depth"] == 2 and r["learning_rate"] == "0.0003" and r["seed"] >= 33)]
 
 
+@full_run_only
 class MissingRuns(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -106,6 +108,7 @@ class MissingDeepRuns(unittest.TestCase):
         self.assertNotIn(None, {bad for _, bad in t.forms.values()})
 
 
+@full_run_only
 class ProbeTableAbsent(unittest.TestCase):
     def test_the_read_against_the_rank_ratio_is_named_as_not_made_with_why(self):
         st = es.judge(rows_of(STAIR), RULES, absent={es.PROBE_SWEEP: "docs/results/escape_law_probe.csv absent"})
@@ -169,6 +172,7 @@ class NoBound(unittest.TestCase):
         self.assertIn("L = 8: 5.44e+04 (no lower bound to 6.73e+04), L = 32: 4.47e+06 (2.87e+06 to no upper bound)",
                       es.read_line("At each depth best rate", w))
 
+    @full_run_only
     def test_the_figure_leaves_an_end_without_a_bound_undrawn(self):
         from stacklab.plots.escape_law import plot_escape_law
         obs = [law.escaped_at(d, s, 50) for d, s in ((1, 100), (2, 500), (3, 9000))] + [law.never_within(4, 12000)]

@@ -16,6 +16,7 @@ import unittest
 from unittest import mock
 
 import fabricate
+from full_run import full_run_only
 from test_escape_core import core_runs
 from test_report_unchanged import write_study
 
@@ -80,12 +81,14 @@ def fitted():
 
 
 class BestRates(unittest.TestCase):
+    @full_run_only
     def test_each_depth_takes_the_rate_whose_seeds_escape_earliest_and_a_tie_the_lower_rate(self):
         st = fitted()
         self.assertEqual(st.wirings[0].best.rate, {1: 3e-4, 2: 3e-4, 3: 3e-4, 4: 1e-4})
 
 
 class Reads(unittest.TestCase):
+    @full_run_only
     def test_three_escaped_depths_are_fitted_and_predict_a_later_escape_at_8_32_and_96(self):
         wl = fitted().wirings[0]
         self.assertEqual(wl.best.verdict, "fitted")
@@ -94,6 +97,7 @@ class Reads(unittest.TestCase):
         self.assertLess(preds[32][0], preds[96][0])
         self.assertGreater(preds[8][0], 3000)  # L = 4 never escaped within 3000
 
+    @full_run_only
     def test_a_rate_held_across_depths_is_read_and_one_with_two_escaped_depths_is_no_fit(self):
         wl = fitted().wirings[0]
         self.assertEqual(wl.held[3e-4].verdict, "fitted")
@@ -114,6 +118,7 @@ class Reads(unittest.TestCase):
 
 
 class RulesDetails(unittest.TestCase):
+    @full_run_only
     def test_the_falsifier_is_judged_only_at_the_held_rates_the_rules_name(self):
         wl = fitted().wirings[0]
         self.assertIsNotNone(wl.held[3e-4].falsifier)  # 3e-4: one of the rules' falsifier.rates
@@ -133,6 +138,7 @@ class RulesDetails(unittest.TestCase):
 
 
 class SecondKnob(unittest.TestCase):
+    @full_run_only
     def test_it_is_open_while_a_depth_short_of_its_cap_could_make_four_escaped_depths(self):
         wl = fitted().wirings[0]  # L = 1-3 escape, L = 4 never within 3000, its decided cap 12000
         self.assertEqual((wl.knob, wl.knob_why),
@@ -140,17 +146,18 @@ class SecondKnob(unittest.TestCase):
         self.assertIn("second knob (attention-only stacks, when fewer than 4 depths escape within their caps): "
                       "open", es.markdown(fitted(), RULES))
 
+    @full_run_only
     def test_it_applies_once_every_depth_without_an_escape_ran_to_a_cap_a_decision_lowered(self):
         rules = json.loads(json.dumps(RULES))
         rules["horizons"]["decided"]["cap"] = {"1": 3000, "2": 3000, "3": 3000, "4": 3000}
-        wl = es.judge(fitted_rows(), rules).wirings[0]
-        self.assertEqual(wl.knob, "applies")
-        self.assertEqual(es.study_json(es.judge(fitted_rows(), rules))["wirings"][0]["second_knob"]["verdict"],
-                         "applies")
+        st = es.judge(fitted_rows(), rules)  # judged once: its fits take seconds
+        self.assertEqual(st.wirings[0].knob, "applies")
+        self.assertEqual(es.study_json(st)["wirings"][0]["second_knob"]["verdict"], "applies")
 
     def test_it_applies_when_too_few_depths_were_run_to_reach_four(self):
         self.assertEqual(study(TWO).wirings[0].knob, "applies")  # L = 1, 2 escape, only L = 3 left
 
+    @full_run_only
     def test_four_escaped_depths_need_no_second_knob(self):
         rows = [row("none-nores", d, 1e-3, s, 200 * 4 ** d) for d in (1, 2, 3, 4) for s in range(30, 35)]
         self.assertEqual(study(rows).wirings[0].knob, "does not apply")
@@ -173,6 +180,7 @@ def knob_study():
 
 
 class AttentionOnly(unittest.TestCase):
+    @full_run_only
     def test_an_attention_only_stack_is_a_wiring_of_its_own_with_its_formula_and_no_knob_of_its_own(self):
         st = knob_study()
         self.assertEqual([wl.wiring for wl in st.wirings], ["none-nores", ATTN])
@@ -189,6 +197,7 @@ class AttentionOnly(unittest.TestCase):
         run.config = {"model": {"n_layer": 2}}
         self.assertEqual(er.wiring_of(run), "none-nores")
 
+    @full_run_only
     def test_the_pooled_rank_line_wins_where_the_rank_ratio_and_not_depth_sets_the_escape(self):
         (p,) = knob_study().pooled
         self.assertEqual(p.wiring, "none-nores")
@@ -198,6 +207,7 @@ class AttentionOnly(unittest.TestCase):
         self.assertIn("the rank line wins", es.markdown(knob_study(), RULES))
         self.assertEqual(es.study_json(knob_study())["pooled_rank"][0]["best"], "linear")
 
+    @full_run_only
     def test_no_pooled_read_without_a_rank_ratio_at_every_depth_of_both_stacks(self):
         full, attn = knob_study().wirings
         missing = dataclasses.replace(attn, probe={d: v for d, v in attn.probe.items() if d != 4})
@@ -215,6 +225,7 @@ def second_path(scale_at_3):
     return rows_of(rows)
 
 
+@full_run_only
 class SecondPath(unittest.TestCase):
     def test_the_same_escapes_on_a_second_path_hold_the_law_and_name_its_kernels(self):
         (c,) = es.path_checks(fitted().wirings, second_path(1.0), RULES, 50)
@@ -260,6 +271,7 @@ def deep_study():
 
 
 class DeepRuns(unittest.TestCase):
+    @full_run_only
     def test_a_longer_repeat_supersedes_its_stage_0_run_and_a_new_point_is_added(self):
         st = deep_study()
         wl = st.wirings[0]
@@ -270,12 +282,14 @@ class DeepRuns(unittest.TestCase):
         self.assertEqual(st.disagree, [])
         self.assertIn("5 stage-0 runs are read through their longer repeats in escape_law_deep", es.markdown(st, RULES))
 
+    @full_run_only
     def test_a_repeat_that_escapes_before_its_first_run_ended_on_the_plateau_is_named(self):
         deep = [row("none-nores", 3, 1e-3, 30, 2000, steps=12000)]
         st = es.judge(rows_of(TWO), RULES, deep_rows=rows_of(deep))
         self.assertEqual(st.disagree, ["L3-none-nores-lr0.001-s30 (escape 2000, its first run none within 3000)"])
         self.assertIn("**Not the same runs**", es.markdown(st, RULES))
 
+    @full_run_only
     def test_the_committed_predictions_are_judged_at_the_deep_runs_best_rate(self):
         rules = deep_rules()
         st = deep_study()
@@ -330,6 +344,7 @@ class Grid(unittest.TestCase):
         self.assertIn("| 1 | **5/5 · 200 (200)** | 0.7 | 1 |", text)
         self.assertIn("| 3 | 0/5 · > 3000 | not probed | not probed |", text)
 
+    @full_run_only
     def test_the_rank_fit_needs_three_escaped_depths_with_a_ratio(self):
         wl = fitted().wirings[0]
         self.assertIsNotNone(wl.rank_fit)
@@ -337,6 +352,7 @@ class Grid(unittest.TestCase):
         self.assertIn("linear", wl.rank_delta)
         self.assertIsNone(study(TWO, probe={("none-nores", 1): (0.7, 1.0)}).wirings[0].rank_fit)
 
+    @full_run_only
     def test_the_scaled_arm_stands_beside_the_normal_runs_at_its_points(self):
         st = fitted()
         self.assertEqual([(w, d, lr) for w, d, lr, _, _ in st.scaled], [("pre-layernorm-nores", 2, 3e-4)])
@@ -398,6 +414,7 @@ def report_md(root, sweeps) -> str:
 
 
 class InTheReport(unittest.TestCase):
+    @full_run_only
     def test_a_folder_with_the_law_shows_its_section_figure_and_table_and_one_without_shows_none(self):
         with tempfile.TemporaryDirectory() as root:
             sweeps = write_study(root)

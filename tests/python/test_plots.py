@@ -10,6 +10,7 @@ import unittest
 import warnings
 
 import fabricate
+from full_run import full_run_only
 import matplotlib.pyplot as plt
 import numpy as np
 from stacklab.studies import claims, prepost_map as stability_map
@@ -257,10 +258,12 @@ class MixedDataSets(unittest.TestCase):
         self.assertIn("warning: the runs trained on 3 data sets (markov order=2 alpha=0.5 seed=1234 (1 run); "
                       "markov order=3 alpha=0.5 seed=1234 (1 run); text a/input.txt (1 run))", err)
 
+    @full_run_only
     def test_runs_on_one_data_set_are_not(self):
         err = self.stderr_of([self.copy_run("a"), self.copy_run("b")])
         self.assertNotIn("data sets", err)
 
+    @full_run_only
     def test_a_text_file_is_known_by_its_hash_where_provenance_gives_it(self):
         a = self.copy_run("a", source="text", path="input.txt")
         b = self.copy_run("b", source="text", path="/elsewhere/input.txt")

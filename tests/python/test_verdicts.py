@@ -11,6 +11,7 @@ import tempfile
 import unittest
 
 import fabricate
+from full_run import full_run_only
 from test_escape_core import core_runs
 from test_report_unchanged import write_study
 from test_signal_study import RULES, _write
@@ -141,6 +142,7 @@ class SignalVerdicts(unittest.TestCase):
         self.assertIn("verdicts: signal.verdict: a residual is sufficient but not necessary", out)
 
 
+@full_run_only
 class EveryField(unittest.TestCase):
     """A findings.json with every section run (the pinned fixture's sweeps, the escape law's core and its
     opt-in sweep, the signal sweeps): each key is a verdict or known not to be one, so a verdict field added

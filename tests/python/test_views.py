@@ -18,6 +18,7 @@ try:
     import plotly  # noqa: F401 (only whether it imports)
 except ImportError:
     raise unittest.SkipTest("needs plotly (apt-get install python3-plotly)")
+from full_run import full_run_only
 from stacklab.plots import compare as plot_compare, run as plot_run, views
 from stacklab.runs import runlog
 from stacklab.report import doc as report_doc
@@ -93,6 +94,7 @@ class Views(unittest.TestCase):
                                                         if any(isinstance(r.get(d["name"]), list) for r in layers)])
 
     # Pins issue 60 part B: every view carried its own 8.7 MB copy of plotly.js (9 in the default study).
+    @full_run_only
     def test_views_written_with_one_plotly_dir_share_one_copy_of_plotly(self):
         from plotly.offline import get_plotlyjs
         figures = os.path.join(self.out, "figures")
