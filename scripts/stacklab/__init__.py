@@ -12,10 +12,11 @@ runs/       runlog (what every reader of runs shares, and the names below it: lo
             mirror's self-checks), nanogpt_export, datasets (the data step), make_corpus (data/corpus.txt),
             tier_lists (the tiers' sweep lists, configs/experiments/tiers.json, and a tier's sweep file
             as prepared)
-studies/    judge (the study judged once into Result), findings (findings 1-5), stats (seed
-            statistics), text (real text and rule P), prepost_map (the stability map), claims
-            (the verdicts; claim_runs: the claims' files, runs and outcomes; claim_rules: each claim's
-            rule), convergence, signal (the residual or the signal), escape/ (fit: the escape law's fit;
+studies/    judge (the study judged once into Result), findings (findings 1-5; training: the
+            training points they read), stats (seed statistics), text (real text and rule P),
+            prepost_map (the stability map), claims (the verdicts; claim_runs: the claims' files, runs
+            and outcomes; claim_rules: each claim's rule), convergence, signal (the residual or the
+            signal; signal_text: it as text and as findings.json's record), escape/ (fit: the escape law's fit;
             tables: the results tables; default_tier: the law's core in the default tier; study:
             the opt-in law), rules_check (a run's config against its rules), verdicts
 plots/      common, run (one run), compare (a sweep; its per-layer figures in layer_figures, its runs

@@ -16,7 +16,7 @@ from test_report_convergence import base_sweeps, section_of
 from test_signal_study import RULES, _write
 
 from stacklab import report
-from stacklab.studies import signal as ss
+from stacklab.studies import signal as ss, signal_text as st
 from stacklab.report import signal as rs
 from stacklab.report.doc import Doc
 from stacklab.report.figures import figure_caption
@@ -92,12 +92,12 @@ class WithSignalSweeps(unittest.TestCase):
     def test_it_says_once_that_trains_is_the_rules_word_for_leaving_the_plateau(self):
         # issue 57 section 4: the verdicts keep the rules' word; the section scopes it once, the summary row
         # says "leaves the plateau" and that learning beyond symbol pairs is not measured
-        self.assertEqual(self.sec.count(ss.TRAINS_MEANS), 1)
-        self.assertIn("learns beyond symbol pairs (the bigram predictor's loss) is not measured", ss.TRAINS_MEANS)
+        self.assertEqual(self.sec.count(st.TRAINS_MEANS), 1)
+        self.assertIn("learns beyond symbol pairs (the bigram predictor's loss) is not measured", st.TRAINS_MEANS)
         row = next(ln for ln in self.summary.splitlines() if ln.startswith("| [signal](#signal) |"))
         self.assertIn("shaped attention leaves the plateau at L = 8 and 32 where softmax attention does not", row)
         self.assertIn("learning beyond symbol pairs, the bigram line, is not measured by these runs", row)
-        self.assertEqual(ss.markdown(ss.judge(self.root, RULES)).count(ss.TRAINS_MEANS), 1)
+        self.assertEqual(st.markdown(ss.judge(self.root, RULES)).count(st.TRAINS_MEANS), 1)
 
     def test_the_summary_has_its_row_with_the_deciding_escapes(self):
         row = next(ln for ln in self.summary.splitlines() if ln.startswith("| [signal](#signal) |"))

@@ -10,7 +10,7 @@ import tempfile
 import unittest
 
 import fabricate
-from stacklab.studies import signal as ss
+from stacklab.studies import signal as ss, signal_text as st
 
 with open(ss.RULES, encoding="utf-8") as f:
     RULES = json.load(f)
@@ -70,7 +70,7 @@ class Verdicts(unittest.TestCase):
         self.assertEqual(res.verdicts["overall"],
                          "in this lab, nothing but a residual trains at L >= 8 (within H, at 3e-4)")
         self.assertIn("Verdict: in this lab, nothing but a residual trains at L >= 8 (within H, at 3e-4).\n",
-                      ss.markdown(res))
+                      st.markdown(res))
         self.assertEqual(res.points[("shaped", 8)].escaped, 1)
         self.assertFalse(res.points[("shaped", 8)].trains)
 
@@ -104,7 +104,7 @@ class Verdicts(unittest.TestCase):
             res = ss.judge(root, RULES)
         self.assertIn(("shaped", 32), res.missing)
         self.assertTrue(res.verdicts["overall"].startswith("not judged"))
-        self.assertIn("(1 of 3 seeds finished)", ss.markdown(res))
+        self.assertIn("(1 of 3 seeds finished)", st.markdown(res))
 
 
 class OffTheRules(unittest.TestCase):
@@ -125,12 +125,12 @@ class OffTheRules(unittest.TestCase):
         self.assertEqual(res.verdicts["overall"],
                          "not judged: L = 8 not judged (6 runs' settings differ from the rules'), L = 32 not judged (6 "
                          "runs' settings differ from the rules')")
-        self.assertNotIn("nothing but a residual", ss.markdown(res))
+        self.assertNotIn("nothing but a residual", st.markdown(res))
         self.assertEqual(res.points[("shaped", 8)].seeds, [])
         self.assertEqual(len(res.missing), len(ss.PLAN))
 
     def test_the_text_names_the_keys_with_the_runs_and_the_rules_values(self):
-        md = ss.markdown(self.judge(OFF_RULES))
+        md = st.markdown(self.judge(OFF_RULES))
         self.assertIn("- not judged, their settings differ from the rules' (configs/experiments/signal_rules.json "
                       "and its sweep files):\n  - model.n_embd 16 (the rules: 64); optim.learning_rate 0.01 "
                       "(the rules: 0.0003); train.max_iters 20 (the rules: 5500): 36 runs "
@@ -141,7 +141,7 @@ class OffTheRules(unittest.TestCase):
                       "finished, 3 not judged) |", md)
 
     def test_the_json_names_each_run_and_its_keys(self):
-        fj = json.loads(json.dumps(ss.findings_json(self.judge({"model": {"n_embd": 16}}))))
+        fj = json.loads(json.dumps(st.findings_json(self.judge({"model": {"n_embd": 16}}))))
         self.assertTrue(fj["present"])
         self.assertTrue(fj["verdict"].startswith("not judged"))
         self.assertEqual(len(fj["refused"]), 36)
@@ -220,7 +220,7 @@ class FromTheResultsTables(unittest.TestCase):
 
     def test_the_json_names_the_tables(self):
         res = ss.judge_tables(RESULTS, RULES)
-        fj = ss.findings_json(res)
+        fj = st.findings_json(res)
         self.assertTrue(fj["present"])
         self.assertEqual([os.path.basename(t) for t in fj["tables"]], ["signal_shaped.csv", "signal_sublayer.csv"])
         self.assertEqual((fj["not_judged"], fj["refused"]), ([], []))
@@ -273,14 +273,14 @@ class FindingsJson(unittest.TestCase):
         with tempfile.TemporaryDirectory() as root:
             res = ss.judge(root, RULES)
         self.assertFalse(res.present)
-        self.assertEqual(ss.findings_json(res), {"present": False, "verdict": "not run", "how": ss.COMMAND,
+        self.assertEqual(st.findings_json(res), {"present": False, "verdict": "not run", "how": ss.COMMAND,
                                                  "rules": ss.RULES_FILE})
 
     def test_the_verdict_its_parts_and_each_points_seeds_are_written(self):
         with tempfile.TemporaryDirectory() as root:
             _write(root, {("shaped", 8): 3, ("shaped", 32): 2})
             res = ss.judge(root, RULES)
-        fj = json.loads(json.dumps(ss.findings_json(res)))  # what json.dump writes, read back
+        fj = json.loads(json.dumps(st.findings_json(res)))  # what json.dump writes, read back
         self.assertEqual(res.sweeps, ["signal_shaped", "signal_sublayer"])
         self.assertTrue(fj["present"])
         self.assertIn("a residual is sufficient but not necessary", fj["verdict"])

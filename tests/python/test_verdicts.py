@@ -18,7 +18,7 @@ from test_signal_study import RULES, _write
 
 from stacklab.studies.escape import default_tier as ec
 from stacklab import report
-from stacklab.studies import signal as ss
+from stacklab.studies import signal as ss, signal_text as st
 from stacklab.studies import verdicts as v
 
 PINNED = os.path.join(os.path.dirname(__file__), "data", "report_unchanged", "findings.json")
@@ -91,7 +91,7 @@ def with_signal(f: dict, outcome: dict) -> dict:
     """The findings `f` with findings.json's "signal" of test_signal_study's fabricated folder for `outcome`."""
     with tempfile.TemporaryDirectory() as root:
         _write(root, outcome)
-        return dict(copy.deepcopy(f), signal=json.loads(json.dumps(ss.findings_json(ss.judge(root, RULES)))))
+        return dict(copy.deepcopy(f), signal=json.loads(json.dumps(st.findings_json(ss.judge(root, RULES)))))
 
 
 class SignalVerdicts(unittest.TestCase):
@@ -115,7 +115,7 @@ class SignalVerdicts(unittest.TestCase):
 
     def test_a_study_that_did_not_run_it_says_not_run_not_absent(self):
         # issue 60, defect 11: `signal: {"present": false}` read as "absent"
-        not_run = dict(self.f, signal=ss.findings_json(ss.Judged({}, {}, [])))
+        not_run = dict(self.f, signal=st.findings_json(ss.Judged({}, {}, [])))
         self.assertEqual([(k, x) for k, x in v.verdicts(not_run).items() if k.startswith("signal")],
                          [("signal.verdict", "not run")])
         self.assertEqual(v.compare(not_run, copy.deepcopy(not_run)), [])

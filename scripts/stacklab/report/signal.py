@@ -2,13 +2,13 @@
 judged by signal_study.py under configs/experiments/signal_rules.json: the rules in one paragraph, the
 points table (an attention kind or a one-sub-layer stack at a depth: its seeds' escapes within H, their
 steps, whether it trains, the rules' word for leaving the plateau, its rank ratio at init), the verdict
-the rules give with its parts per depth and the sentence scoping "trains" (signal_study.TRAINS_MEANS),
+the rules give with its parts per depth and the sentence scoping "trains" (signal_text.TRAINS_MEANS),
 the points not judged (fewer than 3 finished seeds), and the runs not judged because their settings
 differ from the rules' (with the keys). Without the signal sweeps, one line saying what
 runs them; in the summary a row when they ran, else that line. Used by page.py.
 Not here: the rules and the verdicts (signal_study.py), running the sweeps (reproduce.sh --signal).
 """
-from stacklab.studies import signal as ss
+from stacklab.studies import signal as ss, signal_text
 from .sections import verdict_mark
 
 ANCHOR = "signal"
@@ -50,15 +50,15 @@ def section(doc, res: ss.Judged, cpu: str):
         doc.p(f"The residual-or-signal study (issue 45 part 2) was not run: `{ss.COMMAND}` runs it.")
         return
     doc.p(rules_text(res, cpu))
-    doc.table(*ss.table(res))
+    doc.table(*signal_text.table(res))
     doc.p(f"Verdict: {verdict_mark(res.verdicts['overall'])}.")
-    doc.ul(ss.verdict_items(res))
-    doc.p(ss.TRAINS_MEANS)
+    doc.ul(signal_text.verdict_items(res))
+    doc.p(signal_text.TRAINS_MEANS)
     if res.missing:
         doc.p("Not judged (not run, or unfinished): " + ", ".join(not_judged(res)) + ".")
     if res.refused:
         doc.p(f"Not judged, their settings differ from the rules' (`{ss.RULES_FILE}` and the sweep files it judges):")
-        doc.ul(ss.refused_lines(res))
+        doc.ul(signal_text.refused_lines(res))
 
 
 def summary_rows(res: ss.Judged) -> list:

@@ -1,7 +1,7 @@
 """The findings of the deep-stacking report, each computed from the runs and marked seen or not
 seen against its stated criterion, numbered as in README.md: findings 1, 2 and 4 from the probes
 (seed means), finding 2's training part, 3 and 5 from the training points (wiring, depth, learning
-rate) pooled over the training sweeps (class Training), every seed aggregated (study_stats.py);
+rate) pooled over the training sweeps (training.Training), every seed aggregated (study_stats.py);
 and every run's escape step. Used by report.py. Not here: loading sweeps, tables, figures, writing files (report.py).
 """
 import math
@@ -12,6 +12,8 @@ import numpy as np
 
 from stacklab.runs import runlog
 from stacklab.studies import stats
+# The training points pooled over the sweeps, read here by the findings and their importers (judge, text, tables).
+from stacklab.studies.training import Training, seed_list, train_ratios  # noqa: F401
 
 RES = ("pre-layernorm-res", "post-layernorm-res", "none-res")
 NORES_NORM = ("pre-layernorm-nores", "post-layernorm-nores")
@@ -184,84 +186,6 @@ def finding_1(probe):
                    deciding=f"per-layer factor over depth exp(b) = {fmt(factor)}, within the deepest stack "
                             f"exp(-k) = {fmt(math.exp(-f2[0]))} (both <= {F1_MAX_FACTOR}), R^2 = {fmt(f2[2])} "
                             f"(>= {F1_MIN_R2})")
-
-
-def train_ratios(run):
-    """first/last block grad-norm ratio at step 0 and the median over the later layers records."""
-    recs = sorted(run.records["layers"], key=lambda r: r.get("step", 0))
-
-    def ratio(rec):
-        g = rec.get("grad_norm") or []
-        return g[0] / g[-1] if g and g[0] is not None and g[-1] else None
-    at0 = ratio(recs[0]) if recs and recs[0].get("step") == 0 else None
-    later = [x for x in (ratio(r) for r in recs if r.get("step", 0) > 0) if x is not None]
-    return at0, (float(np.median(later)) if later else None), len(later)
-
-
-class Training:
-    """The training points (wiring, depth, learning rate) pooled over the training sweeps
-    (train_grid, lr_grid: each point lives in one of them), seeds within a point."""
-
-    def __init__(self, sweeps):
-        self.sweeps = sweeps
-        self.runs = [r for s in sweeps for r in s.runs]
-        self.pts = stats.points(self.runs)
-        # Each point's final val loss over its seeds (study_stats.summarize_loss), computed once: the
-        # report's tables and findings.json's points read it here.
-        self.summaries = {pt: stats.summarize_loss([r.final_val_loss for r in runs]) for pt, runs in self.pts.items()}
-        self.ref_lr = stats.reference_rate(self.pts)
-        self.refs = next((r.reference_losses for r in self.runs if r.reference_losses), {})
-        self.unigram = self.refs.get("unigram")
-        self.excluded = [(s, rid, why) for s in sweeps for rid, why in s.excluded]
-        # A point whose every seed was left out still gets its row and column (saying so).
-        left = [r for s in sweeps for r in getattr(s, "excluded_runs", {}).values() if r.config]
-        self.depths = sorted({d for (_, d, _) in self.pts} | {r.n_layer for r in left if r.n_layer})
-        self.rates = sorted({lr for (_, _, lr) in self.pts if lr is not None}
-                            | {stats.learning_rate(r) for r in left if stats.learning_rate(r) is not None})
-
-    def seeds(self, wiring, depth, lr):
-        return self.pts.get((wiring, depth, lr), [])
-
-    def summary(self, wiring, depth, lr) -> dict:
-        """The point's final val loss over its seeds (n = 0 for a point without a completed run)."""
-        return self.summaries.get((wiring, depth, lr)) or stats.summarize_loss([])
-
-    def finals(self, wiring, depth, lr):
-        return [r.final_val_loss for r in self.seeds(wiring, depth, lr)]
-
-    def best(self, wiring, depth):
-        return stats.best_rate(self.pts, wiring, depth)
-
-    def excluded_at(self, wiring, depth, lr=None):
-        """[(id, reason)] of the runs left out at (wiring, depth), at rate lr when given. A run
-        that never started has no config: its id (L<depth>-<wiring>-s<seed>) places it, at the
-        sweep's rate when the sweep has one."""
-        out = []
-        for s, rid, why in self.excluded:
-            run = getattr(s, "excluded_runs", {}).get(rid)
-            if run is not None and run.config:
-                here = (run.wiring, run.n_layer) == (wiring, depth)
-                rate = stats.learning_rate(run)
-            else:
-                here = rid.startswith(f"L{depth}-{wiring}-")
-                rates = {stats.learning_rate(r) for r in s.runs}
-                rate = rates.pop() if len(rates) == 1 else None
-            if here and (lr is None or rate == lr):
-                out.append((rid, why))
-        return out
-
-    def planned_depths(self):
-        out = set()
-        for s in self.sweeps:
-            for e in s.manifest.get("runs", []):
-                head = e.get("id", "").split("-")[0]
-                if head.startswith("L") and head[1:].isdigit():
-                    out.add(int(head[1:]))
-        return sorted(out)
-
-
-def seed_list(runs):
-    return "/".join(str(stats.seed_of(r)) for r in sorted(runs, key=lambda r: stats.seed_of(r) or 0))
 
 
 def finding_2(probe, tr):

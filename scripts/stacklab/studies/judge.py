@@ -18,7 +18,7 @@ from stacklab.studies import convergence
 from stacklab.studies.escape import default_tier as escape_core, study as escape_study
 from stacklab.studies import prepost_map as stability_map
 from stacklab.studies import stats
-from stacklab.studies import rules_check, signal as signal_study, text as study_text
+from stacklab.studies import rules_check, signal as signal_study, signal_text, text as study_text
 from stacklab.runs import runlog
 from stacklab.studies.findings import (GRID_WIRINGS, Training, escape_table, finding_1, finding_2, finding_3,
                                        finding_4, finding_5)
@@ -175,7 +175,7 @@ def findings_json(res: Result) -> dict:
                      "refused": rules_check.refused_json(text.refused)},
             "convergence": convergence.findings_json(res.conv),
             "escape_law_core": escape_core.core_json(res.law_core or escape_core.Core(False)),
-            "signal": signal_study.findings_json(res.signal or signal_study.Judged({}, {}, [])),
+            "signal": signal_text.findings_json(res.signal or signal_study.Judged({}, {}, [])),
             "escape_law": law_json(res.law)}
 
 
