@@ -18,7 +18,8 @@ studies/    judge (the study judged once into Result), findings (findings 1-5; t
             and outcomes; claim_rules: each claim's rule), convergence, signal (the residual or the
             signal; signal_text: it as text and as findings.json's record), escape/ (fit: the escape law's fit;
             tables: the results tables; default_tier: the law's core in the default tier; study:
-            the opt-in law), rules_check (a run's config against its rules), verdicts
+            the opt-in law judged; rows: its tables read; checks: its deep, second-path and
+            pooled-rank checks), rules_check (a run's config against its rules), verdicts
 plots/      common, run (one run), compare (a sweep; its per-layer figures in layer_figures, its runs
             grouped by wiring and depth in depth_groups), study (the study's figures), convergence,
             escape_law, views (the HTML views)

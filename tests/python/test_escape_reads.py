@@ -18,6 +18,7 @@ from test_escape_study import ATTN, TWO, deep_rules, row, rows_of, write
 from stacklab.studies.escape import default_tier as ec
 from stacklab.studies.escape import fit as law
 from stacklab.studies.escape import study as es
+from stacklab.report import law_study as ls
 
 RULES = ec.load_rules()
 SEEDS = range(30, 35)  # the rules' seeds.runs
@@ -39,7 +40,7 @@ class MissingRuns(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.st = es.judge(rows_of(WITHOUT_33_34), RULES)
-        cls.text = es.markdown(cls.st, RULES)
+        cls.text = ls.markdown(cls.st, RULES)
         cls.js = es.study_json(cls.st)
 
     def test_a_point_with_fewer_seeds_than_the_rules_name_says_k_of_n_and_pending(self):
@@ -74,7 +75,7 @@ class MissingRuns(unittest.TestCase):
         # a point the sweep names with no run at all: a cell "not run (0 of 5 seeds: pending)"
         want = {("pre-layernorm-nores", 3, 1e-4, "normal"): set(SEEDS)}
         st = es.judge(rows_of(TWO), RULES, named={"escape_law": want})
-        self.assertIn("not run (0 of 5 seeds: pending)", es.markdown(st, RULES))
+        self.assertIn("not run (0 of 5 seeds: pending)", ls.markdown(st, RULES))
         self.assertEqual(st.missing, 5)
 
 
@@ -87,7 +88,7 @@ class MissingDeepRuns(unittest.TestCase):
         (t,) = st.tests
         self.assertEqual((t.depth, t.pending, t.missing), (3, 10, 10))
         self.assertEqual({bad for _, bad in t.forms.values()}, {None})
-        text = es.markdown(st, deep_rules())
+        text = ls.markdown(st, deep_rules())
         self.assertIn("| f(x) | 3 | 0.001 | 0/5 · > 3000 (pending: 10 runs of escape_law_deep not in its table) | "
                       "2e+03 (1.5e+03-2.5e+03): pending |", text)
         self.assertIn("| 3 | 0/5 · > 3000 (0 of 5 runs of escape_law_deep: pending) |", text)
@@ -97,7 +98,7 @@ class MissingDeepRuns(unittest.TestCase):
         st = es.judge(rows_of(TWO), deep_rules(), named=self.NAMED)
         wl = st.wirings[0]
         self.assertEqual(wl.pending, {(3, 1e-3): "0 of 5 runs of escape_law_deep"})
-        self.assertTrue(es.read_line("best", wl.best, wl.pending_at()).startswith(
+        self.assertTrue(ls.read_line("best", wl.best, wl.pending_at()).startswith(
             "best: pending (runs missing: L = 3 at 0.001: 0 of 5 runs of escape_law_deep)"))
 
     def test_the_deep_runs_there_make_the_row_a_verdict_again(self):
@@ -113,7 +114,7 @@ class ProbeTableAbsent(unittest.TestCase):
     def test_the_read_against_the_rank_ratio_is_named_as_not_made_with_why(self):
         st = es.judge(rows_of(STAIR), RULES, absent={es.PROBE_SWEEP: "docs/results/escape_law_probe.csv absent"})
         self.assertIn("- Against x = -ln(rank ratio at init), at the best rates: not made: no rank ratio at init at "
-                      "L = 1, 2, 3 (docs/results/escape_law_probe.csv absent).", es.markdown(st, RULES))
+                      "L = 1, 2, 3 (docs/results/escape_law_probe.csv absent).", ls.markdown(st, RULES))
         # the knob applies (3 depths escape, none short of its cap): its attention-only runs are due too
         self.assertEqual(st.not_made, [
             ("`f(layernorm(x))` against x = -ln(rank ratio at init)",
@@ -131,7 +132,7 @@ class ProbeTableAbsent(unittest.TestCase):
         self.assertEqual(st.pooled, [])
         self.assertIn("Not made: the second knob's read of `f(x)`: no rank ratio at init for f(x) at L = 1, 2 "
                       "(escape_law_probe.csv absent); f(x), attention-only blocks at L = 1, 2 "
-                      "(escape_law_attn_probe.csv absent).", es.markdown(st, RULES))
+                      "(escape_law_attn_probe.csv absent).", ls.markdown(st, RULES))
 
     def test_the_command_names_the_reads_not_made_and_exits_3(self):
         with tempfile.TemporaryDirectory() as d:
@@ -160,7 +161,7 @@ class NoBound(unittest.TestCase):
         # the committed study printed "L = 32: inf (1-inf)" and "L = 96: inf (4.6e+299-inf)": 1 and inf were
         # predict()'s markers for an end not found, and inf a median past the largest step reported
         w = read_with({8: (5.06e25, 2e21, 3.75e31), 32: (math.inf, None, None), 96: (math.inf, math.exp(690), None)})
-        text = es.read_line("At lr 0.0003 held across depths", w)
+        text = ls.read_line("At lr 0.0003 held across depths", w)
         self.assertIn("L = 8: 5.06e+25 (2e+21-3.75e+31), L = 32: > 4.6e+299 (no bound either side), "
                       "L = 96: > 4.6e+299 (all above 4.6e+299)", text)
         self.assertNotIn("inf", text)
@@ -170,7 +171,7 @@ class NoBound(unittest.TestCase):
     def test_an_interval_open_at_one_end_names_that_end(self):
         w = read_with({8: (5.44e4, None, 6.73e4), 32: (4.47e6, 2.87e6, None)})
         self.assertIn("L = 8: 5.44e+04 (no lower bound to 6.73e+04), L = 32: 4.47e+06 (2.87e+06 to no upper bound)",
-                      es.read_line("At each depth best rate", w))
+                      ls.read_line("At each depth best rate", w))
 
     @full_run_only
     def test_the_figure_leaves_an_end_without_a_bound_undrawn(self):

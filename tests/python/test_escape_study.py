@@ -3,10 +3,12 @@ each depth's best rate is the one whose seeds escape earliest; a read with 3 esc
 and predicts at 8, 32 and 96; with fewer it is "no fit" with the strongest lower bound on the growth;
 diverged runs are left out and named; the probe's ratios sit beside each depth; the command reads the
 committed tables, writes the figure and the JSON, and names a missing or broken table."""
+import ast
 import contextlib
 import csv
 import dataclasses
 import functools
+import glob
 import io
 import json
 import os
@@ -25,6 +27,7 @@ from stacklab.studies.escape import fit as law
 from stacklab import report
 from stacklab.studies.escape import tables as er
 from stacklab.studies.escape import study as es
+from stacklab.report import law_study as ls
 
 RULES = ec.load_rules()
 
@@ -106,7 +109,7 @@ class Reads(unittest.TestCase):
 
     def test_two_escaped_depths_give_no_fit_with_the_strongest_bound_in_the_text(self):
         st = study(TWO)
-        text = es.markdown(st, RULES)
+        text = ls.markdown(st, RULES)
         self.assertEqual(st.wirings[0].best.verdict, "no fit")
         # from L = 2 (800) to L = 3 censored at 3000: at least x3.75 a layer
         self.assertIn("from L = 2 to 3 the median grows at least x3.75 a layer", text)
@@ -144,7 +147,7 @@ class SecondKnob(unittest.TestCase):
         self.assertEqual((wl.knob, wl.knob_why),
                          ("open", "escapes at 3 depths (L = 1, 2, 3); L = 4 reached 3000 of its cap 12000"))
         self.assertIn("second knob (attention-only stacks, when fewer than 4 depths escape within their caps): "
-                      "open", es.markdown(fitted(), RULES))
+                      "open", ls.markdown(fitted(), RULES))
 
     @full_run_only
     def test_it_applies_once_every_depth_without_an_escape_ran_to_a_cap_a_decision_lowered(self):
@@ -187,7 +190,7 @@ class AttentionOnly(unittest.TestCase):
         attn = st.wirings[1]
         self.assertEqual((attn.formula, attn.knob), ("f(x), attention-only blocks", ""))
         self.assertEqual(attn.best.escaped_depths, [1, 2, 3, 4])
-        text = es.markdown(st, RULES)
+        text = ls.markdown(st, RULES)
         self.assertIn("**`f(x), attention-only blocks`**", text)
         self.assertEqual(text.count("The rules' second knob"), 1)  # the full stack's line only
 
@@ -204,7 +207,7 @@ class AttentionOnly(unittest.TestCase):
         self.assertEqual(p.best, "linear")
         self.assertAlmostEqual(p.fit.theta[1], 2.0, delta=0.2)  # the slope the steps were made with
         self.assertGreaterEqual(min(d for f, d in p.delta.items() if f != "linear"), law.DELTA_AIC)
-        self.assertIn("the rank line wins", es.markdown(knob_study(), RULES))
+        self.assertIn("the rank line wins", ls.markdown(knob_study(), RULES))
         self.assertEqual(es.study_json(knob_study())["pooled_rank"][0]["best"], "linear")
 
     @full_run_only
@@ -240,7 +243,7 @@ class SecondPath(unittest.TestCase):
         self.assertEqual([(d, o) for d, _, _, _, o in c.points], [(1, False), (2, False), (3, True)])
         self.assertIsNotNone(c.holds)
         self.assertIn("| f(layernorm(x)) | 3 | 0.0003 | 5/5 · 2200 (1900-2600) | 5/5 · 4400 (3800-5200) (outside "
-                      "the main path's range) |", es.markdown(st, RULES))
+                      "the main path's range) |", ls.markdown(st, RULES))
         self.assertEqual(es.study_json(st)["second_path"][0]["points"][2]["outside"], True)
 
 
@@ -280,14 +283,14 @@ class DeepRuns(unittest.TestCase):
         self.assertEqual(len(wl.cells[(3, 3e-4)]), 5)
         self.assertEqual(wl.best.escaped_depths, [1, 2, 3])
         self.assertEqual(st.disagree, [])
-        self.assertIn("5 stage-0 runs are read through their longer repeats in escape_law_deep", es.markdown(st, RULES))
+        self.assertIn("5 stage-0 runs are read through their longer repeats in escape_law_deep", ls.markdown(st, RULES))
 
     @full_run_only
     def test_a_repeat_that_escapes_before_its_first_run_ended_on_the_plateau_is_named(self):
         deep = [row("none-nores", 3, 1e-3, 30, 2000, steps=12000)]
         st = es.judge(rows_of(TWO), RULES, deep_rows=rows_of(deep))
         self.assertEqual(st.disagree, ["L3-none-nores-lr0.001-s30 (escape 2000, its first run none within 3000)"])
-        self.assertIn("**Not the same runs**", es.markdown(st, RULES))
+        self.assertIn("**Not the same runs**", ls.markdown(st, RULES))
 
     @full_run_only
     def test_the_committed_predictions_are_judged_at_the_deep_runs_best_rate(self):
@@ -297,7 +300,7 @@ class DeepRuns(unittest.TestCase):
         self.assertEqual((t.depth, t.rate, t.median), (3, 1e-3, 4700))
         self.assertEqual({f: bad for f, (_, bad) in t.forms.items()},
                          {"power": True, "exponential": False, "doubly exponential": True})
-        text = es.markdown(st, rules)
+        text = ls.markdown(st, rules)
         self.assertIn("| f(x) | 3 | 0.001 | 5/5 · 4700 (4500-5000) | 2e+03 (1.5e+03-2.5e+03): contradicted | "
                       "5e+03 (4e+03-6e+03): holds | 4e+04 (3e+04-5e+04): contradicted |", text)
 
@@ -315,7 +318,7 @@ class DeepRuns(unittest.TestCase):
         (t,) = st.tests
         self.assertEqual(t.pending, 4)
         self.assertEqual({bad for _, bad in t.forms.values()}, {None})
-        self.assertIn("(4 runs not yet at the horizon)", es.markdown(st, deep_rules()))
+        self.assertIn("(4 runs not yet at the horizon)", ls.markdown(st, deep_rules()))
 
 
 class Staged(unittest.TestCase):
@@ -334,13 +337,13 @@ class Staged(unittest.TestCase):
 
 class Grid(unittest.TestCase):
     def test_a_cell_says_how_many_seeds_escaped_their_median_and_range(self):
-        self.assertEqual(es.cell_text([(30, 450, 450), (31, 500, 500), (32, None, 3000)]), "2/3 · 500 (450-500)")
-        self.assertEqual(es.cell_text([(30, None, 3000), (31, 700, 700), (32, None, 3000)]), "1/3 · > 3000 (700)")
-        self.assertEqual(es.cell_text([(30, None, 3000)] * 2), "0/2 · > 3000")
+        self.assertEqual(ls.cell_text([(30, 450, 450), (31, 500, 500), (32, None, 3000)]), "2/3 · 500 (450-500)")
+        self.assertEqual(ls.cell_text([(30, None, 3000), (31, 700, 700), (32, None, 3000)]), "1/3 · > 3000 (700)")
+        self.assertEqual(ls.cell_text([(30, None, 3000)] * 2), "0/2 · > 3000")
 
     def test_the_probe_ratios_stand_beside_each_depth_and_a_missing_one_says_so(self):
         st = study(TWO, probe={("none-nores", 1): (0.7, 1.0), ("none-nores", 2): (0.5, 6.7e-4)})
-        text = es.markdown(st, RULES)
+        text = ls.markdown(st, RULES)
         self.assertIn("| 1 | **5/5 · 200 (200)** | 0.7 | 1 |", text)
         self.assertIn("| 3 | 0/5 · > 3000 | not probed | not probed |", text)
 
@@ -357,7 +360,41 @@ class Grid(unittest.TestCase):
         st = fitted()
         self.assertEqual([(w, d, lr) for w, d, lr, _, _ in st.scaled], [("pre-layernorm-nores", 2, 3e-4)])
         self.assertIn("| f(layernorm(x)) | 2 | 0.0003 | 5/5 · 500 (400-600) | 5/5 · 900 (900) |",
-                      es.markdown(st, RULES))
+                      ls.markdown(st, RULES))
+
+
+class JudgesOnly(unittest.TestCase):
+    """studies/escape/ judges and returns data; the text and the figure are report/law_study.py's."""
+
+    def test_no_module_of_studies_escape_draws_or_writes_text_but_through_its_command(self):
+        folder = os.path.dirname(es.__file__)
+        for path in sorted(glob.glob(os.path.join(folder, "*.py"))):
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read())
+            defs = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+            self.assertFalse(defs & {"markdown", "figure", "read_line", "grid_table", "cell_text"}, path)
+            for fn in tree.body:
+                if not isinstance(fn, ast.FunctionDef) or fn.name in ("main", "__getattr__"):
+                    continue
+                for node in ast.walk(fn):
+                    if isinstance(node, ast.ImportFrom):
+                        self.assertFalse(node.module.startswith(("stacklab.plots", "stacklab.report", "matplotlib")),
+                                         f"{path}: {fn.name} imports {node.module}")
+            for node in tree.body:
+                if isinstance(node, ast.ImportFrom):
+                    self.assertFalse(node.module.startswith(("stacklab.plots", "stacklab.report")), path)
+
+    def test_the_texts_old_names_still_answer_from_the_study_module(self):
+        for name in es.RENDERED:
+            self.assertIs(getattr(es, name), getattr(ls, name))
+        with self.assertRaises(AttributeError):
+            getattr(es, "no_such_name")
+
+    @full_run_only
+    def test_the_text_reads_the_rules_the_study_was_judged_by(self):
+        st = fitted()
+        self.assertEqual(st.rules, RULES)
+        self.assertEqual(ls.markdown(st), ls.markdown(st, RULES))
 
 
 class Command(unittest.TestCase):

@@ -4,7 +4,8 @@ front page (front.py: the headline figure, final val loss against depth per wiri
 the long horizon, and one generated paragraph answering the question), the summary and a section per
 finding (sections.py), the claims of configs/experiments/claims.json with their verdicts, the
 stability map (map.py), rule P, the study on real text (text.py), the convergence study
-(convergence.py), the residual-or-signal study (signal.py), the tables (tables.py: final loss, learning
+(convergence.py), the escape law's core (law.py) and its opt-in study (law_study.py), the
+residual-or-signal study (signal.py), the tables (tables.py: final loss, learning
 rates, escape time, extras), the numeric path, and every figure with a caption (figures.py).
 findings.json is the result serialised (judge.findings_json).
 

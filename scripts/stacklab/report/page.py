@@ -8,13 +8,13 @@ signal.py).
 import glob
 import os
 
-from stacklab.studies.escape import study as escape_study
+from stacklab.studies.escape import default_tier as escape_core
 from stacklab.studies import stats
 from stacklab.plots import views
 from stacklab.studies.findings import fmt
 from stacklab.studies.text import MAP_SWEEPS
 from stacklab.studies.text import load_rules as study_rules
-from . import convergence, front, law, sections, signal, text
+from . import convergence, front, law, law_study, sections, signal, text
 from .doc import Doc
 from .figures import figure_caption
 from .map import branch_text, counts_table, map_text
@@ -109,22 +109,22 @@ def convergence_study(pg, res):
 
 
 def escape_law_study(pg, res):
-    """The escape law's opt-in study (escape_study.py), when the folder holds its escape_law sweep: the
+    """The escape law's opt-in study (law_study.py), when the folder holds its escape_law sweep: the
     depth x rate grid per wiring, the reads, the figure at each depth's best rate. Absent: no section
     (the core above says how to run the whole law)."""
-    st = res.law  # judged once (judge.py: escape_study.from_root)
+    st = res.law  # judged once (judge.py: studies/escape/study.from_root)
     if st is None:
         return
     pg.doc.h(2, "The escape law (opt-in study)", anchor="escape-law")
-    rel = os.path.join("figures", "escape_law", escape_study.FIGURE)
-    escape_study.figure(st, os.path.join(res.root, rel))
+    rel = os.path.join("figures", "escape_law", law_study.FIGURE)
+    law_study.figure(st, os.path.join(res.root, rel))
     pg.written.append(os.path.join(res.root, rel))
     pg.doc.figure(rel, "Escape step against depth per wiring without a residual, each depth at its best rate; "
                        "arrows: runs that never escaped within the steps they reached; the law's line, band and "
                        "prediction at L = 96 where 3 depths escaped.")
     pg.shown.append(rel)
-    pg.doc.markdown_text(escape_study.markdown(st, escape_study.ec.load_rules()))
-    sections.refused_paragraph(pg.doc, escape_study.ec.RULES_FILE, st.refused)
+    pg.doc.markdown_text(law_study.markdown(st))
+    sections.refused_paragraph(pg.doc, escape_core.RULES_FILE, st.refused)
 
 
 def residual_or_signal(pg, res):
