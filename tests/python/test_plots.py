@@ -8,6 +8,7 @@ import shutil
 import tempfile
 import unittest
 import warnings
+from unittest import mock
 
 import fabricate
 from full_run import full_run_only
@@ -16,6 +17,9 @@ import numpy as np
 from stacklab.studies import claims, prepost_map as stability_map
 from stacklab.plots import common as plot_common, compare as plot_compare, run as plot_run, study as plot_study
 from stacklab.runs import runlog
+from stacklab.plots import convergence as plot_convergence, escape_law as plot_escape_law
+from stacklab.studies import convergence as cv
+from stacklab.studies.escape import fit as law
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "run_small")
 
@@ -220,6 +224,38 @@ class ZeroGradients(unittest.TestCase):
             self.assertIn("plot_run: skipping stream_grad.png: no positive finite 'stream_grad_norm'", text)
             self.assertIn("plot_run: skipping grad_norm_heatmap.png", text)
             self.assertTrue(os.path.isfile(os.path.join(out, "loss.png")))  # the rest is still drawn
+
+
+class EscapeDrawnOnce(unittest.TestCase):
+    """Escape step against depth is drawn by one function (plots/escape_law.escape_points) in every figure
+    of it: the study's, the convergence study's and the escape law's, each with its options."""
+
+    def test_the_three_figures_draw_their_points_through_escape_points(self):
+        rows = [(2, 1e-3, 4000, [300, 400, None], 400), (8, 1e-3, 4000, [None, None, None], None)]
+        fits = [cv.Fit("synthetic", "none-nores", rows, cv.growth_fit([(2, 400, 4000), (8, None, 4000)], 0.5), {})]
+        obs = [law.escaped_at(1, 200, 50), law.escaped_at(2, 600, 50), law.never_within(3, 3000)]
+        with tempfile.TemporaryDirectory() as out:
+            with mock.patch.object(plot_study, "escape_points", wraps=plot_escape_law.escape_points) as study, \
+                    contextlib.redirect_stdout(io.StringIO()):
+                plot_study.plot_escape(runs_with_empty_cells(), out, [])
+            with mock.patch.object(plot_convergence, "escape_points", wraps=plot_escape_law.escape_points) as conv:
+                plt.close(plot_convergence.escape_figure(fits, {}))
+            with mock.patch.object(plot_escape_law, "escape_points", wraps=plot_escape_law.escape_points) as lw:
+                plot_escape_law.plot_escape_law({"f(x)": (obs, None)}, os.path.join(out, "law.png"))
+        self.assertTrue(study.called)
+        self.assertEqual(conv.call_args.args[1], {2: [(300, 4000), (400, 4000), (None, 4000)],
+                                                  8: [(None, 4000)] * 3})
+        self.assertEqual(conv.call_args.kwargs["medians"], {2: 400, 8: None})
+        self.assertEqual(lw.call_args.args[1], {1: [(200, 150)], 2: [(600, 550)], 3: [(None, 3000)]})
+        self.assertEqual(lw.call_args.kwargs["censored"], "arrow")
+
+    def test_an_arrow_tip_sets_the_top_and_a_censored_median_is_not_drawn(self):
+        fig, ax = plt.subplots()
+        top = plot_escape_law.escape_points(ax, {2: [(500, 3000), (None, 3000)]}, censored="arrow",
+                                            medians={2: None})
+        self.assertAlmostEqual(top, 6600.0)
+        self.assertEqual(ax.get_lines(), [])
+        plt.close(fig)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import numpy as np
 
 from stacklab.studies import convergence as cv
 from stacklab.plots.common import REF_STYLE, depth_axis, save, wiring_colors, wiring_styles
+from stacklab.plots.escape_law import escape_points
 
 FRONT = os.path.join("figures", "front", "final_loss_vs_depth_horizons.png")
 CURVES = os.path.join("figures", "convergence", "loss_curves_{}.png")
@@ -131,21 +132,15 @@ def ssr_label(m: dict, form: str) -> str:
 
 def escape_figure(fits: list, names: dict):
     """One panel per wiring without a residual: each seed's escape step (open triangle at its horizon
-    where it did not escape), the median, and the exponential and polynomial fits on the medians."""
+    where it did not escape), the median (plots/escape_law.escape_points), and the exponential and
+    polynomial fits on the medians."""
     if not fits:
         return None
     fig, axes = plt.subplots(1, len(fits), figsize=(4.8 * len(fits), 4.0), squeeze=False, sharey=True)
     for ax, f in zip(axes[0], fits):
         depths = [d for d, _, _, _, _ in f.rows]
-        for d, _, h, steps, med in f.rows:
-            jitter = np.linspace(0.94, 1.06, len(steps)) if len(steps) > 1 else [1.0]
-            for s, j in zip(steps, jitter):
-                if s is None:
-                    ax.scatter([d * j], [h], marker="^", facecolors="none", edgecolors="tab:red", s=32, zorder=3)
-                else:
-                    ax.scatter([d * j], [s], marker="o", color="tab:blue", s=18, zorder=3)
-            if med is not None:
-                ax.scatter([d], [med], marker="_", color="k", s=220, zorder=4)
+        escape_points(ax, {d: [(s, h) for s in steps] for d, _, h, steps, _ in f.rows}, censored_color="tab:red",
+                      medians={d: med for d, _, _, _, med in f.rows}, median_style="marker")
         m = f.median_fit
         x = np.geomspace(min(depths), max(depths), 50) if depths else np.array([])
         if m["factor"] is not None and x.size:

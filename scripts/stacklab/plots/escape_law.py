@@ -8,6 +8,12 @@ Matplotlib with the Agg backend. Not here: the fit (escape_law.py), reading runs
     plot_escape_law({"f(x)": (obs, fit, {1: (m, lo, hi), ...})}, ...)   # intervals given: no fit here
 A series may carry its predictions {depth: (median, lo, hi)} (escape_core's, judged once): the band and
 the marker are then drawn from them, and nothing is computed here.
+
+escape_points draws escape step against depth onto an axes, the one drawing of it that every figure
+of it shares (this one; plots/study.py's plot_escape; plots/convergence.py's escape_figure), with
+options for how a run that never escaped and the median over seeds look:
+
+    escape_points(ax, {2: [(400, 3000), (None, 3000)]}, censored="arrow", label="f(x)")
 """
 import math
 
@@ -15,9 +21,46 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+import numpy as np  # noqa: E402
 from matplotlib.ticker import NullLocator  # noqa: E402
 
 from stacklab.studies.escape.fit import predict  # noqa: E402
+
+
+def escape_points(ax, seeds: dict, color="tab:blue", censored_color=None, censored="triangle", medians=None,
+                  median_style="line", label=None, shift=1.0, spread=0.06, size=18) -> float:
+    """Escape step against depth on `ax`, from seeds {depth: [(escape step or None, last eval step)]}: each
+    run a point at its escape step, runs at one depth spread by the factors 1 - spread .. 1 + spread (and the
+    whole series by `shift`, so series sit side by side); a run that never escaped at its last eval step,
+    drawn as `censored`: "triangle" (an open triangle, in censored_color, default color) or "arrow" (a
+    bar with an upward arrow). medians: {depth: median step or None}, the median over seeds as judged by
+    the caller, drawn as `median_style` "line" (joined) or "marker" (a bar); None: not drawn. label: the
+    series' name in the legend ("<label>: escaped", "<label>: never escaped within (arrow)"). Returns the
+    highest step drawn (an arrow's tip included: annotations do not set the axis)."""
+    cc = censored_color or color
+    esc, cen = [], []
+    for d in sorted(seeds):
+        runs = seeds[d]
+        factors = np.linspace(1 - spread, 1 + spread, len(runs)) if len(runs) > 1 else [1.0]
+        for (s, last), j in zip(runs, factors):
+            (cen if s is None else esc).append((d * j * shift, last if s is None else s))
+    if esc:
+        ax.scatter([x for x, _ in esc], [y for _, y in esc], marker="o", color=color, s=size, zorder=3,
+                   label=f"{label}: escaped" if label else None)
+    if cen and censored == "arrow":
+        for x, y in cen:
+            ax.annotate("", xy=(x, y * 2.2), xytext=(x, y), arrowprops={"arrowstyle": "->", "color": cc, "lw": 1.2})
+        ax.scatter([x for x, _ in cen], [y for _, y in cen], color=cc, marker="_", s=60,
+                   label=f"{label}: never escaped within (arrow)" if label else None)
+    elif cen:
+        ax.scatter([x for x, _ in cen], [y for _, y in cen], marker="^", facecolors="none", edgecolors=cc,
+                   s=size + 12, zorder=3, label=f"{label}: never escaped (at its last eval)" if label else None)
+    shown = sorted((d, m) for d, m in (medians or {}).items() if m is not None)
+    if shown and median_style == "line":
+        ax.plot([d * shift for d, _ in shown], [m for _, m in shown], "-", color=color, lw=1.5)
+    elif shown:
+        ax.scatter([d * shift for d, _ in shown], [m for _, m in shown], marker="_", color="k", s=220, zorder=4)
+    return max([y for _, y in esc] + [(2.2 if censored == "arrow" else 1.0) * y for _, y in cen], default=0.0)
 
 
 def plot_escape_law(series: dict, out_path: str, predict_at: float = 96, band: bool = True,
@@ -34,24 +77,13 @@ def plot_escape_law(series: dict, out_path: str, predict_at: float = 96, band: b
         def pred(x, obs=obs, fit=fit, given=given):
             return given[x] if given is not None and x in given else predict(obs, fit, x)
         c = colors[i % len(colors)]
-        # runs at one depth side by side (equal steps would hide each other), the series apart
-        nth = {}
-        spread = []
+        # an escape at the top of its eval interval, a run that never escaped at its last eval; runs at one
+        # depth side by side (equal steps would hide each other), the series apart
+        seeds = {}
         for o in obs:
-            k = nth[o.depth] = nth.get(o.depth, -1) + 1
-            spread.append(0.025 * k)
-        esc = [(o.depth + dx, o.hi) for o, dx in zip(obs, spread) if not o.censored]
-        cen = [(o.depth + dx, o.lo) for o, dx in zip(obs, spread) if o.censored]
-        jitter = 0.1 * (i - (len(series) - 1) / 2)
-        if esc:
-            ax.scatter([d + jitter for d, _ in esc], [s for _, s in esc], color=c, s=18, label=f"{label}: escaped")
-        for d, s in cen:
-            ax.annotate("", xy=(d + jitter, s * 2.2), xytext=(d + jitter, s),
-                        arrowprops={"arrowstyle": "->", "color": c, "lw": 1.2})
-        if cen:
-            ax.scatter([d + jitter for d, _ in cen], [s for _, s in cen], color=c, marker="_", s=60,
-                       label=f"{label}: never escaped within (arrow)")
-        top = max([top] + [s for _, s in esc] + [2.2 * s for _, s in cen])
+            seeds.setdefault(o.depth, []).append((None, o.lo) if o.censored else (o.hi, o.lo))
+        top = max(top, escape_points(ax, seeds, color=c, censored="arrow", label=label, spread=0.03,
+                                     shift=1 + 0.03 * (i - (len(series) - 1) / 2)))
         if fit is None:
             continue
         depths = sorted({o.depth for o in obs} | {predict_at})

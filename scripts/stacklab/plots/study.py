@@ -13,6 +13,7 @@ from matplotlib.transforms import offset_copy
 
 from stacklab.runs import runlog
 from stacklab.studies import stats
+from stacklab.plots.escape_law import escape_points
 from stacklab.plots.common import (REF_STYLE, column_summary, depth_axis, dodge, save, separate_labels,
                                    wiring_colors, wiring_label, wiring_styles)
 
@@ -119,7 +120,8 @@ def loss_vs_lr_figure(runs):
 
 def plot_escape(runs, out_dir, written):
     """escape_step_vs_depth.png: one panel per wiring; seed points and the median; a run that
-    never escaped is an open marker at its horizon (the median is drawn only where it escaped)."""
+    never escaped is an open marker at its horizon (the median is drawn only where it escaped);
+    drawn by plots/escape_law.escape_points."""
     done = trained_completed(runs)
     uni = unigram_of(done)
     if not done or uni is None or not any(r.records["eval"] for r in done):
@@ -131,24 +133,12 @@ def plot_escape(runs, out_dir, written):
     depths_all = sorted({r.n_layer for r in done})
     horizon = 0
     for ax, w in zip(axes.flat, wirings):
-        med_x, med_y = [], []
-        for d in depths_all:
-            rs = [r for r in done if r.wiring == w and r.n_layer == d]
-            if not rs:
-                continue
-            esc = [stats.escape_step(r, uni) for r in rs]
-            horizon = max([horizon] + [h for _, h in esc if h is not None])
-            jitter = np.linspace(0.94, 1.06, len(esc)) if len(esc) > 1 else [1.0]
-            for (s_, h), j in zip(esc, jitter):
-                if s_ is None:
-                    ax.scatter([d * j], [h], marker="^", facecolors="none", edgecolors="tab:red", s=30, zorder=3)
-                else:
-                    ax.scatter([d * j], [s_], marker="o", color="tab:blue", s=18, zorder=3)
-            m, _ = stats.median_escape(esc)
-            if m is not None:
-                med_x.append(d)
-                med_y.append(m)
-        ax.plot(med_x, med_y, "-", color="tab:blue", lw=1.5)
+        seeds = {d: [stats.escape_step(r, uni) for r in done if r.wiring == w and r.n_layer == d]
+                 for d in depths_all}
+        seeds = {d: esc for d, esc in seeds.items() if esc}
+        horizon = max([horizon] + [h for esc in seeds.values() for _, h in esc if h is not None])
+        escape_points(ax, seeds, censored_color="tab:red", medians={d: stats.median_escape(esc)[0]
+                                                                    for d, esc in seeds.items()})
         depth_axis(ax, depths_all)
         ax.set_title(wiring_label([r for r in done if r.wiring == w]), fontsize=8.5)
         ax.grid(alpha=0.3)
