@@ -22,7 +22,7 @@ studies/    judge (the study judged once into Result), findings (findings 1-5; t
             pooled-rank checks), rules_check (a run's config against its rules), verdicts
 plots/      common, run (one run), compare (a sweep; its per-layer figures in layer_figures, its runs
             grouped by wiring and depth in depth_groups), study (the study's figures), convergence,
-            escape_law, views (the HTML views)
+            escape_law, prepost_map (the stability map's figure), views (the HTML views)
 report/     see report/__init__.py
 paths.py    the checkout's root and the files the package reads from it
 moved.py    the old flat module names (stacklab.escape_study, ...), still importable and runnable

@@ -1,6 +1,7 @@
 """The analysis package by role (issue 58): every module lives in runs/, studies/, plots/ or report/
 (or is one of the package's own few), the package's map names every module, and the old flat names
 (stacklab.escape_study, ...) still import as the moved module and still run with `python3 -m`."""
+import ast
 import glob
 import importlib
 import os
@@ -39,6 +40,35 @@ class PackageByRole(unittest.TestCase):
         for role in ROLES:
             with open(os.path.join(PACKAGE, role, "__init__.py"), encoding="utf-8") as f:
                 self.assertTrue(f.read().startswith('"""'), f"{role}/__init__.py has no docstring")
+
+
+def top_level_imports(module):
+    """The modules `module` (a path below stacklab/) imports at its top level, not inside a function."""
+    with open(os.path.join(PACKAGE, module + ".py"), encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    out = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            out += [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+    return out
+
+
+class OneWay(unittest.TestCase):
+    """runs <- studies <- plots <- report: a role imports only the roles before it."""
+    BANNED = {"runs": ("stacklab.studies", "stacklab.plots", "stacklab.report", "matplotlib"),
+              "studies": ("stacklab.plots", "stacklab.report", "matplotlib"),
+              "plots": ("stacklab.report",)}
+
+    def test_no_role_imports_one_after_it_and_no_study_draws(self):
+        found = []
+        for m in modules():
+            role = m.split("/")[0]
+            for name in top_level_imports(m):
+                if any(name == b or name.startswith(b + ".") for b in self.BANNED.get(role, ())):
+                    found.append(f"{m} imports {name}")
+        self.assertEqual(found, [])
 
 
 class OldNames(unittest.TestCase):

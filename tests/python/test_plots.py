@@ -17,7 +17,7 @@ import numpy as np
 from stacklab.studies import claims, prepost_map as stability_map
 from stacklab.plots import common as plot_common, compare as plot_compare, run as plot_run, study as plot_study
 from stacklab.runs import runlog
-from stacklab.plots import convergence as plot_convergence, escape_law as plot_escape_law
+from stacklab.plots import convergence as plot_convergence, escape_law as plot_escape_law, prepost_map as map_plot
 from stacklab.studies import convergence as cv
 from stacklab.studies.escape import fit as law
 
@@ -174,7 +174,7 @@ class NoWarnings(unittest.TestCase):
                 fabricate.map_run("post", "scaled", 32, 1e-2, 0, "trained")]
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            fig = stability_map.map_figure(stability_map.build(runs, claims.outcome))
+            fig = map_plot.map_figure(stability_map.build(runs, claims.outcome))
             fig.canvas.draw()
         plt.close(fig)
 

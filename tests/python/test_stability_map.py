@@ -7,6 +7,7 @@ import fabricate
 import matplotlib.pyplot as plt
 from stacklab.studies import claims
 from stacklab.runs import runlog
+from stacklab.plots import prepost_map as map_plot
 from stacklab.studies import prepost_map as sm
 from stacklab.report import map as report_map
 
@@ -85,7 +86,7 @@ class Cells(unittest.TestCase):
                                     ("post", "xavier", 8, 1e-2): ["trained", "diverged", "trained"],
                                     ("post", "xavier", 8, 3e-2): ["diverged"] * 3,
                                     ("pre", "xavier", 32, 1e-3): ["plateau"] * 3}), local)
-        self.fig = sm.map_figure(self.data)
+        self.fig = map_plot.map_figure(self.data)
 
     def tearDown(self):
         plt.close(self.fig)
@@ -101,9 +102,9 @@ class Cells(unittest.TestCase):
         for lr, counts, colour in ((1e-3, "3/0/0", "trained"), (1e-2, "2/1/0", "trained"),
                                    (3e-2, "0/3/0", "diverged")):
             face, text = self.drawn(f"post|xavier|8|{lr:g}")
-            self.assertEqual(face, sm.COLOURS[colour], lr)
+            self.assertEqual(face, map_plot.COLOURS[colour], lr)
             self.assertEqual(text.splitlines()[0], counts)
-        self.assertEqual(self.drawn("pre|xavier|32|0.001")[0], sm.COLOURS["plateau"])
+        self.assertEqual(self.drawn("pre|xavier|32|0.001")[0], map_plot.COLOURS["plateau"])
 
     def test_the_mean_final_loss_is_that_of_the_completed_seeds(self):
         self.assertEqual(self.drawn("post|xavier|8|0.001")[1].splitlines()[1], "3.200")
@@ -112,7 +113,7 @@ class Cells(unittest.TestCase):
 
     def test_a_cell_without_runs_says_so(self):
         face, text = self.drawn("post|xavier|32|0.001")
-        self.assertEqual((face, text), (sm.COLOURS["empty"], "not run"))
+        self.assertEqual((face, text), (map_plot.COLOURS["empty"], "not run"))
 
     def test_two_outcomes_with_equal_counts_are_a_tie(self):
         c = sm.Cell(trained=1, diverged=1)

@@ -2,24 +2,15 @@
 init, learning rate and depth (the training runs under OUT/stability_map/). Each run's outcome is
 trained, diverged or plateau as claims.json defines them (claims.outcome); a cell counts its seeds'
 outcomes.
-The figure is one panel per wiring and init, a grid of learning rate (x) by depth (y), each cell
-"trained/diverged/plateau" coloured by the majority, with the mean final val loss; the text is
-generated from the counts. Not here: running the sweep (reproduce.sh --claims), the report's layout.
-
-    /usr/bin/python3 scripts/plot_stability_map.py OUT/stability_map --out OUT/figures/stability_map
+The text is generated from the counts (report/map.py). Not here: the figure (plots/prepost_map.py,
+scripts/plot_stability_map.py), running the sweep (reproduce.sh --claims), the report's layout.
 """
-import argparse
 import os
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 
-import matplotlib.pyplot as plt
-from matplotlib.patches import Patch, Rectangle
-
 from stacklab.studies import claims
 from stacklab.runs import runlog
-from stacklab.plots.common import save
 
 SWEEP = "stability_map"
 FIGURE = "stability_map.png"
@@ -29,7 +20,6 @@ WIRINGS = {"pre": "pre-norm: x + f(norm(x))", "post": "post-norm: norm(x + f(x))
            "post-warmup": "post-norm with warm-up: norm(x + f(x)), lr warmed up",
            "deepnorm": "DeepNorm: norm(alpha x + f(x))"}
 OUTCOMES = ("trained", "diverged", "plateau")
-COLOURS = {"trained": "#9fd89a", "diverged": "#f08a80", "plateau": "#f7d379", "tie": "#d0d0d0", "empty": "#ffffff"}
 
 
 # ---- what a run is ---------------------------------------------------------------------------
@@ -140,46 +130,6 @@ def load(sweep_dir) -> MapData:
     return build(runlog.sweep_runs(sweep_dir) if os.path.isdir(sweep_dir) else [])
 
 
-# ---- the figure ------------------------------------------------------------------------------
-
-def map_figure(data: MapData):
-    """One panel per (wiring, init): rows = wirings, columns = inits; learning rate on x, depth on y.
-    Each cell is a Rectangle whose gid is "wiring|init|depth|lr", coloured by the majority outcome."""
-    nr, nc = len(data.wirings), len(data.inits)
-    nx, ny = len(data.rates), len(data.depths)
-    fig, axes = plt.subplots(nr, nc, figsize=(1.25 * nx * nc + 1.5, 0.75 * ny * nr + 1.6), squeeze=False)
-    for i, w in enumerate(data.wirings):
-        for j, init in enumerate(data.inits):
-            ax = axes[i][j]
-            for x, lr in enumerate(data.rates):
-                for y, d in enumerate(data.depths):
-                    c = data.cell(w, init, d, lr)
-                    ax.add_patch(Rectangle((x, y), 1, 1, facecolor=COLOURS[c.majority], edgecolor="0.4", lw=0.8,
-                                           gid=f"{w}|{init}|{d}|{lr:g}"))
-                    if c.n or c.unfinished:
-                        m = c.mean_final
-                        text = c.counts + (f"\n{m:.3f}" if m is not None else "\n-")
-                        text += f"\n+{c.unfinished} unfinished" if c.unfinished else ""
-                    else:
-                        text = "not run"
-                    ax.text(x + 0.5, y + 0.5, text, ha="center", va="center", fontsize=7, gid=f"{w}|{init}|{d}|{lr:g}")
-            ax.set_xlim(0, nx)
-            ax.set_ylim(0, ny)
-            ax.set_xticks([x + 0.5 for x in range(nx)], [f"{lr:g}" for lr in data.rates], fontsize=7)
-            ax.set_yticks([y + 0.5 for y in range(ny)], [f"L={d}" for d in data.depths], fontsize=7)
-            ax.tick_params(length=0)
-            ax.set_title(f"{WIRINGS[w]}\ninit {init}", fontsize=8)
-            if i == nr - 1:
-                ax.set_xlabel("learning rate", fontsize=8)
-    handles = [Patch(facecolor=COLOURS[k], edgecolor="0.4", label=f"most seeds {k}") for k in OUTCOMES]
-    handles.append(Patch(facecolor=COLOURS["tie"], edgecolor="0.4", label="tie"))
-    fig.suptitle("Stability map: seeds trained/diverged/plateau per cell (claims.json's definitions), "
-                 "mean final val loss of the completed seeds below", fontsize=9)
-    fig.tight_layout()
-    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, fontsize=8, frameon=False)
-    return fig
-
-
 # ---- the outcomes that fail ----------------------------------------------------------------
 
 FAILS = ("diverged", "plateau")
@@ -275,21 +225,3 @@ def branch_sizes(probe_runs, depth: int = BRANCH_DEPTH) -> list[dict]:
             rows.append({"position": model.get("norm_position"), "init": model.get("init"), "seeds": per_seed,
                          "mean": sum(per_seed) / len(per_seed), "min": min(per_seed), "max": max(per_seed)})
     return sorted(rows, key=lambda row: (str(row["position"]), str(row["init"])))
-
-
-def main(argv=None):
-    p = argparse.ArgumentParser(description="Draw the stability map of OUT/stability_map.")
-    p.add_argument("sweep_dir", help="the stability map's sweep dir, e.g. runs/deep_stacking/stability_map")
-    p.add_argument("--out", help="output directory (default SWEEP_DIR/plots)")
-    args = p.parse_args(argv)
-    data = load(args.sweep_dir)
-    if data.empty:
-        print(f"plot_stability_map: no map runs under {args.sweep_dir}", file=sys.stderr)
-        return 1
-    out_dir = args.out or os.path.join(args.sweep_dir, "plots")
-    os.makedirs(out_dir, exist_ok=True)
-    written = []
-    save(map_figure(data), out_dir, FIGURE, written)
-    for path in written:
-        print(path)
-    return 0
