@@ -36,6 +36,13 @@ class PackageByRole(unittest.TestCase):
                 continue
             self.assertIn(os.path.basename(m), doc, f"stacklab/__init__.py's map does not name {m}")
 
+    def test_the_extending_guide_names_every_module(self):
+        with open(os.path.join(PACKAGE, "..", "..", "docs", "extending.md"), encoding="utf-8") as f:
+            guide = f.read()
+        for m in modules():
+            name = os.path.basename(m)
+            self.assertIn(f"`{name}`", guide, f"docs/extending.md does not name {m}")
+
     def test_each_role_folder_says_what_it_holds(self):
         for role in ROLES:
             with open(os.path.join(PACKAGE, role, "__init__.py"), encoding="utf-8") as f:
