@@ -11,6 +11,7 @@ import functools
 import glob
 import io
 import json
+import math
 import os
 import tempfile
 import types
@@ -395,6 +396,33 @@ class JudgesOnly(unittest.TestCase):
         st = fitted()
         self.assertEqual(st.rules, RULES)
         self.assertEqual(ls.markdown(st), ls.markdown(st, RULES))
+
+
+class ReadScope(unittest.TestCase):
+    """Issue 57, section 4: the best-rate read says what its prediction rests on and how far it moves."""
+
+    def test_the_robustness_refits_the_winning_form_without_each_depth_and_on_each_three_escaped_depths(self):
+        wl = fitted().wirings[0]
+        r, b = wl.robust, wl.best
+        self.assertEqual(r.form, b.best or min(b.fits, key=lambda f: b.fits[f].aic))
+        self.assertEqual(r.at, 96)
+        self.assertEqual(sorted(r.without), sorted({o.depth for o in b.obs}))
+        self.assertEqual(len(r.subsets), math.comb(len(b.escaped_depths), 3))
+        d = sorted(r.without)[0]
+        self.assertEqual(r.without[d], law.fit_form([o for o in b.obs if o.depth != d], r.form).median_at(96))
+        js = es.study_json(fitted())["wirings"][0]["robustness"]
+        self.assertEqual((js["fitted"], js["at"], len(js["without"])), (r.form, 96, len(r.without)))
+
+    def test_the_fitted_read_names_its_premise_and_its_range_and_a_no_fit_its_scope(self):
+        text = ls.markdown(fitted(), RULES)
+        self.assertIn("(premise: the envelope of the best rates on a grid of half-decade rates", text)
+        self.assertIn("not the step it learns the task; how far its", text)
+        self.assertIn("refitted without one depth: ", text)
+        self.assertIn("on 3 escaped depths alone: ", text)
+        st = study(TWO)
+        self.assertIsNone(st.wirings[0].robust)
+        self.assertIn("(scope: ", ls.markdown(st, RULES))
+        self.assertIn("set after stage 0's runs", ls.markdown(st, RULES))
 
 
 class Command(unittest.TestCase):

@@ -96,6 +96,48 @@ def read_line(name, w: ec.Wiring, pending=()) -> str:
     return f"{head}{w.why} (dAIC {dd}); median escape step, 95 % interval: {'; '.join(preds)}{fz}"
 
 
+def robustness_text(r) -> str:
+    """"; refitted without one depth, L = 96: 9.33e+07 (without L = 2) to 3.67e+08 (without L = 1); on 3 escaped
+    depths alone: 2.17e+07 (L = 3, 4, 5) to 1.09e+09 (L = 2, 3, 4)" (checks.Robustness), "" without one."""
+    if r is None:
+        return ""
+    parts = []
+
+    def depths(ds):
+        return "L = " + ", ".join(f"{d:g}" for d in ds)
+    for what, values, name in (("refitted without one depth", r.without, lambda d: f"without L = {d:g}"),
+                               ("on 3 escaped depths alone", r.subsets, depths)):
+        span = r.span(values)
+        if span:
+            (lo, klo), (hi, khi) = span
+            parts.append(f"{what}: {law.step_text(lo)} ({name(klo)}) to {law.step_text(hi)} ({name(khi)})")
+    return f"; how far its {r.form} L = {r.at:g} moves, {'; '.join(parts)}" if parts else ""
+
+
+def best_rate_scope(wl: WiringLaw, rules) -> str:
+    """What the best-rate read rests on, after it (issue 57, section 4): where fitted, its premise (each depth's
+    best rate on the grid's half-decade rates, an envelope; the step at which a stack leaves the plateau, not the
+    step it learns the task) and its robustness; where not, the read's scope: a best rate at the grid's top
+    rate (a faster one was not tried), and the cap the censored depths ran to, decided after stage 0's runs."""
+    b = wl.best
+    if b.verdict == "fitted":
+        return (" (premise: the envelope of the best rates on a grid of half-decade rates, "
+                f"{', '.join(f'{r:g}' for r in rules['rates'])}; the step at which a stack leaves the plateau, "
+                "not the step it learns the task" + robustness_text(wl.robust) + ")")
+    top = max(rules["rates"])
+    at_top = [d for d, r in sorted(b.rate.items()) if r == top and d in b.escaped_depths]
+    cap = (rules["horizons"].get("decided") or {}).get("cap")
+    out = []
+    if at_top:
+        out.append(f"the best rate at L = {', '.join(map(str, at_top))} is the grid's top rate, {top:g}: a faster "
+                   "one was not tried")
+    if cap:
+        caps = sorted({int(c) for c in cap.values()})
+        out.append(f"the censored depths ran to the caps of {' and '.join(map(str, caps))} steps that the rules' "
+                   "horizons.decided set after stage 0's runs")
+    return f" (scope: {'; '.join(out)})" if out else ""
+
+
 def markdown(st: Study, rules=None) -> str:
     """The study as markdown for docs/study.md and the report: a header (runs, CPU, commit, steps
     reached per depth), per wiring its grid and reads, the scaled arm, the runs left out. rules: those
@@ -123,7 +165,8 @@ def markdown(st: Study, rules=None) -> str:
             escaped = any(x is not None for _, x, _ in wl.cells[(d, r)])
             return f"L = {d}: {r:g}" + ("" if escaped else " (none escaped: the tie's lower rate)")
         chosen = ", ".join(rate_text(d, r) for d, r in sorted(wl.best.rate.items()))
-        out.append(f"- {read_line('At each depth best rate (' + chosen + ')', wl.best, wl.pending_at())}.")
+        out.append(f"- {read_line('At each depth best rate (' + chosen + ')', wl.best, wl.pending_at())}"
+                   f"{best_rate_scope(wl, rules)}.")
         for lr, w in sorted(wl.held.items()):
             out.append(f"- {read_line(f'At lr {lr:g} held across depths', w, wl.pending_at(lr))}.")
         if wl.rank_fit is not None:
@@ -192,13 +235,16 @@ def markdown(st: Study, rules=None) -> str:
                        f"{at(c.second_96)}: {verdict}.")
         out.append("")
     if st.scaled:
-        out += ["The scaled-init arm beside the normal runs at its points (not fitted):", "",
+        out += ["The scaled-init arm beside the normal runs at its points (not fitted); a normal-init cell read from "
+                "runs longer than the arm's says to how many steps they ran:", "",
                 "| wiring | L | lr | normal init | scaled init |", "|---|---|---|---|---|"]
         n = len(rules["seeds"]["runs"])
         for w, d, lr, normal, scaled in st.scaled:
             short = f" ({len(scaled)} of {n} seeds: pending)" if len(scaled) < n else ""
+            ran, arm = max((h for _, _, h in normal), default=0), max((h for _, _, h in scaled), default=0)
+            longer = f" (its runs reached step {ran}; the arm's stop at {arm})" if ran > arm else ""
             out.append(f"| {rules['wirings'].get(w, w)} | {d} | {lr:g} | "
-                       f"{cell_text(normal)} | {cell_text(scaled)}{short} |")
+                       f"{cell_text(normal)}{longer} | {cell_text(scaled)}{short} |")
         out.append("")
     if st.excluded:
         out += ["Left out: " + "; ".join(f"{r} ({why})" for r, why in st.excluded) + ".", ""]

@@ -54,6 +54,8 @@ NOT_VERDICTS = frozenset({
     # the sections and lists of findings.json and of the opt-in law's study_json
     "claims", "complete", "missing", "absent", "not_made", "read", "seeds_named", "rank_not_made", "tables",
     "left_out",
+    # the opt-in law's best-rate read refitted on part of its runs (checks.Robustness): numbers
+    "robustness", "fitted", "at", "without", "subsets",
     # the law's forms, as keys of its fits and predictions
     "exponential", "power", "doubly exponential", "linear"})
 # The fields that identify a list item, in the order its name gives them (a value longer than ID_LEN, such as

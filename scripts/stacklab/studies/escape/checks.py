@@ -2,10 +2,12 @@
 the deep runs that supersede the stage-0 runs of their points (supersede) and test the predictions the
 rules committed before them (deep_tests, DeepTest); the second numeric path's runs read in place of the
 main path's (path_checks, PathCheck); the second knob's rank line over a wiring's full-block and
-attention-only stacks pooled (pooled_rank, PooledRank). Each takes study.py's WiringLaw reads and
+attention-only stacks pooled (pooled_rank, PooledRank); the best-rate read's prediction refitted without
+each depth and on every 3 escaped depths (robustness, Robustness). Each takes study.py's WiringLaw reads and
 returns data; study.judge calls them. Not here: the reads themselves (study.py, default_tier.read_points),
 the text (report/law_study.py).
 """
+import itertools
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -224,3 +226,39 @@ def path_checks(wirings, second_rows, rules, interval, named=None) -> list:
         kernels = ", ".join(sorted({r.kernels for r in mine if r.kernels})) or "not recorded"
         out.append(PathCheck(wl.wiring, kernels, points, _winner(wl.best), _winner(read), m96, s96, holds, pending))
     return out
+
+
+@dataclass
+class Robustness:
+    """How far a fitted read's prediction at one depth moves when its runs are cut (issue 57, section 4;
+    docs/log/2026-12-07-escape-law-robustness-amd.md did it by hand): the read's winning form (its lowest
+    AIC when the forms are not told apart) refitted without each depth's runs (the censored depths kept
+    in), and on the runs of every 3 of its escaped depths alone; each refit's median escape step at `at`."""
+    form: str
+    at: float
+    without: dict                  # {depth left out: median at `at`}
+    subsets: dict                  # {(three escaped depths): median at `at`}
+
+    @staticmethod
+    def span(values: dict):
+        """((lowest median, its key), (highest median, its key)), or None without values."""
+        if not values:
+            return None
+        order = sorted(values, key=lambda k: values[k])
+        return (values[order[0]], order[0]), (values[order[-1]], order[-1])
+
+
+def robustness(read, at: float):
+    """The Robustness of a default_tier.Wiring read at depth `at`, or None when the read is not fitted."""
+    if read is None or read.verdict != "fitted" or not read.fits:
+        return None
+    form = read.best or min(read.fits, key=lambda f: read.fits[f].aic)
+    depths = sorted({o.depth for o in read.obs})
+
+    def median(obs):
+        return law.fit_form(obs, form).median_at(at) if len(obs) >= 3 else None
+    without = {d: median([o for o in read.obs if o.depth != d]) for d in depths}
+    subsets = {ds: median([o for o in read.obs if o.depth in ds])
+               for ds in itertools.combinations(sorted(read.escaped_depths), 3)}
+    return Robustness(form, at, {d: m for d, m in without.items() if m is not None},
+                      {k: m for k, m in subsets.items() if m is not None})

@@ -33,7 +33,8 @@ from stacklab.studies.escape.rows import (  # noqa: F401
     _cells, _obs, best_rates, eval_interval, named_runs, probe_rows, read_probe_table, read_table, row_of,
     write_probe_table)
 from stacklab.studies.escape.checks import (  # noqa: F401
-    DeepTest, PathCheck, PooledRank, deep_tests, path_checks, pooled_rank, pooled_why, supersede)
+    DeepTest, PathCheck, PooledRank, Robustness, deep_tests, path_checks, pooled_rank, pooled_why, robustness,
+    supersede)
 
 # The rules' law.reads: "every rate is fitted where 3 or more depths have a run" (a held read is
 # made); law.fit_when then says whether it is fitted (3 escaped depths) or "no fit".
@@ -61,6 +62,7 @@ class WiringLaw:
     named: dict = field(default_factory=dict)    # {(depth, rate): seeds the sweeps name}, run or not
     pending: dict = field(default_factory=dict)  # {(depth, rate): "3 of 5 seeds"}: runs not in the tables
     rank_why: str = ""             # why the rank read is not made ("" when it is)
+    robust: object = None          # checks.Robustness of the best-rate read at the rules' deepest prediction
 
     @property
     def depths(self) -> list:
@@ -194,6 +196,7 @@ def judge(rows, rules, probe=None, scaled_rows=(), interval=None, deep_rows=(), 
         seeds = {d: cells[(d, lr)] for d, lr in chosen.items()}
         wl.best = ec.read_points(w, formula, chosen, seeds, [o for d, lr in chosen.items() for o in obs[(d, lr)]],
                                  rules)
+        wl.robust = robustness(wl.best, max(rules["law"]["prediction"]["depths"]))
         for lr in wl.rates:
             at = {d: cells[(d, r)] for d, r in cells if r == lr}
             if len(at) >= MIN_DEPTHS_RUN:
@@ -360,6 +363,11 @@ def study_json(st: Study) -> dict:
                          "rank_fit": None if wl.rank_fit is None else {
                              "theta": list(wl.rank_fit.theta), "sigma": wl.rank_fit.sigma,
                              "delta_aic": wl.rank_delta, "best": wl.rank_best, "pending": wl.pending_at()},
+                         "robustness": None if wl.robust is None else {
+                             "fitted": wl.robust.form, "at": wl.robust.at,
+                             "without": [{"depth": d, "median": _n(m)} for d, m in sorted(wl.robust.without.items())],
+                             "subsets": [{"depths": list(k), "median": _n(m)}
+                                         for k, m in sorted(wl.robust.subsets.items())]},
                          "rank_not_made": wl.rank_why or None,
                          "second_knob": {"verdict": wl.knob or None, "why": wl.knob_why or None}}
                         for wl in st.wirings]}
