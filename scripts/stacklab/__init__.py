@@ -15,7 +15,8 @@ runs/       runlog (what every reader of runs shares, and the names below it: lo
 studies/    judge (the study judged once into Result), findings (findings 1-5; training: the
             training points they read), stats (seed statistics), text (real text and rule P),
             prepost_map (the stability map), claims (the verdicts; claim_runs: the claims' files, runs
-            and outcomes; claim_rules: each claim's rule), convergence, signal (the residual or the
+            and outcomes; claim_rules: each claim's rule), convergence (convergence_short: its pre vs
+            post and short against long), signal (the residual or the
             signal; signal_text: it as text and as findings.json's record), escape/ (fit: the escape law's fit;
             tables: the results tables; default_tier: the law's core in the default tier; study:
             the opt-in law judged; rows: its tables read; checks: its deep, second-path and
