@@ -4,10 +4,10 @@
 // is the one definition of its choice: its formula text (the printed wiring, `stacklab registry`,
 // the README tables), the parameters it adds with their roles and init, and its forward. Parameter
 // counts (memory estimate) come from the same declarations; the PyTorch mirror of each entry is
-// in scripts/stacklab/runs/torch_model.py under the same name, and tests/parity/torch_parity.py builds
-// its variants from `stacklab registry --json`, failing on an entry without a mirror.
-// Adding a choice: its enum value and spelling in config/choices.h, its entry here (the switch
-// in the *_spec function has no default, so the build fails until it exists), its mirror.
+// in scripts/stacklab/runs/torch_model.py under the same name, and tests/parity/torch_parity.py
+// builds its variants from `stacklab registry --json`, failing on an entry without a mirror. Adding
+// a choice: its enum value and spelling in config/choices.h, its entry here (the switch in the
+// *_spec function has no default, so the build fails until it exists), its mirror.
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -62,8 +62,8 @@ void check_checkpoint_config(const std::string& path, const nlohmann::json& writ
                              const std::string& expected_where);
 
 // The dotted keys of check_checkpoint_config's comparison that differ (none when it passes); the
-// cases of tests/fixtures/checkpoint_config_cases.json pin it, and stacklab.runs.checkpoint_config (the
-// Python package's copy, for load_run and the nanoGPT export) against the same cases.
+// cases of tests/fixtures/checkpoint_config_cases.json pin it, and stacklab.runs.checkpoint_config
+// (the Python package's copy, for load_run and the nanoGPT export) against the same cases.
 std::vector<std::string> checkpoint_config_differences(const nlohmann::json& written,
                                                        const nlohmann::json& expected,
                                                        const std::vector<std::string>& may_differ);
